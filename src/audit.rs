@@ -1,0 +1,130 @@
+//! The audit log: one JSON line per operation, never file contents.
+
+use crate::policy::AuditConfig;
+use serde_json::json;
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// One operation, as logged.
+#[derive(Debug, Clone)]
+pub struct AuditRecord<'a> {
+    /// The server session.
+    pub server_id: &'a str,
+    /// The JSON-RPC method.
+    pub method: &'a str,
+    /// The mount-form path, if the operation had one.
+    pub path: Option<&'a str>,
+    /// `ok` or the error's `data.code` (or protocol fault name).
+    pub outcome: &'a str,
+    /// Bytes read or written.
+    pub bytes: u64,
+    /// How long the operation took.
+    pub duration: Duration,
+}
+
+/// Where audit lines go.
+pub struct AuditLog {
+    sink: Option<Mutex<Box<dyn Write + Send>>>,
+    redact_key: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("enabled", &self.sink.is_some())
+            .field("redacted", &self.redact_key.is_some())
+            .finish()
+    }
+}
+
+impl AuditLog {
+    /// Opens the log the policy asks for: a file (appended) or stderr.
+    pub fn open(config: &AuditConfig) -> std::io::Result<AuditLog> {
+        if !config.enabled {
+            return Ok(AuditLog::disabled());
+        }
+        let sink: Box<dyn Write + Send> = match &config.file {
+            Some(p) => Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)?,
+            ),
+            None => Box::new(std::io::stderr()),
+        };
+        let redact_key = if config.redact_paths {
+            Some(match &config.redact_key {
+                Some(hex) => parse_key(hex).ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad audit.redact_key")
+                })?,
+                None => {
+                    let mut k = [0u8; 32];
+                    getrandom::fill(&mut k).map_err(std::io::Error::other)?;
+                    k
+                }
+            })
+        } else {
+            None
+        };
+        Ok(AuditLog {
+            sink: Some(Mutex::new(sink)),
+            redact_key,
+        })
+    }
+
+    /// A log that writes nothing.
+    pub fn disabled() -> AuditLog {
+        AuditLog {
+            sink: None,
+            redact_key: None,
+        }
+    }
+
+    /// A log into any writer (for embedders and tests).
+    pub fn to_writer(w: Box<dyn Write + Send>, redact_key: Option<[u8; 32]>) -> AuditLog {
+        AuditLog {
+            sink: Some(Mutex::new(w)),
+            redact_key,
+        }
+    }
+
+    /// Writes one record. Failures to log are reported through tracing, never to the peer.
+    pub fn record(&self, r: &AuditRecord<'_>) {
+        let Some(sink) = &self.sink else { return };
+        let path = r.path.map(|p| match &self.redact_key {
+            Some(k) => format!(
+                "hash:{}",
+                &blake3::keyed_hash(k, p.as_bytes()).to_hex()[..32]
+            ),
+            None => p.to_owned(),
+        });
+        let time = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let line = json!({
+            "time": time,
+            "server": r.server_id,
+            "method": r.method,
+            "path": path,
+            "outcome": r.outcome,
+            "bytes": r.bytes,
+            "durationMs": (r.duration.as_secs_f64() * 1e6).round() / 1e3,
+        });
+        let mut guard = match sink.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Err(e) = writeln!(guard, "{line}").and_then(|()| guard.flush()) {
+            tracing::warn!(error = %e, "cannot write audit log");
+        }
+    }
+}
+
+fn parse_key(hex: &str) -> Option<[u8; 32]> {
+    let mut k = [0u8; 32];
+    for (i, byte) in k.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(k)
+}

@@ -1,0 +1,372 @@
+//! The [`Broker`]: sessions, dispatch of one message, revocation, and the outbound stream.
+
+use crate::audit::{AuditLog, AuditRecord};
+use crate::consent::{ConsentProvider, Grant, provider_for};
+use crate::error::{Error, ErrorKind, Result};
+use crate::jsonrpc::{self, Item, Message, Request, Response};
+use crate::limits::RateLimits;
+use crate::ops::{self, Ctx};
+use crate::path::{MountPath, RequestPath};
+use crate::policy::{Policy, PolicyError};
+use crate::root::{Root, RootSpec, Roots};
+use crate::session::Session;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// Most server sessions one broker holds at once.
+pub const MAX_SESSIONS: usize = 1024;
+/// Capacity of the outbound notification stream; when it is full, notifications are dropped
+/// and counted rather than buffered without bound.
+pub const OUTBOUND_CAPACITY: usize = 1024;
+
+/// A message the broker sends on its own (a notification) to one server session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outbound {
+    /// The session it is for.
+    pub server_id: String,
+    /// The JSON-RPC notification.
+    pub message: Value,
+}
+
+/// The receiving end of the broker's outbound notifications.
+pub type OutboundReceiver = mpsc::Receiver<Outbound>;
+
+/// Builds a [`Broker`] from a [`Policy`].
+pub struct BrokerBuilder {
+    policy: Policy,
+    consent: Option<Arc<dyn ConsentProvider>>,
+    audit: Option<AuditLog>,
+}
+
+impl BrokerBuilder {
+    /// Uses `provider` for consent requests no rule decides, instead of the policy's mode.
+    pub fn consent_provider(mut self, provider: Arc<dyn ConsentProvider>) -> Self {
+        self.consent = Some(provider);
+        self
+    }
+
+    /// Uses `log` instead of the audit log the policy names.
+    pub fn audit_log(mut self, log: AuditLog) -> Self {
+        self.audit = Some(log);
+        self
+    }
+
+    /// Opens the roots and builds the broker, with the stream of its outbound notifications.
+    pub fn build(self) -> std::result::Result<(Broker, OutboundReceiver), PolicyError> {
+        let policy = self.policy;
+        let err = |key: String, message: String| PolicyError {
+            file: "<policy>".into(),
+            line: None,
+            key,
+            message,
+        };
+        let mut list = Vec::new();
+        for (i, r) in policy.roots.iter().enumerate() {
+            let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
+            let spec = RootSpec {
+                path: r.path.get_ref().clone(),
+                name: r.name.clone().unwrap_or_else(|| mount.to_string()),
+                mount,
+                access: r.access,
+                servers: r.servers.clone(),
+            };
+            let root = Root::open(spec).map_err(|e| {
+                err(
+                    format!("roots[{i}].path"),
+                    format!("cannot open root directory: {e}"),
+                )
+            })?;
+            if list.iter().any(|x: &Arc<Root>| x.mount() == root.mount()) {
+                return Err(err(
+                    format!("roots[{i}].mount"),
+                    format!("mount name {} is used by another root", root.mount()),
+                ));
+            }
+            list.push(Arc::new(root));
+        }
+        let roots = Roots::new(list);
+        let audit = match self.audit {
+            Some(a) => a,
+            None => AuditLog::open(&policy.audit)
+                .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
+        };
+        let consent = self
+            .consent
+            .unwrap_or_else(|| provider_for(policy.consent.mode.as_ref()));
+        let (tx, rx) = mpsc::channel(OUTBOUND_CAPACITY);
+        let inner = Inner {
+            rate: RateLimits::new(&policy.limits),
+            roots,
+            policy,
+            consent,
+            audit,
+            sessions: Mutex::new(HashMap::new()),
+            outbound: tx,
+        };
+        Ok((
+            Broker {
+                inner: Arc::new(inner),
+            },
+            rx,
+        ))
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) policy: Policy,
+    pub(crate) roots: Roots,
+    pub(crate) consent: Arc<dyn ConsentProvider>,
+    pub(crate) rate: RateLimits,
+    audit: AuditLog,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    #[allow(dead_code)]
+    outbound: mpsc::Sender<Outbound>,
+}
+
+/// The filesystem broker: answers one server session's messages at a time.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_fsbroker::{Broker, Policy};
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("hello.txt"), "hi").unwrap();
+/// let toml = format!(
+///     "[[roots]]\npath = {:?}\nmount = \"demo\"\n[consent]\nmode = \"auto\"\n[audit]\nenabled = false\n",
+///     dir.path()
+/// );
+/// let policy = Policy::parse(&toml, "example").unwrap();
+/// let (broker, _notifications) = Broker::builder(policy).build().unwrap();
+/// let consent = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
+///     "params": {"requestedPaths": ["demo"]}});
+/// broker.handle_message("my-server", consent).await;
+/// let read = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "files/read",
+///     "params": {"path": "demo/hello.txt"}});
+/// let response = broker.handle_message("my-server", read).await.unwrap();
+/// assert_eq!(response["result"]["content"], "hi");
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Broker {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("roots", &self.inner.roots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    /// Starts building a broker for `policy`.
+    pub fn builder(policy: Policy) -> BrokerBuilder {
+        BrokerBuilder {
+            policy,
+            consent: None,
+            audit: None,
+        }
+    }
+
+    /// The client capabilities to merge into the host's `initialize` request.
+    pub fn capabilities(&self) -> Value {
+        json!({"roots": {"listChanged": true, "filesystemBrokering": true}})
+    }
+
+    /// The roots.
+    pub fn roots(&self) -> &Roots {
+        &self.inner.roots
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// Handles one line of bytes (without its newline) for `server_id`; returns the response
+    /// line to send, if any.
+    pub async fn handle_line(&self, server_id: &str, line: &[u8]) -> Option<Vec<u8>> {
+        let max = self.inner.policy.limits.max_line_bytes.get();
+        let response = match jsonrpc::decode(line, max) {
+            Ok(msg) => self.handle_decoded(server_id, msg).await,
+            Err(resp) => {
+                self.audit_fault(server_id, resp.outcome.as_ref().err());
+                Some(resp.to_json())
+            }
+        }?;
+        serde_json::to_vec(&response).ok()
+    }
+
+    /// Handles one parsed JSON-RPC message (single or batch) for `server_id`; returns the
+    /// response, if the message calls for one.
+    pub async fn handle_message(&self, server_id: &str, message: Value) -> Option<Value> {
+        self.handle_decoded(server_id, jsonrpc::decode_value(message))
+            .await
+    }
+
+    async fn handle_decoded(&self, server_id: &str, message: Message) -> Option<Value> {
+        match message {
+            Message::Single(item) => self.handle_item(server_id, item).await,
+            Message::Batch(items) => {
+                // Items run one after another: a batch takes one session's turn, so it cannot
+                // multiply the session's cap on operations in flight.
+                let mut out = Vec::new();
+                for item in items {
+                    out.extend(self.handle_item(server_id, item).await);
+                }
+                (!out.is_empty()).then_some(Value::Array(out))
+            }
+        }
+    }
+
+    async fn handle_item(&self, server_id: &str, item: Item) -> Option<Value> {
+        match item {
+            Item::Request(req) => Some(self.handle_request(server_id, req).await.to_json()),
+            Item::Notification(n) => {
+                tracing::debug!(server = server_id, method = %n.method, "notification ignored");
+                None
+            }
+            Item::Response(_) => None,
+            Item::Invalid(id, e) => {
+                self.audit_fault(server_id, Some(&e));
+                Some(
+                    Response {
+                        id,
+                        outcome: Err(e),
+                    }
+                    .to_json(),
+                )
+            }
+        }
+    }
+
+    async fn handle_request(&self, server_id: &str, req: Request) -> Response {
+        let start = Instant::now();
+        let ctx = Ctx::new(self.inner.clone(), server_id);
+        let outcome = match self.session(server_id) {
+            Ok(session) => match self.inner.rate.check(server_id) {
+                Ok(()) => ops::dispatch(&ctx, &session, &req.method, req.params).await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let (path, bytes) = ctx.audit_info();
+        let err_path = outcome
+            .as_ref()
+            .err()
+            .and_then(|e| e.path().map(str::to_owned));
+        self.inner.audit.record(&AuditRecord {
+            server_id,
+            method: &req.method,
+            path: path.as_deref().or(err_path.as_deref()),
+            outcome: match &outcome {
+                Ok(_) => "ok",
+                Err(e) => e.kind().outcome(),
+            },
+            bytes,
+            duration: start.elapsed(),
+        });
+        if let Err(e) = &outcome {
+            tracing::debug!(server = server_id, method = %req.method, error = %e, "request failed");
+        }
+        Response {
+            id: Some(req.id),
+            outcome,
+        }
+    }
+
+    fn audit_fault(&self, server_id: &str, e: Option<&Error>) {
+        self.inner.audit.record(&AuditRecord {
+            server_id,
+            method: "",
+            path: None,
+            outcome: e.map_or("INVALID_REQUEST", |e| e.kind().outcome()),
+            bytes: 0,
+            duration: std::time::Duration::ZERO,
+        });
+    }
+
+    /// The session for `server_id`, created with its standing grants on first use.
+    fn session(&self, server_id: &str) -> Result<Arc<Session>> {
+        let mut sessions = lock(&self.inner.sessions);
+        if let Some(s) = sessions.get(server_id) {
+            return Ok(s.clone());
+        }
+        if sessions.len() >= MAX_SESSIONS {
+            return Err(Error::new(ErrorKind::Internal, "too many sessions"));
+        }
+        let session = Arc::new(Session::new(
+            server_id,
+            self.standing_grants(server_id),
+            self.inner.policy.limits.max_in_flight.get(),
+        ));
+        sessions.insert(server_id.to_owned(), session.clone());
+        Ok(session)
+    }
+
+    fn standing_grants(&self, server_id: &str) -> Vec<Grant> {
+        let mut out = Vec::new();
+        for g in &self.inner.policy.grants {
+            if !crate::policy::matches_server(&g.servers, server_id) {
+                continue;
+            }
+            let located = RequestPath::parse(g.path.get_ref())
+                .and_then(|p| self.inner.roots.locate(&p, server_id));
+            if let Ok((root, path)) = located {
+                out.push(Grant {
+                    path,
+                    access: g.access.min(root.access()),
+                    standing: true,
+                });
+            }
+        }
+        out
+    }
+
+    /// Ends the session of `server_id`: its consent grants are dropped at once (standing
+    /// grants come back with the next session). Returns whether a session existed.
+    pub fn end_session(&self, server_id: &str) -> bool {
+        let removed = lock(&self.inner.sessions).remove(server_id).is_some();
+        self.inner.rate.prune();
+        removed
+    }
+
+    /// Revokes grants: of one session or all (`server_id` `None`), at or beneath one path or
+    /// everywhere (`path` `None`). Operations under a revoked path then fail with
+    /// `PERMISSION_DENIED` `revoked` until consent is given again. Returns the number of
+    /// grants removed.
+    pub fn revoke(&self, server_id: Option<&str>, path: Option<&str>) -> Result<usize> {
+        let sessions: Vec<Arc<Session>> = lock(&self.inner.sessions)
+            .values()
+            .filter(|s| server_id.is_none_or(|id| s.server_id() == id))
+            .cloned()
+            .collect();
+        let mut removed = 0;
+        for s in sessions {
+            let target: Option<MountPath> = match path {
+                None => None,
+                Some(p) => {
+                    let parsed = RequestPath::parse(p)?;
+                    Some(self.inner.roots.locate(&parsed, s.server_id())?.1)
+                }
+            };
+            removed += s.grants().revoke(target.as_ref());
+        }
+        Ok(removed)
+    }
+
+    /// The server ids with a live session.
+    pub fn sessions(&self) -> Vec<String> {
+        lock(&self.inner.sessions).keys().cloned().collect()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}

@@ -1,0 +1,118 @@
+//! The command line of `fsbroker`, and how its flags build a policy.
+//!
+//! The flags build the same [`Policy`] a file would: `--root` adds roots to the embedded
+//! default (or the `--policy` file), `--consent` sets the consent mode.
+
+use crate::path::MountName;
+use crate::policy::{ConsentMode, Policy, PolicyError, RootEntry};
+use crate::root::Access;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use toml::Spanned;
+
+/// `fsbroker`: client-brokered filesystem access for MCP servers.
+#[derive(Debug, Parser)]
+#[command(name = "fsbroker", version, about)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Answer one server session's requests on stdin/stdout (newline-delimited JSON-RPC).
+    Serve(CommonArgs),
+    /// Sit between a host and an MCP server, answering the server's file requests.
+    Proxy(ProxyArgs),
+    /// Validate a policy file and print the effective configuration.
+    CheckPolicy {
+        /// The policy file.
+        file: PathBuf,
+    },
+}
+
+/// Options shared by `serve` and `proxy`.
+#[derive(Debug, Args, Clone)]
+pub struct CommonArgs {
+    /// A policy file (TOML); without it the embedded default is used.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// A root directory to offer, optionally with a mount name: `[MOUNT=]PATH`. Repeatable.
+    #[arg(long = "root", value_name = "[MOUNT=]PATH")]
+    pub roots: Vec<String>,
+    /// Make the `--root` roots writable (they are read-only otherwise).
+    #[arg(long)]
+    pub writable: bool,
+    /// Consent mode: auto, deny, tty, command:PROGRAM (proxy also: elicit).
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub consent: Option<ConsentMode>,
+    /// The server session id.
+    #[arg(long = "server-id", value_name = "ID")]
+    pub server_id: Option<String>,
+}
+
+/// Options of `proxy`.
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// A remote Streamable HTTP server instead of a local command.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// The server command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+fn parse_mode(s: &str) -> Result<ConsentMode, String> {
+    ConsentMode::try_from(s.to_owned())
+}
+
+/// Splits `[MOUNT=]PATH`: the part before the first `=` is a mount only when it is a valid
+/// mount name, so paths containing `=` still work (write `./a=b`).
+pub fn split_root_arg(arg: &str) -> (Option<String>, PathBuf) {
+    if let Some((m, p)) = arg.split_once('=')
+        && MountName::new(m).is_ok()
+        && !p.is_empty()
+    {
+        return (Some(m.to_owned()), PathBuf::from(p));
+    }
+    (None, PathBuf::from(arg))
+}
+
+impl CommonArgs {
+    /// The policy these options describe. With neither `--policy` nor `--root`, and when
+    /// `cwd_default` is set, the current directory is offered read-only.
+    pub fn build_policy(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
+        let mut policy = match &self.policy {
+            Some(p) => Policy::load(p)?,
+            None => Policy::embedded_default()?,
+        };
+        let mut roots = self.roots.clone();
+        if roots.is_empty() && self.policy.is_none() && cwd_default {
+            roots.push(".".to_owned());
+        }
+        for arg in &roots {
+            let (mount, path) = split_root_arg(arg);
+            policy.roots.push(RootEntry {
+                path: Spanned::new(0..0, path),
+                mount: mount.map(|m| Spanned::new(0..0, m)),
+                name: None,
+                access: if self.writable {
+                    Access::Write
+                } else {
+                    Access::Read
+                },
+                servers: vec!["*".to_owned()],
+            });
+        }
+        if let Some(mode) = &self.consent {
+            policy.consent.mode = Some(mode.clone());
+        }
+        policy.revalidate("<command line>")?;
+        Ok(policy)
+    }
+}

@@ -1,0 +1,220 @@
+//! Consent: the grants a session holds, and the providers that decide `files/consent`.
+//!
+//! A grant covers a mount-form path and everything beneath it, with `read` or `write` access.
+//! Revocation leaves a mark, so that an operation under a revoked path fails with `revoked`
+//! rather than `no_consent` until a new grant lifts the mark.
+
+use crate::error::{Error, Reason, Result};
+use crate::path::MountPath;
+use crate::policy::ConsentMode;
+use crate::root::Access;
+use std::future::Future;
+use std::io::IsTerminal;
+use std::pin::Pin;
+use std::sync::Arc;
+
+mod command;
+mod tty;
+
+pub use command::CommandConsent;
+pub use tty::TtyConsent;
+
+/// A boxed future, for the object-safe [`ConsentProvider`] trait.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a provider is asked: paths already known to lie inside the roots this server sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsentRequest {
+    /// The server session asking.
+    pub server_id: String,
+    /// The server's explanation, as sent (providers must sanitise it before display).
+    pub message: Option<String>,
+    /// The paths asked for, in mount form.
+    pub paths: Vec<MountPath>,
+    /// The access asked for (already capped by what the roots allow).
+    pub access: Access,
+}
+
+/// A provider's answer. Paths not in the request are ignored, and the access is capped by
+/// what was asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsentDecision {
+    /// The approved subset of the requested paths.
+    pub approved: Vec<MountPath>,
+    /// The access granted for them.
+    pub access: Access,
+}
+
+impl ConsentDecision {
+    /// A refusal of everything.
+    pub fn deny() -> Self {
+        ConsentDecision {
+            approved: Vec::new(),
+            access: Access::Read,
+        }
+    }
+
+    /// An approval of every requested path at the requested access.
+    pub fn approve_all(request: &ConsentRequest) -> Self {
+        ConsentDecision {
+            approved: request.paths.clone(),
+            access: request.access,
+        }
+    }
+}
+
+/// Decides consent requests that no policy rule decided. Embedders implement this to show
+/// their own dialog; the broker applies the time limit and denies when it passes.
+///
+/// ```
+/// use mcp_fsbroker::consent::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest};
+/// struct ApproveReads;
+/// impl ConsentProvider for ApproveReads {
+///     fn decide<'a>(&'a self, req: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+///         Box::pin(async move {
+///             ConsentDecision { approved: req.paths.clone(), access: mcp_fsbroker::Access::Read }
+///         })
+///     }
+/// }
+/// ```
+pub trait ConsentProvider: Send + Sync + 'static {
+    /// Decides one request.
+    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision>;
+}
+
+/// Approves every request (mode `auto`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AutoConsent;
+
+impl ConsentProvider for AutoConsent {
+    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        Box::pin(async move { ConsentDecision::approve_all(request) })
+    }
+}
+
+/// Denies every request (mode `deny`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenyConsent;
+
+impl ConsentProvider for DenyConsent {
+    fn decide<'a>(&'a self, _request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        Box::pin(async { ConsentDecision::deny() })
+    }
+}
+
+/// The provider for a configured mode. An unset mode is `tty` when this process has a
+/// controlling terminal, else `deny`; `elicit` outside the proxy falls back the same way.
+pub fn provider_for(mode: Option<&ConsentMode>) -> Arc<dyn ConsentProvider> {
+    match mode {
+        Some(ConsentMode::Auto) => Arc::new(AutoConsent),
+        Some(ConsentMode::Deny) => Arc::new(DenyConsent),
+        Some(ConsentMode::Tty) => Arc::new(TtyConsent::new()),
+        Some(ConsentMode::Command(p)) => Arc::new(CommandConsent::new(p.clone())),
+        None | Some(ConsentMode::Elicit) => {
+            if TtyConsent::available() || std::io::stderr().is_terminal() {
+                Arc::new(TtyConsent::new())
+            } else {
+                Arc::new(DenyConsent)
+            }
+        }
+    }
+}
+
+/// One grant held by a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    /// The path granted, with everything beneath it.
+    pub path: MountPath,
+    /// What it allows.
+    pub access: Access,
+    /// Whether it comes from the policy (kept across sessions) rather than a consent request.
+    pub standing: bool,
+}
+
+/// The grants of one session, with revocation marks.
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    grants: Vec<Grant>,
+    revoked: Vec<MountPath>,
+}
+
+/// Most grants one session may hold; consent requests beyond it replace nothing and fail.
+pub const MAX_GRANTS: usize = 4096;
+
+impl Grants {
+    /// Checks that `path` is covered for `need`.
+    ///
+    /// Errors: `PERMISSION_DENIED` with `revoked` under a revocation mark, `read_only` when
+    /// only read grants cover a write, `no_consent` otherwise.
+    pub fn check(&self, path: &MountPath, need: Access) -> Result<()> {
+        if self.revoked.iter().any(|r| path.starts_with(r)) {
+            return Err(Error::denied(Reason::Revoked).with_path(path.to_string()));
+        }
+        let best = self
+            .grants
+            .iter()
+            .filter(|g| path.starts_with(&g.path))
+            .map(|g| g.access)
+            .max();
+        match best {
+            Some(a) if a >= need => Ok(()),
+            Some(_) => Err(Error::denied(Reason::ReadOnly).with_path(path.to_string())),
+            None => Err(Error::denied(Reason::NoConsent).with_path(path.to_string())),
+        }
+    }
+
+    /// Adds a grant, lifting revocation marks at or beneath it. Returns false when the
+    /// session already holds [`MAX_GRANTS`] grants.
+    pub fn add(&mut self, grant: Grant) -> bool {
+        self.revoked.retain(|r| !r.starts_with(&grant.path));
+        if let Some(g) = self
+            .grants
+            .iter_mut()
+            .find(|g| g.path == grant.path && g.standing == grant.standing)
+        {
+            g.access = g.access.max(grant.access);
+            return true;
+        }
+        if self.grants.len() >= MAX_GRANTS {
+            return false;
+        }
+        self.grants.push(grant);
+        true
+    }
+
+    /// Revokes grants at or beneath `path` (all grants when `None`) and marks `path` revoked.
+    /// Returns the number of grants removed.
+    pub fn revoke(&mut self, path: Option<&MountPath>) -> usize {
+        let before = self.grants.len();
+        match path {
+            None => {
+                let mounts: Vec<MountPath> = self
+                    .grants
+                    .iter()
+                    .map(|g| MountPath {
+                        mount: g.path.mount.clone(),
+                        rel: crate::path::RelPath::root(),
+                    })
+                    .collect();
+                self.grants.clear();
+                for m in mounts {
+                    if !self.revoked.contains(&m) {
+                        self.revoked.push(m);
+                    }
+                }
+            }
+            Some(p) => {
+                self.grants.retain(|g| !g.path.starts_with(p));
+                if self.revoked.len() < MAX_GRANTS && !self.revoked.contains(p) {
+                    self.revoked.push(p.clone());
+                }
+            }
+        }
+        before - self.grants.len()
+    }
+
+    /// The grants held.
+    pub fn list(&self) -> &[Grant] {
+        &self.grants
+    }
+}

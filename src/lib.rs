@@ -1,0 +1,54 @@
+//! # mcp-fsbroker
+//!
+//! Client-brokered filesystem access for the Model Context Protocol: untrusted MCP servers
+//! use the user's files only through the client, only inside the directories the user
+//! approved, and only after the user consented.
+//!
+//! The threat: a server sends `files/*` requests with paths of its choosing (CWE-22 path
+//! traversal, symlink escapes, special files, resource exhaustion). Every request path is
+//! parsed once into a [`path::MountPath`] and reaches the filesystem only through its root's
+//! capability handle ([`root::Root`]); see `README.md` for the full threat model.
+//!
+//! ## Layout
+//!
+//! - [`error`]: the one error type and its table of wire codes.
+//! - [`jsonrpc`]: JSON-RPC wire types and decoding; no I/O.
+//! - [`path`]: the request-path grammar; the only string-to-path parser.
+//! - [`root`]: roots, their cap-std directory handles, and the symlink-aware resolver; the
+//!   only ambient authority.
+//! - [`policy`]: policy file types, loading and validation.
+//! - [`consent`]: grants per session, the [`consent::ConsentProvider`] trait and providers.
+//! - [`limits`]: rate limits (governor) and operation deadlines.
+//! - [`audit`]: the JSON-lines audit log.
+//! - `ops`: one file per method.
+//! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
+//! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading.
+//! - [`cli`]: the command line, shared by the binary and its tests.
+//!
+//! ## Embedding
+//!
+//! See [`Broker`] for a runnable example.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod audit;
+pub mod broker;
+pub mod cli;
+pub mod consent;
+pub mod error;
+pub mod framing;
+pub mod jsonrpc;
+pub mod limits;
+mod ops;
+pub mod path;
+pub mod policy;
+pub mod root;
+pub mod serve;
+pub mod session;
+
+pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
+pub use error::{Error, ErrorKind, Reason};
+pub use ops::METHODS;
+pub use policy::Policy;
+pub use root::Access;

@@ -1,0 +1,211 @@
+//! One file per method: each parses its params, checks path and grant, and does its work
+//! through the root's handle under the operation deadline.
+//!
+//! Checks run in the order of the wire contract: (message and rate limit in the broker)
+//! params, path, consent, then the work. Consent is checked twice: on the path as requested,
+//! before any I/O, so that a server without consent cannot probe what exists; and on the real
+//! path after symlinks, so that a link cannot carry a grant to a place it does not cover.
+
+use crate::broker::Inner;
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::limits::Deadline;
+use crate::path::{MountPath, RequestPath};
+use crate::policy::Limits;
+use crate::root::{Access, Resolved, Root};
+use crate::session::Session;
+use cap_std::fs::{FileType, Metadata, MetadataExt};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+mod consent;
+mod list;
+mod read;
+mod roots_list;
+mod stat;
+
+/// The methods this broker answers; the write side and watching answer `-32601` until built.
+pub const METHODS: &[&str] = &[
+    "ping",
+    "roots/list",
+    "files/consent",
+    "files/read",
+    "files/list",
+    "files/stat",
+];
+
+/// Calls the method's operation.
+pub(crate) async fn dispatch(
+    ctx: &Ctx,
+    session: &Arc<Session>,
+    method: &str,
+    params: Value,
+) -> Result<Value> {
+    match method {
+        "ping" => Ok(serde_json::json!({})),
+        "roots/list" => roots_list::run(ctx, session, params),
+        "files/consent" => consent::run(ctx, session, params).await,
+        "files/read" => read::run(ctx, session, params).await,
+        "files/list" => list::run(ctx, session, params).await,
+        "files/stat" => stat::run(ctx, session, params).await,
+        other => {
+            let shown: String = other.chars().take(64).collect();
+            Err(Error::new(
+                ErrorKind::MethodNotFound,
+                format!("method not found: {shown}"),
+            ))
+        }
+    }
+}
+
+/// What one request carries through its operation: the broker, the server, and what the audit
+/// line will say.
+pub(crate) struct Ctx {
+    inner: Arc<Inner>,
+    server_id: String,
+    audit: Mutex<(Option<String>, u64)>,
+}
+
+impl Ctx {
+    pub(crate) fn new(inner: Arc<Inner>, server_id: &str) -> Self {
+        Ctx {
+            inner,
+            server_id: server_id.to_owned(),
+            audit: Mutex::new((None, 0)),
+        }
+    }
+
+    pub(crate) fn audit_info(&self) -> (Option<String>, u64) {
+        match self.audit.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn note(&self, path: Option<&MountPath>, bytes: u64) {
+        if let Ok(mut g) = self.audit.lock() {
+            if let Some(p) = path {
+                g.0 = Some(p.to_string());
+            }
+            g.1 += bytes;
+        }
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.inner.policy.limits
+    }
+
+    /// Parses a request path and finds its root among those this server sees.
+    fn locate(&self, raw: &str) -> Result<(Arc<Root>, MountPath)> {
+        let parsed = RequestPath::parse(raw)?;
+        let (root, path) = self.inner.roots.locate(&parsed, &self.server_id)?;
+        self.note(Some(&path), 0);
+        Ok((root, path))
+    }
+
+    /// Locates `raw` and checks, before any I/O, that the root and a grant allow `need`.
+    fn authorize(
+        &self,
+        session: &Session,
+        raw: &str,
+        need: Access,
+    ) -> Result<(Arc<Root>, MountPath)> {
+        let (root, path) = self.locate(raw)?;
+        if need > root.access() {
+            return Err(Error::denied(Reason::ReadOnly).with_path(path.to_string()));
+        }
+        session.grants().check(&path, need)?;
+        Ok((root, path))
+    }
+
+    /// Runs blocking filesystem work on the blocking pool, holding one of the session's
+    /// in-flight permits, and answers `TIMEOUT` when the deadline passes. The permit moves
+    /// into the blocking task, so a timed-out task still counts against the cap until it
+    /// really ends; the task itself checks the deadline between bounded steps.
+    async fn run<T, F>(&self, session: &Session, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Deadline) -> Result<T> + Send + 'static,
+    {
+        let timeout = Duration::from_millis(self.limits().timeout_ms.get());
+        let deadline = Instant::now() + timeout;
+        let semaphore = session.in_flight.clone();
+        let job = async move {
+            let permit = semaphore
+                .acquire_owned()
+                .await
+                .map_err(|_| Error::new(ErrorKind::Internal, "session is closing"))?;
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                Deadline::at(deadline).check()?;
+                work(Deadline::at(deadline))
+            })
+            .await
+            .map_err(|_| Error::new(ErrorKind::Internal, "operation failed"))?
+        };
+        match tokio::time::timeout_at(deadline.into(), job).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::new(ErrorKind::Timeout, "operation timed out")),
+        }
+    }
+}
+
+/// Checks the grant again on the real path that symlinks led to.
+fn recheck(session: &Session, resolved: &Resolved, need: Access) -> Result<()> {
+    session.grants().check(&resolved.real, need)
+}
+
+/// Parses a method's params; absent params are an empty object.
+pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T> {
+    let value = match value {
+        Value::Null => Value::Object(Default::default()),
+        Value::Array(_) => return Err(Error::invalid_params("params must be an object")),
+        v => v,
+    };
+    serde_json::from_value(value).map_err(|e| Error::invalid_params(format!("invalid params: {e}")))
+}
+
+/// The wire name of a file type, never following links.
+fn type_name(t: &FileType) -> &'static str {
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_dir() {
+        "directory"
+    } else if t.is_file() {
+        "file"
+    } else {
+        "other"
+    }
+}
+
+/// A modification time in RFC 3339, UTC.
+fn mtime(m: &Metadata) -> Option<String> {
+    let t = m.modified().ok()?.into_std();
+    time::OffsetDateTime::from(t)
+        .format(&time::format_description::well_known::Rfc3339)
+        .ok()
+}
+
+/// An etag that changes when the file is replaced or its size or modification time changes.
+fn etag(m: &Metadata) -> String {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    m.dev().hash(&mut h);
+    m.ino().hash(&mut h);
+    m.len().hash(&mut h);
+    if let Ok(t) = m.modified() {
+        t.into_std().hash(&mut h);
+    }
+    format!("\"{:016x}\"", h.finish())
+}
+
+/// The MIME type guessed from the name.
+fn mime_type(path: &MountPath) -> String {
+    path.rel
+        .file_name()
+        .map(|n| mime_guess::from_path(n).first_or_octet_stream())
+        .unwrap_or(mime_guess::mime::APPLICATION_OCTET_STREAM)
+        .essence_str()
+        .to_owned()
+}

@@ -1,0 +1,197 @@
+//! `files/read`: one chunk of a regular file, as UTF-8 text or base64.
+//!
+//! Memory is bounded by the chunk: at most `length` bytes (plus up to three to finish a
+//! character) are read, in steps that check the deadline. A UTF-8 chunk never ends inside a
+//! character: the cut character is left for the next chunk.
+
+use super::{Ctx, etag, mime_type, mtime, params, recheck};
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::limits::Deadline;
+use crate::root::Access;
+use crate::session::Session;
+use base64::Engine;
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{OpenOptions, OpenOptionsExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+/// Bytes read between two deadline checks.
+const STEP: usize = 1 << 20;
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    #[serde(rename = "utf-8")]
+    Utf8,
+    #[serde(rename = "base64")]
+    Base64,
+}
+
+#[derive(Deserialize)]
+struct Params {
+    path: String,
+    encoding: Option<Encoding>,
+    #[serde(default)]
+    offset: u64,
+    length: Option<u64>,
+}
+
+struct Chunk {
+    bytes: Vec<u8>,
+    utf8: bool,
+    size: u64,
+    meta: cap_std::fs::Metadata,
+}
+
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
+    let p: Params = params(raw)?;
+    let max = ctx.limits().max_chunk_bytes.get() as u64;
+    let length = p.length.unwrap_or(ctx.limits().chunk_bytes.get() as u64);
+    if length > max {
+        return Err(Error::quota("length exceeds the maximum chunk", max));
+    }
+    let (root, path) = ctx.authorize(session, &p.path, Access::Read)?;
+    let s = session.clone();
+    let shown = path.to_string();
+    let (offset, encoding) = (p.offset, p.encoding);
+    let chunk = ctx
+        .run(session, move |deadline| {
+            let r = root.resolve(&path.rel, true)?;
+            recheck(&s, &r, Access::Read)?;
+            let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
+            let Some(name) = &r.name else {
+                return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
+            };
+            // Refuse special files from their metadata, before any open: opening a device
+            // can have effects, and opening a FIFO for reading can block.
+            let lmeta = r.dir.symlink_metadata(name).map_err(io)?;
+            if lmeta.is_dir() {
+                return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
+            }
+            if !lmeta.is_file() {
+                return Err(not_regular());
+            }
+            // O_NONBLOCK and O_NOFOLLOW guard the window between that check and the open.
+            let mut opts = OpenOptions::new();
+            opts.read(true).follow(FollowSymlinks::No).custom_flags(
+                (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32,
+            );
+            let file = r.dir.open_with(name, &opts).map_err(io)?;
+            let meta = file.metadata().map_err(io)?;
+            if !meta.is_file() {
+                return Err(not_regular());
+            }
+            let size = meta.len();
+            let want = usize::try_from(length.min(size.saturating_sub(offset))).unwrap_or(0);
+            let file = file.into_std();
+            let mut bytes = read_at(&file, offset, want, deadline).map_err(io)?;
+            let utf8 = match encoding {
+                Some(Encoding::Base64) => false,
+                _ => {
+                    let at_end = offset + bytes.len() as u64 >= size;
+                    settle_utf8(&file, offset, &mut bytes, at_end, deadline).map_err(io)?
+                }
+            };
+            if encoding == Some(Encoding::Utf8) && !utf8 {
+                return Err(Error::new(ErrorKind::Io, "content is not valid utf-8")
+                    .with_reason(Reason::NotUtf8));
+            }
+            Ok((
+                Chunk {
+                    bytes,
+                    utf8,
+                    size,
+                    meta,
+                },
+                path,
+            ))
+        })
+        .await;
+    let (chunk, path) = chunk.map_err(|e| e.with_path(shown))?;
+    let len = chunk.bytes.len() as u64;
+    ctx.note(None, len);
+    let (content, encoding) = if chunk.utf8 {
+        (String::from_utf8(chunk.bytes).unwrap_or_default(), "utf-8")
+    } else {
+        (
+            base64::engine::general_purpose::STANDARD.encode(&chunk.bytes),
+            "base64",
+        )
+    };
+    Ok(json!({
+        "content": content,
+        "encoding": encoding,
+        "size": chunk.size,
+        "offset": offset,
+        "length": len,
+        "eof": offset + len >= chunk.size,
+        "mimeType": mime_type(&path),
+        "etag": etag(&chunk.meta),
+        "mtime": mtime(&chunk.meta),
+    }))
+}
+
+fn not_regular() -> Error {
+    Error::new(ErrorKind::InvalidPath, "not a regular file").with_reason(Reason::NotRegularFile)
+}
+
+/// Reads up to `want` bytes at `offset`, in steps, stopping early at end of file.
+fn read_at(
+    file: &std::fs::File,
+    offset: u64,
+    want: usize,
+    deadline: Deadline,
+) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; want];
+    let mut filled = 0;
+    while filled < want {
+        if deadline.check().is_err() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        let end = (filled + STEP).min(want);
+        match file.read_at(&mut buf[filled..end], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// Decides whether `bytes` go out as UTF-8, cutting a character split at the end of the chunk
+/// (or, when the chunk holds nothing but part of one character, reading the rest of it).
+fn settle_utf8(
+    file: &std::fs::File,
+    offset: u64,
+    bytes: &mut Vec<u8>,
+    at_end: bool,
+    deadline: Deadline,
+) -> std::io::Result<bool> {
+    let err = match std::str::from_utf8(bytes) {
+        Ok(_) => return Ok(true),
+        Err(e) => e,
+    };
+    if err.error_len().is_some() || at_end {
+        return Ok(false);
+    }
+    if err.valid_up_to() > 0 {
+        bytes.truncate(err.valid_up_to());
+        return Ok(true);
+    }
+    let more = read_at(file, offset + bytes.len() as u64, 3, deadline)?;
+    bytes.extend_from_slice(&more);
+    match std::str::from_utf8(bytes) {
+        Ok(_) => Ok(true),
+        Err(e) if e.valid_up_to() > 0 => {
+            bytes.truncate(e.valid_up_to());
+            Ok(true)
+        }
+        Err(_) => {
+            bytes.truncate(bytes.len() - more.len());
+            Ok(false)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! `files/stat`: type, size, times and etag of one path, following symlinks inside the root.
+
+use super::{Ctx, etag, mime_type, mtime, params, recheck, type_name};
+use crate::error::{Error, Result};
+use crate::root::Access;
+use crate::session::Session;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+struct Params {
+    path: String,
+}
+
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
+    let p: Params = params(raw)?;
+    let (root, path) = ctx.authorize(session, &p.path, Access::Read)?;
+    let can_write =
+        root.access() == Access::Write && session.grants().check(&path, Access::Write).is_ok();
+    let s = session.clone();
+    let shown = path.to_string();
+    let meta = ctx
+        .run(session, move |_| {
+            let r = root.resolve(&path.rel, true)?;
+            recheck(&s, &r, Access::Read)?;
+            match &r.name {
+                None => r.dir.dir_metadata(),
+                Some(n) => r.dir.symlink_metadata(n),
+            }
+            .map_err(|e| Error::from_io(&e, &path.to_string()))
+            .map(|m| (m, path))
+        })
+        .await;
+    let (meta, path) = meta.map_err(|e| e.with_path(shown))?;
+    let mut out = json!({
+        "path": path.to_string(),
+        "type": type_name(&meta.file_type()),
+        "size": meta.len(),
+        "mtime": mtime(&meta),
+        "etag": etag(&meta),
+        "readonly": !can_write || meta.permissions().readonly(),
+    });
+    if meta.is_file() {
+        out["mimeType"] = json!(mime_type(&path));
+    }
+    Ok(out)
+}

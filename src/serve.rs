@@ -1,0 +1,117 @@
+//! `fsbroker serve`: one server session over newline-delimited JSON-RPC.
+//!
+//! The reader takes one line at a time and hands it to a task; a semaphore bounds how many
+//! lines are queued or running, so a peer that floods requests is slowed by backpressure on
+//! its own pipe rather than by our memory. One writer task owns the output: responses and the
+//! session's notifications are written whole, one per line, and nothing else goes to it.
+
+use crate::broker::{Broker, OutboundReceiver};
+use crate::framing::{Frame, next_frame};
+use crate::jsonrpc;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+/// How long a shutdown waits for operations in flight before giving up on them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Serves `server_id`'s session on `input`/`output` until end of input or `shutdown`
+/// completes; then ends the session.
+pub async fn run<R, W, S>(
+    broker: Broker,
+    server_id: &str,
+    input: R,
+    output: W,
+    mut outbound: OutboundReceiver,
+    shutdown: S,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+    S: Future<Output = ()>,
+{
+    let limits = broker.policy().limits.clone();
+    let max_line = limits.max_line_bytes.get();
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    let me = server_id.to_owned();
+    let writer = tokio::spawn(async move {
+        let mut out = tokio::io::BufWriter::new(output);
+        let mut notifications_open = true;
+        loop {
+            let line = tokio::select! {
+                biased;
+                r = rx.recv() => match r { Some(l) => l, None => break },
+                n = outbound.recv(), if notifications_open => match n {
+                    Some(n) if n.server_id == me => match serde_json::to_vec(&n.message) {
+                        Ok(v) => v,
+                        Err(_) => continue,
+                    },
+                    Some(_) => continue,
+                    None => { notifications_open = false; continue }
+                },
+            };
+            out.write_all(&line).await?;
+            out.write_all(b"\n").await?;
+            out.flush().await?;
+        }
+        out.flush().await
+    });
+
+    let queue = Arc::new(Semaphore::new(limits.max_in_flight.get() * 4));
+    let mut tasks = JoinSet::new();
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    tokio::pin!(shutdown);
+    let mut stopped = false;
+    loop {
+        let frame = tokio::select! {
+            biased;
+            () = &mut shutdown => { stopped = true; break }
+            f = next_frame(&mut reader, max_line) => f,
+        };
+        // Reap finished tasks so the set does not grow with the session's length.
+        while tasks.try_join_next().is_some() {}
+        match frame {
+            Ok(Frame::Eof) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read input; ending session");
+                break;
+            }
+            Ok(Frame::TooLong(n)) => {
+                tracing::warn!(bytes = n, limit = max_line, "skipped an over-long message");
+                let resp = jsonrpc::too_long(max_line).to_json();
+                if let Ok(v) = serde_json::to_vec(&resp) {
+                    let _ = tx.send(v).await;
+                }
+            }
+            Ok(Frame::Line(line)) => {
+                let Ok(permit) = queue.clone().acquire_owned().await else {
+                    break;
+                };
+                let (b, id, tx) = (broker.clone(), server_id.to_owned(), tx.clone());
+                tasks.spawn(async move {
+                    if let Some(resp) = b.handle_line(&id, &line).await {
+                        let _ = tx.send(resp).await;
+                    }
+                    drop(permit);
+                });
+            }
+        }
+    }
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    if stopped {
+        if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+            tracing::warn!("operations still running at shutdown were abandoned");
+        }
+    } else {
+        drain.await;
+    }
+    broker.end_session(server_id);
+    drop(tx);
+    match writer.await {
+        Ok(r) => r,
+        Err(e) => Err(std::io::Error::other(e)),
+    }
+}

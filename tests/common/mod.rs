@@ -1,0 +1,142 @@
+//! Helpers shared by the black-box tests: a temporary tree with a root and an outside canary,
+//! a broker over it, and one-line request helpers.
+#![allow(dead_code)]
+
+use mcp_fsbroker::{Broker, Policy};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// A temporary tree: `<tmp>/project` (the root, mount `project`), `<tmp>/project2` (a sibling
+/// whose name extends the root's, a prefix-collision trap) and `<tmp>/outside` (a canary
+/// directory holding `secret.txt`). Nothing outside `project` may ever be read or changed.
+pub struct Fixture {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub sibling: PathBuf,
+    pub outside: PathBuf,
+}
+
+pub const SECRET: &str = "TOP-SECRET-CANARY";
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("project");
+        let sibling = tmp.path().join("project2");
+        let outside = tmp.path().join("outside");
+        for d in [&root, &sibling, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(outside.join("secret.txt"), SECRET).unwrap();
+        std::fs::write(sibling.join("secret.txt"), SECRET).unwrap();
+        Fixture {
+            tmp,
+            root,
+            sibling,
+            outside,
+        }
+    }
+
+    /// Writes a file under the root (creating parents).
+    pub fn file(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+
+    /// Creates a directory under the root.
+    pub fn dir(&self, rel: &str) -> PathBuf {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    /// Creates a symlink at `rel` under the root pointing at `target` (verbatim).
+    pub fn symlink(&self, target: impl AsRef<Path>, rel: &str) {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, p).unwrap();
+    }
+
+    /// The policy text for this fixture's root, plus `extra` TOML appended.
+    pub fn policy_text(&self, access: &str, extra: &str) -> String {
+        format!(
+            "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"{access}\"\n\n[audit]\nenabled = false\n\n{extra}",
+            self.root
+        )
+    }
+
+    /// A broker with consent mode `auto` (read-only root unless `access` is `write`).
+    pub fn broker_with(&self, access: &str, extra: &str) -> Broker {
+        let text = self.policy_text(access, extra);
+        let text = if text.contains("[consent]") {
+            text
+        } else {
+            format!("{text}\n[consent]\nmode = \"auto\"\n")
+        };
+        let policy = Policy::parse(&text, "test").expect("policy");
+        Broker::builder(policy).build().expect("broker").0
+    }
+
+    /// A broker with a read-only root and automatic consent.
+    pub fn broker(&self) -> Broker {
+        self.broker_with("read", "")
+    }
+
+    /// Asserts that the canary files are untouched.
+    pub fn assert_canary_intact(&self) {
+        for d in [&self.outside, &self.sibling] {
+            assert_eq!(
+                std::fs::read_to_string(d.join("secret.txt")).unwrap(),
+                SECRET
+            );
+            let names: Vec<_> = std::fs::read_dir(d).unwrap().collect();
+            assert_eq!(names.len(), 1, "canary directory {d:?} changed");
+        }
+    }
+}
+
+/// Sends one request and returns the whole response object.
+pub async fn call(broker: &Broker, server: &str, method: &str, params: Value) -> Value {
+    let req = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    broker
+        .handle_message(server, req)
+        .await
+        .expect("a request gets a response")
+}
+
+/// Grants consent on the whole `project` root to `server` (mode must approve).
+pub async fn consent_all(broker: &Broker, server: &str) {
+    let r = call(
+        broker,
+        server,
+        "files/consent",
+        json!({"requestedPaths": ["project"]}),
+    )
+    .await;
+    assert_eq!(r["result"]["granted"], true, "consent refused: {r}");
+}
+
+/// The result of a successful response, or a panic showing the error.
+pub fn ok(resp: &Value) -> &Value {
+    assert!(resp.get("error").is_none(), "expected success, got {resp}");
+    &resp["result"]
+}
+
+/// (code, data.code, data.reason) of an error response, or a panic showing the result.
+pub fn err(resp: &Value) -> (i64, String, String) {
+    let e = resp
+        .get("error")
+        .unwrap_or_else(|| panic!("expected an error, got {resp}"));
+    (
+        e["code"].as_i64().unwrap(),
+        e["data"]["code"].as_str().unwrap_or("").to_owned(),
+        e["data"]["reason"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+/// The path to the built `fsbroker` binary.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fsbroker"))
+}
