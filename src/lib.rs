@@ -24,6 +24,7 @@
 //! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
 //! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading.
 //! - [`cli`]: the command line, shared by the binary and its tests.
+//! - [`fuzzing`]: fuzz oracles, replayed by `cargo test` over the committed corpora.
 //!
 //! ## Embedding
 //!
@@ -38,6 +39,7 @@ pub mod cli;
 pub mod consent;
 pub mod error;
 pub mod framing;
+pub mod fuzzing;
 pub mod jsonrpc;
 pub mod limits;
 mod ops;
