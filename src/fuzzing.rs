@@ -21,7 +21,10 @@ pub fn request_path(data: &[u8]) {
         RequestPath::Absolute(c) => c.iter().collect(),
     };
     for c in components {
-        assert!(!c.is_empty() && c != "." && c != "..", "bad component {c:?}");
+        assert!(
+            !c.is_empty() && c != "." && c != "..",
+            "bad component {c:?}"
+        );
         assert!(c.len() <= MAX_COMPONENT_BYTES);
         assert!(!c.contains(['/', '\\', '\0']));
         assert!(!c.chars().any(char::is_control));
