@@ -1,14 +1,17 @@
 //! `files/consent`: asks for grants on paths, decided by policy rules and then the provider.
 //!
-//! Paths outside every root this server sees are never approved and never shown to the
-//! provider. A refusal is a result with `granted: false`, not an error.
+//! Paths outside every root this server sees, and symlinks that lead outside, are never
+//! approved and never shown to the provider. The provider is shown the real path (after
+//! symlinks), and an approval grants both the path as requested and the real path. A refusal
+//! is a result with `granted: false`, not an error.
 
 use super::{Ctx, params};
 use crate::consent::{ConsentDecision, ConsentRequest, Grant};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
 use crate::policy::{Decision, matches_server};
-use crate::root::Access;
+use crate::root::{Access, Root};
+use std::sync::Arc;
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -16,6 +19,13 @@ use std::time::Duration;
 
 /// Most paths one consent request may name.
 const MAX_REQUESTED: usize = 64;
+
+/// A path inside a root: as requested, and after symlinks.
+struct Candidate {
+    requested: MountPath,
+    real: MountPath,
+    root_access: Access,
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -33,12 +43,12 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
         )));
     }
     let mut denied: Vec<String> = Vec::new();
-    let mut candidates: Vec<(MountPath, Access)> = Vec::new();
+    let mut located: Vec<(Arc<Root>, MountPath)> = Vec::new();
     for raw_path in &p.requested_paths {
         match ctx.locate(raw_path) {
             Ok((root, path)) if p.access.is_none_or(|a| a <= root.access()) => {
-                if !candidates.iter().any(|(c, _)| *c == path) {
-                    candidates.push((path, root.access()));
+                if !located.iter().any(|(_, c)| *c == path) {
+                    located.push((root, path));
                 }
             }
             Ok((_, path)) => denied.push(path.to_string()),
@@ -47,28 +57,67 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             Err(_) => denied.push(raw_path.clone()),
         }
     }
+    // Resolve each path through its root: a symlink that leads outside is never approved,
+    // and what the user is asked about (and what the grant covers) is the real path.
+    let resolved = ctx
+        .run(session, move |_| {
+            Ok(located
+                .into_iter()
+                .map(|(root, path)| {
+                    let real = match root.resolve(&path.rel, true) {
+                        Ok(r) => Some(r.real),
+                        Err(e) if e.kind() == ErrorKind::PermissionDenied => None,
+                        Err(e) if e.reason() == Some(Reason::SymlinkLoop) => None,
+                        // A path that does not exist yet may still be granted.
+                        Err(_) => Some(path.clone()),
+                    };
+                    (root.access(), path, real)
+                })
+                .collect::<Vec<_>>())
+        })
+        .await?;
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (root_access, requested, real) in resolved {
+        match real {
+            Some(real) => candidates.push(Candidate {
+                requested,
+                real,
+                root_access,
+            }),
+            None => denied.push(requested.to_string()),
+        }
+    }
     let overall = p.access.unwrap_or_else(|| {
         candidates
             .iter()
-            .map(|(_, a)| *a)
+            .map(|c| c.root_access)
             .min()
             .unwrap_or(Access::Read)
     });
 
-    let mut approved: Vec<(MountPath, Access)> = Vec::new();
-    let mut ask: Vec<MountPath> = Vec::new();
+    let mut approved: Vec<(Candidate, Access)> = Vec::new();
+    let mut ask: Vec<Candidate> = Vec::new();
     let rules = &ctx.inner.policy.consent.rules;
-    for (path, _) in candidates {
+    for c in candidates {
+        // A deny rule on either the requested or the real path wins; otherwise the first rule
+        // covering the real path decides.
+        let sid = session.server_id();
+        let deny = rules.iter().any(|r| {
+            r.decision == Decision::Deny
+                && matches_server(&r.servers, sid)
+                && (r.covers(&c.requested) || r.covers(&c.real))
+        });
         let rule = rules
             .iter()
-            .find(|r| matches_server(&r.servers, session.server_id()) && r.covers(&path));
+            .find(|r| matches_server(&r.servers, sid) && r.covers(&c.real));
         match rule.map(|r| (r.decision, r.access)) {
-            Some((Decision::Deny, _)) => denied.push(path.to_string()),
+            _ if deny => denied.push(c.requested.to_string()),
+            Some((Decision::Deny, _)) => denied.push(c.requested.to_string()),
             Some((Decision::Allow, cap)) => {
-                let a = cap.map_or(overall, |c| c.min(overall));
-                approved.push((path, a));
+                let a = cap.map_or(overall, |x| x.min(overall));
+                approved.push((c, a));
             }
-            None => ask.push(path),
+            None => ask.push(c),
         }
     }
 
@@ -76,7 +125,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
         let request = ConsentRequest {
             server_id: session.server_id().to_owned(),
             message: p.message.clone(),
-            paths: ask.clone(),
+            paths: ask.iter().map(|c| c.real.clone()).collect(),
             access: overall,
         };
         let wait = Duration::from_secs(ctx.inner.policy.consent.timeout_secs.get());
@@ -87,22 +136,29 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
                 ConsentDecision::deny()
             });
         let access = decision.access.min(overall);
-        for path in ask {
-            if decision.approved.contains(&path) {
-                approved.push((path, access));
+        for c in ask {
+            if decision.approved.contains(&c.real) {
+                approved.push((c, access));
             } else {
-                denied.push(path.to_string());
+                denied.push(c.requested.to_string());
             }
         }
     }
 
     let mut grants = session.grants();
-    for (path, access) in &approved {
-        let added = grants.add(Grant {
-            path: path.clone(),
+    for (c, access) in &approved {
+        let mut added = grants.add(Grant {
+            path: c.real.clone(),
             access: *access,
             standing: false,
         });
+        if c.requested != c.real {
+            added &= grants.add(Grant {
+                path: c.requested.clone(),
+                access: *access,
+                standing: false,
+            });
+        }
         if !added {
             return Err(Error::quota(
                 "too many grants in this session",
@@ -120,7 +176,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
     );
     Ok(json!({
         "granted": !approved.is_empty(),
-        "approvedPaths": approved.iter().map(|(p, _)| p.to_string()).collect::<Vec<_>>(),
+        "approvedPaths": approved.iter().map(|(c, _)| c.requested.to_string()).collect::<Vec<_>>(),
         "deniedPaths": denied,
         "access": access.as_str(),
     }))
