@@ -181,17 +181,20 @@ fn settle_utf8(
         bytes.truncate(err.valid_up_to());
         return Ok(true);
     }
-    let more = read_at(file, offset + bytes.len() as u64, 3, deadline)?;
+    // The chunk is only the start of one character: read just the rest of that character.
+    let width: usize = match bytes.first() {
+        Some(0xC0..=0xDF) => 2,
+        Some(0xE0..=0xEF) => 3,
+        Some(0xF0..=0xF7) => 4,
+        _ => return Ok(false),
+    };
+    let have = bytes.len();
+    let more = read_at(file, offset + have as u64, width.saturating_sub(have), deadline)?;
     bytes.extend_from_slice(&more);
-    match std::str::from_utf8(bytes) {
-        Ok(_) => Ok(true),
-        Err(e) if e.valid_up_to() > 0 => {
-            bytes.truncate(e.valid_up_to());
-            Ok(true)
-        }
-        Err(_) => {
-            bytes.truncate(bytes.len() - more.len());
-            Ok(false)
-        }
+    if std::str::from_utf8(bytes).is_ok() {
+        Ok(true)
+    } else {
+        bytes.truncate(have);
+        Ok(false)
     }
 }

@@ -1,0 +1,148 @@
+//! Per-session limits: rate, operation timeout, operations in flight, page and chunk sizes.
+mod common;
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn the_request_after_the_burst_is_rate_limited_for_that_session_only() {
+    let f = Fixture::new();
+    let b = f.broker_with("read", "[limits]\nrequests_per_second = 1\nburst = 3\n");
+    for i in 0..3 {
+        let r = call(&b, "s", "ping", json!({})).await;
+        assert_eq!(ok(&r), &json!({}), "ping {i} is within the burst");
+    }
+    let r = call(&b, "s", "ping", json!({})).await;
+    let (code, data_code, _) = err(&r);
+    assert_eq!((code, data_code.as_str()), (-31012, "RATE_LIMITED"));
+    let retry = r["error"]["data"]["retryAfterMs"]
+        .as_u64()
+        .expect("retryAfterMs");
+    assert!(retry > 0 && retry <= 1000, "retryAfterMs {retry}");
+    // Another server id has its own allowance.
+    let r = call(&b, "t", "ping", json!({})).await;
+    assert_eq!(ok(&r), &json!({}));
+}
+
+#[tokio::test]
+async fn every_method_counts_against_the_rate_limit() {
+    let f = Fixture::new();
+    f.file("a.txt", "a");
+    let b = f.broker_with("read", "[limits]\nrequests_per_second = 1\nburst = 3\n");
+    consent_all(&b, "s").await;
+    let r = call(&b, "s", "files/read", json!({"path": "project/a.txt"})).await;
+    assert_eq!(ok(&r)["content"], "a");
+    let r = call(&b, "s", "roots/list", json!({})).await;
+    ok(&r);
+    let r = call(&b, "s", "files/stat", json!({"path": "project/a.txt"})).await;
+    assert_eq!(err(&r).0, -31012);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_past_its_deadline_is_timeout_and_the_session_still_answers() {
+    let f = Fixture::new();
+    for i in 0..30 {
+        for j in 0..100 {
+            f.dir(&format!("d{i:02}/e{j:03}"));
+        }
+    }
+    let b = f.broker_with("read", "[limits]\ntimeout_ms = 1\n");
+    consent_all(&b, "s").await;
+    let r = call(
+        &b,
+        "s",
+        "files/list",
+        json!({"path": "project", "recursive": true, "limit": 10000}),
+    )
+    .await;
+    let (code, data_code, _) = err(&r);
+    assert_eq!((code, data_code.as_str()), (-31005, "TIMEOUT"), "{r}");
+    assert_eq!(r["error"]["data"]["path"], "project");
+    let r = call(&b, "s", "ping", json!({})).await;
+    assert_eq!(ok(&r), &json!({}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_operation_in_flight_still_serves_many_concurrent_reads() {
+    let f = Fixture::new();
+    for i in 0..20 {
+        f.file(&format!("f{i}.txt"), format!("content of file {i}"));
+    }
+    let b = f.broker_with("read", "[limits]\nmax_in_flight = 1\n");
+    consent_all(&b, "s").await;
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let b = b.clone();
+            tokio::spawn(async move {
+                let path = format!("project/f{i}.txt");
+                (i, call(&b, "s", "files/read", json!({"path": path})).await)
+            })
+        })
+        .collect();
+    for t in tasks {
+        let (i, r) = t.await.expect("task");
+        assert_eq!(ok(&r)["content"], format!("content of file {i}"));
+    }
+    // Every permit came back: another read still goes through.
+    let r = call(&b, "s", "files/read", json!({"path": "project/f0.txt"})).await;
+    assert_eq!(ok(&r)["content"], "content of file 0");
+}
+
+#[tokio::test]
+async fn a_list_limit_above_the_configured_maximum_page_is_invalid_params() {
+    let f = Fixture::new();
+    for i in 0..8 {
+        f.file(&format!("f{i}.txt"), "x");
+    }
+    let b = f.broker_with("read", "[limits]\nlist_page = 3\nmax_list_page = 5\n");
+    consent_all(&b, "s").await;
+    let r = call(
+        &b,
+        "s",
+        "files/list",
+        json!({"path": "project", "limit": 6}),
+    )
+    .await;
+    assert_eq!(err(&r).0, -32602);
+    let r = call(
+        &b,
+        "s",
+        "files/list",
+        json!({"path": "project", "limit": 5}),
+    )
+    .await;
+    assert_eq!(ok(&r)["entries"].as_array().unwrap().len(), 5);
+    // Without a limit the configured default page applies.
+    let r = call(&b, "s", "files/list", json!({"path": "project"})).await;
+    assert_eq!(ok(&r)["entries"].as_array().unwrap().len(), 3);
+    assert!(ok(&r)["nextCursor"].is_string());
+}
+
+#[tokio::test]
+async fn configured_chunk_sizes_apply_to_reads() {
+    let f = Fixture::new();
+    f.file("a.txt", "x".repeat(3000));
+    let b = f.broker_with(
+        "read",
+        "[limits]\nchunk_bytes = 512\nmax_chunk_bytes = 1024\n",
+    );
+    consent_all(&b, "s").await;
+    let r = call(&b, "s", "files/read", json!({"path": "project/a.txt"})).await;
+    assert_eq!(ok(&r)["length"], 512);
+    let r = call(
+        &b,
+        "s",
+        "files/read",
+        json!({"path": "project/a.txt", "length": 1025}),
+    )
+    .await;
+    assert_eq!(err(&r).0, -31007);
+    assert_eq!(r["error"]["data"]["limit"], 1024);
+    let r = call(
+        &b,
+        "s",
+        "files/read",
+        json!({"path": "project/a.txt", "length": 1024}),
+    )
+    .await;
+    assert_eq!(ok(&r)["length"], 1024);
+}
