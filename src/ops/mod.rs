@@ -164,7 +164,12 @@ pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T> {
         Value::Array(_) => return Err(Error::invalid_params("params must be an object")),
         v => v,
     };
-    serde_json::from_value(value).map_err(|e| Error::invalid_params(format!("invalid params: {e}")))
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        // serde quotes the offending value; a peer's value must not make the message long.
+        let field = e.path().to_string();
+        let detail: String = e.inner().to_string().chars().take(100).collect();
+        Error::invalid_params(format!("invalid params: {field}: {detail}"))
+    })
 }
 
 /// The wire name of a file type, never following links.

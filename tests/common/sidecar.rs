@@ -1,0 +1,300 @@
+//! Drives a real `fsbroker` process over its stdin/stdout: spawn, send JSON lines, read
+//! response lines (matched by id) with a reading thread, and wait for exit, every wait bounded.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long any single wait (a response, an exit) may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// A running `fsbroker` process.
+pub struct Sidecar {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Vec<u8>>,
+    pending: VecDeque<Value>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+    next_id: i64,
+}
+
+impl Sidecar {
+    /// `fsbroker serve --root ROOT --consent CONSENT --server-id t EXTRA...`.
+    pub fn serve(root: &Path, consent: &str, extra: &[&str]) -> Sidecar {
+        let mut args: Vec<OsString> = vec!["serve".into(), "--root".into(), root.into()];
+        args.extend(["--consent", consent, "--server-id", "t"].map(OsString::from));
+        args.extend(extra.iter().map(OsString::from));
+        Sidecar::spawn(&args, None)
+    }
+
+    /// `fsbroker ARGS...`, in `cwd` when given.
+    pub fn spawn(args: &[OsString], cwd: Option<&Path>) -> Sidecar {
+        Sidecar::spawn_with(args, cwd, &[])
+    }
+
+    /// `fsbroker ARGS...` with extra environment variables.
+    pub fn spawn_env(args: &[OsString], env: &[(&str, &str)]) -> Sidecar {
+        Sidecar::spawn_with(args, None, env)
+    }
+
+    fn spawn_with(args: &[OsString], cwd: Option<&Path>, env: &[(&str, &str)]) -> Sidecar {
+        let mut cmd = Command::new(crate::common::bin());
+        cmd.args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(d) = cwd {
+            cmd.current_dir(d);
+        }
+        let mut child = cmd.spawn().expect("spawn fsbroker");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match r.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if line.last() == Some(&b'\n') {
+                            line.pop();
+                        }
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let sink = stderr.clone();
+        let mut err = child.stderr.take().expect("stderr");
+        let stderr_reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Sidecar {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            pending: VecDeque::new(),
+            stderr,
+            stderr_reader: Some(stderr_reader),
+            next_id: 1000,
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Sends raw bytes followed by a newline.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        stdin.write_all(bytes).expect("write to fsbroker");
+        stdin.write_all(b"\n").expect("write to fsbroker");
+        stdin.flush().expect("flush");
+    }
+
+    /// Sends one JSON value as a line.
+    pub fn send(&mut self, v: &Value) {
+        self.send_raw(&serde_json::to_vec(v).unwrap());
+    }
+
+    /// Sends a request with a fresh id and returns its response.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait_id(&id)
+    }
+
+    /// Takes the process's stdin (to write from another thread, or to close it).
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin still open")
+    }
+
+    /// Closes stdin: end of input.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next stdout line as raw bytes, within `wait`; `None` at end of output.
+    pub fn next_raw(&mut self, wait: Duration) -> Option<Vec<u8>> {
+        match self.lines.recv_timeout(wait) {
+            Ok(l) => Some(l),
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no output line within {wait:?}; stderr: {}", self.stderr())
+            }
+        }
+    }
+
+    /// The next response line (already buffered ones first), parsed, within `wait`.
+    pub fn next_within(&mut self, wait: Duration) -> Value {
+        if let Some(v) = self.pending.pop_front() {
+            return v;
+        }
+        let line = self
+            .next_raw(wait)
+            .unwrap_or_else(|| panic!("output ended; stderr: {}", self.stderr()));
+        serde_json::from_slice(&line).unwrap_or_else(|e| {
+            panic!(
+                "stdout line is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&line)
+            )
+        })
+    }
+
+    /// The next response line, within [`WAIT`].
+    pub fn next(&mut self) -> Value {
+        self.next_within(WAIT)
+    }
+
+    /// The response whose id is `id`, buffering others, each line within [`WAIT`].
+    pub fn wait_id(&mut self, id: &Value) -> Value {
+        if let Some(i) = self.pending.iter().position(|v| v.get("id") == Some(id)) {
+            return self.pending.remove(i).unwrap();
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.next_raw(left).unwrap_or_else(|| {
+                panic!("output ended before id {id}; stderr: {}", self.stderr())
+            });
+            let v: Value = serde_json::from_slice(&line).unwrap_or_else(|e| {
+                panic!(
+                    "stdout line is not JSON ({e}): {:?}",
+                    String::from_utf8_lossy(&line)
+                )
+            });
+            if v.get("id") == Some(id) {
+                return v;
+            }
+            self.pending.push_back(v);
+        }
+    }
+
+    /// Waits for the process to exit within `wait`; kills it and fails the test otherwise.
+    pub fn wait_exit(&mut self, wait: Duration) -> ExitStatus {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                return s;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("fsbroker did not exit within {wait:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Closes stdin, waits for exit, and returns the status with every stdout line not yet
+    /// read (raw); afterwards [`Sidecar::stderr`] holds all of stderr.
+    pub fn finish(&mut self) -> (ExitStatus, Vec<Vec<u8>>) {
+        self.close_stdin();
+        let status = self.wait_exit(WAIT);
+        let mut rest: Vec<Vec<u8>> = self
+            .pending
+            .drain(..)
+            .map(|v| serde_json::to_vec(&v).unwrap())
+            .collect();
+        while let Some(l) = self.next_raw(WAIT) {
+            rest.push(l);
+        }
+        // The process has exited: its stderr is complete once the reader sees the end.
+        if let Some(h) = self.stderr_reader.take() {
+            let _ = h.join();
+        }
+        (status, rest)
+    }
+
+    /// A field of `/proc/PID/status` in kB (such as `VmHWM`), where the system has it.
+    pub fn proc_status_kb(&self, field: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        let line = text.lines().find(|l| l.starts_with(&format!("{field}:")))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        self.stdin = None;
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `fsbroker ARGS...` to completion with stdin closed, within [`WAIT`].
+pub fn run_bounded(args: &[OsString]) -> Output {
+    let mut child = Command::new(crate::common::bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn fsbroker");
+    let collect = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = collect(Box::new(child.stdout.take().unwrap()));
+    let err = collect(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fsbroker {args:?} did not exit within {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// The `file://` URI of a directory as `roots/list` shows it (canonical path; the temporary
+/// directories used here contain only characters that need no escaping).
+pub fn file_uri(dir: &Path) -> String {
+    let canon = std::fs::canonicalize(dir).unwrap();
+    let s = canon.to_str().unwrap();
+    assert!(
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-._~".contains(&b)),
+        "test directory needs escaping: {s}"
+    );
+    format!("file://{s}")
+}
