@@ -11,10 +11,10 @@ use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
 use crate::policy::{Decision, matches_server};
 use crate::root::{Access, Root};
-use std::sync::Arc;
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Most paths one consent request may name.

@@ -189,7 +189,12 @@ fn settle_utf8(
         _ => return Ok(false),
     };
     let have = bytes.len();
-    let more = read_at(file, offset + have as u64, width.saturating_sub(have), deadline)?;
+    let more = read_at(
+        file,
+        offset + have as u64,
+        width.saturating_sub(have),
+        deadline,
+    )?;
     bytes.extend_from_slice(&more);
     if std::str::from_utf8(bytes).is_ok() {
         Ok(true)
