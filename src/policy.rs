@@ -341,7 +341,9 @@ impl Policy {
             .validate()
             .map_err(|(key, span, message)| PolicyError {
                 file: file.to_owned(),
-                line: span.and_then(|s| line_of(s.start)),
+                line: span
+                    .or_else(|| key_span(text, &key))
+                    .and_then(|s| line_of(s.start)),
                 key,
                 message,
             })?;
@@ -457,6 +459,26 @@ impl Policy {
         }
         Ok(())
     }
+}
+
+/// The position of a `section.key` in policy text, for errors found after deserialising
+/// (such as two limits that contradict each other), whose types keep no spans.
+fn key_span(text: &str, key: &str) -> Option<std::ops::Range<usize>> {
+    #[derive(Deserialize)]
+    struct Sections {
+        #[serde(default)]
+        limits: std::collections::BTreeMap<String, Spanned<toml::Value>>,
+        #[serde(default)]
+        audit: std::collections::BTreeMap<String, Spanned<toml::Value>>,
+    }
+    let sections: Sections = toml::from_str(text).ok()?;
+    let (section, name) = key.split_once('.')?;
+    let table = match section {
+        "limits" => &sections.limits,
+        "audit" => &sections.audit,
+        _ => return None,
+    };
+    table.get(name).map(Spanned::span)
 }
 
 /// The effective configuration as TOML-like text, for `fsbroker check-policy`.

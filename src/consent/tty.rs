@@ -6,6 +6,7 @@ use crate::root::Access;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Longest part of a server's message shown on the terminal.
@@ -18,7 +19,7 @@ const PROMPT_WAIT: Duration = Duration::from_secs(120);
 pub struct TtyConsent {
     device: PathBuf,
     wait: Duration,
-    lock: tokio::sync::Mutex<()>,
+    lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Default for TtyConsent {
@@ -38,7 +39,7 @@ impl TtyConsent {
         TtyConsent {
             device,
             wait: PROMPT_WAIT,
-            lock: tokio::sync::Mutex::new(()),
+            lock: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -62,12 +63,18 @@ impl ConsentProvider for TtyConsent {
     fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
         Box::pin(async move {
             // One prompt at a time: two questions interleaved on one terminal would let an
-            // answer meant for one server grant another.
-            let _turn = self.lock.lock().await;
+            // answer meant for one server grant another. The turn moves into the blocking
+            // task, so a prompt abandoned by the broker's deadline keeps the terminal until
+            // its own read has stopped, and cannot swallow the answer to the next one.
+            let turn = self.lock.clone().lock_owned().await;
             let device = self.device.clone();
             let req = request.clone();
             let wait = self.wait;
-            match tokio::task::spawn_blocking(move || ask(&device, &req, wait)).await {
+            let task = tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                ask(&device, &req, wait)
+            });
+            match task.await {
                 Ok(Ok(decision)) => decision,
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, "tty consent failed; denying");
