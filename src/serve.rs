@@ -2,7 +2,8 @@
 //!
 //! The reader takes one line at a time and hands it to a task; a semaphore bounds how many
 //! lines are queued or running, so a peer that floods requests is slowed by backpressure on
-//! its own pipe rather than by our memory. One writer task owns the output: responses and the
+//! its own pipe rather than by our memory. Requests run concurrently and may be answered out
+//! of order, except `files/consent`, which is a barrier (see [`run`]). One writer task owns the output: responses and the
 //! session's notifications are written whole, one per line, and nothing else goes to it.
 
 use crate::broker::{Broker, OutboundReceiver};
@@ -20,6 +21,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Serves `server_id`'s session on `input`/`output` until end of input or `shutdown`
 /// completes; then ends the session.
+///
+/// A line holding `files/consent` is a barrier: it is handled after every earlier request has
+/// been answered, and no later line is read until it is answered, so a server may pipeline
+/// consent and the reads that depend on it.
 pub async fn run<R, W, S>(
     broker: Broker,
     server_id: &str,
@@ -86,6 +91,19 @@ where
                     let _ = tx.send(v).await;
                 }
             }
+            Ok(Frame::Line(line)) if is_barrier(&line) => {
+                // Consent changes what later requests may do: it starts after every earlier
+                // request has finished, and nothing after it starts before it is answered.
+                while tasks.join_next().await.is_some() {}
+                let answered = tokio::select! {
+                    biased;
+                    () = &mut shutdown => { stopped = true; break }
+                    r = broker.handle_line(server_id, &line) => r,
+                };
+                if let Some(resp) = answered {
+                    let _ = tx.send(resp).await;
+                }
+            }
             Ok(Frame::Line(line)) => {
                 let Ok(permit) = queue.clone().acquire_owned().await else {
                     break;
@@ -114,4 +132,11 @@ where
         Ok(r) => r,
         Err(e) => Err(std::io::Error::other(e)),
     }
+}
+
+/// Whether a line may hold a `files/consent` request. A false positive (a path that happens to
+/// contain the method's name) only costs concurrency, never correctness.
+fn is_barrier(line: &[u8]) -> bool {
+    const METHOD: &[u8] = b"files/consent";
+    line.windows(METHOD.len()).any(|w| w == METHOD)
 }

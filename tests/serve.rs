@@ -420,3 +420,29 @@ fn without_root_or_policy_serves_current_directory_read_only() {
     let r = s.request("files/stat", json!({"path": "here/c.txt"}));
     assert_eq!(ok(&r)["readonly"], true);
 }
+
+#[test]
+fn pipelined_consent_is_a_barrier_for_the_reads_after_it() {
+    let f = Fixture::new();
+    f.file("a.txt", "after consent");
+    let tmp = tempfile::tempdir().unwrap();
+    // A slow consent provider: without the barrier, the pipelined read would overtake it.
+    let slow = script(
+        tmp.path(),
+        "slow.sh",
+        "cat >/dev/null; sleep 0.3; echo '{\"granted\": true}'",
+    );
+    let mut s = Sidecar::serve(&f.root, &format!("command:{slow}"), &[]);
+    let consent = json!({"jsonrpc": "2.0", "id": "c", "method": "files/consent",
+        "params": {"requestedPaths": ["project"]}});
+    let read = json!({"jsonrpc": "2.0", "id": "r", "method": "files/read",
+        "params": {"path": "project/a.txt"}});
+    let mut lines = serde_json::to_vec(&consent).unwrap();
+    lines.push(b'\n');
+    lines.extend(serde_json::to_vec(&read).unwrap());
+    lines.push(b'\n');
+    s.send_raw(&lines);
+    let r = s.wait_id(&json!("r"));
+    assert_eq!(ok(&r)["content"], "after consent");
+    assert_eq!(s.wait_id(&json!("c"))["result"]["granted"], true);
+}
