@@ -1,10 +1,12 @@
 //! The [`Broker`]: sessions, dispatch of one message, revocation, and the outbound stream.
 
+use crate::atomic::Sweeper;
 use crate::audit::{AuditLog, AuditRecord};
 use crate::consent::{ConsentProvider, Grant, provider_for};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, Item, Message, Request, Response};
 use crate::limits::RateLimits;
+use crate::locks::LockTable;
 use crate::ops::{self, Ctx};
 use crate::path::{MountPath, RequestPath};
 use crate::policy::{Policy, PolicyError};
@@ -104,6 +106,8 @@ impl BrokerBuilder {
             consent,
             audit,
             sessions: Mutex::new(HashMap::new()),
+            locks: LockTable::default(),
+            sweeper: Sweeper::default(),
             outbound: tx,
         };
         Ok((
@@ -122,6 +126,8 @@ pub(crate) struct Inner {
     pub(crate) rate: RateLimits,
     audit: AuditLog,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    pub(crate) locks: LockTable,
+    pub(crate) sweeper: Sweeper,
     #[allow(dead_code)]
     outbound: mpsc::Sender<Outbound>,
 }
@@ -190,8 +196,19 @@ impl Broker {
     /// line to send, if any.
     pub async fn handle_line(&self, server_id: &str, line: &[u8]) -> Option<Vec<u8>> {
         let max = self.inner.policy.limits.max_line_bytes.get();
-        let response = match jsonrpc::decode(line, max) {
-            Ok(msg) => self.handle_decoded(server_id, msg).await,
+        self.handle_decoded(server_id, jsonrpc::decode(line, max))
+            .await
+    }
+
+    /// Handles the result of [`jsonrpc::decode`] (for transports that look at a message
+    /// before handing it over); returns the response line to send, if any.
+    pub async fn handle_decoded(
+        &self,
+        server_id: &str,
+        decoded: Result<Message, Response>,
+    ) -> Option<Vec<u8>> {
+        let response = match decoded {
+            Ok(msg) => self.handle_parsed(server_id, msg).await,
             Err(resp) => {
                 self.audit_fault(server_id, resp.outcome.as_ref().err());
                 Some(resp.to_json())
@@ -203,11 +220,11 @@ impl Broker {
     /// Handles one parsed JSON-RPC message (single or batch) for `server_id`; returns the
     /// response, if the message calls for one.
     pub async fn handle_message(&self, server_id: &str, message: Value) -> Option<Value> {
-        self.handle_decoded(server_id, jsonrpc::decode_value(message))
+        self.handle_parsed(server_id, jsonrpc::decode_value(message))
             .await
     }
 
-    async fn handle_decoded(&self, server_id: &str, message: Message) -> Option<Value> {
+    async fn handle_parsed(&self, server_id: &str, message: Message) -> Option<Value> {
         match message {
             Message::Single(item) => self.handle_item(server_id, item).await,
             Message::Batch(items) => {
@@ -326,10 +343,16 @@ impl Broker {
         out
     }
 
-    /// Ends the session of `server_id`: its consent grants are dropped at once (standing
-    /// grants come back with the next session). Returns whether a session existed.
+    /// Ends the session of `server_id`: its consent grants and staged uploads are dropped at
+    /// once (standing grants come back with the next session). Returns whether a session existed.
     pub fn end_session(&self, server_id: &str) -> bool {
-        let removed = lock(&self.inner.sessions).remove(server_id).is_some();
+        let removed = lock(&self.inner.sessions).remove(server_id);
+        // Staged uploads go now, with their temporary files, even if an operation still in
+        // flight holds the session a little longer.
+        if let Some(s) = &removed {
+            s.uploads().clear();
+        }
+        let removed = removed.is_some();
         self.inner.rate.prune();
         removed
     }

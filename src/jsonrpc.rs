@@ -73,6 +73,21 @@ pub enum Message {
     Batch(Vec<Item>),
 }
 
+impl Message {
+    /// The method names of the requests and notifications in the message.
+    pub fn methods(&self) -> impl Iterator<Item = &str> {
+        let items: &[Item] = match self {
+            Message::Single(item) => std::slice::from_ref(item),
+            Message::Batch(items) => items,
+        };
+        items.iter().filter_map(|i| match i {
+            Item::Request(r) => Some(r.method.as_str()),
+            Item::Notification(n) => Some(n.method.as_str()),
+            _ => None,
+        })
+    }
+}
+
 /// A response to send: the id (null when the request's id could not be read) and the result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {

@@ -20,6 +20,9 @@
 //! - [`consent`]: grants per session, the [`consent::ConsentProvider`] trait and providers.
 //! - [`limits`]: rate limits (governor) and operation deadlines.
 //! - [`audit`]: the JSON-lines audit log.
+//! - [`atomic`]: atomic replacement of a file (temporary, fsync, rename, fsync directory).
+//! - [`locks`]: in-process per-path locks for writers.
+//! - [`upload`]: staged chunked uploads of a session.
 //! - `ops`: one file per method.
 //! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
 //! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading.
@@ -33,6 +36,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod atomic;
 pub mod audit;
 pub mod broker;
 pub mod cli;
@@ -42,15 +46,17 @@ pub mod framing;
 pub mod fuzzing;
 pub mod jsonrpc;
 pub mod limits;
+pub mod locks;
 mod ops;
 pub mod path;
 pub mod policy;
 pub mod root;
 pub mod serve;
 pub mod session;
+pub mod upload;
 
 pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
 pub use error::{Error, ErrorKind, Reason};
-pub use ops::METHODS;
+pub use ops::{METHODS, ORDERED, is_ordered};
 pub use policy::Policy;
 pub use root::Access;

@@ -177,6 +177,16 @@ impl Root {
     /// `IO_ERROR` `symlink_loop` after [`MAX_SYMLINK_HOPS`] links, `NOT_A_DIRECTORY` when a
     /// middle component is a file, and the classified I/O error of any step.
     pub fn resolve(&self, rel: &RelPath, follow_final: bool) -> Result<Resolved> {
+        self.resolve_with(rel, follow_final, false)
+    }
+
+    /// As [`Root::resolve`] with `follow_final` unset, creating missing directories on the way
+    /// (each with `mkdirat` on the parent's handle, then opened without following links).
+    pub fn resolve_creating_parents(&self, rel: &RelPath) -> Result<Resolved> {
+        self.resolve_with(rel, false, true)
+    }
+
+    fn resolve_with(&self, rel: &RelPath, follow_final: bool, create: bool) -> Result<Resolved> {
         let display = |stack: &[String]| {
             MountPath {
                 mount: self.mount.clone(),
@@ -208,6 +218,19 @@ impl Root {
                 Ok(m) => m,
                 Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
                     return Ok(self.resolved(cur, Some(name), stack));
+                }
+                Err(e) if create && e.kind() == std::io::ErrorKind::NotFound => {
+                    match cur.create_dir(&name) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                        Err(e) => {
+                            stack.push(name);
+                            return Err(io_err(e, &stack));
+                        }
+                    }
+                    // Look again: whatever is there now is walked like any other entry.
+                    pending.push_front(name);
+                    continue;
                 }
                 Err(e) => {
                     stack.push(name);

@@ -2,8 +2,8 @@
 //!
 //! The reader takes one line at a time and hands it to a task; a semaphore bounds how many
 //! lines are queued or running, so a peer that floods requests is slowed by backpressure on
-//! its own pipe rather than by our memory. Requests run concurrently and may be answered out
-//! of order, except `files/consent`, which is a barrier (see [`run`]). One writer task owns the output: responses and the
+//! its own pipe rather than by our memory. Reads run concurrently and may be answered out of
+//! order; changes are barriers (see [`run`]). One writer task owns the output: responses and the
 //! session's notifications are written whole, one per line, and nothing else goes to it.
 
 use crate::broker::{Broker, OutboundReceiver};
@@ -22,9 +22,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Serves `server_id`'s session on `input`/`output` until end of input or `shutdown`
 /// completes; then ends the session.
 ///
-/// A line holding `files/consent` is a barrier: it is handled after every earlier request has
-/// been answered, and no later line is read until it is answered, so a server may pipeline
-/// consent and the reads that depend on it.
+/// A message holding one of [`crate::ORDERED`] (consent and the write side) is a barrier: it
+/// is handled after every earlier request has been answered, and no later line is read until
+/// it is answered. So a server may pipeline consent and the reads that depend on it, or the
+/// chunks of an upload, and sees its own changes in order.
 pub async fn run<R, W, S>(
     broker: Broker,
     server_id: &str,
@@ -91,26 +92,33 @@ where
                     let _ = tx.send(v).await;
                 }
             }
-            Ok(Frame::Line(line)) if is_barrier(&line) => {
-                // Consent changes what later requests may do: it starts after every earlier
-                // request has finished, and nothing after it starts before it is answered.
-                while tasks.join_next().await.is_some() {}
-                let answered = tokio::select! {
-                    biased;
-                    () = &mut shutdown => { stopped = true; break }
-                    r = broker.handle_line(server_id, &line) => r,
-                };
-                if let Some(resp) = answered {
-                    let _ = tx.send(resp).await;
-                }
-            }
             Ok(Frame::Line(line)) => {
+                let decoded = jsonrpc::decode(&line, max_line);
+                drop(line);
+                let ordered = decoded
+                    .as_ref()
+                    .is_ok_and(|m| m.methods().any(crate::ops::is_ordered));
+                if ordered {
+                    // A change (consent, write, create, delete, rename) starts after every
+                    // earlier request has been answered, and nothing after it starts before
+                    // it is answered.
+                    while tasks.join_next().await.is_some() {}
+                    let answered = tokio::select! {
+                        biased;
+                        () = &mut shutdown => { stopped = true; break }
+                        r = broker.handle_decoded(server_id, decoded) => r,
+                    };
+                    if let Some(resp) = answered {
+                        let _ = tx.send(resp).await;
+                    }
+                    continue;
+                }
                 let Ok(permit) = queue.clone().acquire_owned().await else {
                     break;
                 };
                 let (b, id, tx) = (broker.clone(), server_id.to_owned(), tx.clone());
                 tasks.spawn(async move {
-                    if let Some(resp) = b.handle_line(&id, &line).await {
+                    if let Some(resp) = b.handle_decoded(&id, decoded).await {
                         let _ = tx.send(resp).await;
                     }
                     drop(permit);
@@ -132,11 +140,4 @@ where
         Ok(r) => r,
         Err(e) => Err(std::io::Error::other(e)),
     }
-}
-
-/// Whether a line may hold a `files/consent` request. A false positive (a path that happens to
-/// contain the method's name) only costs concurrency, never correctness.
-fn is_barrier(line: &[u8]) -> bool {
-    const METHOD: &[u8] = b"files/consent";
-    line.windows(METHOD.len()).any(|w| w == METHOD)
 }

@@ -1,6 +1,7 @@
 //! One server session: its grants and its cap on operations in flight.
 
 use crate::consent::{Grant, Grants};
+use crate::upload::Uploads;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Semaphore;
 
@@ -9,6 +10,7 @@ use tokio::sync::Semaphore;
 pub struct Session {
     server_id: String,
     grants: Mutex<Grants>,
+    uploads: Mutex<Uploads>,
     pub(crate) in_flight: Arc<Semaphore>,
 }
 
@@ -22,6 +24,7 @@ impl Session {
         Session {
             server_id: server_id.to_owned(),
             grants: Mutex::new(grants),
+            uploads: Mutex::new(Uploads::default()),
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
         }
     }
@@ -35,6 +38,14 @@ impl Session {
     /// single push or retain), so it is used as is.
     pub(crate) fn grants(&self) -> MutexGuard<'_, Grants> {
         match self.grants.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The staged uploads, locked.
+    pub(crate) fn uploads(&self) -> MutexGuard<'_, Uploads> {
+        match self.uploads.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }

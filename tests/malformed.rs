@@ -236,9 +236,9 @@ async fn unknown_methods_are_method_not_found() {
     let (_f, b) = fixture();
     let long = "m".repeat(10_000);
     for m in [
-        "files/write",
-        "files/delete",
         "files/watch",
+        "files/unwatch",
+        "files/Write",
         "nope",
         "",
         "rpc.discover",

@@ -125,7 +125,8 @@ fn not_found_outside_root_and_unbuilt_methods_through_the_process() {
         "files/write",
         json!({"path": "project/new.txt", "content": "x"}),
     );
-    assert_eq!(r["error"]["code"], -32601);
+    // The root is read-only without --writable.
+    assert_eq!(err(&r).2, "read_only");
     assert!(!f.root.join("new.txt").exists());
     f.assert_canary_intact();
 }

@@ -21,12 +21,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod consent;
+mod create;
+mod delete;
 mod list;
 mod read;
+mod rename;
 mod roots_list;
 mod stat;
+mod write;
 
-/// The methods this broker answers; the write side and watching answer `-32601` until built.
+/// The methods this broker answers; watching answers `-32601` until built.
 pub const METHODS: &[&str] = &[
     "ping",
     "roots/list",
@@ -34,7 +38,26 @@ pub const METHODS: &[&str] = &[
     "files/read",
     "files/list",
     "files/stat",
+    "files/write",
+    "files/create",
+    "files/delete",
+    "files/rename",
 ];
+
+/// Methods that change what later requests see (grants, files). A transport that runs a
+/// session's requests concurrently runs these alone and in order: see [`crate::serve`].
+pub const ORDERED: &[&str] = &[
+    "files/consent",
+    "files/write",
+    "files/create",
+    "files/delete",
+    "files/rename",
+];
+
+/// Whether `method` is one of [`ORDERED`].
+pub fn is_ordered(method: &str) -> bool {
+    ORDERED.contains(&method)
+}
 
 /// Calls the method's operation.
 pub(crate) async fn dispatch(
@@ -50,6 +73,10 @@ pub(crate) async fn dispatch(
         "files/read" => read::run(ctx, session, params).await,
         "files/list" => list::run(ctx, session, params).await,
         "files/stat" => stat::run(ctx, session, params).await,
+        "files/write" => write::run(ctx, session, params).await,
+        "files/create" => create::run(ctx, session, params).await,
+        "files/delete" => delete::run(ctx, session, params).await,
+        "files/rename" => rename::run(ctx, session, params).await,
         other => {
             let shown: String = other.chars().take(64).collect();
             Err(Error::new(
@@ -194,7 +221,7 @@ fn mtime(m: &Metadata) -> Option<String> {
 }
 
 /// An etag that changes when the file is replaced or its size or modification time changes.
-fn etag(m: &Metadata) -> String {
+pub(crate) fn etag(m: &Metadata) -> String {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     m.dev().hash(&mut h);
     m.ino().hash(&mut h);

@@ -1,0 +1,88 @@
+//! In-process locks keyed on the real (mount-form) path, so that writes, renames and deletes
+//! of one file by our own sessions happen one at a time. Other processes that cooperate are
+//! excluded by an fs4 advisory lock on the file itself (see [`crate::atomic`]).
+
+use crate::path::MountPath;
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+/// Entries kept before dead ones are pruned.
+const PRUNE_AT: usize = 1024;
+
+#[derive(Debug, Default)]
+struct Slot {
+    held: Mutex<bool>,
+    freed: Condvar,
+}
+
+/// The table of per-path locks.
+#[derive(Debug, Default)]
+pub struct LockTable {
+    map: Mutex<HashMap<MountPath, Weak<Slot>>>,
+}
+
+/// A held lock on one path; released on drop.
+#[derive(Debug)]
+pub struct PathLock {
+    slot: Arc<Slot>,
+}
+
+impl Drop for PathLock {
+    fn drop(&mut self) {
+        *relock(&self.slot.held) = false;
+        self.slot.freed.notify_one();
+    }
+}
+
+fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+impl LockTable {
+    /// Locks `path`, waiting for another holder to finish. Callers run on the blocking pool.
+    pub fn lock(&self, path: &MountPath) -> PathLock {
+        let slot = {
+            let mut map = relock(&self.map);
+            if map.len() >= PRUNE_AT {
+                map.retain(|_, w| w.strong_count() > 0);
+            }
+            match map.get(path).and_then(Weak::upgrade) {
+                Some(s) => s,
+                None => {
+                    let s = Arc::new(Slot::default());
+                    map.insert(path.clone(), Arc::downgrade(&s));
+                    s
+                }
+            }
+        };
+        let mut held = relock(&slot.held);
+        while *held {
+            held = match slot.freed.wait(held) {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+        }
+        *held = true;
+        drop(held);
+        PathLock { slot }
+    }
+
+    /// Locks two paths in a fixed order, so that two renames in opposite directions cannot
+    /// deadlock.
+    pub fn lock_two(&self, a: &MountPath, b: &MountPath) -> (PathLock, Option<PathLock>) {
+        if a == b {
+            return (self.lock(a), None);
+        }
+        let (first, second) = if a.to_string() <= b.to_string() {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let l1 = self.lock(first);
+        let l2 = self.lock(second);
+        (l1, Some(l2))
+    }
+}

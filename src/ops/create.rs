@@ -1,0 +1,77 @@
+//! `files/create`: a new empty file or directory, exclusively (an existing entry of any kind is
+//! `ALREADY_EXISTS`), optionally creating missing parents. The final name is never followed.
+
+use super::{Ctx, params, recheck};
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::root::Access;
+use crate::session::Session;
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{OpenOptions, OpenOptionsExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    File,
+    Directory,
+}
+
+#[derive(Deserialize)]
+struct Params {
+    path: String,
+    #[serde(rename = "type")]
+    kind: Kind,
+    #[serde(default)]
+    parents: bool,
+}
+
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
+    let p: Params = params(raw)?;
+    let (root, path) = ctx.authorize(session, &p.path, Access::Write)?;
+    if path.rel.is_root() {
+        return Err(root_itself().with_path(path.to_string()));
+    }
+    let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
+    let (kind, parents) = (p.kind, p.parents);
+    ctx.run(session, move |_| {
+        let r = if parents {
+            root.resolve_creating_parents(&path.rel)?
+        } else {
+            root.resolve(&path.rel, false)?
+        };
+        recheck(&s, &r, Access::Write)?;
+        let Some(name) = &r.name else {
+            return Err(root_itself());
+        };
+        let _lock = inner.locks.lock(&r.real);
+        let io = |e: std::io::Error| Error::from_io(&e, "");
+        match kind {
+            Kind::Directory => r.dir.create_dir(name).map_err(io)?,
+            Kind::File => {
+                let mut opts = OpenOptions::new();
+                opts.write(true)
+                    .create_new(true)
+                    .follow(FollowSymlinks::No)
+                    .mode(0o644);
+                let file = r.dir.open_with(name, &opts).map_err(io)?;
+                file.sync_all().map_err(io)?;
+            }
+        }
+        crate::atomic::sync_dir(&r.dir).map_err(io)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| e.with_path(shown.clone()))?;
+    let kind = match p.kind {
+        Kind::File => "file",
+        Kind::Directory => "directory",
+    };
+    Ok(json!({"path": shown, "type": kind}))
+}
+
+pub(super) fn root_itself() -> Error {
+    Error::new(ErrorKind::InvalidPath, "a root itself cannot be used here")
+        .with_reason(Reason::RootItself)
+}

@@ -1,0 +1,81 @@
+//! `files/rename`: moves an entry within one root, atomically. Without `overwrite`, an existing
+//! target is refused by `RENAME_NOREPLACE` (or link-then-unlink), with no window in which it
+//! could be replaced. Both ends act on names: neither final component is followed.
+
+use super::create::root_itself;
+use super::{Ctx, params, recheck};
+use crate::atomic::rename_noreplace;
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::root::Access;
+use crate::session::Session;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Params {
+    old_path: String,
+    new_path: String,
+    #[serde(default)]
+    overwrite: bool,
+}
+
+fn into_itself() -> Error {
+    Error::new(
+        ErrorKind::InvalidPath,
+        "cannot move a directory into itself",
+    )
+    .with_reason(Reason::IntoItself)
+}
+
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
+    let p: Params = params(raw)?;
+    let (root, old) = ctx.authorize(session, &p.old_path, Access::Write)?;
+    let (_, new) = ctx.authorize(session, &p.new_path, Access::Write)?;
+    let (old_shown, new_shown) = (old.to_string(), new.to_string());
+    if old.mount != new.mount {
+        return Err(
+            Error::new(ErrorKind::InvalidPath, "paths are in different roots")
+                .with_reason(Reason::CrossRoot)
+                .with_path(new_shown),
+        );
+    }
+    if old.rel.is_root() || new.rel.is_root() {
+        return Err(root_itself().with_path(old_shown));
+    }
+    if new != old && new.rel.starts_with(&old.rel) {
+        return Err(into_itself().with_path(new_shown));
+    }
+    let (s, inner) = (session.clone(), ctx.inner.clone());
+    let overwrite = p.overwrite;
+    let shown = old_shown.clone();
+    ctx.run(session, move |_| {
+        let from = root.resolve(&old.rel, false)?;
+        let to = root.resolve(&new.rel, false)?;
+        recheck(&s, &from, Access::Write)?;
+        recheck(&s, &to, Access::Write)?;
+        let (Some(from_name), Some(to_name)) = (&from.name, &to.name) else {
+            return Err(root_itself());
+        };
+        // Symlinks on the way may make the target lie beneath the source after all.
+        if to.real != from.real && to.real.starts_with(&from.real) {
+            return Err(into_itself());
+        }
+        let _locks = inner.locks.lock_two(&from.real, &to.real);
+        let io = |e: std::io::Error| Error::from_io(&e, "");
+        from.dir.symlink_metadata(from_name).map_err(io)?;
+        if overwrite {
+            rustix::fs::renameat(&from.dir, from_name.as_str(), &to.dir, to_name.as_str())
+                .map_err(|e| io(e.into()))?;
+        } else {
+            rename_noreplace(&from.dir, from_name, &to.dir, to_name).map_err(io)?;
+        }
+        crate::atomic::sync_dir(&to.dir).map_err(io)?;
+        crate::atomic::sync_dir(&from.dir).map_err(io)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| e.with_path(shown))?;
+    Ok(json!({"oldPath": old_shown, "newPath": new_shown}))
+}

@@ -1,0 +1,228 @@
+//! `files/write`: one-shot atomic writes, and chunked uploads committed atomically.
+//!
+//! A one-shot write (`offset` 0, `final` true) stages the content in a temporary file beside
+//! the target and renames it into place (see [`crate::atomic`]). A chunked upload sends
+//! `final: false` chunks at increasing offsets into a staged temporary and commits with the
+//! `final: true` chunk. Preconditions (`create`, `overwrite`, `ifMatch`) are checked when the
+//! upload starts, so it fails fast, and again at commit under the per-file lock, where they
+//! decide.
+
+use super::{Ctx, etag, params, recheck};
+use crate::atomic::{Preconditions, TempFile, check_target};
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::path::MountPath;
+use crate::root::{Access, Root};
+use crate::session::Session;
+use crate::upload::Upload;
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    #[serde(rename = "utf-8")]
+    Utf8,
+    #[serde(rename = "base64")]
+    Base64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Params {
+    path: String,
+    content: String,
+    encoding: Option<Encoding>,
+    #[serde(default = "yes")]
+    create: bool,
+    #[serde(default = "yes")]
+    overwrite: bool,
+    if_match: Option<String>,
+    #[serde(default)]
+    offset: u64,
+    #[serde(default = "yes", rename = "final")]
+    last: bool,
+}
+
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
+    let p: Params = params(raw)?;
+    let bytes = match p.encoding.unwrap_or(Encoding::Utf8) {
+        Encoding::Utf8 => p.content.into_bytes(),
+        Encoding::Base64 => base64::engine::general_purpose::STANDARD
+            .decode(p.content.as_bytes())
+            .map_err(|_| Error::invalid_params("content is not valid base64"))?,
+    };
+    let max = ctx.limits().max_write_bytes.get();
+    let end = p
+        .offset
+        .checked_add(bytes.len() as u64)
+        .filter(|&end| end <= max)
+        .ok_or_else(|| Error::quota("file would exceed the maximum write size", max))?;
+    let (root, path) = ctx.authorize(session, &p.path, Access::Write)?;
+    let pre = Preconditions {
+        create: p.create,
+        overwrite: p.overwrite,
+        if_match: p.if_match,
+    };
+    let shown = path.to_string();
+    ctx.note(None, bytes.len() as u64);
+    let result = if p.offset == 0 && p.last {
+        // A one-shot write replaces any upload staged for the same path.
+        drop(session.uploads().take(&path));
+        one_shot(ctx, session, root, path, bytes, pre).await
+    } else {
+        chunk(ctx, session, root, path, bytes, pre, p.offset, p.last, end).await
+    };
+    let (size, etag, created, committed) = result.map_err(|e| e.with_path(shown.clone()))?;
+    let mut out = json!({"path": shown, "size": size, "etag": etag, "created": created});
+    if !committed {
+        out["final"] = json!(false);
+    }
+    Ok(out)
+}
+
+type Outcome = (u64, Option<String>, bool, bool);
+
+async fn one_shot(
+    ctx: &Ctx,
+    session: &Arc<Session>,
+    root: Arc<Root>,
+    path: MountPath,
+    bytes: Vec<u8>,
+    pre: Preconditions,
+) -> Result<Outcome> {
+    let (s, inner) = (session.clone(), ctx.inner.clone());
+    ctx.run(session, move |deadline| {
+        let r = root.resolve(&path.rel, true)?;
+        recheck(&s, &r, Access::Write)?;
+        let Some(name) = r.name.clone() else {
+            return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
+        };
+        inner.sweeper.sweep_once(&r.dir);
+        let _lock = inner.locks.lock(&r.real);
+        check_target(&r.dir, &name, &pre)?;
+        let temp = TempFile::create(&r.dir).map_err(|e| Error::from_io(&e, ""))?;
+        write_all_at(temp.file(), 0, &bytes, deadline)?;
+        let done = temp.commit(&r.dir, &name, &pre)?;
+        Ok((done.meta.len(), Some(etag(&done.meta)), done.created, true))
+    })
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn chunk(
+    ctx: &Ctx,
+    session: &Arc<Session>,
+    root: Arc<Root>,
+    path: MountPath,
+    bytes: Vec<u8>,
+    pre: Preconditions,
+    offset: u64,
+    last: bool,
+    end: u64,
+) -> Result<Outcome> {
+    let limits = ctx.limits();
+    let idle = Duration::from_secs(limits.upload_idle_secs.get());
+    let existing = {
+        let mut uploads = session.uploads();
+        let purged = uploads.purge_idle(idle);
+        if purged > 0 {
+            tracing::info!(server = session.server_id(), purged, "dropped idle uploads");
+        }
+        let existing = uploads.take(&path);
+        let max = limits.max_uploads.get();
+        if offset == 0 && uploads.len() >= max {
+            return Err(Error::quota("too many uploads in progress", max as u64));
+        }
+        existing
+    };
+    // An upload starts (or restarts) at offset 0; any other chunk continues the staged one.
+    let upload = match existing {
+        Some(u) if offset != 0 && u.staged == offset => Some(u),
+        _ if offset != 0 => {
+            return Err(Error::new(
+                ErrorKind::ConcurrencyConflict,
+                "chunk offset does not match the bytes staged",
+            )
+            .with_reason(Reason::UploadOffset));
+        }
+        _ => None,
+    };
+    let (s, inner, key) = (session.clone(), ctx.inner.clone(), path.clone());
+    let done = ctx
+        .run(session, move |deadline| {
+            let mut up = match upload {
+                Some(u) => u,
+                None => start(&inner, &s, &root, &path, pre)?,
+            };
+            write_all_at(up.temp.file(), offset, &bytes, deadline)?;
+            up.staged = end;
+            up.last = Instant::now();
+            if !last {
+                return Ok((end, None, false, Some(up)));
+            }
+            // Grants may have been revoked while the upload was staged.
+            s.grants().check(&up.real, Access::Write)?;
+            let _lock = inner.locks.lock(&up.real);
+            let done = up.temp.commit(&up.dir, &up.name, &up.pre)?;
+            Ok((done.meta.len(), Some(etag(&done.meta)), done.created, None))
+        })
+        .await?;
+    let (size, etag, created, open) = done;
+    let committed = open.is_none();
+    if let Some(up) = open {
+        session.uploads().put(key, up);
+    }
+    Ok((size, etag, created, committed))
+}
+
+/// Opens a new upload: resolves the target, checks grant and preconditions, stages a temp.
+fn start(
+    inner: &crate::broker::Inner,
+    session: &Session,
+    root: &Root,
+    path: &MountPath,
+    pre: Preconditions,
+) -> Result<Upload> {
+    let r = root.resolve(&path.rel, true)?;
+    recheck(session, &r, Access::Write)?;
+    let Some(name) = r.name.clone() else {
+        return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
+    };
+    check_target(&r.dir, &name, &pre)?;
+    inner.sweeper.sweep_once(&r.dir);
+    let temp = TempFile::create(&r.dir).map_err(|e| Error::from_io(&e, ""))?;
+    Ok(Upload {
+        dir: r.dir,
+        name,
+        real: r.real,
+        temp,
+        staged: 0,
+        pre,
+        last: Instant::now(),
+    })
+}
+
+/// Bytes written between two deadline checks.
+const STEP: usize = 1 << 20;
+
+fn write_all_at(
+    file: &std::fs::File,
+    offset: u64,
+    bytes: &[u8],
+    deadline: crate::limits::Deadline,
+) -> Result<()> {
+    for (i, piece) in bytes.chunks(STEP).enumerate() {
+        deadline.check()?;
+        let at = offset + (i * STEP) as u64;
+        file.write_all_at(piece, at)
+            .map_err(|e| Error::from_io(&e, ""))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! Staged chunked uploads of one session: a temporary file per target, filled chunk by chunk
+//! at increasing offsets and committed atomically by the final chunk. Nothing appears at the
+//! target before the commit; an upload that is abandoned, idle too long, or whose session ends
+//! is dropped with its temporary file.
+
+use crate::atomic::{Preconditions, TempFile};
+use crate::path::MountPath;
+use cap_std::fs::Dir;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// One upload in progress.
+#[derive(Debug)]
+pub struct Upload {
+    /// The directory that will hold the target.
+    pub dir: Dir,
+    /// The target's name in `dir`.
+    pub name: String,
+    /// The real path of the target, for locks and grant checks.
+    pub real: MountPath,
+    /// The staged bytes.
+    pub temp: TempFile,
+    /// How many bytes are staged.
+    pub staged: u64,
+    /// The preconditions given with the first chunk, checked again at commit.
+    pub pre: Preconditions,
+    /// When a chunk last arrived.
+    pub last: Instant,
+}
+
+/// The uploads of one session, keyed by the target path as requested.
+#[derive(Debug, Default)]
+pub struct Uploads {
+    map: HashMap<MountPath, Upload>,
+}
+
+impl Uploads {
+    /// Drops uploads idle for longer than `idle`; returns how many.
+    pub fn purge_idle(&mut self, idle: Duration) -> usize {
+        let before = self.map.len();
+        self.map.retain(|_, u| u.last.elapsed() <= idle);
+        before - self.map.len()
+    }
+
+    /// Takes the upload for `path` out of the table (a chunk works on it unlocked).
+    pub fn take(&mut self, path: &MountPath) -> Option<Upload> {
+        self.map.remove(path)
+    }
+
+    /// Puts an upload (back) into the table.
+    pub fn put(&mut self, path: MountPath, upload: Upload) {
+        self.map.insert(path, upload);
+    }
+
+    /// How many uploads are open.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no upload is open.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Drops every upload.
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+}
