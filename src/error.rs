@@ -158,8 +158,12 @@ pub enum Reason {
     IntoItself,
     /// The bytes are not valid UTF-8 where UTF-8 was required.
     NotUtf8,
-    /// The device is full.
+    /// The device is full, or the user's disk quota is used up.
     NoSpace,
+    /// The file would pass the process's file-size limit.
+    FileTooLarge,
+    /// The filesystem is mounted read-only.
+    ReadOnlyFilesystem,
     /// Too many levels of symbolic links.
     SymlinkLoop,
     /// The etag precondition did not hold.
@@ -186,6 +190,8 @@ impl Reason {
             Reason::IntoItself => "into_itself",
             Reason::NotUtf8 => "not_utf8",
             Reason::NoSpace => "no_space",
+            Reason::FileTooLarge => "file_too_large",
+            Reason::ReadOnlyFilesystem => "read_only_filesystem",
             Reason::SymlinkLoop => "symlink_loop",
             Reason::EtagMismatch => "etag_mismatch",
             Reason::Locked => "locked",
@@ -348,6 +354,16 @@ impl Error {
                 Error::new(ErrorKind::Io, "no space left on device").with_reason(Reason::NoSpace)
             }
             K::TimedOut => Error::new(ErrorKind::Timeout, "operation timed out"),
+            _ if raw == Some(rustix::io::Errno::DQUOT.raw_os_error()) => {
+                Error::new(ErrorKind::Io, "disk quota exceeded").with_reason(Reason::NoSpace)
+            }
+            _ if raw == Some(rustix::io::Errno::FBIG.raw_os_error()) => {
+                Error::new(ErrorKind::Io, "file too large").with_reason(Reason::FileTooLarge)
+            }
+            _ if raw == Some(rustix::io::Errno::ROFS.raw_os_error()) => {
+                Error::new(ErrorKind::Io, "read-only filesystem")
+                    .with_reason(Reason::ReadOnlyFilesystem)
+            }
             _ if raw == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
                 Error::new(ErrorKind::Io, "too many levels of symbolic links")
                     .with_reason(Reason::SymlinkLoop)

@@ -46,6 +46,13 @@ fn main() -> ExitCode {
                 }
             };
             let code = runtime.block_on(async move {
+                // A write past the file-size limit (RLIMIT_FSIZE) would otherwise kill the
+                // process with SIGXFSZ; handled, the write fails with EFBIG and is reported.
+                let _xfsz = tokio::signal::unix::signal(
+                    tokio::signal::unix::SignalKind::from_raw(
+                        rustix::process::Signal::XFSZ.as_raw(),
+                    ),
+                );
                 let (broker, outbound) = match Broker::builder(policy).build() {
                     Ok(b) => b,
                     Err(e) => {
