@@ -65,6 +65,10 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
         let _locks = inner.locks.lock_two(&from.real, &to.real);
         let io = |e: std::io::Error| Error::from_io(&e, "");
         from.dir.symlink_metadata(from_name).map_err(io)?;
+        if from.real == to.real {
+            // Renaming an entry onto itself changes nothing, as rename(2) does.
+            return Ok(());
+        }
         if overwrite {
             rustix::fs::renameat(&from.dir, from_name.as_str(), &to.dir, to_name.as_str())
                 .map_err(|e| io(e.into()))?;
