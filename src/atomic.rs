@@ -117,8 +117,8 @@ pub struct TempFile {
 }
 
 impl TempFile {
-    /// Creates a new, empty temporary file in `dir`, readable and writable by the owner only
-    /// until the commit gives it its final mode.
+    /// Creates a new, empty temporary file in `dir` with mode 0644 less the umask: the mode a
+    /// new target gets. The commit gives a replaced target's mode instead.
     pub fn create(dir: &Dir) -> std::io::Result<TempFile> {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(std::io::Error::other)?;
@@ -133,7 +133,7 @@ impl TempFile {
             .write(true)
             .create_new(true)
             .follow(FollowSymlinks::No)
-            .mode(0o600);
+            .mode(0o644);
         let file = dir.open_with(&name, &opts)?.into_std();
         Ok(TempFile {
             dir: dir.try_clone()?,
@@ -159,10 +159,11 @@ impl TempFile {
             Some(_) => Some(advisory_lock(dir, name)?),
             None => None,
         };
-        let mode = existing.as_ref().map_or(0o644, |m| m.mode() & 0o7777);
-        self.file
-            .set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(io)?;
+        if let Some(m) = &existing {
+            self.file
+                .set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))
+                .map_err(io)?;
+        }
         self.file.sync_all().map_err(io)?;
         if pre.overwrite {
             rustix::fs::renameat(&self.dir, &self.name, dir, name).map_err(|e| io(e.into()))?;

@@ -52,6 +52,23 @@ struct Params {
 
 pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
     let p: Params = params(raw)?;
+    let idle = Duration::from_secs(ctx.limits().upload_idle_secs.get());
+    let purged = session.uploads().purge_idle(idle);
+    if purged > 0 {
+        tracing::info!(server = session.server_id(), purged, "dropped idle uploads");
+    }
+    let raw_path = p.path.clone();
+    let result = write(ctx, session, p).await;
+    if result.is_err() {
+        // A write that fails ends any upload staged for its path, removing its temporary.
+        if let Ok((_, path)) = ctx.locate(&raw_path) {
+            drop(session.uploads().take(&path));
+        }
+    }
+    result
+}
+
+async fn write(ctx: &Ctx, session: &Arc<Session>, p: Params) -> Result<Value> {
     let bytes = match p.encoding.unwrap_or(Encoding::Utf8) {
         Encoding::Utf8 => p.content.into_bytes(),
         Encoding::Base64 => base64::engine::general_purpose::STANDARD
@@ -128,13 +145,8 @@ async fn chunk(
     end: u64,
 ) -> Result<Outcome> {
     let limits = ctx.limits();
-    let idle = Duration::from_secs(limits.upload_idle_secs.get());
     let existing = {
         let mut uploads = session.uploads();
-        let purged = uploads.purge_idle(idle);
-        if purged > 0 {
-            tracing::info!(server = session.server_id(), purged, "dropped idle uploads");
-        }
         let existing = uploads.take(&path);
         let max = limits.max_uploads.get();
         if offset == 0 && uploads.len() >= max {

@@ -1,0 +1,309 @@
+//! The write side through the real `fsbroker serve` process with `--writable --consent auto`:
+//! a pipelined upload, each write method's success and main error, read-only roots without
+//! `--writable`, and new files' modes under the process's umask.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
+
+mod common;
+#[path = "common/sidecar.rs"]
+mod sidecar;
+
+use common::*;
+use serde_json::{Value, json};
+use sidecar::*;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+fn writable(f: &Fixture) -> Sidecar {
+    let mut s = Sidecar::serve(&f.root, "auto", &["--writable"]);
+    let r = s.request(
+        "files/consent",
+        json!({"requestedPaths": ["project"], "access": "write"}),
+    );
+    assert_eq!(ok(&r)["access"], "write", "{r}");
+    s
+}
+
+fn assert_error(r: &Value, code: i64, data_code: &str, reason: &str) {
+    let (c, d, why) = err(r);
+    assert_eq!(
+        (c, d.as_str(), why.as_str()),
+        (code, data_code, reason),
+        "{r}"
+    );
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[test]
+fn a_pipelined_consent_upload_and_read_produce_the_whole_content() {
+    let f = Fixture::new();
+    let mut s = Sidecar::serve(&f.root, "auto", &["--writable"]);
+    let parts: Vec<String> = (0..4)
+        .map(|i| format!("{i}").repeat(64 * 1024 + i * 7))
+        .collect();
+    let whole: String = parts.concat();
+    s.send(&request(
+        1,
+        "files/consent",
+        json!({"requestedPaths": ["project"], "access": "write"}),
+    ));
+    let mut offset = 0;
+    for (i, part) in parts.iter().enumerate() {
+        s.send(&request(
+            2 + i as i64,
+            "files/write",
+            json!({"path": "project/up.txt", "content": part, "offset": offset,
+                   "final": i == parts.len() - 1}),
+        ));
+        offset += part.len();
+    }
+    s.send(&request(6, "files/read", json!({"path": "project/up.txt"})));
+
+    assert_eq!(ok(&s.wait_id(&json!(1)))["granted"], true);
+    let mut staged = 0;
+    for (i, part) in parts.iter().enumerate() {
+        let r = s.wait_id(&json!(2 + i as i64));
+        staged += part.len();
+        let res = ok(&r);
+        assert_eq!(res["size"], staged, "{i}");
+        if i < parts.len() - 1 {
+            assert_eq!(res["final"], false, "{r}");
+        } else {
+            assert_eq!(res["created"], true);
+        }
+    }
+    let r = s.wait_id(&json!(6));
+    let res = ok(&r);
+    assert_eq!(res["size"], whole.len());
+    assert_eq!(res["content"].as_str().unwrap(), whole);
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("up.txt")).unwrap(),
+        whole
+    );
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{}", s.stderr());
+    assert!(rest.is_empty());
+    let left: Vec<_> = std::fs::read_dir(&f.root).unwrap().collect();
+    assert_eq!(left.len(), 1, "only up.txt remains");
+}
+
+#[test]
+fn write_succeeds_and_create_exclusive_on_an_existing_file_is_already_exists() {
+    let f = Fixture::new();
+    let mut s = writable(&f);
+    let r = s.request(
+        "files/write",
+        json!({"path": "project/a.txt", "content": "hello"}),
+    );
+    let res = ok(&r);
+    assert_eq!(res["path"], "project/a.txt");
+    assert_eq!(res["size"], 5);
+    assert_eq!(res["created"], true);
+    let st = s.request("files/stat", json!({"path": "project/a.txt"}));
+    assert_eq!(res["etag"], ok(&st)["etag"]);
+    let r = s.request(
+        "files/write",
+        json!({"path": "project/a.txt", "content": "again", "create": true, "overwrite": false}),
+    );
+    assert_error(&r, -31008, "ALREADY_EXISTS", "");
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
+        "hello"
+    );
+}
+
+#[test]
+fn create_succeeds_and_an_existing_entry_is_already_exists() {
+    let f = Fixture::new();
+    let mut s = writable(&f);
+    let r = s.request(
+        "files/create",
+        json!({"path": "project/a/b", "type": "directory", "parents": true}),
+    );
+    assert_eq!(ok(&r), &json!({"path": "project/a/b", "type": "directory"}));
+    let r = s.request(
+        "files/create",
+        json!({"path": "project/a/b/f.txt", "type": "file"}),
+    );
+    assert_eq!(
+        ok(&r),
+        &json!({"path": "project/a/b/f.txt", "type": "file"})
+    );
+    assert_eq!(
+        std::fs::metadata(f.root.join("a/b/f.txt")).unwrap().len(),
+        0
+    );
+    let r = s.request("files/create", json!({"path": "project/a", "type": "file"}));
+    assert_error(&r, -31008, "ALREADY_EXISTS", "");
+}
+
+#[test]
+fn delete_succeeds_and_a_non_empty_directory_is_directory_not_empty() {
+    let f = Fixture::new();
+    f.file("d/x.txt", "x");
+    f.file("e/y.txt", "y");
+    let mut s = writable(&f);
+    let r = s.request("files/delete", json!({"path": "project/d"}));
+    assert_error(&r, -31011, "DIRECTORY_NOT_EMPTY", "");
+    assert!(f.root.join("d/x.txt").exists());
+    let r = s.request(
+        "files/delete",
+        json!({"path": "project/d", "recursive": true}),
+    );
+    assert_eq!(ok(&r), &json!({"path": "project/d"}));
+    assert!(!f.root.join("d").exists());
+    let r = s.request("files/delete", json!({"path": "project/e/y.txt"}));
+    ok(&r);
+    assert!(!f.root.join("e/y.txt").exists());
+}
+
+#[test]
+fn rename_succeeds_and_a_move_into_itself_is_into_itself() {
+    let f = Fixture::new();
+    f.file("d/x.txt", "x");
+    let mut s = writable(&f);
+    let r = s.request(
+        "files/rename",
+        json!({"oldPath": "project/d", "newPath": "project/d/sub"}),
+    );
+    assert_error(&r, -31003, "INVALID_PATH", "into_itself");
+    let r = s.request(
+        "files/rename",
+        json!({"oldPath": "project/d", "newPath": "project/e"}),
+    );
+    assert_eq!(
+        ok(&r),
+        &json!({"oldPath": "project/d", "newPath": "project/e"})
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("e/x.txt")).unwrap(),
+        "x"
+    );
+}
+
+#[test]
+fn without_writable_the_root_is_read_only_for_every_write_method() {
+    let f = Fixture::new();
+    f.file("a.txt", "a");
+    f.dir("d");
+    let mut s = Sidecar::serve(&f.root, "auto", &[]);
+    let r = s.request(
+        "files/consent",
+        json!({"requestedPaths": ["project"], "access": "write"}),
+    );
+    assert_eq!(ok(&r)["granted"], false, "{r}");
+    let r = s.request("files/consent", json!({"requestedPaths": ["project"]}));
+    assert_eq!(ok(&r)["access"], "read", "{r}");
+    for (method, params) in [
+        (
+            "files/write",
+            json!({"path": "project/a.txt", "content": "x"}),
+        ),
+        (
+            "files/write",
+            json!({"path": "project/n.txt", "content": "x", "final": false}),
+        ),
+        (
+            "files/create",
+            json!({"path": "project/n.txt", "type": "file"}),
+        ),
+        ("files/delete", json!({"path": "project/a.txt"})),
+        (
+            "files/delete",
+            json!({"path": "project/d", "recursive": true}),
+        ),
+        (
+            "files/rename",
+            json!({"oldPath": "project/a.txt", "newPath": "project/b.txt"}),
+        ),
+    ] {
+        let r = s.request(method, params);
+        assert_error(&r, -31002, "PERMISSION_DENIED", "read_only");
+    }
+    assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "a");
+    let mut names: Vec<String> = std::fs::read_dir(&f.root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.txt", "d"]);
+}
+
+/// Runs `fsbroker serve` under `umask MASK` (through `sh`), sends `lines`, closes stdin and
+/// returns the response lines, every wait bounded by [`WAIT`].
+fn serve_with_umask(mask: &str, root: &std::path::Path, lines: &[Value]) -> Vec<Value> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask {mask} && exec \"$0\" serve --root \"$1\" --writable --consent auto"
+        ))
+        .arg(bin())
+        .arg(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap())
+            .collect::<Vec<_>>()
+    });
+    let deadline = Instant::now() + WAIT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fsbroker did not exit within {WAIT:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    reader.join().unwrap()
+}
+
+#[test]
+fn new_files_get_mode_0644_less_the_broker_umask() {
+    let f = Fixture::new();
+    let lines = [
+        request(
+            1,
+            "files/consent",
+            json!({"requestedPaths": ["project"], "access": "write"}),
+        ),
+        request(
+            2,
+            "files/write",
+            json!({"path": "project/w.txt", "content": "x"}),
+        ),
+        request(
+            3,
+            "files/create",
+            json!({"path": "project/c.txt", "type": "file"}),
+        ),
+    ];
+    let out = serve_with_umask("077", &f.root, &lines);
+    assert_eq!(out.len(), 3, "{out:?}");
+    for r in &out {
+        ok(r);
+    }
+    let mode = |n: &str| {
+        std::fs::metadata(f.root.join(n))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("c.txt"), 0o600, "files/create under umask 077");
+    assert_eq!(mode("w.txt"), 0o600, "files/write under umask 077");
+}
