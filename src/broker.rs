@@ -95,9 +95,12 @@ impl BrokerBuilder {
             None => AuditLog::open(&policy.audit)
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
         };
-        let consent = self
-            .consent
-            .unwrap_or_else(|| provider_for(policy.consent.mode.as_ref()));
+        let consent = self.consent.unwrap_or_else(|| {
+            provider_for(
+                policy.consent.mode.as_ref(),
+                std::time::Duration::from_secs(policy.consent.timeout_secs.get()),
+            )
+        });
         let (tx, rx) = mpsc::channel(OUTBOUND_CAPACITY);
         let inner = Inner {
             rate: RateLimits::new(&policy.limits),
@@ -275,9 +278,10 @@ impl Broker {
             .as_ref()
             .err()
             .and_then(|e| e.path().map(str::to_owned));
+        let method: String = req.method.chars().take(64).collect();
         self.inner.audit.record(&AuditRecord {
             server_id,
-            method: &req.method,
+            method: &method,
             path: path.as_deref().or(err_path.as_deref()),
             outcome: match &outcome {
                 Ok(_) => "ok",
@@ -367,14 +371,16 @@ impl Broker {
             .filter(|s| server_id.is_none_or(|id| s.server_id() == id))
             .cloned()
             .collect();
+        let parsed = path.map(RequestPath::parse).transpose()?;
         let mut removed = 0;
         for s in sessions {
-            let target: Option<MountPath> = match path {
+            let target: Option<MountPath> = match &parsed {
                 None => None,
-                Some(p) => {
-                    let parsed = RequestPath::parse(p)?;
-                    Some(self.inner.roots.locate(&parsed, s.server_id())?.1)
-                }
+                // A session that cannot see the path's root holds no grant under it.
+                Some(p) => match self.inner.roots.locate(p, s.server_id()) {
+                    Ok((_, mount_path)) => Some(mount_path),
+                    Err(_) => continue,
+                },
             };
             removed += s.grants().revoke(target.as_ref());
         }

@@ -9,9 +9,9 @@ use crate::path::MountPath;
 use crate::policy::ConsentMode;
 use crate::root::Access;
 use std::future::Future;
-use std::io::IsTerminal;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 mod command;
 mod tty;
@@ -102,17 +102,18 @@ impl ConsentProvider for DenyConsent {
     }
 }
 
-/// The provider for a configured mode. An unset mode is `tty` when this process has a
-/// controlling terminal, else `deny`; `elicit` outside the proxy falls back the same way.
-pub fn provider_for(mode: Option<&ConsentMode>) -> Arc<dyn ConsentProvider> {
+/// The provider for a configured mode; `wait` is the consent time limit, which the tty prompt
+/// also uses. An unset mode is `tty` when this process has a controlling terminal, else `deny`;
+/// `elicit` outside the proxy falls back the same way.
+pub fn provider_for(mode: Option<&ConsentMode>, wait: Duration) -> Arc<dyn ConsentProvider> {
     match mode {
         Some(ConsentMode::Auto) => Arc::new(AutoConsent),
         Some(ConsentMode::Deny) => Arc::new(DenyConsent),
-        Some(ConsentMode::Tty) => Arc::new(TtyConsent::new()),
+        Some(ConsentMode::Tty) => Arc::new(TtyConsent::new().with_wait(wait)),
         Some(ConsentMode::Command(p)) => Arc::new(CommandConsent::new(p.clone())),
         None | Some(ConsentMode::Elicit) => {
-            if TtyConsent::available() || std::io::stderr().is_terminal() {
-                Arc::new(TtyConsent::new())
+            if TtyConsent::available() {
+                Arc::new(TtyConsent::new().with_wait(wait))
             } else {
                 Arc::new(DenyConsent)
             }
@@ -213,8 +214,8 @@ impl Grants {
         before - self.grants.len()
     }
 
-    /// The grants held.
-    pub fn list(&self) -> &[Grant] {
-        &self.grants
+    /// How many more grants the session may hold.
+    pub fn room(&self) -> usize {
+        MAX_GRANTS.saturating_sub(self.grants.len())
     }
 }

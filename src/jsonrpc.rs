@@ -8,6 +8,10 @@
 use crate::error::{Error, ErrorKind};
 use serde_json::{Map, Value, json};
 
+/// Most items a batch may hold; a larger batch is refused whole with one `-32600`, so that a
+/// line of tiny items cannot make the broker produce a response per item without bound.
+pub const MAX_BATCH: usize = 1024;
+
 /// A request id: a string or an integer, never null (kept as the peer sent it, to echo back).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Id(Value);
@@ -114,17 +118,6 @@ impl Response {
     }
 }
 
-/// A notification as JSON.
-pub fn notification(method: &str, params: Option<Value>) -> Value {
-    let mut obj = Map::new();
-    obj.insert("jsonrpc".into(), json!("2.0"));
-    obj.insert("method".into(), json!(method));
-    if let Some(p) = params {
-        obj.insert("params".into(), p);
-    }
-    Value::Object(obj)
-}
-
 /// Decodes one line (without its newline). Errors are the single response to send.
 pub fn decode(line: &[u8], max_len: usize) -> Result<Message, Response> {
     if line.len() > max_len {
@@ -147,6 +140,13 @@ pub fn decode_value(value: Value) -> Message {
         Value::Array(items) if items.is_empty() => Message::Single(Item::Invalid(
             None,
             Error::new(ErrorKind::InvalidRequest, "empty batch"),
+        )),
+        Value::Array(items) if items.len() > MAX_BATCH => Message::Single(Item::Invalid(
+            None,
+            Error::new(
+                ErrorKind::InvalidRequest,
+                format!("batch has more than {MAX_BATCH} items"),
+            ),
         )),
         Value::Array(items) => Message::Batch(items.into_iter().map(decode_item).collect()),
         other => Message::Single(decode_item(other)),

@@ -58,5 +58,10 @@ pub mod upload;
 pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
 pub use error::{Error, ErrorKind, Reason};
 pub use ops::{METHODS, ORDERED, is_ordered};
+
+/// Limits of the operations that are fixed rather than configured.
+pub mod ops_limits {
+    pub use crate::ops::MAX_LIST_DEPTH;
+}
 pub use policy::Policy;
 pub use root::Access;

@@ -43,11 +43,6 @@ impl RateLimits {
         self.limiter.retain_recent();
         self.limiter.shrink_to_fit();
     }
-
-    /// How many keys the limiter holds.
-    pub fn keys(&self) -> usize {
-        self.limiter.len()
-    }
 }
 
 /// The point in time by which an operation must finish. Blocking work checks it between
@@ -59,11 +54,6 @@ impl Deadline {
     /// A deadline at `at`.
     pub fn at(at: Instant) -> Self {
         Deadline(at)
-    }
-
-    /// The instant.
-    pub fn instant(self) -> Instant {
-        self.0
     }
 
     /// `TIMEOUT` once the deadline has passed.

@@ -434,6 +434,33 @@ impl Policy {
             check_path(format!("grants[{i}].path"), &g.path)?;
         }
         let l = &self.limits;
+        let caps: [(&str, u64, u64); 8] = [
+            ("limits.timeout_ms", l.timeout_ms.get(), 86_400_000),
+            (
+                "limits.max_chunk_bytes",
+                l.max_chunk_bytes.get() as u64,
+                256 << 20,
+            ),
+            (
+                "limits.max_line_bytes",
+                l.max_line_bytes.get() as u64,
+                1 << 30,
+            ),
+            (
+                "limits.max_list_page",
+                l.max_list_page.get() as u64,
+                100_000,
+            ),
+            ("limits.max_in_flight", l.max_in_flight.get() as u64, 1024),
+            ("limits.max_uploads", l.max_uploads.get() as u64, 1024),
+            ("limits.max_watches", l.max_watches.get() as u64, 65_536),
+            ("limits.upload_idle_secs", l.upload_idle_secs.get(), 86_400),
+        ];
+        for (key, value, cap) in caps {
+            if value > cap {
+                return Err((key.into(), None, format!("must be at most {cap}")));
+            }
+        }
         if l.chunk_bytes > l.max_chunk_bytes {
             return Err((
                 "limits.chunk_bytes".into(),
@@ -471,14 +498,32 @@ fn key_span(text: &str, key: &str) -> Option<std::ops::Range<usize>> {
         #[serde(default)]
         audit: std::collections::BTreeMap<String, Spanned<toml::Value>>,
     }
-    let sections: Sections = toml::from_str(text).ok()?;
     let (section, name) = key.split_once('.')?;
-    let table = match section {
-        "limits" => &sections.limits,
-        "audit" => &sections.audit,
-        _ => return None,
-    };
-    table.get(name).map(Spanned::span)
+    if let Ok(sections) = toml::from_str::<Sections>(text) {
+        let table = match section {
+            "limits" => &sections.limits,
+            "audit" => &sections.audit,
+            _ => return None,
+        };
+        return table.get(name).map(Spanned::span);
+    }
+    // A value too large for a TOML value (an integer past i64) still has a line: find the key
+    // in its section by reading the text.
+    let mut in_section = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_section = t.trim_matches(|c| c == '[' || c == ']').trim() == section;
+        } else if in_section
+            && t.strip_prefix(name)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            return Some(offset..offset + line.len());
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// The effective configuration as TOML-like text, for `fsbroker check-policy`.

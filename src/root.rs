@@ -8,6 +8,7 @@
 //! of an operation makes the next `openat` fail instead of leading outside.
 
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::limits::Deadline;
 use crate::path::{MountName, MountPath, RelPath, RequestPath};
 use cap_fs_ext::DirExt;
 use cap_std::ambient_authority;
@@ -50,7 +51,6 @@ pub struct Root {
     servers: Vec<String>,
     canonical: Vec<String>,
     configured: Vec<String>,
-    canonical_path: PathBuf,
     dir: Dir,
 }
 
@@ -97,8 +97,13 @@ impl Root {
         };
         Ok(Root {
             canonical: to_components(&canonical_path)?,
-            configured: to_components(&absolute)?,
-            canonical_path,
+            // A configured path with `..` may not mean, lexically cleaned, what it meant to the
+            // kernel (`/a/link/..`): then only the canonical path counts.
+            configured: if absolute.components().any(|c| c == Component::ParentDir) {
+                to_components(&canonical_path)?
+            } else {
+                to_components(&absolute)?
+            },
             mount: spec.mount,
             name: spec.name,
             access: spec.access,
@@ -130,11 +135,6 @@ impl Root {
     /// The server ids or `*` patterns that see this root.
     pub fn servers(&self) -> &[String] {
         &self.servers
-    }
-
-    /// The canonical host path. Only `roots/list` and `check-policy` show it.
-    pub fn host_path(&self) -> &Path {
-        &self.canonical_path
     }
 
     /// The root as a `file://` URI, percent-encoded.
@@ -177,16 +177,53 @@ impl Root {
     /// `IO_ERROR` `symlink_loop` after [`MAX_SYMLINK_HOPS`] links, `NOT_A_DIRECTORY` when a
     /// middle component is a file, and the classified I/O error of any step.
     pub fn resolve(&self, rel: &RelPath, follow_final: bool) -> Result<Resolved> {
-        self.resolve_with(rel, follow_final, false)
+        self.resolve_traced(rel, follow_final, false, None)
+            .map_err(|(e, _)| e)
     }
 
     /// As [`Root::resolve`] with `follow_final` unset, creating missing directories on the way
     /// (each with `mkdirat` on the parent's handle, then opened without following links).
     pub fn resolve_creating_parents(&self, rel: &RelPath) -> Result<Resolved> {
-        self.resolve_with(rel, false, true)
+        self.resolve_traced(rel, false, true, None)
+            .map_err(|(e, _)| e)
     }
 
-    fn resolve_with(&self, rel: &RelPath, follow_final: bool, create: bool) -> Result<Resolved> {
+    /// The resolver itself. On failure it also returns where the walk was: the real path it
+    /// had reached, followed by the components it had not resolved yet. Callers check grants
+    /// on that path before they report the error, so that a symlink into a place without a
+    /// grant cannot reveal what exists there. The deadline is checked at every step.
+    // The error travels once per operation; boxing it would only add an allocation.
+    #[allow(clippy::result_large_err)]
+    pub fn resolve_traced(
+        &self,
+        rel: &RelPath,
+        follow_final: bool,
+        create: bool,
+        deadline: Option<Deadline>,
+    ) -> std::result::Result<Resolved, (Error, MountPath)> {
+        let mut pending: VecDeque<String> = rel.components().iter().cloned().collect();
+        let mut stack: Vec<String> = Vec::new();
+        match self.walk(&mut stack, &mut pending, follow_final, create, deadline) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                stack.extend(pending);
+                let reached = MountPath {
+                    mount: self.mount.clone(),
+                    rel: RelPath::from_components(stack),
+                };
+                Err((e, reached))
+            }
+        }
+    }
+
+    fn walk(
+        &self,
+        stack: &mut Vec<String>,
+        pending: &mut VecDeque<String>,
+        follow_final: bool,
+        create: bool,
+        deadline: Option<Deadline>,
+    ) -> Result<Resolved> {
         let display = |stack: &[String]| {
             MountPath {
                 mount: self.mount.clone(),
@@ -195,11 +232,12 @@ impl Root {
             .to_string()
         };
         let io_err = |e: std::io::Error, stack: &[String]| Error::from_io(&e, &display(stack));
-        let mut pending: VecDeque<String> = rel.components().iter().cloned().collect();
-        let mut stack: Vec<String> = Vec::new();
-        let mut cur = self.dir.try_clone().map_err(|e| io_err(e, &stack))?;
+        let mut cur = self.dir.try_clone().map_err(|e| io_err(e, stack))?;
         let mut hops = 0usize;
         while let Some(name) = pending.pop_front() {
+            if let Some(d) = deadline {
+                d.check()?;
+            }
             if name.is_empty() || name == "." {
                 continue;
             }
@@ -207,17 +245,17 @@ impl Root {
                 if stack.pop().is_none() {
                     return Err(Error::denied(Reason::OutsideRoot).with_path(display(&[])));
                 }
-                cur = self.reopen(&stack)?;
+                cur = self.reopen(stack)?;
                 continue;
             }
             let is_last = pending.is_empty();
             if is_last && !follow_final {
-                return Ok(self.resolved(cur, Some(name), stack));
+                return Ok(self.resolved(cur, Some(name), std::mem::take(stack)));
             }
             let meta = match cur.symlink_metadata(&name) {
                 Ok(m) => m,
                 Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
-                    return Ok(self.resolved(cur, Some(name), stack));
+                    return Ok(self.resolved(cur, Some(name), std::mem::take(stack)));
                 }
                 Err(e) if create && e.kind() == std::io::ErrorKind::NotFound => {
                     match cur.create_dir(&name) {
@@ -225,7 +263,7 @@ impl Root {
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                         Err(e) => {
                             stack.push(name);
-                            return Err(io_err(e, &stack));
+                            return Err(io_err(e, stack));
                         }
                     }
                     // Look again: whatever is there now is walked like any other entry.
@@ -234,7 +272,7 @@ impl Root {
                 }
                 Err(e) => {
                     stack.push(name);
-                    return Err(io_err(e, &stack));
+                    return Err(io_err(e, stack));
                 }
             };
             if meta.file_type().is_symlink() {
@@ -244,21 +282,23 @@ impl Root {
                     return Err(
                         Error::new(ErrorKind::Io, "too many levels of symbolic links")
                             .with_reason(Reason::SymlinkLoop)
-                            .with_path(display(&stack)),
+                            .with_path(display(stack)),
                     );
                 }
-                let target = cur.read_link_contents(&name).map_err(|e| {
-                    let mut s = stack.clone();
-                    s.push(name.clone());
-                    io_err(e, &s)
-                })?;
+                let target = match cur.read_link_contents(&name) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        stack.push(name);
+                        return Err(io_err(e, stack));
+                    }
+                };
                 let (absolute, parts) = split_target(&target).ok_or_else(|| {
                     Error::new(ErrorKind::Io, "symlink target is not valid utf-8")
                         .with_reason(Reason::NotUtf8)
                 })?;
                 if absolute {
                     let inside = self.strip(&parts).ok_or_else(|| {
-                        Error::denied(Reason::OutsideRoot).with_path(display(&stack))
+                        Error::denied(Reason::OutsideRoot).with_path(display(stack))
                     })?;
                     stack.clear();
                     cur = self.dir.try_clone().map_err(|e| io_err(e, &[]))?;
@@ -273,21 +313,21 @@ impl Root {
                 continue;
             }
             if is_last {
-                return Ok(self.resolved(cur, Some(name), stack));
+                return Ok(self.resolved(cur, Some(name), std::mem::take(stack)));
             }
             if !meta.is_dir() {
                 stack.push(name);
                 return Err(Error::new(ErrorKind::NotADirectory, "not a directory")
-                    .with_path(display(&stack)));
+                    .with_path(display(stack)));
             }
-            cur = cur.open_dir_nofollow(&name).map_err(|e| {
-                let mut s = stack.clone();
-                s.push(name.clone());
-                io_err(e, &s)
-            })?;
+            let next = cur.open_dir_nofollow(&name);
             stack.push(name);
+            cur = match next {
+                Ok(d) => d,
+                Err(e) => return Err(io_err(e, stack)),
+            };
         }
-        Ok(self.resolved(cur, None, stack))
+        Ok(self.resolved(cur, None, std::mem::take(stack)))
     }
 
     fn resolved(&self, dir: Dir, name: Option<String>, mut stack: Vec<String>) -> Resolved {
@@ -372,11 +412,6 @@ impl Roots {
     /// Every root.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Root>> {
         self.list.iter()
-    }
-
-    /// The root with mount name `mount`.
-    pub fn by_mount(&self, mount: &str) -> Option<&Arc<Root>> {
-        self.list.iter().find(|r| r.mount.as_str() == mount)
     }
 
     /// Matches a parsed request path to a root that `server_id` sees.

@@ -16,6 +16,9 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+/// Bytes of lines that may be queued or running at once (at least twice the line limit).
+pub const QUEUE_BYTES: usize = 64 << 20;
+
 /// How long a shutdown waits for operations in flight before giving up on them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -66,7 +69,11 @@ where
         out.flush().await
     });
 
-    let queue = Arc::new(Semaphore::new(limits.max_in_flight.get() * 4));
+    // Lines queued or running are bounded twice: in number, and in bytes (KiB permits, taken
+    // before a line is decoded), so a flood of maximal lines cannot hold more than the budget.
+    let queue = Arc::new(Semaphore::new(limits.max_in_flight.get().saturating_mul(4)));
+    let budget_kib = (QUEUE_BYTES.max(2 * max_line) / 1024).min(Semaphore::MAX_PERMITS);
+    let bytes = Arc::new(Semaphore::new(budget_kib));
     let mut tasks = JoinSet::new();
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     tokio::pin!(shutdown);
@@ -93,6 +100,10 @@ where
                 }
             }
             Ok(Frame::Line(line)) => {
+                let kib = u32::try_from(1 + line.len() / 1024).unwrap_or(u32::MAX);
+                let Ok(held) = bytes.clone().acquire_many_owned(kib).await else {
+                    break;
+                };
                 let decoded = jsonrpc::decode(&line, max_line);
                 drop(line);
                 let ordered = decoded
@@ -108,6 +119,7 @@ where
                         () = &mut shutdown => { stopped = true; break }
                         r = broker.handle_decoded(server_id, decoded) => r,
                     };
+                    drop(held);
                     if let Some(resp) = answered {
                         let _ = tx.send(resp).await;
                     }
@@ -121,7 +133,7 @@ where
                     if let Some(resp) = b.handle_decoded(&id, decoded).await {
                         let _ = tx.send(resp).await;
                     }
-                    drop(permit);
+                    drop((permit, held));
                 });
             }
         }

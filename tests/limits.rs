@@ -88,7 +88,7 @@ async fn one_operation_in_flight_still_serves_many_concurrent_reads() {
 }
 
 #[tokio::test]
-async fn a_list_limit_above_the_configured_maximum_page_is_invalid_params() {
+async fn a_list_limit_above_the_configured_maximum_page_is_quota_exceeded() {
     let f = Fixture::new();
     for i in 0..8 {
         f.file(&format!("f{i}.txt"), "x");
@@ -102,7 +102,9 @@ async fn a_list_limit_above_the_configured_maximum_page_is_invalid_params() {
         json!({"path": "project", "limit": 6}),
     )
     .await;
-    assert_eq!(err(&r).0, -32602);
+    let (code, data_code, _) = err(&r);
+    assert_eq!((code, data_code.as_str()), (-31007, "QUOTA_EXCEEDED"));
+    assert_eq!(r["error"]["data"]["limit"], 5);
     let r = call(
         &b,
         "s",

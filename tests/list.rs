@@ -279,14 +279,15 @@ async fn invalid_cursor_is_invalid_params() {
 }
 
 #[tokio::test]
-async fn limit_zero_and_above_the_maximum_are_invalid_params() {
+async fn limit_zero_is_invalid_params_and_above_the_maximum_is_quota_exceeded() {
     let f = Fixture::new();
     f.file("a.txt", "a");
     let b = consented(&f).await;
-    for limit in [0, 10001] {
-        let r = list(&b, json!({"path": "project", "limit": limit})).await;
-        assert_eq!(err(&r).0, -32602, "limit {limit}");
-    }
+    let r = list(&b, json!({"path": "project", "limit": 0})).await;
+    assert_eq!(err(&r).0, -32602);
+    let r = list(&b, json!({"path": "project", "limit": 10001})).await;
+    assert_eq!(err(&r).0, -31007);
+    assert_eq!(r["error"]["data"]["limit"], 10000);
     let r = list(&b, json!({"path": "project", "limit": 10000})).await;
     assert_eq!(paths(&r), ["project/a.txt"]);
 }

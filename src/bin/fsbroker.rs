@@ -60,6 +60,7 @@ fn main() -> ExitCode {
                         return ExitCode::from(2);
                     }
                 };
+                tokio::spawn(ignore_hangup());
                 for r in broker.roots().iter() {
                     tracing::info!(mount = %r.mount(), access = r.access().as_str(), "serving root");
                 }
@@ -89,6 +90,17 @@ fn main() -> ExitCode {
             eprintln!("fsbroker: proxy is not available in this build yet");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Logs SIGHUP instead of dying of it: the sidecar does not reload its policy yet.
+async fn ignore_hangup() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        return;
+    };
+    while hup.recv().await.is_some() {
+        tracing::warn!("SIGHUP received; policy reload is not supported yet, ignoring");
     }
 }
 

@@ -1,5 +1,6 @@
 //! The `tty` consent provider: asks on the controlling terminal, never on stdin (which carries
-//! the protocol), one question at a time, and gives up at the broker's consent deadline.
+//! the protocol), one question at a time, and stops waiting for an answer at the consent time
+//! limit (see [`super::provider_for`]).
 
 use super::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest};
 use crate::root::Access;
@@ -86,12 +87,27 @@ impl ConsentProvider for TtyConsent {
     }
 }
 
-/// Replaces control characters so a server cannot drive the terminal with escape sequences.
+/// Invisible formatting characters (bidirectional overrides and isolates, zero-width
+/// characters) that could make a path on screen read differently from the path granted.
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// Replaces control and invisible formatting characters, so a server can neither drive the
+/// terminal with escape sequences nor disguise what it asks for.
 pub(crate) fn sanitise(text: &str, max: usize) -> String {
     let mut out: String = text
         .chars()
         .take(max)
-        .map(|c| if c.is_control() { '?' } else { c })
+        .map(|c| {
+            if c.is_control() || is_format(c) {
+                '?'
+            } else {
+                c
+            }
+        })
         .collect();
     if text.chars().count() > max {
         out.push('…');

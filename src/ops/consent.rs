@@ -52,24 +52,26 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
                 }
             }
             Ok((_, path)) => denied.push(path.to_string()),
-            // A path outside the roots is echoed as the server sent it: it names nothing the
-            // broker would reveal.
+            // A path outside every root has no mount form. A relative one is echoed as sent;
+            // an absolute path or URI is left out, since host paths never leave the broker.
+            Err(_) if raw_path.starts_with('/') || raw_path.contains(':') => {}
             Err(_) => denied.push(raw_path.clone()),
         }
     }
     // Resolve each path through its root: a symlink that leads outside is never approved,
     // and what the user is asked about (and what the grant covers) is the real path.
     let resolved = ctx
-        .run(session, move |_| {
+        .run(session, move |deadline| {
             Ok(located
                 .into_iter()
                 .map(|(root, path)| {
-                    let real = match root.resolve(&path.rel, true) {
+                    let real = match root.resolve_traced(&path.rel, true, false, Some(deadline)) {
                         Ok(r) => Some(r.real),
-                        Err(e) if e.kind() == ErrorKind::PermissionDenied => None,
-                        Err(e) if e.reason() == Some(Reason::SymlinkLoop) => None,
-                        // A path that does not exist yet may still be granted.
-                        Err(_) => Some(path.clone()),
+                        Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => None,
+                        Err((e, _)) if e.reason() == Some(Reason::SymlinkLoop) => None,
+                        // A path that does not exist yet may still be granted, as the place
+                        // it would be: where the walk got to, plus the rest of the path.
+                        Err((_, reached)) => Some(reached),
                     };
                     (root.access(), path, real)
                 })
@@ -87,11 +89,13 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             None => denied.push(requested.to_string()),
         }
     }
+    // Without an explicit access, each path asks for the most its root allows.
+    let wanted = |c: &Candidate| p.access.unwrap_or(c.root_access);
     let overall = p.access.unwrap_or_else(|| {
         candidates
             .iter()
             .map(|c| c.root_access)
-            .min()
+            .max()
             .unwrap_or(Access::Read)
     });
 
@@ -114,7 +118,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             _ if deny => denied.push(c.requested.to_string()),
             Some((Decision::Deny, _)) => denied.push(c.requested.to_string()),
             Some((Decision::Allow, cap)) => {
-                let a = cap.map_or(overall, |x| x.min(overall));
+                let a = cap.map_or(wanted(&c), |x| x.min(wanted(&c)));
                 approved.push((c, a));
             }
             None => ask.push(c),
@@ -135,9 +139,9 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
                 tracing::warn!(server = session.server_id(), "consent timed out; denying");
                 ConsentDecision::deny()
             });
-        let access = decision.access.min(overall);
         for c in ask {
             if decision.approved.contains(&c.real) {
+                let access = decision.access.min(wanted(&c));
                 approved.push((c, access));
             } else {
                 denied.push(c.requested.to_string());
@@ -146,6 +150,16 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
     }
 
     let mut grants = session.grants();
+    let needed: usize = approved
+        .iter()
+        .map(|(c, _)| if c.requested == c.real { 1 } else { 2 })
+        .sum();
+    if grants.room() < needed {
+        return Err(Error::quota(
+            "too many grants in this session",
+            crate::consent::MAX_GRANTS as u64,
+        ));
+    }
     for (c, access) in &approved {
         let mut added = grants.add(Grant {
             path: c.real.clone(),
@@ -167,7 +181,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
         }
     }
     drop(grants);
-    let access = approved.iter().map(|(_, a)| *a).min().unwrap_or(overall);
+    let access = approved.iter().map(|(_, a)| *a).max().unwrap_or(overall);
     tracing::info!(
         server = session.server_id(),
         approved = approved.len(),

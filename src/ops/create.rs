@@ -1,7 +1,7 @@
 //! `files/create`: a new empty file or directory, exclusively (an existing entry of any kind is
 //! `ALREADY_EXISTS`), optionally creating missing parents. The final name is never followed.
 
-use super::{Ctx, params, recheck};
+use super::{Ctx, params, resolve_granted};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::Access;
 use crate::session::Session;
@@ -35,13 +35,16 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     }
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
     let (kind, parents) = (p.kind, p.parents);
-    ctx.run(session, move |_| {
-        let r = if parents {
-            root.resolve_creating_parents(&path.rel)?
-        } else {
-            root.resolve(&path.rel, false)?
-        };
-        recheck(&s, &r, Access::Write)?;
+    ctx.run(session, move |deadline| {
+        let r = resolve_granted(
+            &root,
+            &s,
+            &path.rel,
+            false,
+            parents,
+            Access::Write,
+            deadline,
+        )?;
         let Some(name) = &r.name else {
             return Err(root_itself());
         };

@@ -3,7 +3,7 @@
 //! swapped for a symlink mid-walk is unlinked as a link, never entered. A root is never deleted.
 
 use super::create::root_itself;
-use super::{Ctx, params, recheck};
+use super::{Ctx, params, resolve_granted};
 use crate::error::{Error, Result};
 use crate::limits::Deadline;
 use crate::root::Access;
@@ -31,8 +31,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
     let recursive = p.recursive;
     ctx.run(session, move |deadline| {
-        let r = root.resolve(&path.rel, false)?;
-        recheck(&s, &r, Access::Write)?;
+        let r = resolve_granted(&root, &s, &path.rel, false, false, Access::Write, deadline)?;
         let Some(name) = &r.name else {
             return Err(root_itself());
         };

@@ -5,7 +5,7 @@
 //! as JSON), so the next page resumes after it by comparing paths, with no server-side state.
 //! Recursion opens each directory with `O_NOFOLLOW` and never follows a symlink.
 
-use super::{Ctx, mtime, params, recheck, type_name};
+use super::{Ctx, mtime, params, resolve_granted, type_name};
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::Deadline;
 use crate::path::MountPath;
@@ -33,7 +33,10 @@ struct Params {
 }
 
 struct Walk {
+    /// The listed directory as requested (entries' paths are shown under it).
     base: MountPath,
+    /// The listed directory's real path (grants are checked under it).
+    real: MountPath,
     include_hidden: bool,
     max_depth: usize,
     limit: usize,
@@ -43,14 +46,29 @@ struct Walk {
     more: bool,
 }
 
+/// Deepest level a listing descends to, below the listed directory. Each level holds one open
+/// directory handle, so the cap also bounds file descriptors; deeper entries could not be
+/// named by a request path of at most 4096 bytes anyway.
+pub const MAX_LIST_DEPTH: usize = 256;
+
+/// One directory on the walk's stack: its handle and the names still to visit, sorted.
+struct Frame {
+    dir: Dir,
+    names: std::vec::IntoIter<String>,
+}
+
 pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
     let p: Params = params(raw)?;
     let max_page = ctx.limits().max_list_page.get();
     let limit = p.limit.unwrap_or(ctx.limits().list_page.get());
-    if limit == 0 || limit > max_page {
-        return Err(Error::invalid_params(format!(
-            "limit must be 1 to {max_page}"
-        )));
+    if limit == 0 {
+        return Err(Error::invalid_params("limit must be at least 1"));
+    }
+    if limit > max_page {
+        return Err(Error::quota(
+            "limit exceeds the maximum page",
+            max_page as u64,
+        ));
     }
     if p.max_depth == Some(0) {
         return Err(Error::invalid_params("maxDepth must be at least 1"));
@@ -67,11 +85,10 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let include_hidden = p.include_hidden;
     let walk = ctx
         .run(session, move |deadline| {
-            let r = root.resolve(&path.rel, true)?;
-            recheck(&s, &r, Access::Read)?;
+            let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Read, deadline)?;
             let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
             let dir = match &r.name {
-                None => r.dir,
+                None => r.dir.try_clone().map_err(io)?,
                 Some(n) => {
                     let m = r.dir.symlink_metadata(n).map_err(io)?;
                     if !m.is_dir() {
@@ -82,15 +99,16 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
             };
             let mut walk = Walk {
                 base: path.clone(),
+                real: r.real.clone(),
                 include_hidden,
-                max_depth,
+                max_depth: max_depth.min(MAX_LIST_DEPTH),
                 limit,
                 cursor,
                 entries: Vec::new(),
                 last: Vec::new(),
                 more: false,
             };
-            walk.visit(&dir, &mut Vec::new(), deadline)?;
+            walk.run(dir, &s, deadline)?;
             Ok(walk)
         })
         .await
@@ -113,14 +131,85 @@ fn decode_cursor(c: &str) -> Result<Vec<String>> {
 }
 
 impl Walk {
-    /// Visits `dir` (at relative components `at`); returns false once the page is full.
-    fn visit(&mut self, dir: &Dir, at: &mut Vec<String>, deadline: Deadline) -> Result<bool> {
-        deadline.check()?;
+    /// Walks in pre-order with an explicit stack, so depth costs heap, never the call stack.
+    fn run(&mut self, dir: Dir, session: &Session, deadline: Deadline) -> Result<()> {
+        let first = self.sorted_names(&dir, &[])?;
+        let mut stack = vec![Frame { dir, names: first }];
+        let mut at: Vec<String> = Vec::new();
+        let mut visited = 0usize;
+        while let Some(top) = stack.last_mut() {
+            let Some(name) = top.names.next() else {
+                stack.pop();
+                at.pop();
+                continue;
+            };
+            visited += 1;
+            if visited.is_multiple_of(256) {
+                deadline.check()?;
+            }
+            let Ok(meta) = top.dir.symlink_metadata(&name) else {
+                continue;
+            };
+            at.push(name);
+            // Entries under a revoked (or never granted) path are neither shown nor entered.
+            let real = self.under(&self.real, &at);
+            if session.grants().check(&real, Access::Read).is_err() {
+                at.pop();
+                continue;
+            }
+            // Resume after the cursor: skip entries before it, descend only into its ancestors.
+            let (emit, may_descend) = match &self.cursor {
+                None => (true, true),
+                Some(c) if at.as_slice() > c.as_slice() => (true, true),
+                Some(c) => (false, c.starts_with(&at)),
+            };
+            if emit {
+                if self.entries.len() == self.limit {
+                    self.more = true;
+                    return Ok(());
+                }
+                self.entries.push(json!({
+                    "name": at.last(),
+                    "path": self.under(&self.base, &at).to_string(),
+                    "type": type_name(&meta.file_type()),
+                    "size": meta.len(),
+                    "mtime": mtime(&meta),
+                }));
+                self.last.clone_from(&at);
+            }
+            let descend = may_descend && meta.is_dir() && at.len() < self.max_depth;
+            let opened = if descend {
+                let name = at.last().map(String::as_str).unwrap_or_default();
+                match top.dir.open_dir_nofollow(name) {
+                    Ok(sub) => Some(sub),
+                    Err(e) => {
+                        tracing::debug!(path = %self.under(&self.base, &at), error = %e, "not descending");
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            match opened {
+                Some(sub) => {
+                    let names = self.sorted_names(&sub, &at)?;
+                    stack.push(Frame { dir: sub, names });
+                }
+                None => {
+                    at.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The names in `dir`, sorted by byte value, hidden ones only when asked for.
+    fn sorted_names(&self, dir: &Dir, at: &[String]) -> Result<std::vec::IntoIter<String>> {
         let mut names: Vec<String> = Vec::new();
-        for entry in dir
+        let entries = dir
             .entries()
-            .map_err(|e| Error::from_io(&e, &self.shown(at)))?
-        {
+            .map_err(|e| Error::from_io(&e, &self.under(&self.base, at).to_string()))?;
+        for entry in entries {
             let Ok(entry) = entry else { continue };
             // A name that is not UTF-8 cannot be named by any request path; leave it out.
             match entry.file_name().into_string() {
@@ -130,65 +219,16 @@ impl Walk {
             }
         }
         names.sort_unstable();
-        for name in names {
-            at.push(name);
-            let flow = self.visit_entry(dir, at, deadline);
-            at.pop();
-            if !flow? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        Ok(names.into_iter())
     }
 
-    fn visit_entry(&mut self, dir: &Dir, at: &mut Vec<String>, deadline: Deadline) -> Result<bool> {
-        let name = at.last().cloned().unwrap_or_default();
-        // Resume after the cursor: skip entries before it, descend only into its ancestors.
-        let (emit, descend_allowed) = match &self.cursor {
-            None => (true, true),
-            Some(c) if at.as_slice() > c.as_slice() => (true, true),
-            Some(c) => (false, c.starts_with(at)),
-        };
-        let Ok(meta) = dir.symlink_metadata(&name) else {
-            return Ok(true);
-        };
-        if emit {
-            if self.entries.len() == self.limit {
-                self.more = true;
-                return Ok(false);
-            }
-            let mut rel = self.base.rel.clone();
-            for c in at.iter() {
-                rel = rel.join(c);
-            }
-            let path = MountPath {
-                mount: self.base.mount.clone(),
-                rel,
-            };
-            self.entries.push(json!({
-                "name": name,
-                "path": path.to_string(),
-                "type": type_name(&meta.file_type()),
-                "size": meta.len(),
-                "mtime": mtime(&meta),
-            }));
-            self.last = at.clone();
+    /// `base` with the components `at` appended.
+    fn under(&self, base: &MountPath, at: &[String]) -> MountPath {
+        let mut components = base.rel.components().to_vec();
+        components.extend_from_slice(at);
+        MountPath {
+            mount: base.mount.clone(),
+            rel: crate::path::RelPath::from_components(components),
         }
-        if descend_allowed && meta.is_dir() && at.len() < self.max_depth {
-            match dir.open_dir_nofollow(&name) {
-                Ok(sub) => return self.visit(&sub, at, deadline),
-                Err(e) => tracing::debug!(path = %self.shown(at), error = %e, "not descending"),
-            }
-        }
-        Ok(true)
-    }
-
-    fn shown(&self, at: &[String]) -> String {
-        let mut s = self.base.to_string();
-        for c in at {
-            s.push('/');
-            s.push_str(c);
-        }
-        s
     }
 }

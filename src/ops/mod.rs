@@ -9,7 +9,7 @@
 use crate::broker::Inner;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::limits::Deadline;
-use crate::path::{MountPath, RequestPath};
+use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
 use crate::root::{Access, Resolved, Root};
 use crate::session::Session;
@@ -24,6 +24,7 @@ mod consent;
 mod create;
 mod delete;
 mod list;
+pub use list::MAX_LIST_DEPTH;
 mod read;
 mod rename;
 mod roots_list;
@@ -179,9 +180,29 @@ impl Ctx {
     }
 }
 
-/// Checks the grant again on the real path that symlinks led to.
-fn recheck(session: &Session, resolved: &Resolved, need: Access) -> Result<()> {
-    session.grants().check(&resolved.real, need)
+/// Resolves `rel` through the root and checks the grant where the path really leads: on the
+/// real path when it resolves, and on the place the walk reached when it fails. So a symlink
+/// cannot carry a grant elsewhere, nor reveal what exists (or not) where no grant reaches.
+fn resolve_granted(
+    root: &Root,
+    session: &Session,
+    rel: &RelPath,
+    follow_final: bool,
+    create_parents: bool,
+    need: Access,
+    deadline: Deadline,
+) -> Result<Resolved> {
+    match root.resolve_traced(rel, follow_final, create_parents, Some(deadline)) {
+        Ok(r) => {
+            session.grants().check(&r.real, need)?;
+            Ok(r)
+        }
+        Err((e, _)) if e.reason() == Some(Reason::OutsideRoot) => Err(e),
+        Err((e, reached)) => {
+            session.grants().check(&reached, need)?;
+            Err(e)
+        }
+    }
 }
 
 /// Parses a method's params; absent params are an empty object.

@@ -4,7 +4,7 @@
 //! character) are read, in steps that check the deadline. A UTF-8 chunk never ends inside a
 //! character: the cut character is left for the next chunk.
 
-use super::{Ctx, etag, mime_type, mtime, params, recheck};
+use super::{Ctx, etag, mime_type, mtime, params, resolve_granted};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::limits::Deadline;
 use crate::root::Access;
@@ -57,8 +57,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let (offset, encoding) = (p.offset, p.encoding);
     let chunk = ctx
         .run(session, move |deadline| {
-            let r = root.resolve(&path.rel, true)?;
-            recheck(&s, &r, Access::Read)?;
+            let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Read, deadline)?;
             let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
             let Some(name) = &r.name else {
                 return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));

@@ -3,7 +3,7 @@
 //! could be replaced. Both ends act on names: neither final component is followed.
 
 use super::create::root_itself;
-use super::{Ctx, params, recheck};
+use super::{Ctx, params, resolve_granted};
 use crate::atomic::rename_noreplace;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::Access;
@@ -50,11 +50,9 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let (s, inner) = (session.clone(), ctx.inner.clone());
     let overwrite = p.overwrite;
     let shown = old_shown.clone();
-    ctx.run(session, move |_| {
-        let from = root.resolve(&old.rel, false)?;
-        let to = root.resolve(&new.rel, false)?;
-        recheck(&s, &from, Access::Write)?;
-        recheck(&s, &to, Access::Write)?;
+    ctx.run(session, move |deadline| {
+        let from = resolve_granted(&root, &s, &old.rel, false, false, Access::Write, deadline)?;
+        let to = resolve_granted(&root, &s, &new.rel, false, false, Access::Write, deadline)?;
         let (Some(from_name), Some(to_name)) = (&from.name, &to.name) else {
             return Err(root_itself());
         };

@@ -1,6 +1,6 @@
 //! `files/stat`: type, size, times and etag of one path, following symlinks inside the root.
 
-use super::{Ctx, etag, mime_type, mtime, params, recheck, type_name};
+use super::{Ctx, etag, mime_type, mtime, params, resolve_granted, type_name};
 use crate::error::{Error, Result};
 use crate::root::Access;
 use crate::session::Session;
@@ -21,9 +21,8 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let s = session.clone();
     let shown = path.to_string();
     let meta = ctx
-        .run(session, move |_| {
-            let r = root.resolve(&path.rel, true)?;
-            recheck(&s, &r, Access::Read)?;
+        .run(session, move |deadline| {
+            let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Read, deadline)?;
             match &r.name {
                 None => r.dir.dir_metadata(),
                 Some(n) => r.dir.symlink_metadata(n),

@@ -7,7 +7,7 @@
 //! upload starts, so it fails fast, and again at commit under the per-file lock, where they
 //! decide.
 
-use super::{Ctx, etag, params, recheck};
+use super::{Ctx, etag, params, resolve_granted};
 use crate::atomic::{Preconditions, TempFile, check_target};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
@@ -116,8 +116,7 @@ async fn one_shot(
 ) -> Result<Outcome> {
     let (s, inner) = (session.clone(), ctx.inner.clone());
     ctx.run(session, move |deadline| {
-        let r = root.resolve(&path.rel, true)?;
-        recheck(&s, &r, Access::Write)?;
+        let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Write, deadline)?;
         let Some(name) = r.name.clone() else {
             return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
         };
@@ -171,7 +170,7 @@ async fn chunk(
         .run(session, move |deadline| {
             let mut up = match upload {
                 Some(u) => u,
-                None => start(&inner, &s, &root, &path, pre)?,
+                None => start(&inner, &s, &root, &path, pre, deadline)?,
             };
             write_all_at(up.temp.file(), offset, &bytes, deadline)?;
             up.staged = end;
@@ -201,9 +200,17 @@ fn start(
     root: &Root,
     path: &MountPath,
     pre: Preconditions,
+    deadline: crate::limits::Deadline,
 ) -> Result<Upload> {
-    let r = root.resolve(&path.rel, true)?;
-    recheck(session, &r, Access::Write)?;
+    let r = resolve_granted(
+        root,
+        session,
+        &path.rel,
+        true,
+        false,
+        Access::Write,
+        deadline,
+    )?;
     let Some(name) = r.name.clone() else {
         return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
     };
