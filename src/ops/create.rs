@@ -29,10 +29,7 @@ struct Params {
 
 pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
     let p: Params = params(raw)?;
-    let (root, path) = ctx.authorize(session, &p.path, Access::Write)?;
-    if path.rel.is_root() {
-        return Err(root_itself().with_path(path.to_string()));
-    }
+    let (root, path) = ctx.authorize_entry(session, &p.path, Access::Write)?;
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
     let (kind, parents) = (p.kind, p.parents);
     ctx.run(session, move |deadline| {

@@ -148,6 +148,21 @@ impl Ctx {
         Ok((root, path))
     }
 
+    /// As [`Ctx::authorize`] for operations on an entry's name (create, delete), which never
+    /// act on a root itself.
+    fn authorize_entry(
+        &self,
+        session: &Session,
+        raw: &str,
+        need: Access,
+    ) -> Result<(Arc<Root>, MountPath)> {
+        let (root, path) = self.authorize(session, raw, need)?;
+        if path.rel.is_root() {
+            return Err(create::root_itself().with_path(path.to_string()));
+        }
+        Ok((root, path))
+    }
+
     /// Runs blocking filesystem work on the blocking pool, holding one of the session's
     /// in-flight permits, and answers `TIMEOUT` when the deadline passes. The permit moves
     /// into the blocking task, so a timed-out task still counts against the cap until it
@@ -203,6 +218,15 @@ fn resolve_granted(
             Err(e)
         }
     }
+}
+
+/// How file content travels in `files/read` and `files/write`.
+#[derive(serde::Deserialize, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    #[serde(rename = "utf-8")]
+    Utf8,
+    #[serde(rename = "base64")]
+    Base64,
 }
 
 /// Parses a method's params; absent params are an empty object.

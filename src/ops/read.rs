@@ -4,7 +4,7 @@
 //! character) are read, in steps that check the deadline. A UTF-8 chunk never ends inside a
 //! character: the cut character is left for the next chunk.
 
-use super::{Ctx, etag, mime_type, mtime, params, resolve_granted};
+use super::{Ctx, Encoding, etag, mime_type, mtime, params, resolve_granted};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::limits::Deadline;
 use crate::root::Access;
@@ -19,14 +19,6 @@ use std::sync::Arc;
 
 /// Bytes read between two deadline checks.
 const STEP: usize = 1 << 20;
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-enum Encoding {
-    #[serde(rename = "utf-8")]
-    Utf8,
-    #[serde(rename = "base64")]
-    Base64,
-}
 
 #[derive(Deserialize)]
 struct Params {

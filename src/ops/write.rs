@@ -7,7 +7,7 @@
 //! upload starts, so it fails fast, and again at commit under the per-file lock, where they
 //! decide.
 
-use super::{Ctx, etag, params, resolve_granted};
+use super::{Ctx, Encoding, etag, params, resolve_granted};
 use crate::atomic::{Preconditions, TempFile, check_target};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
@@ -20,14 +20,6 @@ use serde_json::{Value, json};
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-enum Encoding {
-    #[serde(rename = "utf-8")]
-    Utf8,
-    #[serde(rename = "base64")]
-    Base64,
-}
 
 fn yes() -> bool {
     true
