@@ -12,6 +12,7 @@ use crate::path::{MountPath, RequestPath};
 use crate::policy::{Policy, PolicyError};
 use crate::root::{Root, RootSpec, Roots};
 use crate::session::Session;
+use crate::watch::{Delivery, WatchHub};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,21 +21,23 @@ use tokio::sync::mpsc;
 
 /// Most server sessions one broker holds at once.
 pub const MAX_SESSIONS: usize = 1024;
-/// Capacity of the outbound notification stream; when it is full, notifications are dropped
-/// and counted rather than buffered without bound.
-pub const OUTBOUND_CAPACITY: usize = 1024;
-
 /// A message the broker sends on its own (a notification) to one server session.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Change notifications hold one of their session's slots (`limits.watch_queue`) until the
+/// host drops the value, so a host that stops reading makes the session owe an `overflow`
+/// instead of making the broker buffer without bound.
+#[derive(Debug)]
 pub struct Outbound {
     /// The session it is for.
     pub server_id: String,
     /// The JSON-RPC notification.
     pub message: Value,
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
-/// The receiving end of the broker's outbound notifications.
-pub type OutboundReceiver = mpsc::Receiver<Outbound>;
+/// The receiving end of the broker's outbound notifications. Its size is bounded by the
+/// sessions' notification slots.
+pub type OutboundReceiver = mpsc::UnboundedReceiver<Outbound>;
 
 /// Builds a [`Broker`] from a [`Policy`].
 pub struct BrokerBuilder {
@@ -101,7 +104,7 @@ impl BrokerBuilder {
                 std::time::Duration::from_secs(policy.consent.timeout_secs.get()),
             )
         });
-        let (tx, rx) = mpsc::channel(OUTBOUND_CAPACITY);
+        let (tx, rx) = mpsc::unbounded_channel();
         let inner = Inner {
             rate: RateLimits::new(&policy.limits),
             roots,
@@ -111,6 +114,7 @@ impl BrokerBuilder {
             sessions: Mutex::new(HashMap::new()),
             locks: LockTable::default(),
             sweeper: Sweeper::default(),
+            hub: WatchHub::default(),
             outbound: tx,
         };
         Ok((
@@ -131,9 +135,92 @@ pub(crate) struct Inner {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     pub(crate) locks: LockTable,
     pub(crate) sweeper: Sweeper,
-    #[allow(dead_code)]
-    outbound: mpsc::Sender<Outbound>,
+    pub(crate) hub: WatchHub,
+    outbound: mpsc::UnboundedSender<Outbound>,
 }
+
+impl Inner {
+    /// Sends a notification to a session. With a slot semaphore, the notification needs a
+    /// free slot and returns false when there is none; without, it is always sent (for the
+    /// rare messages a server must not miss, such as the end of a watch).
+    pub(crate) fn notify(
+        &self,
+        server_id: &str,
+        method: &str,
+        params: Option<Value>,
+        slots: Option<&Arc<tokio::sync::Semaphore>>,
+    ) -> bool {
+        let slot = match slots {
+            Some(s) => match s.clone().try_acquire_owned() {
+                Ok(p) => Some(p),
+                Err(_) => return false,
+            },
+            None => None,
+        };
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(p) = params {
+            message["params"] = p;
+        }
+        self.outbound
+            .send(Outbound {
+                server_id: server_id.to_owned(),
+                message,
+                _slot: slot,
+            })
+            .is_ok()
+    }
+
+    /// Delivers one change notification, paying any `overflow` the watch owes first.
+    pub(crate) fn deliver(&self, d: &Delivery) {
+        let Some(session) = d.watch.session.upgrade() else {
+            return;
+        };
+        let sid = session.server_id();
+        let slots = Some(&session.notify_slots);
+        if d.watch.take_owed_overflow()
+            && !self.notify(sid, CHANGED, Some(d.watch.overflow_params()), slots)
+        {
+            d.watch.owe_overflow();
+            return;
+        }
+        if !self.notify(sid, CHANGED, Some(d.params.clone()), slots) {
+            d.watch.owe_overflow();
+        }
+    }
+
+    /// Sends every owed `overflow` that a slot can be found for.
+    pub(crate) fn pay_overflows(&self) {
+        for w in self.hub.all() {
+            let Some(session) = w.session.upgrade() else {
+                continue;
+            };
+            if w.take_owed_overflow()
+                && !self.notify(
+                    session.server_id(),
+                    CHANGED,
+                    Some(w.overflow_params()),
+                    Some(&session.notify_slots),
+                )
+            {
+                w.owe_overflow();
+            }
+        }
+    }
+
+    /// Ends a watch and tells its server why.
+    pub(crate) fn end_watch(&self, id: &str, reason: &str) {
+        if let Some(w) = self.hub.remove(id)
+            && let Some(session) = w.session.upgrade()
+        {
+            let params = json!({"watchId": w.id, "path": w.path.to_string(), "event": "unwatched",
+                "reason": reason, "timestamp": crate::watch::now()});
+            self.notify(session.server_id(), CHANGED, Some(params), None);
+        }
+    }
+}
+
+/// The method of change notifications.
+pub const CHANGED: &str = "notifications/files/changed";
 
 /// The filesystem broker: answers one server session's messages at a time.
 ///
@@ -323,6 +410,7 @@ impl Broker {
             server_id,
             self.standing_grants(server_id),
             self.inner.policy.limits.max_in_flight.get(),
+            self.inner.policy.limits.watch_queue.get(),
         ));
         sessions.insert(server_id.to_owned(), session.clone());
         Ok(session)
@@ -355,6 +443,9 @@ impl Broker {
         // flight holds the session a little longer.
         if let Some(s) = &removed {
             s.uploads().clear();
+            for w in self.inner.hub.of_session(s) {
+                self.inner.hub.remove(&w.id);
+            }
         }
         let removed = removed.is_some();
         self.inner.rate.prune();
@@ -383,6 +474,12 @@ impl Broker {
                 },
             };
             removed += s.grants().revoke(target.as_ref());
+            // A watch whose path is no longer covered ends, and its server is told.
+            for w in self.inner.hub.of_session(&s) {
+                if s.grants().check(&w.path, crate::Access::Read).is_err() {
+                    self.inner.end_watch(&w.id, "revoked");
+                }
+            }
         }
         Ok(removed)
     }

@@ -23,6 +23,7 @@
 //! - [`atomic`]: atomic replacement of a file (temporary, fsync, rename, fsync directory).
 //! - [`locks`]: in-process per-path locks for writers.
 //! - [`upload`]: staged chunked uploads of a session.
+//! - [`watch`]: the shared notify watcher, kernel-watch accounting, coalescing and fan-out.
 //! - `ops`: one file per method.
 //! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
 //! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading.
@@ -54,6 +55,7 @@ pub mod root;
 pub mod serve;
 pub mod session;
 pub mod upload;
+pub mod watch;
 
 pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
 pub use error::{Error, ErrorKind, Reason};

@@ -215,6 +215,12 @@ pub struct Limits {
     pub max_uploads: NonZeroUsize,
     /// Seconds after which an idle chunked upload is dropped.
     pub upload_idle_secs: NonZeroU64,
+    /// Kernel (inotify) watches all sessions together may use.
+    pub max_kernel_watches: NonZeroUsize,
+    /// Milliseconds over which bursts of changes are coalesced.
+    pub watch_coalesce_ms: NonZeroU64,
+    /// Change notifications a session may have in flight before it is owed an `overflow`.
+    pub watch_queue: NonZeroUsize,
 }
 
 impl Default for Limits {
@@ -234,6 +240,9 @@ impl Default for Limits {
             max_watches: nz(256),
             max_uploads: nz(8),
             upload_idle_secs: NonZeroU64::new(300).unwrap_or(NonZeroU64::MIN),
+            max_kernel_watches: nz(16_384),
+            watch_coalesce_ms: NonZeroU64::new(50).unwrap_or(NonZeroU64::MIN),
+            watch_queue: nz(1024),
         }
     }
 }
@@ -434,7 +443,7 @@ impl Policy {
             check_path(format!("grants[{i}].path"), &g.path)?;
         }
         let l = &self.limits;
-        let caps: [(&str, u64, u64); 8] = [
+        let caps: [(&str, u64, u64); 11] = [
             ("limits.timeout_ms", l.timeout_ms.get(), 86_400_000),
             (
                 "limits.max_chunk_bytes",
@@ -455,6 +464,17 @@ impl Policy {
             ("limits.max_uploads", l.max_uploads.get() as u64, 1024),
             ("limits.max_watches", l.max_watches.get() as u64, 65_536),
             ("limits.upload_idle_secs", l.upload_idle_secs.get(), 86_400),
+            (
+                "limits.max_kernel_watches",
+                l.max_kernel_watches.get() as u64,
+                1 << 20,
+            ),
+            (
+                "limits.watch_coalesce_ms",
+                l.watch_coalesce_ms.get(),
+                10_000,
+            ),
+            ("limits.watch_queue", l.watch_queue.get() as u64, 65_536),
         ];
         for (key, value, cap) in caps {
             if value > cap {

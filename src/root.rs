@@ -137,6 +137,15 @@ impl Root {
         &self.servers
     }
 
+    /// The host path of `rel` beneath this root, for the kernel watcher, which can only watch
+    /// by path. Callers resolve `rel` through the handle first, so it is a real path.
+    pub fn host_path_of(&self, rel: &RelPath) -> PathBuf {
+        let mut p = PathBuf::from("/");
+        p.extend(&self.canonical);
+        p.extend(rel.components());
+        p
+    }
+
     /// The root as a `file://` URI, percent-encoded.
     pub fn uri(&self) -> String {
         let mut out = String::from("file://");

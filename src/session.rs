@@ -12,11 +12,18 @@ pub struct Session {
     grants: Mutex<Grants>,
     uploads: Mutex<Uploads>,
     pub(crate) in_flight: Arc<Semaphore>,
+    /// Change notifications in flight; a permit travels with each one until the host drops it.
+    pub(crate) notify_slots: Arc<Semaphore>,
 }
 
 impl Session {
     /// A new session holding the given standing grants.
-    pub(crate) fn new(server_id: &str, standing: Vec<Grant>, max_in_flight: usize) -> Self {
+    pub(crate) fn new(
+        server_id: &str,
+        standing: Vec<Grant>,
+        max_in_flight: usize,
+        watch_queue: usize,
+    ) -> Self {
         let mut grants = Grants::default();
         for g in standing {
             grants.add(g);
@@ -26,6 +33,7 @@ impl Session {
             grants: Mutex::new(grants),
             uploads: Mutex::new(Uploads::default()),
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
+            notify_slots: Arc::new(Semaphore::new(watch_queue)),
         }
     }
 

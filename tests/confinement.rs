@@ -10,60 +10,13 @@
 //! Symlinks and special files are in `confinement_symlinks.rs`; races in `confinement_race.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
-use base64::Engine;
+use common::confinement::*;
 use common::*;
 use mcp_fsbroker::{Broker, Policy};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
 
-type Triple = (i64, &'static str, &'static str);
-const OUTSIDE_ROOT: Triple = (-31002, "PERMISSION_DENIED", "outside_root");
 const MALFORMED: Triple = (-31003, "INVALID_PATH", "malformed");
-const NOT_FOUND: Triple = (-31001, "FILE_NOT_FOUND", "");
-
-/// Asserts that the response carries no canary (plain or base64) and the canary is intact.
-fn assert_no_leak(f: &Fixture, r: &Value) {
-    let text = r.to_string();
-    assert!(!text.contains(SECRET), "canary leaked: {text}");
-    let b64 = base64::engine::general_purpose::STANDARD.encode(SECRET);
-    assert!(!text.contains(&b64), "canary leaked as base64: {text}");
-    f.assert_canary_intact();
-}
-
-/// Asserts the exact error triple, no leak, and no host path in the error.
-fn assert_refused(f: &Fixture, r: &Value, want: Triple) {
-    assert_no_leak(f, r);
-    let (code, data_code, reason) = err(r);
-    assert_eq!(
-        (code, data_code.as_str(), reason.as_str()),
-        want,
-        "response: {r}"
-    );
-    // A host absolute path would start a JSON string or follow a space in the message.
-    let host = f.tmp.path().to_string_lossy().into_owned();
-    let error = r["error"].to_string();
-    assert!(
-        !error.contains(&format!("\"{host}")) && !error.contains(&format!(" {host}")),
-        "host path in error: {r}"
-    );
-}
-
-/// Asserts a successful read with exactly `content`, and no leak.
-fn assert_read(f: &Fixture, r: &Value, content: &str) {
-    assert_no_leak(f, r);
-    assert_eq!(ok(r)["content"], content, "response: {r}");
-}
-
-async fn read(b: &Broker, path: &str) -> Value {
-    call(b, "s", "files/read", json!({ "path": path })).await
-}
-
-/// A broker (automatic consent) with consent granted on the whole root to server `s`.
-async fn consented(f: &Fixture) -> Broker {
-    let b = f.broker();
-    consent_all(&b, "s").await;
-    b
-}
 
 /// `file://` + the percent-encoded absolute path `p` (unreserved bytes and `/` kept).
 fn uri(p: &Path) -> String {
@@ -80,10 +33,6 @@ fn encode(s: &str) -> String {
         }
     }
     out
-}
-
-fn abs(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,9 +11,8 @@
 //! before the main loop stops, so the race is real however the threads are scheduled.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
-use base64::Engine;
+use common::confinement::assert_no_canary;
 use common::*;
-use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,23 +45,10 @@ fn iterations() -> usize {
         .unwrap_or(2000)
 }
 
-/// A consented broker whose rate limit does not get in the way of the loop.
-async fn racing_broker(f: &Fixture) -> Broker {
-    let b = f.broker_with(
-        "read",
-        "[limits]\nrequests_per_second = 1000000\nburst = 1000000\n",
-    );
-    consent_all(&b, "s").await;
-    b
-}
-
 /// Asserts no canary in the response; returns `Some(error label)` for an error, after checking
 /// that it is documented, or `None` for a success.
 fn check(r: &Value) -> Option<String> {
-    let text = r.to_string();
-    assert!(!text.contains(SECRET), "canary leaked: {text}");
-    let b64 = base64::engine::general_purpose::STANDARD.encode(SECRET);
-    assert!(!text.contains(&b64), "canary leaked as base64: {text}");
+    assert_no_canary(r);
     let e = r.get("error")?;
     let (code, data_code, reason) = err(r);
     assert!(
@@ -70,11 +56,6 @@ fn check(r: &Value) -> Option<String> {
         "undocumented error: {e}"
     );
     Some(format!("{data_code}/{reason}"))
-}
-
-/// Counts an outcome, keeping its first response as a sample for the report.
-fn tally(outcomes: &mut BTreeMap<String, (usize, Value)>, label: String, r: &Value) {
-    outcomes.entry(label).or_insert_with(|| (0, r.clone())).0 += 1;
 }
 
 /// Swaps `a` and `b` (one of them a symlink), atomically where the filesystem allows it.
@@ -88,27 +69,67 @@ fn swap(a: &Path, b: &Path, staging: &Path) {
     std::fs::rename(staging, b).expect("rename back");
 }
 
-/// Runs `swap(a, b)` on a thread until `stop`; returns the stop flag, the swap count and the
-/// thread.
-fn swapper(
-    a: PathBuf,
-    b: PathBuf,
-    staging: PathBuf,
-) -> (
-    Arc<AtomicBool>,
-    Arc<AtomicUsize>,
-    std::thread::JoinHandle<()>,
-) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicUsize::new(0));
-    let (s, c) = (stop.clone(), count.clone());
-    let handle = std::thread::spawn(move || {
-        while !s.load(Ordering::Relaxed) {
-            swap(&a, &b, &staging);
-            c.fetch_add(1, Ordering::Relaxed);
+/// A thread running `swap(a, b)` until stopped, and the outcomes of the requests sent
+/// meanwhile, each counted with its first response as a sample for the report.
+struct Race {
+    stop: Arc<AtomicBool>,
+    swaps: Arc<AtomicUsize>,
+    handle: std::thread::JoinHandle<()>,
+    outcomes: BTreeMap<String, (usize, Value)>,
+    round: usize,
+}
+
+impl Race {
+    fn start(a: PathBuf, b: PathBuf, staging: PathBuf) -> Race {
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicUsize::new(0));
+        let (s, c) = (stop.clone(), swaps.clone());
+        let handle = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                swap(&a, &b, &staging);
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        Race {
+            stop,
+            swaps,
+            handle,
+            outcomes: BTreeMap::new(),
+            round: 0,
         }
-    });
-    (stop, count, handle)
+    }
+
+    /// Starts the next round while rounds or swaps are still short (and the swapper runs).
+    fn next_round(&mut self) -> bool {
+        let more = (self.round < iterations() || self.swaps.load(Ordering::Relaxed) < MIN_SWAPS)
+            && !self.handle.is_finished();
+        if more {
+            self.round += 1;
+        }
+        more
+    }
+
+    /// Counts `r` under its error label (after [`check`]), or for a success under the label
+    /// `on_ok` returns after checking it.
+    fn record(&mut self, r: &Value, on_ok: impl FnOnce() -> String) {
+        let label = check(r).unwrap_or_else(on_ok);
+        self.outcomes
+            .entry(label)
+            .or_insert_with(|| (0, r.clone()))
+            .0 += 1;
+    }
+
+    /// Stops the swapper, reports the outcomes and checks the canary.
+    fn finish(self, f: &Fixture) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().expect("swapper thread");
+        let (round, swaps) = (self.round, self.swaps.load(Ordering::Relaxed));
+        eprintln!("{round} rounds, {swaps} swaps:");
+        for (label, (n, sample)) in &self.outcomes {
+            eprintln!("  {n:6} {label}, e.g. {sample}");
+        }
+        f.assert_canary_intact();
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -121,18 +142,13 @@ async fn race_swapping_dir_and_outside_symlink_never_leaks() {
     f.file("d/secret.txt", INSIDE);
     f.file("d/inside-marker", "");
     f.symlink(&f.outside, "d_other");
-    let b = racing_broker(&f).await;
-    let (stop, swaps, handle) = swapper(
+    let b = consented_unthrottled(&f).await;
+    let mut race = Race::start(
         f.root.join("d"),
         f.root.join("d_other"),
         f.root.join("d_staging"),
     );
-    let mut outcomes: BTreeMap<String, (usize, Value)> = BTreeMap::new();
-    let mut round = 0;
-    while (round < iterations() || swaps.load(Ordering::Relaxed) < MIN_SWAPS)
-        && !handle.is_finished()
-    {
-        round += 1;
+    while race.next_round() {
         let r = call(
             &b,
             "s",
@@ -140,11 +156,10 @@ async fn race_swapping_dir_and_outside_symlink_never_leaks() {
             json!({"path": "project/d/secret.txt"}),
         )
         .await;
-        let label = check(&r).unwrap_or_else(|| {
+        race.record(&r, || {
             assert_eq!(r["result"]["content"], INSIDE, "{r}");
             "read ok".to_owned()
         });
-        tally(&mut outcomes, label, &r);
 
         let r = call(
             &b,
@@ -153,7 +168,7 @@ async fn race_swapping_dir_and_outside_symlink_never_leaks() {
             json!({"path": "project/d/secret.txt"}),
         )
         .await;
-        let label = check(&r).unwrap_or_else(|| {
+        race.record(&r, || {
             assert_eq!(
                 r["result"]["size"],
                 INSIDE.len(),
@@ -161,10 +176,9 @@ async fn race_swapping_dir_and_outside_symlink_never_leaks() {
             );
             "stat ok".to_owned()
         });
-        tally(&mut outcomes, label, &r);
 
         let r = call(&b, "s", "files/list", json!({"path": "project/d"})).await;
-        let label = check(&r).unwrap_or_else(|| {
+        race.record(&r, || {
             let entries = r["result"]["entries"].as_array().expect("entries");
             let names: Vec<&str> = entries.iter().filter_map(|e| e["name"].as_str()).collect();
             assert_eq!(
@@ -175,15 +189,8 @@ async fn race_swapping_dir_and_outside_symlink_never_leaks() {
             assert_eq!(entries[1]["size"], INSIDE.len(), "listed outside: {r}");
             "list ok".to_owned()
         });
-        tally(&mut outcomes, label, &r);
     }
-    stop.store(true, Ordering::Relaxed);
-    handle.join().expect("swapper thread");
-    eprintln!("{round} rounds, {} swaps:", swaps.load(Ordering::Relaxed));
-    for (label, (n, sample)) in &outcomes {
-        eprintln!("  {n:6} {label}, e.g. {sample}");
-    }
-    f.assert_canary_intact();
+    race.finish(&f);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -195,27 +202,21 @@ async fn race_swapping_file_and_outside_symlink_never_leaks() {
     let f = Fixture::new();
     f.file("f.txt", INSIDE);
     f.symlink(f.outside.join("secret.txt"), "f_other");
-    let b = racing_broker(&f).await;
-    let (stop, swaps, handle) = swapper(
+    let b = consented_unthrottled(&f).await;
+    let mut race = Race::start(
         f.root.join("f.txt"),
         f.root.join("f_other"),
         f.root.join("f_staging"),
     );
-    let mut outcomes: BTreeMap<String, (usize, Value)> = BTreeMap::new();
-    let mut round = 0;
-    while (round < iterations() || swaps.load(Ordering::Relaxed) < MIN_SWAPS)
-        && !handle.is_finished()
-    {
-        round += 1;
+    while race.next_round() {
         let r = call(&b, "s", "files/read", json!({"path": "project/f.txt"})).await;
-        let label = check(&r).unwrap_or_else(|| {
+        race.record(&r, || {
             assert_eq!(r["result"]["content"], INSIDE, "{r}");
             "read ok".to_owned()
         });
-        tally(&mut outcomes, label, &r);
 
         let r = call(&b, "s", "files/stat", json!({"path": "project/f.txt"})).await;
-        let label = check(&r).unwrap_or_else(|| {
+        race.record(&r, || {
             // Swapped between resolution and the final lstat, stat may describe the link
             // itself (type `symlink`, its own size): never the target's metadata.
             match r["result"]["type"].as_str() {
@@ -231,13 +232,6 @@ async fn race_swapping_file_and_outside_symlink_never_leaks() {
                 }
             }
         });
-        tally(&mut outcomes, label, &r);
     }
-    stop.store(true, Ordering::Relaxed);
-    handle.join().expect("swapper thread");
-    eprintln!("{round} rounds, {} swaps:", swaps.load(Ordering::Relaxed));
-    for (label, (n, sample)) in &outcomes {
-        eprintln!("  {n:6} {label}, e.g. {sample}");
-    }
-    f.assert_canary_intact();
+    race.finish(&f);
 }

@@ -7,56 +7,17 @@
 //! consent itself.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
-use base64::Engine;
+use common::confinement::*;
+use common::fs::mkfifo;
 use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
 
-type Triple = (i64, &'static str, &'static str);
-const OUTSIDE_ROOT: Triple = (-31002, "PERMISSION_DENIED", "outside_root");
 const NO_CONSENT: Triple = (-31002, "PERMISSION_DENIED", "no_consent");
-const NOT_FOUND: Triple = (-31001, "FILE_NOT_FOUND", "");
 const SYMLINK_LOOP: Triple = (-31004, "IO_ERROR", "symlink_loop");
 const NOT_REGULAR: Triple = (-31003, "INVALID_PATH", "not_regular_file");
-
-/// Asserts that the response carries no canary (plain or base64) and the canary is intact.
-fn assert_no_leak(f: &Fixture, r: &Value) {
-    let text = r.to_string();
-    assert!(!text.contains(SECRET), "canary leaked: {text}");
-    let b64 = base64::engine::general_purpose::STANDARD.encode(SECRET);
-    assert!(!text.contains(&b64), "canary leaked as base64: {text}");
-    f.assert_canary_intact();
-}
-
-/// Asserts the exact error triple, no leak, and no host path in the error.
-fn assert_refused(f: &Fixture, r: &Value, want: Triple) {
-    assert_no_leak(f, r);
-    let (code, data_code, reason) = err(r);
-    assert_eq!(
-        (code, data_code.as_str(), reason.as_str()),
-        want,
-        "response: {r}"
-    );
-    // A host absolute path would start a JSON string or follow a space in the message.
-    let host = f.tmp.path().to_string_lossy().into_owned();
-    let error = r["error"].to_string();
-    assert!(
-        !error.contains(&format!("\"{host}")) && !error.contains(&format!(" {host}")),
-        "host path in error: {r}"
-    );
-}
-
-/// Asserts a successful read with exactly `content`, and no leak.
-fn assert_read(f: &Fixture, r: &Value, content: &str) {
-    assert_no_leak(f, r);
-    assert_eq!(ok(r)["content"], content, "response: {r}");
-}
-
-async fn read(b: &Broker, path: &str) -> Value {
-    call(b, "s", "files/read", json!({ "path": path })).await
-}
 
 async fn stat(b: &Broker, path: &str) -> Value {
     call(b, "s", "files/stat", json!({ "path": path })).await
@@ -64,17 +25,6 @@ async fn stat(b: &Broker, path: &str) -> Value {
 
 async fn list(b: &Broker, path: &str) -> Value {
     call(b, "s", "files/list", json!({ "path": path })).await
-}
-
-/// A broker (automatic consent) with consent granted on the whole root to server `s`.
-async fn consented(f: &Fixture) -> Broker {
-    let b = f.broker();
-    consent_all(&b, "s").await;
-    b
-}
-
-fn abs(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
 }
 
 /// Reads, stats and lists `path`, asserting `want` from each.
@@ -444,14 +394,6 @@ async fn list_and_stat_through_link_leaving_consented_subtree_is_no_consent() {
 // ---------------------------------------------------------------------------------------------
 // Special files: never opened for data, answered at once
 // ---------------------------------------------------------------------------------------------
-
-fn mkfifo(p: &Path) {
-    let st = std::process::Command::new("mkfifo")
-        .arg(p)
-        .status()
-        .expect("run mkfifo");
-    assert!(st.success(), "mkfifo failed");
-}
 
 /// Reads `path` within 5 s; on a hang, unblocks the reader through `fifo` and fails.
 async fn read_within(b: &Broker, path: &str, fifo: &Path) -> Value {

@@ -5,6 +5,8 @@
 //! outside `project` is compared with a snapshot taken before, and the canary is checked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
+use common::fs::temporaries;
+use common::write::writable;
 use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
@@ -65,15 +67,7 @@ impl Setup {
         f.symlink("../outside/newdir", "dang-dir");
         f.symlink("../project2", "sib");
         f.symlink("/", "slash");
-        let b = f.broker_with("write", "");
-        let r = call(
-            &b,
-            "s",
-            "files/consent",
-            json!({"requestedPaths": ["project"], "access": "write"}),
-        )
-        .await;
-        assert_eq!(ok(&r)["access"], "write", "{r}");
+        let b = writable(&f, "").await;
         let before = outside_state(&f);
         Setup { f, b, before }
     }
@@ -90,11 +84,7 @@ impl Setup {
             self.before,
             "outside changed after {context}"
         );
-        let temps: Vec<_> = std::fs::read_dir(&self.f.root)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(".fsbroker-"))
-            .collect();
+        let temps = temporaries(&self.f.root);
         assert!(
             temps.is_empty(),
             "temporary left after {context}: {temps:?}"
@@ -475,14 +465,6 @@ async fn a_link_cannot_carry_a_write_grant_to_an_ungranted_directory() {
     )
     .await;
     assert_eq!(ok(&r)["approvedPaths"], json!(["project/pub"]), "{r}");
-    let no_consent = |r: &Value| {
-        let (c, d, why) = err(r);
-        assert_eq!(
-            (c, d.as_str(), why.as_str()),
-            (-31002, "PERMISSION_DENIED", "no_consent"),
-            "{r}"
-        );
-    };
     let w = |path: &str| json!({"path": path, "content": "pwned"});
     for (method, params) in [
         ("files/write", w("project/pub/p-link")),
@@ -499,7 +481,7 @@ async fn a_link_cannot_carry_a_write_grant_to_an_ungranted_directory() {
         ),
     ] {
         let r = call(&b, "s", method, params).await;
-        no_consent(&r);
+        assert_error(&r, -31002, "PERMISSION_DENIED", "no_consent");
     }
     assert_eq!(
         std::fs::read_to_string(f.root.join("priv/p.txt")).unwrap(),

@@ -12,6 +12,7 @@ mod common;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
+use common::fs::temporaries;
 use common::*;
 use serde_json::{Value, json};
 use sidecar::*;
@@ -62,27 +63,6 @@ fn iterations() -> usize {
         .unwrap_or(20)
 }
 
-/// A broker process over `root` with write consent granted.
-fn broker(root: &Path) -> Sidecar {
-    let mut s = Sidecar::serve(root, "auto", &["--writable"]);
-    let r = s.request(
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    );
-    assert_eq!(ok(&r)["granted"], true, "consent refused: {r}");
-    s
-}
-
-/// One request as a line, ready to send.
-fn line(id: u64, method: &str, params: Value) -> Vec<u8> {
-    let mut v = serde_json::to_vec(
-        &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-    )
-    .unwrap();
-    v.push(b'\n');
-    v
-}
-
 /// The chunks of an upload of `content` in `n` pieces (the last one final).
 fn upload_lines(content: &[u8], n: usize) -> Vec<Vec<u8>> {
     let size = content.len().div_ceil(n);
@@ -91,7 +71,7 @@ fn upload_lines(content: &[u8], n: usize) -> Vec<Vec<u8>> {
         .enumerate()
         .map(|(i, piece)| {
             let last = (i + 1) * size >= content.len();
-            line(
+            rpc_line(
                 100 + i as u64,
                 "files/write",
                 json!({"path": TARGET, "content": std::str::from_utf8(piece).unwrap(),
@@ -133,7 +113,7 @@ fn measure(root: &Path, target: &Path, old: &[u8], new: &[u8], lines: &[Vec<u8>]
     let mut longest = Duration::ZERO;
     for _ in 0..2 {
         std::fs::write(target, old).unwrap();
-        let mut s = broker(root);
+        let mut s = Sidecar::serve_writable(root);
         let mut stdin = s.take_stdin();
         let start = Instant::now();
         let answers = drive(&mut s, &mut stdin, lines);
@@ -148,14 +128,6 @@ fn measure(root: &Path, target: &Path, old: &[u8], new: &[u8], lines: &[Vec<u8>]
         );
     }
     longest
-}
-
-fn temporaries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.starts_with(".fsbroker-") && n.ends_with(".tmp"))
-        .collect()
 }
 
 /// Kills a broker at random moments while it runs `lines` against a target holding `old`;
@@ -173,7 +145,7 @@ fn crash_loop(test: &str, old: &[u8], new: &[u8], lines: &[Vec<u8>]) -> (Fixture
     println!("{test}: {iters} kills within {window:?}");
     for i in 0..iters {
         std::fs::write(&target, old).unwrap();
-        let mut s = broker(&f.root);
+        let mut s = Sidecar::serve_writable(&f.root);
         let mut stdin = s.take_stdin();
         let delay = rng.upto(window);
         let start = Instant::now();
@@ -225,7 +197,7 @@ fn assert_next_write_sweeps(f: &Fixture, dead_pid: u32) {
     let before = temporaries(&f.root);
     assert!(before.contains(&stale));
     println!("temporaries before the next write: {before:?}");
-    let mut s = broker(&f.root);
+    let mut s = Sidecar::serve_writable(&f.root);
     let r = s.request(
         "files/write",
         json!({"path": "project/after.txt", "content": "after the crashes"}),
@@ -254,7 +226,7 @@ fn filled(letter: u8, len: usize) -> Vec<u8> {
 fn one_shot_write_killed_at_random_moments_leaves_old_or_new_content_and_next_write_sweeps() {
     let old = filled(b'A', 4 * MIB + 13);
     let new = filled(b'B', 6 * MIB + 77);
-    let lines = vec![line(
+    let lines = vec![rpc_line(
         7,
         "files/write",
         json!({"path": TARGET, "content": std::str::from_utf8(&new).unwrap()}),

@@ -2,25 +2,13 @@
 //! as names (never followed), the root itself, grants and parameter errors.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
+use common::fs::*;
+use common::write::*;
 use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-
-/// A broker over a writable root with write consent on the whole root for session `s`.
-async fn writable(f: &Fixture) -> Broker {
-    let b = f.broker_with("write", "");
-    let r = call(
-        &b,
-        "s",
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    )
-    .await;
-    assert_eq!(ok(&r)["access"], "write", "{r}");
-    b
-}
 
 async fn create(b: &Broker, params: Value) -> Value {
     call(b, "s", "files/create", params).await
@@ -30,30 +18,10 @@ async fn delete(b: &Broker, params: Value) -> Value {
     call(b, "s", "files/delete", params).await
 }
 
-fn assert_error(r: &Value, code: i64, data_code: &str, reason: &str) {
-    let (c, d, why) = err(r);
-    assert_eq!(
-        (c, d.as_str(), why.as_str()),
-        (code, data_code, reason),
-        "{r}"
-    );
-}
-
-fn umask() -> u32 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = s.lines().find(|l| l.starts_with("Umask:")).unwrap();
-    u32::from_str_radix(line.split_whitespace().nth(1).unwrap(), 8).unwrap()
-}
-
 fn is_symlink(p: &Path) -> bool {
     std::fs::symlink_metadata(p)
         .map(|m| m.file_type().is_symlink())
         .unwrap_or(false)
-}
-
-/// Whether anything (even a dangling link) is at `p`.
-fn present(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok()
 }
 
 // ---- create ----
@@ -61,7 +29,7 @@ fn present(p: &Path) -> bool {
 #[tokio::test]
 async fn create_file_makes_an_empty_file_with_mode_0644_less_umask() {
     let f = Fixture::new();
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = create(&b, json!({"path": "project/new.txt", "type": "file"})).await;
     assert_eq!(ok(&r), &json!({"path": "project/new.txt", "type": "file"}));
     let meta = std::fs::symlink_metadata(f.root.join("new.txt")).unwrap();
@@ -73,7 +41,7 @@ async fn create_file_makes_an_empty_file_with_mode_0644_less_umask() {
 #[tokio::test]
 async fn create_directory_makes_an_empty_directory() {
     let f = Fixture::new();
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = create(&b, json!({"path": "project/newdir", "type": "directory"})).await;
     assert_eq!(
         ok(&r),
@@ -94,7 +62,7 @@ async fn create_is_exclusive_for_files_directories_and_symlinks() {
     f.symlink("file.txt", "link");
     f.symlink("missing-target", "dangling");
     f.symlink("dir", "dirlink");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for name in ["file.txt", "dir", "link", "dangling", "dirlink"] {
         for kind in ["file", "directory"] {
             let r = create(&b, json!({"path": format!("project/{name}"), "type": kind})).await;
@@ -127,7 +95,7 @@ async fn create_is_exclusive_for_files_directories_and_symlinks() {
 #[tokio::test]
 async fn create_with_a_missing_parent_is_file_not_found() {
     let f = Fixture::new();
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for kind in ["file", "directory"] {
         let r = create(&b, json!({"path": "project/a/b/c", "type": kind})).await;
         assert_error(&r, -31001, "FILE_NOT_FOUND", "");
@@ -145,7 +113,7 @@ async fn create_with_a_missing_parent_is_file_not_found() {
 async fn create_with_parents_makes_the_whole_chain() {
     let f = Fixture::new();
     f.dir("a");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = create(
         &b,
         json!({"path": "project/a/b/c/file.txt", "type": "file", "parents": true}),
@@ -185,7 +153,7 @@ async fn create_with_parents_makes_the_whole_chain() {
 async fn create_with_parents_through_a_file_is_not_a_directory() {
     let f = Fixture::new();
     f.file("plain", "x");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = create(
         &b,
         json!({"path": "project/plain/sub/f", "type": "file", "parents": true}),
@@ -198,7 +166,7 @@ async fn create_with_parents_through_a_file_is_not_a_directory() {
 #[tokio::test]
 async fn create_with_a_bad_or_missing_type_is_invalid_params() {
     let f = Fixture::new();
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for params in [
         json!({"path": "project/x", "type": "symlink"}),
         json!({"path": "project/x", "type": "File"}),
@@ -216,7 +184,7 @@ async fn create_with_a_bad_or_missing_type_is_invalid_params() {
 #[tokio::test]
 async fn create_of_the_root_itself_is_root_itself() {
     let f = Fixture::new();
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let abs = f.root.to_str().unwrap().to_owned();
     for path in [
         "project",
@@ -256,7 +224,7 @@ async fn delete_removes_a_file_and_answers_its_path() {
     let f = Fixture::new();
     f.file("a.txt", "x");
     f.file("b.txt", "y");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = delete(&b, json!({"path": "project/a.txt"})).await;
     assert_eq!(ok(&r), &json!({"path": "project/a.txt"}));
     assert!(!present(&f.root.join("a.txt")));
@@ -271,7 +239,7 @@ async fn delete_removes_a_file_and_answers_its_path() {
 async fn delete_removes_an_empty_directory() {
     let f = Fixture::new();
     f.dir("empty");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = delete(&b, json!({"path": "project/empty"})).await;
     assert_eq!(ok(&r), &json!({"path": "project/empty"}));
     assert!(!present(&f.root.join("empty")));
@@ -282,7 +250,7 @@ async fn delete_of_a_non_empty_directory_without_recursive_is_directory_not_empt
     let f = Fixture::new();
     f.file("full/a.txt", "a");
     f.file("hidden/.only", "h");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for path in ["project/full", "project/hidden"] {
         for params in [
             json!({"path": path}),
@@ -316,7 +284,7 @@ async fn recursive_delete_removes_a_tree_without_following_its_symlinks() {
     f.symlink(f.root.join("keep/dir"), "tree/to-dir-abs");
     f.symlink("../keep", "tree/to-keep");
     f.symlink("nowhere", "tree/dangling");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = delete(&b, json!({"path": "project/tree", "recursive": true})).await;
     assert_eq!(ok(&r), &json!({"path": "project/tree"}));
     assert!(!present(&f.root.join("tree")));
@@ -348,7 +316,7 @@ async fn deleting_a_symlink_removes_the_link_and_keeps_its_target() {
     for (link, target, _) in &links {
         f.symlink(target, link);
     }
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for (link, _, recursive) in links {
         let r = delete(
             &b,
@@ -373,7 +341,7 @@ async fn recursive_delete_of_a_dir_holding_a_link_to_an_outside_dir_keeps_the_ou
     f.symlink(&f.outside, "d/out-abs");
     f.symlink("../../outside", "d/out-rel");
     f.symlink(f.outside.join("secret.txt"), "d/out-file");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = delete(&b, json!({"path": "project/d", "recursive": true})).await;
     ok(&r);
     assert!(!present(&f.root.join("d")));
@@ -383,7 +351,7 @@ async fn recursive_delete_of_a_dir_holding_a_link_to_an_outside_dir_keeps_the_ou
 #[tokio::test]
 async fn delete_of_a_missing_path_is_file_not_found() {
     let f = Fixture::new();
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for params in [
         json!({"path": "project/missing"}),
         json!({"path": "project/missing", "recursive": true}),
@@ -398,7 +366,7 @@ async fn delete_of_a_missing_path_is_file_not_found() {
 async fn delete_of_the_root_is_root_itself_by_mount_name_and_absolute_path() {
     let f = Fixture::new();
     f.file("a.txt", "a");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let abs = f.root.to_str().unwrap().to_owned();
     let uri = format!("file://{abs}");
     for path in [
@@ -444,7 +412,7 @@ async fn delete_needs_a_write_grant() {
 async fn delete_with_bad_params_is_invalid_params() {
     let f = Fixture::new();
     f.file("a.txt", "a");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for params in [
         json!({}),
         json!({"path": 3}),

@@ -4,12 +4,6 @@ use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
 
-async fn consented(f: &Fixture) -> Broker {
-    let b = f.broker();
-    consent_all(&b, "s").await;
-    b
-}
-
 async fn list(b: &Broker, params: Value) -> Value {
     call(b, "s", "files/list", params).await
 }

@@ -236,8 +236,8 @@ async fn unknown_methods_are_method_not_found() {
     let (_f, b) = fixture();
     let long = "m".repeat(10_000);
     for m in [
-        "files/watch",
-        "files/unwatch",
+        "files/Watch",
+        "files/chmod",
         "files/Write",
         "nope",
         "",

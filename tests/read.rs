@@ -6,17 +6,6 @@ use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
 
-/// A broker over `f` with consent on the whole root for session `s`, with a rate limit
-/// high enough for tests that read in many small chunks.
-async fn consented(f: &Fixture) -> Broker {
-    let b = f.broker_with(
-        "read",
-        "[limits]\nrequests_per_second = 1000000\nburst = 1000000\n",
-    );
-    consent_all(&b, "s").await;
-    b
-}
-
 async fn read(b: &Broker, params: Value) -> Value {
     call(b, "s", "files/read", params).await
 }
@@ -84,7 +73,7 @@ async fn whole_small_file_is_utf8_with_size_mime_etag_and_mtime() {
     let f = Fixture::new();
     let text = "{\"name\": \"caf\u{e9}\"}";
     f.file("data.json", text);
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(&b, json!({"path": "project/data.json"})).await;
     let r = ok(&r);
     assert_eq!(r["content"], text);
@@ -105,7 +94,7 @@ async fn mime_type_follows_the_extension_as_mime_guess_gives_it() {
     f.file("pic.png", [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a]);
     f.file("notes.txt", "plain");
     f.file("blob.unknownext", "x");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     for (name, mime) in [
         ("pic.png", "image/png"),
         ("notes.txt", "text/plain"),
@@ -125,7 +114,7 @@ async fn chunked_reads_of_text_concatenate_to_the_original() {
         .map(|i| format!("line {i}: caf\u{e9} \u{2026} \u{1f600}\n"))
         .collect();
     f.file("big.txt", &text);
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     for length in [1u64, 7, 1000, 4096] {
         let (bytes, chunks) = read_all(&b, "project/big.txt", length).await;
         assert_eq!(bytes, text.as_bytes(), "length {length}");
@@ -140,7 +129,7 @@ async fn chunked_reads_of_binary_concatenate_to_the_original() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     f.file("blob.bin", &data);
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     for length in [1u64, 777, 4096] {
         let (bytes, _) = read_all(&b, "project/blob.bin", length).await;
         assert_eq!(bytes, data, "length {length}");
@@ -152,7 +141,7 @@ async fn utf8_chunk_never_ends_inside_a_character() {
     let f = Fixture::new();
     // 'a' (1 byte), 'é' (2 bytes), '…' (3 bytes): 6 bytes.
     f.file("t.txt", "a\u{e9}\u{2026}");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     // Length 2 cuts inside 'é': only "a" comes back, and length says 1 byte was consumed.
     let r = read(&b, json!({"path": "project/t.txt", "length": 2})).await;
     let r = ok(&r);
@@ -193,7 +182,7 @@ async fn utf8_chunk_never_ends_inside_a_character() {
 async fn length_one_at_a_three_byte_character_returns_the_whole_character() {
     let f = Fixture::new();
     f.file("t.txt", "a\u{e9}\u{2026}z");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(
         &b,
         json!({"path": "project/t.txt", "offset": 3, "length": 1}),
@@ -217,7 +206,7 @@ async fn length_one_at_a_two_or_four_byte_character_returns_exactly_that_charact
     let f = Fixture::new();
     // 'é' (2 bytes) then "ab"; '😀' (4 bytes) then "cd".
     f.file("t.txt", "\u{e9}ab\u{1f600}cd");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(
         &b,
         json!({"path": "project/t.txt", "offset": 0, "length": 1}),
@@ -241,7 +230,7 @@ async fn binary_content_is_sent_as_base64_when_encoding_is_omitted() {
     let f = Fixture::new();
     let data = [0xffu8, 0xfe, 0x00, 0x80, b'a', 0xc3];
     f.file("b.dat", data);
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(&b, json!({"path": "project/b.dat"})).await;
     let r = ok(&r);
     assert_eq!(r["encoding"], "base64");
@@ -257,7 +246,7 @@ async fn binary_content_is_sent_as_base64_when_encoding_is_omitted() {
 async fn explicit_base64_encodes_text() {
     let f = Fixture::new();
     f.file("h.txt", "hello");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(&b, json!({"path": "project/h.txt", "encoding": "base64"})).await;
     let r = ok(&r);
     assert_eq!(r["encoding"], "base64");
@@ -269,7 +258,7 @@ async fn explicit_base64_encodes_text() {
 async fn explicit_utf8_on_invalid_bytes_is_io_error_not_utf8() {
     let f = Fixture::new();
     f.file("b.dat", [b'o', b'k', 0xff, 0xfe]);
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(&b, json!({"path": "project/b.dat", "encoding": "utf-8"})).await;
     assert_eq!(err(&r), (-31004, "IO_ERROR".into(), "not_utf8".into()));
 }
@@ -278,7 +267,7 @@ async fn explicit_utf8_on_invalid_bytes_is_io_error_not_utf8() {
 async fn unknown_encoding_is_invalid_params() {
     let f = Fixture::new();
     f.file("h.txt", "hello");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(&b, json!({"path": "project/h.txt", "encoding": "latin-1"})).await;
     assert_eq!(err(&r).0, -32602);
 }
@@ -287,7 +276,7 @@ async fn unknown_encoding_is_invalid_params() {
 async fn offset_at_or_past_end_gives_empty_content_and_eof() {
     let f = Fixture::new();
     f.file("h.txt", "hello");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     for offset in [5u64, 6, 1_000_000] {
         let r = read(&b, json!({"path": "project/h.txt", "offset": offset})).await;
         let r = ok(&r);
@@ -303,7 +292,7 @@ async fn offset_at_or_past_end_gives_empty_content_and_eof() {
 async fn length_zero_returns_nothing_and_is_not_eof() {
     let f = Fixture::new();
     f.file("h.txt", "hello");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(&b, json!({"path": "project/h.txt", "length": 0})).await;
     let r = ok(&r);
     assert_eq!(r["content"], "");
@@ -316,7 +305,7 @@ async fn length_zero_returns_nothing_and_is_not_eof() {
 async fn length_above_the_max_chunk_is_quota_exceeded_with_the_limit() {
     let f = Fixture::new();
     f.file("h.txt", "hello");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let r = read(
         &b,
         json!({"path": "project/h.txt", "length": 16_777_217u64}),
@@ -338,7 +327,7 @@ async fn length_above_the_max_chunk_is_quota_exceeded_with_the_limit() {
 async fn reading_a_directory_is_is_a_directory() {
     let f = Fixture::new();
     f.dir("sub");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     for path in ["project/sub", "project"] {
         let r = read(&b, json!({"path": path})).await;
         let (code, data_code, _) = err(&r);
@@ -353,7 +342,7 @@ async fn reading_a_directory_is_is_a_directory() {
 #[tokio::test]
 async fn missing_file_is_file_not_found_with_the_mount_form_path() {
     let f = Fixture::new();
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let abs = f.root.join("nope.txt").display().to_string();
     for path in ["project/nope.txt", "project/./x/../nope.txt", abs.as_str()] {
         let r = read(&b, json!({"path": path})).await;
@@ -371,7 +360,7 @@ async fn missing_file_is_file_not_found_with_the_mount_form_path() {
 async fn etag_is_stable_while_unchanged_and_changes_when_modified() {
     let f = Fixture::new();
     let p = f.file("e.txt", "first");
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let etag = |r: &Value| ok(r)["etag"].as_str().unwrap().to_owned();
     let e1 = etag(&read(&b, json!({"path": "project/e.txt"})).await);
     let e2 = etag(&read(&b, json!({"path": "project/e.txt"})).await);
@@ -390,7 +379,7 @@ async fn large_file_is_read_in_default_chunks_with_eof_only_at_the_end() {
     let line = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!?\n";
     let data: Vec<u8> = line.iter().copied().cycle().take(SIZE).collect();
     f.file("big.log", &data);
-    let b = consented(&f).await;
+    let b = consented_unthrottled(&f).await;
     let mut offset = 0u64;
     let mut got = Vec::with_capacity(SIZE);
     loop {

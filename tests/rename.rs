@@ -2,6 +2,8 @@
 //! root itself, missing ends, symlinks moved as links, grants on both ends and result fields.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
+use common::fs::*;
+use common::write::*;
 use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
@@ -18,35 +20,12 @@ async fn consent(b: &Broker, paths: Value, access: &str) -> Value {
     ok(&r).clone()
 }
 
-/// A broker over a writable root with write consent on the whole root for session `s`.
-async fn writable(f: &Fixture) -> Broker {
-    let b = f.broker_with("write", "");
-    assert_eq!(
-        consent(&b, json!(["project"]), "write").await["access"],
-        "write"
-    );
-    b
-}
-
 async fn rename(b: &Broker, params: Value) -> Value {
     call(b, "s", "files/rename", params).await
 }
 
-fn assert_error(r: &Value, code: i64, data_code: &str, reason: &str) {
-    let (c, d, why) = err(r);
-    assert_eq!(
-        (c, d.as_str(), why.as_str()),
-        (code, data_code, reason),
-        "{r}"
-    );
-}
-
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap()
-}
-
-fn present(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok()
 }
 
 #[tokio::test]
@@ -54,7 +33,7 @@ async fn rename_moves_a_file_and_answers_both_paths() {
     let f = Fixture::new();
     f.file("a.txt", "content");
     f.dir("sub");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = rename(
         &b,
         json!({"oldPath": "project/a.txt", "newPath": "project/sub/b.txt"}),
@@ -72,7 +51,7 @@ async fn rename_moves_a_file_and_answers_both_paths() {
 async fn rename_result_paths_are_in_mount_form_for_absolute_and_uri_paths() {
     let f = Fixture::new();
     f.file("a.txt", "content");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let old = f.root.join("a.txt").to_str().unwrap().to_owned();
     let new = format!("file://{}", f.root.join("b.txt").display());
     let r = rename(&b, json!({"oldPath": old, "newPath": new})).await;
@@ -98,7 +77,7 @@ async fn rename_moves_a_directory_with_its_contents() {
     f.file("d/x.txt", "x");
     f.file("d/sub/y.txt", "y");
     f.dir("dest");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = rename(
         &b,
         json!({"oldPath": "project/d", "newPath": "project/dest/moved"}),
@@ -117,7 +96,7 @@ async fn rename_without_overwrite_onto_an_existing_entry_is_already_exists() {
     f.file("b.txt", "B");
     f.file("d/x", "x");
     f.symlink("nowhere", "dangling");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for (new, overwrite) in [
         ("project/b.txt", None),
         ("project/b.txt", Some(false)),
@@ -145,7 +124,7 @@ async fn rename_with_overwrite_replaces_the_target() {
     let f = Fixture::new();
     f.file("a.txt", "A");
     f.file("b.txt", "B");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = rename(
         &b,
         json!({"oldPath": "project/a.txt", "newPath": "project/b.txt", "overwrite": true}),
@@ -171,7 +150,7 @@ async fn rename_with_overwrite_replaces_the_target() {
 async fn rename_onto_itself_succeeds_and_changes_nothing() {
     let f = Fixture::new();
     f.file("a.txt", "A");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for overwrite in [false, true] {
         let r = rename(
             &b,
@@ -188,7 +167,7 @@ async fn rename_of_a_directory_into_itself_is_into_itself() {
     let f = Fixture::new();
     f.file("a/x", "x");
     f.symlink("a", "link-to-a");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for new in ["project/a/b", "project/a/x/y/z", "project/link-to-a/b"] {
         for overwrite in [false, true] {
             let r = rename(
@@ -262,7 +241,7 @@ async fn rename_of_or_onto_the_root_itself_is_root_itself() {
     let f = Fixture::new();
     f.file("a.txt", "A");
     f.dir("d");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let abs = f.root.to_str().unwrap().to_owned();
     for (old, new) in [
         ("project", "project/d/moved"),
@@ -299,7 +278,7 @@ async fn rename_of_or_onto_the_root_itself_is_root_itself() {
 async fn rename_of_a_missing_source_is_file_not_found() {
     let f = Fixture::new();
     f.file("b.txt", "B");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for (new, overwrite) in [("project/x", false), ("project/b.txt", true)] {
         let r = rename(
             &b,
@@ -316,7 +295,7 @@ async fn rename_of_a_missing_source_is_file_not_found() {
 async fn rename_into_a_missing_parent_is_file_not_found() {
     let f = Fixture::new();
     f.file("a.txt", "A");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     let r = rename(
         &b,
         json!({"oldPath": "project/a.txt", "newPath": "project/nodir/a.txt"}),
@@ -335,7 +314,7 @@ async fn renaming_a_symlink_moves_the_link_not_its_target() {
     f.symlink("target.txt", "link");
     f.symlink("tdir", "dirlink");
     f.symlink(f.outside.join("secret.txt"), "outlink");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for (old, new) in [
         ("link", "link2"),
         ("dirlink", "dirlink2"),
@@ -422,7 +401,7 @@ async fn rename_on_a_read_only_root_is_read_only() {
 async fn rename_with_bad_params_is_invalid_params() {
     let f = Fixture::new();
     f.file("a.txt", "A");
-    let b = writable(&f).await;
+    let b = writable(&f, "").await;
     for params in [
         json!({"oldPath": "project/a.txt"}),
         json!({"newPath": "project/b.txt"}),

@@ -7,36 +7,12 @@ mod common;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
+use common::fs::{mode, names};
 use common::*;
 use serde_json::{Value, json};
 use sidecar::*;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
-use std::time::Instant;
-
-fn writable(f: &Fixture) -> Sidecar {
-    let mut s = Sidecar::serve(&f.root, "auto", &["--writable"]);
-    let r = s.request(
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    );
-    assert_eq!(ok(&r)["access"], "write", "{r}");
-    s
-}
-
-fn assert_error(r: &Value, code: i64, data_code: &str, reason: &str) {
-    let (c, d, why) = err(r);
-    assert_eq!(
-        (c, d.as_str(), why.as_str()),
-        (code, data_code, reason),
-        "{r}"
-    );
-}
-
-fn request(id: i64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
 
 #[test]
 fn a_pipelined_consent_upload_and_read_produce_the_whole_content() {
@@ -46,14 +22,14 @@ fn a_pipelined_consent_upload_and_read_produce_the_whole_content() {
         .map(|i| format!("{i}").repeat(64 * 1024 + i * 7))
         .collect();
     let whole: String = parts.concat();
-    s.send(&request(
+    s.send(&rpc(
         1,
         "files/consent",
         json!({"requestedPaths": ["project"], "access": "write"}),
     ));
     let mut offset = 0;
     for (i, part) in parts.iter().enumerate() {
-        s.send(&request(
+        s.send(&rpc(
             2 + i as i64,
             "files/write",
             json!({"path": "project/up.txt", "content": part, "offset": offset,
@@ -61,7 +37,7 @@ fn a_pipelined_consent_upload_and_read_produce_the_whole_content() {
         ));
         offset += part.len();
     }
-    s.send(&request(6, "files/read", json!({"path": "project/up.txt"})));
+    s.send(&rpc(6, "files/read", json!({"path": "project/up.txt"})));
 
     assert_eq!(ok(&s.wait_id(&json!(1)))["granted"], true);
     let mut staged = 0;
@@ -94,7 +70,7 @@ fn a_pipelined_consent_upload_and_read_produce_the_whole_content() {
 #[test]
 fn write_succeeds_and_create_exclusive_on_an_existing_file_is_already_exists() {
     let f = Fixture::new();
-    let mut s = writable(&f);
+    let mut s = Sidecar::serve_writable(&f.root);
     let r = s.request(
         "files/write",
         json!({"path": "project/a.txt", "content": "hello"}),
@@ -119,7 +95,7 @@ fn write_succeeds_and_create_exclusive_on_an_existing_file_is_already_exists() {
 #[test]
 fn create_succeeds_and_an_existing_entry_is_already_exists() {
     let f = Fixture::new();
-    let mut s = writable(&f);
+    let mut s = Sidecar::serve_writable(&f.root);
     let r = s.request(
         "files/create",
         json!({"path": "project/a/b", "type": "directory", "parents": true}),
@@ -146,7 +122,7 @@ fn delete_succeeds_and_a_non_empty_directory_is_directory_not_empty() {
     let f = Fixture::new();
     f.file("d/x.txt", "x");
     f.file("e/y.txt", "y");
-    let mut s = writable(&f);
+    let mut s = Sidecar::serve_writable(&f.root);
     let r = s.request("files/delete", json!({"path": "project/d"}));
     assert_error(&r, -31011, "DIRECTORY_NOT_EMPTY", "");
     assert!(f.root.join("d/x.txt").exists());
@@ -165,7 +141,7 @@ fn delete_succeeds_and_a_non_empty_directory_is_directory_not_empty() {
 fn rename_succeeds_and_a_move_into_itself_is_into_itself() {
     let f = Fixture::new();
     f.file("d/x.txt", "x");
-    let mut s = writable(&f);
+    let mut s = Sidecar::serve_writable(&f.root);
     let r = s.request(
         "files/rename",
         json!({"oldPath": "project/d", "newPath": "project/d/sub"}),
@@ -225,12 +201,7 @@ fn without_writable_the_root_is_read_only_for_every_write_method() {
         assert_error(&r, -31002, "PERMISSION_DENIED", "read_only");
     }
     assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "a");
-    let mut names: Vec<String> = std::fs::read_dir(&f.root)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["a.txt", "d"]);
+    assert_eq!(names(&f.root), ["a.txt", "d"]);
 }
 
 /// Runs `fsbroker serve` under `umask MASK` (through `sh`), sends `lines`, closes stdin and
@@ -260,15 +231,7 @@ fn serve_with_umask(mask: &str, root: &std::path::Path, lines: &[Value]) -> Vec<
             .map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap())
             .collect::<Vec<_>>()
     });
-    let deadline = Instant::now() + WAIT;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("fsbroker did not exit within {WAIT:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_child(&mut child, WAIT, "fsbroker");
     reader.join().unwrap()
 }
 
@@ -276,17 +239,17 @@ fn serve_with_umask(mask: &str, root: &std::path::Path, lines: &[Value]) -> Vec<
 fn new_files_get_mode_0644_less_the_broker_umask() {
     let f = Fixture::new();
     let lines = [
-        request(
+        rpc(
             1,
             "files/consent",
             json!({"requestedPaths": ["project"], "access": "write"}),
         ),
-        request(
+        rpc(
             2,
             "files/write",
             json!({"path": "project/w.txt", "content": "x"}),
         ),
-        request(
+        rpc(
             3,
             "files/create",
             json!({"path": "project/c.txt", "type": "file"}),
@@ -297,13 +260,14 @@ fn new_files_get_mode_0644_less_the_broker_umask() {
     for r in &out {
         ok(r);
     }
-    let mode = |n: &str| {
-        std::fs::metadata(f.root.join(n))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777
-    };
-    assert_eq!(mode("c.txt"), 0o600, "files/create under umask 077");
-    assert_eq!(mode("w.txt"), 0o600, "files/write under umask 077");
+    assert_eq!(
+        mode(&f.root.join("c.txt")),
+        0o600,
+        "files/create under umask 077"
+    );
+    assert_eq!(
+        mode(&f.root.join("w.txt")),
+        0o600,
+        "files/write under umask 077"
+    );
 }

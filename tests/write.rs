@@ -6,27 +6,14 @@
 mod common;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use common::fs::*;
+use common::write::*;
 use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 use std::time::Duration;
-
-/// A broker over a writable root with write consent on the whole root for session `s`.
-async fn writable(f: &Fixture, extra: &str) -> Broker {
-    let b = f.broker_with("write", extra);
-    let r = call(
-        &b,
-        "s",
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    )
-    .await;
-    assert_eq!(ok(&r)["granted"], true, "{r}");
-    assert_eq!(ok(&r)["access"], "write", "{r}");
-    b
-}
 
 async fn write(b: &Broker, params: Value) -> Value {
     call(b, "s", "files/write", params).await
@@ -37,43 +24,10 @@ async fn stat_etag(b: &Broker, path: &str) -> String {
     ok(&r)["etag"].as_str().expect("etag").to_owned()
 }
 
-/// Names of the broker's temporaries in `dir`.
-fn temps(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".fsbroker-"))
-        .collect()
-}
-
-fn assert_no_temps(dir: &Path) {
-    assert_eq!(
-        temps(dir),
-        Vec::<String>::new(),
-        "temporary left in {dir:?}"
-    );
-}
-
 /// Asserts the error triple of `r`, and that no temporary is left in `dir`.
 fn assert_failed(r: &Value, code: i64, data_code: &str, reason: &str, dir: &Path) {
-    let (c, d, why) = err(r);
-    assert_eq!(
-        (c, d.as_str(), why.as_str()),
-        (code, data_code, reason),
-        "{r}"
-    );
-    assert_no_temps(dir);
-}
-
-/// The process umask, from `/proc/self/status`.
-fn umask() -> u32 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = s.lines().find(|l| l.starts_with("Umask:")).unwrap();
-    u32::from_str_radix(line.split_whitespace().nth(1).unwrap(), 8).unwrap()
-}
-
-fn mode(p: &Path) -> u32 {
-    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    assert_error(r, code, data_code, reason);
+    assert_no_temporaries(dir);
 }
 
 #[tokio::test]
@@ -92,7 +46,7 @@ async fn write_creates_a_new_file_and_result_fields_match_stat() {
     assert_eq!(std::fs::read(f.root.join("new.txt")).unwrap(), b"hello");
     let etag = res["etag"].as_str().expect("etag is a string");
     assert_eq!(etag, stat_etag(&b, "project/new.txt").await);
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -112,7 +66,7 @@ async fn write_overwrites_an_existing_file_with_created_false_and_a_new_etag() {
     let after = stat_etag(&b, "project/a.txt").await;
     assert_eq!(res["etag"], after.as_str());
     assert_ne!(before, after);
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -167,7 +121,7 @@ async fn every_create_overwrite_combination_on_existing_and_missing_files() {
                 }
             }
         }
-        assert_no_temps(&f.root);
+        assert_no_temporaries(&f.root);
     }
 }
 
@@ -220,7 +174,7 @@ async fn invalid_base64_or_bad_params_are_invalid_params_and_write_nothing() {
             std::fs::read_to_string(f.root.join("keep.txt")).unwrap(),
             "kept"
         );
-        assert_no_temps(&f.root);
+        assert_no_temporaries(&f.root);
     }
 }
 
@@ -348,18 +302,14 @@ async fn writing_a_directory_or_the_root_is_is_a_directory() {
         std::fs::read_to_string(f.root.join("dir/inner.txt")).unwrap(),
         "inner"
     );
-    assert_no_temps(&f.root.join("dir"));
+    assert_no_temporaries(&f.root.join("dir"));
 }
 
 #[tokio::test]
 async fn writing_a_fifo_is_not_regular_file_at_once() {
     let f = Fixture::new();
     let fifo = f.root.join("pipe");
-    let st = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    mkfifo(&fifo);
     f.symlink("pipe", "to-pipe");
     let b = writable(&f, "").await;
     for path in ["project/pipe", "project/to-pipe"] {

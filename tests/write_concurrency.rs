@@ -6,34 +6,16 @@
 
 mod common;
 
+use common::fs::assert_no_temporaries;
+use common::write::consent_write;
 use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 const LIMITS: &str = "[limits]\nrequests_per_second = 100000\nburst = 100000\nmax_in_flight = 64\n";
 const BODY: usize = 64 << 10;
-
-async fn consent_write(b: &Broker, server: &str) {
-    let r = call(
-        b,
-        server,
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    )
-    .await;
-    assert_eq!(ok(&r)["granted"], true, "consent refused: {r}");
-}
-
-fn temporaries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.starts_with(".fsbroker-") && n.ends_with(".tmp"))
-        .collect()
-}
 
 /// Version `i` of writer `t`: `BODY + 3i` copies of the writer's letter, then `#t:i#`.
 fn version(t: usize, i: usize) -> String {
@@ -127,7 +109,7 @@ async fn concurrent_writers_and_whole_file_readers_always_see_one_whole_version(
     let last = std::fs::read_to_string(f.root.join("v.txt")).unwrap();
     let (t, i) = parse_version(&last);
     assert!(t < WRITERS && i == WRITES - 1, "final version {t}:{i}");
-    assert_eq!(temporaries(&f.root), Vec::<String>::new());
+    assert_no_temporaries(&f.root);
     f.assert_canary_intact();
 }
 
@@ -205,7 +187,7 @@ async fn writers_racing_with_one_if_match_etag_have_exactly_one_winner() {
         assert_eq!(&ok(&stat)["etag"], new_etag);
         assert_ne!(new_etag.as_str().unwrap(), etag);
     }
-    assert_eq!(temporaries(&f.root), Vec::<String>::new());
+    assert_no_temporaries(&f.root);
 }
 
 /// Every response either succeeds or carries one of `allowed` as `data.code`; never an
@@ -312,6 +294,11 @@ async fn racing_renames_deletes_and_writes_of_one_path_answer_only_documented_er
     f.assert_canary_intact();
 }
 
+/// `files/write` by session `s`.
+async fn write(b: &Broker, params: Value) -> Value {
+    call(b, "s", "files/write", params).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn advisory_lock_held_elsewhere_makes_write_fail_locked_until_released() {
     let f = Fixture::new();
@@ -323,56 +310,32 @@ async fn advisory_lock_held_elsewhere_makes_write_fail_locked_until_released() {
     let holder = std::fs::File::open(&target).unwrap();
     holder.try_lock().expect("take the advisory lock");
 
-    let r = call(
-        &b,
-        "s",
-        "files/write",
-        json!({"path": "project/locked.txt", "content": "new"}),
-    )
-    .await;
-    assert_eq!(
-        err(&r),
-        (-31006, "CONCURRENCY_CONFLICT".into(), "locked".into()),
-        "{r}"
-    );
+    let r = write(&b, json!({"path": "project/locked.txt", "content": "new"})).await;
+    assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "locked");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "old content");
-    assert_eq!(temporaries(&f.root), Vec::<String>::new());
+    assert_no_temporaries(&f.root);
 
     // The final chunk of an upload commits the same way: refused while the lock is held.
-    let r = call(
+    let r = write(
         &b,
-        "s",
-        "files/write",
         json!({"path": "project/locked.txt", "content": "up", "final": false}),
     )
     .await;
     ok(&r);
-    let r = call(
+    let r = write(
         &b,
-        "s",
-        "files/write",
         json!({"path": "project/locked.txt", "content": "load", "offset": 2, "final": true}),
     )
     .await;
-    assert_eq!(
-        err(&r),
-        (-31006, "CONCURRENCY_CONFLICT".into(), "locked".into()),
-        "{r}"
-    );
+    assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "locked");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "old content");
 
     holder.unlock().unwrap();
-    let r = call(
-        &b,
-        "s",
-        "files/write",
-        json!({"path": "project/locked.txt", "content": "new"}),
-    )
-    .await;
+    let r = write(&b, json!({"path": "project/locked.txt", "content": "new"})).await;
     ok(&r);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
     drop(holder);
     // Staged uploads end with their session: nothing is left behind.
     b.end_session("s");
-    assert_eq!(temporaries(&f.root), Vec::<String>::new());
+    assert_no_temporaries(&f.root);
 }

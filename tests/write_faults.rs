@@ -9,29 +9,16 @@ mod common;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
+use common::fs::{assert_no_temporaries, temporaries};
+use common::write::consent_write;
 use common::*;
 use mcp_fsbroker::{Broker, Policy};
 use serde_json::{Value, json};
-use sidecar::{Sidecar, WAIT};
+use sidecar::{Sidecar, WAIT, rpc};
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::sync::{Arc, Mutex};
-
-fn temporaries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.starts_with(".fsbroker-") && n.ends_with(".tmp"))
-        .collect()
-}
-
-fn no_temporaries(dir: &Path) {
-    assert_eq!(temporaries(dir), Vec::<String>::new(), "in {dir:?}");
-}
+use std::process::{Command, Stdio};
 
 fn have(program: &str) -> bool {
     Command::new("sh")
@@ -49,54 +36,20 @@ fn is(r: &Value, want: (i64, &str, &str)) -> bool {
     (c, d.as_str(), reason.as_str()) == want
 }
 
-/// `fsbroker serve` started through a wrapper command (`prlimit ...`, `setpriv ...`), driven
-/// one request at a time over its pipes with every wait bounded.
+/// `fsbroker serve --writable` started through a wrapper command (`prlimit ...`,
+/// `setpriv ...`) with write consent granted, driven one request at a time: each answer must
+/// be the next line.
 struct Wrapped {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Vec<u8>>,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    s: Sidecar,
     next_id: i64,
 }
 
 impl Wrapped {
     fn serve(wrapper: &[&str], root: &Path) -> Wrapped {
-        let mut args: Vec<OsString> = wrapper.iter().map(OsString::from).collect();
-        args.push(bin().into());
-        args.extend(["serve", "--root"].map(OsString::from));
-        args.push(root.into());
+        let mut args: Vec<OsString> = vec!["serve".into(), "--root".into(), root.into()];
         args.extend(["--writable", "--consent", "auto", "--server-id", "t"].map(OsString::from));
-        let mut child = Command::new(&args[0])
-            .args(&args[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {args:?}: {e}"));
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).split(b'\n') {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (sink, mut err) = (stderr.clone(), child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = err.read(&mut buf) {
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
-        let stdin = child.stdin.take();
         let mut w = Wrapped {
-            child,
-            stdin,
-            lines,
-            stderr,
+            s: Sidecar::spawn_wrapped(wrapper, &args),
             next_id: 0,
         };
         let r = w.request(
@@ -108,54 +61,22 @@ impl Wrapped {
     }
 
     fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+        self.s.stderr()
     }
 
     fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
-        let mut line = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )
-        .unwrap();
-        line.push(b'\n');
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(&line).unwrap();
-        stdin.flush().unwrap();
-        let raw = self
-            .lines
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|e| panic!("no answer to {method} ({e}); stderr: {}", self.stderr()));
-        let v: Value = serde_json::from_slice(&raw).unwrap();
+        self.s.send(&rpc(id, method, params));
+        let v = self.s.next();
         assert_eq!(v["id"], id, "{v}");
         v
     }
 
     /// Closes stdin and waits (bounded) for a clean exit.
     fn finish(mut self) {
-        self.stdin = None;
-        let deadline = std::time::Instant::now() + WAIT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "{status:?}; stderr: {}", self.stderr());
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "did not exit; stderr: {}",
-                self.stderr()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Wrapped {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
+        let (status, _) = self.s.finish();
+        assert!(status.success(), "{status:?}; stderr: {}", self.stderr());
     }
 }
 
@@ -202,6 +123,11 @@ fn write_broker(root: &Path) -> Broker {
         .0
 }
 
+/// `files/write` by session `s`.
+async fn write(b: &Broker, params: Value) -> Value {
+    call(b, "s", "files/write", params).await
+}
+
 #[tokio::test]
 async fn disk_full_write_fails_no_space_and_leaves_old_file_and_no_temporary() {
     let tmp = tempfile::tempdir().unwrap();
@@ -216,14 +142,7 @@ async fn disk_full_write_fails_no_space_and_leaves_old_file_and_no_temporary() {
     };
     // Declared after the mount, so dropped (closing its handles) before the unmount.
     let b = write_broker(&root);
-    let r = call(
-        &b,
-        "s",
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    )
-    .await;
-    assert_eq!(ok(&r)["granted"], true);
+    consent_write(&b, "s").await;
 
     let old = "o".repeat(64 << 10);
     std::fs::write(root.join("old.txt"), &old).unwrap();
@@ -238,70 +157,41 @@ async fn disk_full_write_fails_no_space_and_leaves_old_file_and_no_temporary() {
     let big = "n".repeat(256 << 10);
 
     // Replacing an existing file.
-    let r = call(
-        &b,
-        "s",
-        "files/write",
-        json!({"path": "project/old.txt", "content": big}),
-    )
-    .await;
+    let r = write(&b, json!({"path": "project/old.txt", "content": big})).await;
     assert!(is(&r, IO_NO_SPACE), "{r}");
     assert_eq!(std::fs::read_to_string(root.join("old.txt")).unwrap(), old);
-    no_temporaries(&root);
+    assert_no_temporaries(&root);
 
     // Creating a new one: nothing appears.
-    let r = call(
-        &b,
-        "s",
-        "files/write",
-        json!({"path": "project/new.txt", "content": big}),
-    )
-    .await;
+    let r = write(&b, json!({"path": "project/new.txt", "content": big})).await;
     assert!(is(&r, IO_NO_SPACE), "{r}");
     assert!(!root.join("new.txt").exists());
-    no_temporaries(&root);
+    assert_no_temporaries(&root);
 
     // A chunked upload that runs out of space part-way.
-    let r = call(
+    let r = write(
         &b,
-        "s",
-        "files/write",
         json!({"path": "project/old.txt", "content": "u".repeat(8 << 10), "final": false}),
     )
     .await;
     ok(&r);
-    let r = call(
+    let r = write(
         &b,
-        "s",
-        "files/write",
         json!({"path": "project/old.txt", "content": big, "offset": 8 << 10, "final": true}),
     )
     .await;
     assert!(is(&r, IO_NO_SPACE), "{r}");
     assert_eq!(std::fs::read_to_string(root.join("old.txt")).unwrap(), old);
     b.end_session("s");
-    no_temporaries(&root);
+    assert_no_temporaries(&root);
 
     // With the space back, the same write succeeds: the failure was the full disk.
     std::fs::remove_file(root.join("filler")).unwrap();
-    let r = call(
-        &b,
-        "s",
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    )
-    .await;
-    ok(&r);
-    let r = call(
-        &b,
-        "s",
-        "files/write",
-        json!({"path": "project/old.txt", "content": big}),
-    )
-    .await;
+    consent_write(&b, "s").await;
+    let r = write(&b, json!({"path": "project/old.txt", "content": big})).await;
     ok(&r);
     assert_eq!(std::fs::read_to_string(root.join("old.txt")).unwrap(), big);
-    no_temporaries(&root);
+    assert_no_temporaries(&root);
     drop(b);
 }
 
@@ -326,7 +216,7 @@ fn file_size_limit_write_fails_file_too_large_and_broker_keeps_answering() {
         w.stderr()
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), old);
-    no_temporaries(&f.root);
+    assert_no_temporaries(&f.root);
 
     // The process survived the signal the limit raises.
     let r = w.request("ping", json!({}));
@@ -354,7 +244,7 @@ fn file_size_limit_write_fails_file_too_large_and_broker_keeps_answering() {
     ok(&r);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), small);
     w.finish();
-    no_temporaries(&f.root);
+    assert_no_temporaries(&f.root);
     f.assert_canary_intact();
 }
 
@@ -426,19 +316,14 @@ fn write_into_read_only_directory_fails_os_denied_and_leaves_nothing_behind() {
     );
     w.finish();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
-    no_temporaries(&f.root);
+    assert_no_temporaries(&f.root);
     f.assert_canary_intact();
 }
 
 #[test]
 fn broker_killed_mid_upload_leaves_no_target_and_next_write_sweeps_its_temporary() {
     let f = Fixture::new();
-    let mut s = Sidecar::serve(&f.root, "auto", &["--writable"]);
-    let r = s.request(
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    );
-    assert_eq!(ok(&r)["granted"], true);
+    let mut s = Sidecar::serve_writable(&f.root);
     let chunk = "c".repeat(100_000);
     let r = s.request(
         "files/write",
@@ -475,18 +360,13 @@ fn broker_killed_mid_upload_leaves_no_target_and_next_write_sweeps_its_temporary
     // The killed broker could not clean up.
     assert_eq!(temporaries(&f.root), staged);
 
-    let mut next = Sidecar::serve(&f.root, "auto", &["--writable"]);
-    let r = next.request(
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    );
-    ok(&r);
+    let mut next = Sidecar::serve_writable(&f.root);
     let r = next.request(
         "files/write",
         json!({"path": "project/other.txt", "content": "after the crash"}),
     );
     ok(&r);
-    no_temporaries(&f.root);
+    assert_no_temporaries(&f.root);
     assert!(!f.root.join("upload.bin").exists());
     assert_eq!(
         std::fs::read_to_string(f.root.join("other.txt")).unwrap(),

@@ -6,29 +6,13 @@
 mod common;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use common::fs::*;
+use common::write::*;
 use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
-
-/// A broker over a writable root with write consent on the whole root for session `s`.
-async fn writable(f: &Fixture, extra: &str) -> Broker {
-    let b = f.broker_with("write", extra);
-    consent_write(&b).await;
-    b
-}
-
-async fn consent_write(b: &Broker) {
-    let r = call(
-        b,
-        "s",
-        "files/consent",
-        json!({"requestedPaths": ["project"], "access": "write"}),
-    )
-    .await;
-    assert_eq!(ok(&r)["access"], "write", "{r}");
-}
 
 async fn write(b: &Broker, params: Value) -> Value {
     call(b, "s", "files/write", params).await
@@ -43,47 +27,13 @@ async fn chunk(b: &Broker, path: &str, offset: usize, content: &str, last: bool)
     .await
 }
 
-/// Names of the broker's temporaries in `dir`.
-fn temps(dir: &Path) -> Vec<String> {
-    names(dir)
-        .into_iter()
-        .filter(|n| n.starts_with(".fsbroker-"))
-        .collect()
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn assert_no_temps(dir: &Path) {
-    assert_eq!(
-        temps(dir),
-        Vec::<String>::new(),
-        "temporary left in {dir:?}"
-    );
-}
-
 /// Asserts that `dir` holds exactly `expected` plus one hidden broker temporary.
 fn assert_staged(dir: &Path, expected: &[&str]) {
-    let t = temps(dir);
+    let t = temporaries(dir);
     assert_eq!(t.len(), 1, "expected one temporary: {:?}", names(dir));
     assert!(t[0].ends_with(".tmp"), "{t:?}");
     let rest: Vec<String> = names(dir).into_iter().filter(|n| *n != t[0]).collect();
     assert_eq!(rest, expected, "directory while staging");
-}
-
-fn assert_error(r: &Value, code: i64, data_code: &str, reason: &str) {
-    let (c, d, why) = err(r);
-    assert_eq!(
-        (c, d.as_str(), why.as_str()),
-        (code, data_code, reason),
-        "{r}"
-    );
 }
 
 fn assert_upload_offset(r: &Value) {
@@ -142,7 +92,7 @@ async fn an_upload_over_an_existing_file_keeps_the_old_content_until_commit() {
         std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
         "new-content"
     );
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -164,7 +114,7 @@ async fn binary_chunks_in_base64_commit_the_exact_bytes() {
         assert_eq!(ok(&r)["size"], offset);
     }
     assert_eq!(std::fs::read(f.root.join("bin.dat")).unwrap(), bytes);
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -175,11 +125,11 @@ async fn a_chunk_at_the_wrong_offset_is_upload_offset_and_ends_the_upload() {
     for wrong in [4, 6, 100] {
         ok(&chunk(&b, "project/up.txt", 0, "12345", false).await);
         assert_upload_offset(&chunk(&b, "project/up.txt", wrong, "x", false).await);
-        assert_no_temps(&f.root);
+        assert_no_temporaries(&f.root);
         // The upload ended with the failed chunk: the right offset no longer continues it.
         assert_upload_offset(&chunk(&b, "project/up.txt", 5, "6", true).await);
         assert!(!f.root.join("up.txt").exists());
-        assert_no_temps(&f.root);
+        assert_no_temporaries(&f.root);
     }
 }
 
@@ -199,7 +149,11 @@ async fn a_chunk_past_zero_without_a_started_upload_is_upload_offset() {
         std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
         "exists"
     );
-    assert_eq!(temps(&f.root).len(), 1, "only other.txt's upload is staged");
+    assert_eq!(
+        temporaries(&f.root).len(),
+        1,
+        "only other.txt's upload is staged"
+    );
 }
 
 #[tokio::test]
@@ -218,7 +172,7 @@ async fn a_chunk_at_offset_zero_restarts_and_discards_the_staged_bytes() {
         std::fs::read_to_string(f.root.join("up.txt")).unwrap(),
         "BBCC"
     );
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -232,7 +186,7 @@ async fn max_write_bytes_counts_the_sum_of_the_chunks() {
     assert_error(&r, -31007, "QUOTA_EXCEEDED", "");
     assert_eq!(r["error"]["data"]["limit"], 1000, "{r}");
     assert!(!f.root.join("big.txt").exists());
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
     // The failed chunk ended the upload.
     assert_upload_offset(&chunk(&b, "project/big.txt", 800, "z", true).await);
     assert!(!f.root.join("big.txt").exists());
@@ -250,7 +204,7 @@ async fn a_non_final_chunk_over_max_write_bytes_is_refused_at_once() {
     assert_error(&r, -31007, "QUOTA_EXCEEDED", "");
     assert_eq!(r["error"]["data"]["limit"], 1000, "{r}");
     assert!(!f.root.join("big.txt").exists());
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -262,7 +216,7 @@ async fn max_uploads_refuses_a_third_concurrent_upload() {
     let r = chunk(&b, "project/c.txt", 0, "c", false).await;
     assert_error(&r, -31007, "QUOTA_EXCEEDED", "");
     assert_eq!(r["error"]["data"]["limit"], 2, "{r}");
-    assert_eq!(temps(&f.root).len(), 2);
+    assert_eq!(temporaries(&f.root).len(), 2);
     // Restarting an open upload does not count as another one.
     ok(&chunk(&b, "project/a.txt", 0, "A", false).await);
     // A committed upload frees its place; one-shot writes never count.
@@ -281,13 +235,13 @@ async fn ending_the_session_removes_staged_uploads() {
     let b = writable(&f, "").await;
     ok(&chunk(&b, "project/a.txt", 0, "aaa", false).await);
     ok(&chunk(&b, "project/sub/b.txt", 0, "bbb", false).await);
-    assert_eq!(temps(&f.root).len(), 1);
-    assert_eq!(temps(&f.root.join("sub")).len(), 1);
+    assert_eq!(temporaries(&f.root).len(), 1);
+    assert_eq!(temporaries(&f.root.join("sub")).len(), 1);
     assert!(b.end_session("s"));
-    assert_no_temps(&f.root);
-    assert_no_temps(&f.root.join("sub"));
+    assert_no_temporaries(&f.root);
+    assert_no_temporaries(&f.root.join("sub"));
     // A new session does not continue the old upload.
-    consent_write(&b).await;
+    consent_write(&b, "s").await;
     assert_upload_offset(&chunk(&b, "project/a.txt", 3, "x", true).await);
     assert!(!f.root.join("a.txt").exists());
 }
@@ -297,10 +251,10 @@ async fn an_idle_upload_expires_and_its_temporary_is_removed() {
     let f = Fixture::new();
     let b = writable(&f, "[limits]\nupload_idle_secs = 1\n").await;
     ok(&chunk(&b, "project/a.txt", 0, "aaa", false).await);
-    assert_eq!(temps(&f.root).len(), 1);
+    assert_eq!(temporaries(&f.root).len(), 1);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_upload_offset(&chunk(&b, "project/a.txt", 3, "x", true).await);
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
     assert!(!f.root.join("a.txt").exists());
 }
 
@@ -311,7 +265,7 @@ async fn an_idle_upload_of_another_path_is_removed_by_the_next_write() {
     ok(&chunk(&b, "project/a.txt", 0, "aaa", false).await);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     ok(&chunk(&b, "project/b.txt", 0, "b", true).await);
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
     assert_upload_offset(&chunk(&b, "project/a.txt", 3, "x", true).await);
 }
 
@@ -322,7 +276,7 @@ async fn a_one_shot_write_discards_an_upload_staged_for_the_same_path() {
     ok(&chunk(&b, "project/a.txt", 0, "staged", false).await);
     let r = write(&b, json!({"path": "project/a.txt", "content": "direct"})).await;
     assert_eq!(ok(&r)["created"], true);
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
     assert_upload_offset(&chunk(&b, "project/a.txt", 6, "more", true).await);
     assert_eq!(
         std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
@@ -356,7 +310,7 @@ async fn if_match_is_checked_again_at_the_final_chunk() {
         std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
         "changed by someone else"
     );
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -371,7 +325,7 @@ async fn a_stale_if_match_fails_the_first_chunk() {
     )
     .await;
     assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "etag_mismatch");
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
     assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "v1");
 }
 
@@ -398,7 +352,7 @@ async fn create_exclusive_upload_fails_at_commit_when_the_file_appeared() {
         std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
         "theirs"
     );
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -410,7 +364,7 @@ async fn a_revoked_grant_fails_the_next_chunk_and_ends_the_upload() {
     let r = chunk(&b, "project/a.txt", 3, "bbb", true).await;
     assert_error(&r, -31002, "PERMISSION_DENIED", "revoked");
     assert!(!f.root.join("a.txt").exists());
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }
 
 #[tokio::test]
@@ -426,5 +380,5 @@ async fn a_chunk_with_bad_base64_fails_and_ends_the_upload() {
     .await;
     assert_eq!(err(&r).0, -32602, "{r}");
     assert!(!f.root.join("a.txt").exists());
-    assert_no_temps(&f.root);
+    assert_no_temporaries(&f.root);
 }

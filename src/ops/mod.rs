@@ -29,9 +29,10 @@ mod read;
 mod rename;
 mod roots_list;
 mod stat;
+mod watch;
 mod write;
 
-/// The methods this broker answers; watching answers `-32601` until built.
+/// The methods this broker answers.
 pub const METHODS: &[&str] = &[
     "ping",
     "roots/list",
@@ -43,6 +44,8 @@ pub const METHODS: &[&str] = &[
     "files/create",
     "files/delete",
     "files/rename",
+    "files/watch",
+    "files/unwatch",
 ];
 
 /// Methods that change what later requests see (grants, files). A transport that runs a
@@ -53,6 +56,8 @@ pub const ORDERED: &[&str] = &[
     "files/create",
     "files/delete",
     "files/rename",
+    "files/watch",
+    "files/unwatch",
 ];
 
 /// Whether `method` is one of [`ORDERED`].
@@ -78,6 +83,8 @@ pub(crate) async fn dispatch(
         "files/create" => create::run(ctx, session, params).await,
         "files/delete" => delete::run(ctx, session, params).await,
         "files/rename" => rename::run(ctx, session, params).await,
+        "files/watch" => watch::watch(ctx, session, params).await,
+        "files/unwatch" => watch::unwatch(ctx, session, params),
         other => {
             let shown: String = other.chars().take(64).collect();
             Err(Error::new(

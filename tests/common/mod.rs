@@ -6,6 +6,10 @@ use mcp_fsbroker::{Broker, Policy};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
+pub mod confinement;
+pub mod fs;
+pub mod write;
+
 /// A temporary tree: `<tmp>/project` (the root, mount `project`), `<tmp>/project2` (a sibling
 /// whose name extends the root's, a prefix-collision trap) and `<tmp>/outside` (a canary
 /// directory holding `secret.txt`). Nothing outside `project` may ever be read or changed.
@@ -139,4 +143,32 @@ pub fn err(resp: &Value) -> (i64, String, String) {
 /// The path to the built `fsbroker` binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fsbroker"))
+}
+
+/// Asserts that `r` is the error (code, data.code, data.reason).
+pub fn assert_error(r: &Value, code: i64, data_code: &str, reason: &str) {
+    let (c, d, why) = err(r);
+    assert_eq!(
+        (c, d.as_str(), why.as_str()),
+        (code, data_code, reason),
+        "{r}"
+    );
+}
+
+/// A broker over a read-only root (automatic consent) with consent granted on the whole root
+/// to server `s`.
+pub async fn consented(f: &Fixture) -> Broker {
+    let b = f.broker();
+    consent_all(&b, "s").await;
+    b
+}
+
+/// Like [`consented`], with a rate limit high enough for tests that send many requests.
+pub async fn consented_unthrottled(f: &Fixture) -> Broker {
+    let b = f.broker_with(
+        "read",
+        "[limits]\nrequests_per_second = 1000000\nburst = 1000000\n",
+    );
+    consent_all(&b, "s").await;
+    b
 }

@@ -45,17 +45,51 @@ impl Sidecar {
         Sidecar::spawn_with(args, None, env)
     }
 
+    /// `fsbroker serve --root ROOT --consent auto --server-id t --writable`, with write
+    /// consent on the whole `project` root granted.
+    pub fn serve_writable(root: &Path) -> Sidecar {
+        let mut s = Sidecar::serve(root, "auto", &["--writable"]);
+        let r = s.request(
+            "files/consent",
+            json!({"requestedPaths": ["project"], "access": "write"}),
+        );
+        assert_eq!(r["result"]["granted"], true, "consent refused: {r}");
+        assert_eq!(r["result"]["access"], "write", "{r}");
+        s
+    }
+
+    /// `WRAPPER... fsbroker ARGS...`: the binary started through a wrapper command (such as
+    /// `prlimit ...` or `setpriv ...`; none when `wrapper` is empty).
+    pub fn spawn_wrapped(wrapper: &[&str], args: &[OsString]) -> Sidecar {
+        let mut cmd = match wrapper {
+            [] => Command::new(crate::common::bin()),
+            [program, rest @ ..] => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest).arg(crate::common::bin());
+                cmd
+            }
+        };
+        cmd.args(args);
+        Sidecar::start(cmd)
+    }
+
     fn spawn_with(args: &[OsString], cwd: Option<&Path>, env: &[(&str, &str)]) -> Sidecar {
         let mut cmd = Command::new(crate::common::bin());
-        cmd.args(args)
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args(args).envs(env.iter().copied());
         if let Some(d) = cwd {
             cmd.current_dir(d);
         }
-        let mut child = cmd.spawn().expect("spawn fsbroker");
+        Sidecar::start(cmd)
+    }
+
+    /// Starts `cmd` with piped stdio, and threads that read its stdout lines and its stderr.
+    fn start(mut cmd: Command) -> Sidecar {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn fsbroker ({cmd:?}): {e}"));
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = channel();
         std::thread::spawn(move || {
@@ -125,7 +159,7 @@ impl Sidecar {
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = json!(self.next_id);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.send(&rpc(id.clone(), method, params));
         self.wait_id(&id)
     }
 
@@ -197,18 +231,7 @@ impl Sidecar {
 
     /// Waits for the process to exit within `wait`; kills it and fails the test otherwise.
     pub fn wait_exit(&mut self, wait: Duration) -> ExitStatus {
-        let deadline = Instant::now() + wait;
-        loop {
-            if let Some(s) = self.child.try_wait().expect("try_wait") {
-                return s;
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("fsbroker did not exit within {wait:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_child(&mut self.child, wait, "fsbroker")
     }
 
     /// Closes stdin, waits for exit, and returns the status with every stdout line not yet
@@ -249,6 +272,35 @@ impl Drop for Sidecar {
     }
 }
 
+/// Waits for `child` (named `what` in the failure) to exit within `wait`; kills it and fails
+/// the test otherwise.
+pub fn wait_child(child: &mut Child, wait: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + wait;
+    loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            return s;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {wait:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A JSON-RPC request object.
+pub fn rpc(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": params})
+}
+
+/// A JSON-RPC request as a line (with its newline), ready to write to the process.
+pub fn rpc_line(id: impl Into<Value>, method: &str, params: Value) -> Vec<u8> {
+    let mut v = serde_json::to_vec(&rpc(id, method, params)).unwrap();
+    v.push(b'\n');
+    v
+}
+
 /// Runs `fsbroker ARGS...` to completion with stdin closed, within [`WAIT`].
 pub fn run_bounded(args: &[OsString]) -> Output {
     let mut child = Command::new(crate::common::bin())
@@ -267,18 +319,7 @@ pub fn run_bounded(args: &[OsString]) -> Output {
     };
     let out = collect(Box::new(child.stdout.take().unwrap()));
     let err = collect(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + WAIT;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("fsbroker {args:?} did not exit within {WAIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_child(&mut child, WAIT, &format!("fsbroker {args:?}"));
     Output {
         status,
         stdout: out.join().unwrap(),
