@@ -2,20 +2,20 @@
 
 use crate::atomic::Sweeper;
 use crate::audit::{AuditLog, AuditRecord};
-use crate::consent::{ConsentProvider, Grant, provider_for};
+use crate::config::Config;
+use crate::consent::{ConsentProvider, Grant};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, Item, Message, Request, Response};
-use crate::limits::RateLimits;
 use crate::locks::LockTable;
 use crate::ops::{self, Ctx};
 use crate::path::{MountPath, RequestPath};
 use crate::policy::{Policy, PolicyError};
-use crate::root::{Root, RootSpec, Roots};
+use crate::root::Roots;
 use crate::session::Session;
 use crate::watch::{Delivery, WatchHub};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 use tokio::sync::mpsc;
 
@@ -61,55 +61,22 @@ impl BrokerBuilder {
 
     /// Opens the roots and builds the broker, with the stream of its outbound notifications.
     pub fn build(self) -> std::result::Result<(Broker, OutboundReceiver), PolicyError> {
-        let policy = self.policy;
         let err = |key: String, message: String| PolicyError {
             file: "<policy>".into(),
             line: None,
             key,
             message,
         };
-        let mut list = Vec::new();
-        for (i, r) in policy.roots.iter().enumerate() {
-            let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
-            let spec = RootSpec {
-                path: r.path.get_ref().clone(),
-                name: r.name.clone().unwrap_or_else(|| mount.to_string()),
-                mount,
-                access: r.access,
-                servers: r.servers.clone(),
-            };
-            let root = Root::open(spec).map_err(|e| {
-                err(
-                    format!("roots[{i}].path"),
-                    format!("cannot open root directory: {e}"),
-                )
-            })?;
-            if list.iter().any(|x: &Arc<Root>| x.mount() == root.mount()) {
-                return Err(err(
-                    format!("roots[{i}].mount"),
-                    format!("mount name {} is used by another root", root.mount()),
-                ));
-            }
-            list.push(Arc::new(root));
-        }
-        let roots = Roots::new(list);
         let audit = match self.audit {
             Some(a) => a,
-            None => AuditLog::open(&policy.audit)
+            None => AuditLog::open(&self.policy.audit)
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
         };
-        let consent = self.consent.unwrap_or_else(|| {
-            provider_for(
-                policy.consent.mode.as_ref(),
-                std::time::Duration::from_secs(policy.consent.timeout_secs.get()),
-            )
-        });
+        let config = Config::open(self.policy, self.consent.as_ref(), None)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Inner {
-            rate: RateLimits::new(&policy.limits),
-            roots,
-            policy,
-            consent,
+            config: RwLock::new(Arc::new(config)),
+            custom_consent: self.consent,
             audit,
             sessions: Mutex::new(HashMap::new()),
             locks: LockTable::default(),
@@ -127,10 +94,8 @@ impl BrokerBuilder {
 }
 
 pub(crate) struct Inner {
-    pub(crate) policy: Policy,
-    pub(crate) roots: Roots,
-    pub(crate) consent: Arc<dyn ConsentProvider>,
-    pub(crate) rate: RateLimits,
+    config: RwLock<Arc<Config>>,
+    pub(crate) custom_consent: Option<Arc<dyn ConsentProvider>>,
     audit: AuditLog,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     pub(crate) locks: LockTable,
@@ -140,6 +105,27 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Every live session.
+    pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
+        lock(&self.sessions).values().cloned().collect()
+    }
+
+    /// The configuration in force.
+    pub(crate) fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// Puts a new configuration in force.
+    pub(crate) fn set_config(&self, config: Arc<Config>) {
+        match self.config.write() {
+            Ok(mut g) => *g = config,
+            Err(p) => *p.into_inner() = config,
+        }
+    }
+
     /// Sends a notification to a session. With a slot semaphore, the notification needs a
     /// free slot and returns false when there is none; without, it is always sent (for the
     /// rare messages a server must not miss, such as the end of a watch).
@@ -246,13 +232,13 @@ pub const CHANGED: &str = "notifications/files/changed";
 /// ```
 #[derive(Clone)]
 pub struct Broker {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Broker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Broker")
-            .field("roots", &self.inner.roots)
+            .field("config", &self.inner.config())
             .finish_non_exhaustive()
     }
 }
@@ -272,20 +258,20 @@ impl Broker {
         json!({"roots": {"listChanged": true, "filesystemBrokering": true}})
     }
 
-    /// The roots.
-    pub fn roots(&self) -> &Roots {
-        &self.inner.roots
+    /// The roots in force.
+    pub fn roots(&self) -> Roots {
+        self.inner.config().roots.clone()
     }
 
     /// The policy in force.
-    pub fn policy(&self) -> &Policy {
-        &self.inner.policy
+    pub fn policy(&self) -> Policy {
+        self.inner.config().policy.clone()
     }
 
     /// Handles one line of bytes (without its newline) for `server_id`; returns the response
     /// line to send, if any.
     pub async fn handle_line(&self, server_id: &str, line: &[u8]) -> Option<Vec<u8>> {
-        let max = self.inner.policy.limits.max_line_bytes.get();
+        let max = self.inner.config().policy.limits.max_line_bytes.get();
         self.handle_decoded(server_id, jsonrpc::decode(line, max))
             .await
     }
@@ -354,7 +340,7 @@ impl Broker {
         let start = Instant::now();
         let ctx = Ctx::new(self.inner.clone(), server_id);
         let outcome = match self.session(server_id) {
-            Ok(session) => match self.inner.rate.check(server_id) {
+            Ok(session) => match ctx.config.rate.check(server_id) {
                 Ok(()) => ops::dispatch(&ctx, &session, &req.method, req.params).await,
                 Err(e) => Err(e),
             },
@@ -406,33 +392,15 @@ impl Broker {
         if sessions.len() >= MAX_SESSIONS {
             return Err(Error::new(ErrorKind::Internal, "too many sessions"));
         }
+        let config = self.inner.config();
         let session = Arc::new(Session::new(
             server_id,
-            self.standing_grants(server_id),
-            self.inner.policy.limits.max_in_flight.get(),
-            self.inner.policy.limits.watch_queue.get(),
+            standing_grants(&config, server_id),
+            config.policy.limits.max_in_flight.get(),
+            config.policy.limits.watch_queue.get(),
         ));
         sessions.insert(server_id.to_owned(), session.clone());
         Ok(session)
-    }
-
-    fn standing_grants(&self, server_id: &str) -> Vec<Grant> {
-        let mut out = Vec::new();
-        for g in &self.inner.policy.grants {
-            if !crate::policy::matches_server(&g.servers, server_id) {
-                continue;
-            }
-            let located = RequestPath::parse(g.path.get_ref())
-                .and_then(|p| self.inner.roots.locate(&p, server_id));
-            if let Ok((root, path)) = located {
-                out.push(Grant {
-                    path,
-                    access: g.access.min(root.access()),
-                    standing: true,
-                });
-            }
-        }
-        out
     }
 
     /// Ends the session of `server_id`: its consent grants and staged uploads are dropped at
@@ -448,7 +416,7 @@ impl Broker {
             }
         }
         let removed = removed.is_some();
-        self.inner.rate.prune();
+        self.inner.config().rate.prune();
         removed
     }
 
@@ -463,12 +431,13 @@ impl Broker {
             .cloned()
             .collect();
         let parsed = path.map(RequestPath::parse).transpose()?;
+        let config = self.inner.config();
         let mut removed = 0;
         for s in sessions {
             let target: Option<MountPath> = match &parsed {
                 None => None,
                 // A session that cannot see the path's root holds no grant under it.
-                Some(p) => match self.inner.roots.locate(p, s.server_id()) {
+                Some(p) => match config.roots.locate(p, s.server_id()) {
                     Ok((_, mount_path)) => Some(mount_path),
                     Err(_) => continue,
                 },
@@ -495,4 +464,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     }
+}
+
+/// The policy's standing grants for `server_id`.
+pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
+    let mut out = Vec::new();
+    for g in &config.policy.grants {
+        if !crate::policy::matches_server(&g.servers, server_id) {
+            continue;
+        }
+        let located =
+            RequestPath::parse(g.path.get_ref()).and_then(|p| config.roots.locate(&p, server_id));
+        if let Ok((root, path)) = located {
+            out.push(Grant {
+                path,
+                access: g.access.min(root.access()),
+                standing: true,
+            });
+        }
+    }
+    out
 }

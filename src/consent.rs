@@ -214,6 +214,15 @@ impl Grants {
         before - self.grants.len()
     }
 
+    /// Removes the standing grants, returning them (a reload puts the new ones in).
+    pub fn remove_standing(&mut self) -> Vec<Grant> {
+        let (standing, rest) = std::mem::take(&mut self.grants)
+            .into_iter()
+            .partition(|g| g.standing);
+        self.grants = rest;
+        standing
+    }
+
     /// How many more grants the session may hold.
     pub fn room(&self) -> usize {
         MAX_GRANTS.saturating_sub(self.grants.len())

@@ -16,7 +16,8 @@
 //! - [`path`]: the request-path grammar; the only string-to-path parser.
 //! - [`root`]: roots, their cap-std directory handles, and the symlink-aware resolver; the
 //!   only ambient authority.
-//! - [`policy`]: policy file types, loading and validation.
+//! - [`policy`]: policy file types, loading and validation; [`config`]: the policy in force,
+//!   opened, swapped whole by a reload ([`reload`]).
 //! - [`consent`]: grants per session, the [`consent::ConsentProvider`] trait and providers.
 //! - [`limits`]: rate limits (governor) and operation deadlines.
 //! - [`audit`]: the JSON-lines audit log.
@@ -41,6 +42,7 @@ pub mod atomic;
 pub mod audit;
 pub mod broker;
 pub mod cli;
+pub mod config;
 pub mod consent;
 pub mod error;
 pub mod framing;
@@ -51,6 +53,7 @@ pub mod locks;
 mod ops;
 pub mod path;
 pub mod policy;
+pub mod reload;
 pub mod root;
 pub mod serve;
 pub mod session;

@@ -11,6 +11,7 @@ fn main() -> ExitCode {
     // Logs go to stderr: stdout carries only protocol messages.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             EnvFilter::try_from_env("FSBROKER_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
@@ -60,7 +61,13 @@ fn main() -> ExitCode {
                         return ExitCode::from(2);
                     }
                 };
-                tokio::spawn(ignore_hangup());
+                let reload_args = args.clone();
+                tokio::spawn(mcp_fsbroker::reload::watch_policy(
+                    broker.clone(),
+                    move || reload_args.build_policy(true),
+                    args.policy.clone(),
+                    std::time::Duration::from_secs(1),
+                ));
                 for r in broker.roots().iter() {
                     tracing::info!(mount = %r.mount(), access = r.access().as_str(), "serving root");
                 }
@@ -90,17 +97,6 @@ fn main() -> ExitCode {
             eprintln!("fsbroker: proxy is not available in this build yet");
             ExitCode::from(2)
         }
-    }
-}
-
-/// Logs SIGHUP instead of dying of it: the sidecar does not reload its policy yet.
-async fn ignore_hangup() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut hup) = signal(SignalKind::hangup()) else {
-        return;
-    };
-    while hup.recv().await.is_some() {
-        tracing::warn!("SIGHUP received; policy reload is not supported yet, ignoring");
     }
 }
 

@@ -101,7 +101,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
 
     let mut approved: Vec<(Candidate, Access)> = Vec::new();
     let mut ask: Vec<Candidate> = Vec::new();
-    let rules = &ctx.inner.policy.consent.rules;
+    let rules = &ctx.config.policy.consent.rules;
     for c in candidates {
         // A deny rule on either the requested or the real path wins; otherwise the first rule
         // covering the real path decides.
@@ -132,8 +132,8 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             paths: ask.iter().map(|c| c.real.clone()).collect(),
             access: overall,
         };
-        let wait = Duration::from_secs(ctx.inner.policy.consent.timeout_secs.get());
-        let decision = tokio::time::timeout(wait, ctx.inner.consent.decide(&request))
+        let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
+        let decision = tokio::time::timeout(wait, ctx.config.consent.decide(&request))
             .await
             .unwrap_or_else(|_| {
                 tracing::warn!(server = session.server_id(), "consent timed out; denying");

@@ -99,6 +99,8 @@ pub(crate) async fn dispatch(
 /// line will say.
 pub(crate) struct Ctx {
     inner: Arc<Inner>,
+    /// The configuration this request works with, start to end.
+    pub(crate) config: Arc<crate::config::Config>,
     server_id: String,
     audit: Mutex<(Option<String>, u64)>,
 }
@@ -106,6 +108,7 @@ pub(crate) struct Ctx {
 impl Ctx {
     pub(crate) fn new(inner: Arc<Inner>, server_id: &str) -> Self {
         Ctx {
+            config: inner.config(),
             inner,
             server_id: server_id.to_owned(),
             audit: Mutex::new((None, 0)),
@@ -129,13 +132,13 @@ impl Ctx {
     }
 
     fn limits(&self) -> &Limits {
-        &self.inner.policy.limits
+        &self.config.policy.limits
     }
 
     /// Parses a request path and finds its root among those this server sees.
     fn locate(&self, raw: &str) -> Result<(Arc<Root>, MountPath)> {
         let parsed = RequestPath::parse(raw)?;
-        let (root, path) = self.inner.roots.locate(&parsed, &self.server_id)?;
+        let (root, path) = self.config.roots.locate(&parsed, &self.server_id)?;
         self.note(Some(&path), 0);
         Ok((root, path))
     }

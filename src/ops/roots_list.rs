@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 pub(super) fn run(ctx: &Ctx, session: &Session, _params: Value) -> Result<Value> {
     let roots: Vec<Value> = ctx
-        .inner
+        .config
         .roots
         .iter()
         .filter(|r| r.visible_to(session.server_id()))

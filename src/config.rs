@@ -1,0 +1,88 @@
+//! The configuration in force: the policy, its opened roots, the rate limiter and the consent
+//! provider. A reload builds a new [`Config`] and swaps it in whole; each request works on the
+//! snapshot it started with.
+
+use crate::consent::{ConsentProvider, provider_for};
+use crate::limits::RateLimits;
+use crate::policy::{Policy, PolicyError};
+use crate::root::{Root, RootSpec, Roots};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One consistent configuration.
+pub struct Config {
+    /// The policy.
+    pub policy: Policy,
+    /// Its roots, opened.
+    pub roots: Roots,
+    /// The rate limiter (kept across reloads that leave the limits alone).
+    pub rate: Arc<RateLimits>,
+    /// Who decides consent requests no rule decides.
+    pub consent: Arc<dyn ConsentProvider>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("roots", &self.roots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Opens `policy`'s roots. `custom` is an embedder's consent provider, which replaces the
+    /// policy's mode; `previous` lends its rate limiter when the limits did not change.
+    pub fn open(
+        policy: Policy,
+        custom: Option<&Arc<dyn ConsentProvider>>,
+        previous: Option<&Config>,
+    ) -> Result<Config, PolicyError> {
+        let err = |key: String, message: String| PolicyError {
+            file: "<policy>".into(),
+            line: None,
+            key,
+            message,
+        };
+        let mut list: Vec<Arc<Root>> = Vec::new();
+        for (i, r) in policy.roots.iter().enumerate() {
+            let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
+            let spec = RootSpec {
+                path: r.path.get_ref().clone(),
+                name: r.name.clone().unwrap_or_else(|| mount.to_string()),
+                mount,
+                access: r.access,
+                servers: r.servers.clone(),
+            };
+            let root = Root::open(spec).map_err(|e| {
+                err(
+                    format!("roots[{i}].path"),
+                    format!("cannot open root directory: {e}"),
+                )
+            })?;
+            if list.iter().any(|x| x.mount() == root.mount()) {
+                return Err(err(
+                    format!("roots[{i}].mount"),
+                    format!("mount name {} is used by another root", root.mount()),
+                ));
+            }
+            list.push(Arc::new(root));
+        }
+        let rate = match previous {
+            Some(p) if p.policy.limits == policy.limits => p.rate.clone(),
+            _ => Arc::new(RateLimits::new(&policy.limits)),
+        };
+        let consent = match custom {
+            Some(c) => c.clone(),
+            None => provider_for(
+                policy.consent.mode.as_ref(),
+                Duration::from_secs(policy.consent.timeout_secs.get()),
+            ),
+        };
+        Ok(Config {
+            roots: Roots::new(list),
+            policy,
+            rate,
+            consent,
+        })
+    }
+}

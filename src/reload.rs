@@ -1,0 +1,172 @@
+//! Live policy: [`Broker::reload`] puts a new policy in force, and [`watch_policy`] makes the
+//! sidecar reload on SIGHUP and when the policy file changes. A policy that does not load is
+//! refused with a log line, and the old one stays in force.
+
+use crate::broker::{Broker, standing_grants};
+use crate::config::Config;
+use crate::path::{MountPath, RelPath};
+use crate::policy::{Policy, PolicyError};
+use crate::root::Access;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a reload changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Mounts that are new or whose directory, access or servers changed.
+    pub roots_changed: Vec<String>,
+    /// Mounts that are gone.
+    pub roots_removed: Vec<String>,
+    /// Sessions sent `notifications/roots/list_changed`.
+    pub sessions_told: Vec<String>,
+    /// Watches ended because their root went away or their grant was revoked.
+    pub watches_ended: usize,
+}
+
+/// A root as a session sees it, for telling what changed.
+fn seen(config: &Config, server_id: &str) -> Vec<(String, String, String, Access)> {
+    config
+        .roots
+        .iter()
+        .filter(|r| r.visible_to(server_id))
+        .map(|r| {
+            (
+                r.mount().to_string(),
+                r.uri(),
+                r.display_name().to_owned(),
+                r.access(),
+            )
+        })
+        .collect()
+}
+
+impl Broker {
+    /// Puts `policy` in force: roots are opened anew, each session whose visible roots changed
+    /// is sent `notifications/roots/list_changed`, standing grants are replaced (a removed one is
+    /// revoked), grants under a root a session no longer sees are revoked, and watches whose
+    /// root is gone or whose grant was revoked end (their server is told). On error nothing
+    /// changes.
+    pub fn reload(&self, policy: Policy) -> Result<ReloadReport, PolicyError> {
+        let inner = &self.inner;
+        let old = inner.config();
+        let new = Arc::new(Config::open(
+            policy,
+            inner.custom_consent.as_ref(),
+            Some(&old),
+        )?);
+        inner.set_config(new.clone());
+        let mut report = ReloadReport::default();
+        let all_old = seen(&old, "*");
+        let all_new = seen(&new, "*");
+        for r in &all_new {
+            if !all_old.contains(r) {
+                report.roots_changed.push(r.0.clone());
+            }
+        }
+        for r in &all_old {
+            if !all_new.iter().any(|n| n.0 == r.0) {
+                report.roots_removed.push(r.0.clone());
+            }
+        }
+        for session in inner.sessions() {
+            let sid = session.server_id().to_owned();
+            let before = seen(&old, &sid);
+            let after = seen(&new, &sid);
+            if before != after {
+                inner.notify(&sid, "notifications/roots/list_changed", None, None);
+                report.sessions_told.push(sid.clone());
+            }
+            {
+                let mut grants = session.grants();
+                let old_standing = grants.remove_standing();
+                let fresh = standing_grants(&new, &sid);
+                for g in &old_standing {
+                    if !fresh
+                        .iter()
+                        .any(|f| f.path == g.path && f.access >= g.access)
+                    {
+                        grants.revoke(Some(&g.path));
+                    }
+                }
+                for g in fresh {
+                    grants.add(g);
+                }
+                for (mount, ..) in before.iter().filter(|b| !after.iter().any(|a| a.0 == b.0)) {
+                    if let Ok(m) = crate::path::MountName::new(mount) {
+                        grants.revoke(Some(&MountPath {
+                            mount: m,
+                            rel: RelPath::root(),
+                        }));
+                    }
+                }
+            }
+            for w in inner.hub.of_session(&session) {
+                let same_root = new.roots.iter().any(|r| {
+                    r.visible_to(&sid)
+                        && r.mount() == w.root.mount()
+                        && r.host_path_of(&RelPath::root()) == w.root.host_path_of(&RelPath::root())
+                });
+                let reason = if !same_root {
+                    Some("root_removed")
+                } else if session.grants().check(&w.path, Access::Read).is_err() {
+                    Some("revoked")
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    inner.end_watch(&w.id, reason);
+                    report.watches_ended += 1;
+                }
+            }
+        }
+        tracing::info!(
+            changed = ?report.roots_changed,
+            removed = ?report.roots_removed,
+            told = report.sessions_told.len(),
+            watches_ended = report.watches_ended,
+            "policy reloaded"
+        );
+        Ok(report)
+    }
+}
+
+/// A file's identity and version, to notice that it changed (or was replaced).
+fn stamp(path: &std::path::Path) -> Option<(u64, u64, std::time::SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.len(), m.modified().ok()?))
+}
+
+/// Reloads the policy built by `build` on SIGHUP, and when `file` changes (checked every
+/// `poll`). Runs until the task is dropped.
+pub async fn watch_policy<F>(broker: Broker, build: F, file: Option<PathBuf>, poll: Duration)
+where
+    F: Fn() -> Result<Policy, PolicyError>,
+{
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hup = signal(SignalKind::hangup()).ok();
+    let mut last = file.as_deref().and_then(stamp);
+    let mut tick = tokio::time::interval(poll);
+    loop {
+        let why = tokio::select! {
+            Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
+            _ = tick.tick() => {
+                let now = file.as_deref().and_then(stamp);
+                if now == last || now.is_none() {
+                    continue;
+                }
+                last = now;
+                "the policy file changed"
+            }
+        };
+        match build().and_then(|p| broker.reload(p)) {
+            Ok(_) => tracing::info!(trigger = why, "policy reloaded"),
+            Err(e) => tracing::error!(
+                trigger = why,
+                error = %e,
+                "policy reload refused; the old policy stays in force"
+            ),
+        }
+    }
+}
