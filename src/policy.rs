@@ -609,6 +609,14 @@ struct AuditSection<'a> {
     audit: &'a AuditConfig,
 }
 
+/// A policy file's identity and version (inode, size, modification time), to notice that it
+/// changed or was replaced.
+pub fn file_stamp(path: &Path) -> Option<(u64, u64, std::time::SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.len(), m.modified().ok()?))
+}
+
 /// Whether `server_id` is named by a list of ids where `*` means every server.
 pub fn matches_server(list: &[String], server_id: &str) -> bool {
     list.iter().any(|s| s == "*" || s == server_id)

@@ -131,13 +131,6 @@ impl Broker {
     }
 }
 
-/// A file's identity and version, to notice that it changed (or was replaced).
-fn stamp(path: &std::path::Path) -> Option<(u64, u64, std::time::SystemTime)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.ino(), m.len(), m.modified().ok()?))
-}
-
 /// Reloads the policy built by `build` on SIGHUP, and when `file` changes (checked every
 /// `poll`). Runs until the task is dropped.
 pub async fn watch_policy<F>(broker: Broker, build: F, file: Option<PathBuf>, poll: Duration)
@@ -146,13 +139,13 @@ where
 {
     use tokio::signal::unix::{SignalKind, signal};
     let mut hup = signal(SignalKind::hangup()).ok();
-    let mut last = file.as_deref().and_then(stamp);
+    let mut last = file.as_deref().and_then(crate::policy::file_stamp);
     let mut tick = tokio::time::interval(poll);
     loop {
         let why = tokio::select! {
             Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
             _ = tick.tick() => {
-                let now = file.as_deref().and_then(stamp);
+                let now = file.as_deref().and_then(crate::policy::file_stamp);
                 if now == last || now.is_none() {
                     continue;
                 }

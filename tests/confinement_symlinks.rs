@@ -34,6 +34,14 @@ async fn refused_everywhere(f: &Fixture, b: &Broker, path: &str, want: Triple) {
     assert_refused(f, &list(b, path).await, want);
 }
 
+/// Reads and stats each of `paths`, asserting `want` from each.
+async fn read_and_stat_refused(f: &Fixture, b: &Broker, paths: &[&str], want: Triple) {
+    for p in paths {
+        assert_refused(f, &read(b, p).await, want);
+        assert_refused(f, &stat(b, p).await, want);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Symlinks leading outside
 // ---------------------------------------------------------------------------------------------
@@ -86,10 +94,8 @@ async fn read_symlink_in_middle_of_path_is_outside_root() {
     f.symlink("../outside", "lnk");
     f.symlink(&f.outside, "a/b/abs");
     let b = consented(&f).await;
-    for p in ["project/lnk/secret.txt", "project/a/b/abs/secret.txt"] {
-        assert_refused(&f, &read(&b, p).await, OUTSIDE_ROOT);
-        assert_refused(&f, &stat(&b, p).await, OUTSIDE_ROOT);
-    }
+    let paths = ["project/lnk/secret.txt", "project/a/b/abs/secret.txt"];
+    read_and_stat_refused(&f, &b, &paths, OUTSIDE_ROOT).await;
 }
 
 /// Observed and required: `..` is applied lexically to the request before any resolution, so
@@ -147,10 +153,8 @@ async fn read_dangling_symlink_inside_root_is_file_not_found() {
     f.symlink("missing.txt", "dangle");
     f.symlink("sub/missing/deeper.txt", "dangle_deep");
     let b = consented(&f).await;
-    for p in ["project/dangle", "project/dangle_deep"] {
-        assert_refused(&f, &read(&b, p).await, NOT_FOUND);
-        assert_refused(&f, &stat(&b, p).await, NOT_FOUND);
-    }
+    let paths = ["project/dangle", "project/dangle_deep"];
+    read_and_stat_refused(&f, &b, &paths, NOT_FOUND).await;
 }
 
 #[tokio::test]

@@ -225,14 +225,8 @@ async fn write_through_a_dangling_symlink_inside_creates_its_target_inside() {
         )
         .await;
     ok(&r);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("made.txt")).unwrap(),
-        "one"
-    );
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("d/made-abs.txt")).unwrap(),
-        "two"
-    );
+    assert_eq!(f.text_of("made.txt"), "one");
+    assert_eq!(f.text_of("d/made-abs.txt"), "two");
     for link in ["dang-in", "dang-in-abs"] {
         assert!(
             std::fs::symlink_metadata(f.root.join(link))
@@ -384,10 +378,7 @@ async fn rename_to_outside_or_into_the_sibling_is_outside_root() {
             }
         }
     }
-    assert_eq!(
-        std::fs::read_to_string(s.f.root.join("d/inner.txt")).unwrap(),
-        "inner"
-    );
+    assert_eq!(s.f.text_of("d/inner.txt"), "inner");
 }
 
 #[tokio::test]
@@ -483,10 +474,7 @@ async fn a_link_cannot_carry_a_write_grant_to_an_ungranted_directory() {
         let r = call(&b, "s", method, params).await;
         assert_error(&r, -31002, "PERMISSION_DENIED", "no_consent");
     }
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("priv/p.txt")).unwrap(),
-        "private"
-    );
+    assert_eq!(f.text_of("priv/p.txt"), "private");
     assert_eq!(std::fs::read_dir(f.root.join("priv")).unwrap().count(), 1);
     assert_eq!(std::fs::read_dir(f.root.join("pub")).unwrap().count(), 2);
 }

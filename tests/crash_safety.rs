@@ -203,10 +203,7 @@ fn assert_next_write_sweeps(f: &Fixture, dead_pid: u32) {
         json!({"path": "project/after.txt", "content": "after the crashes"}),
     );
     ok(&r);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("after.txt")).unwrap(),
-        "after the crashes"
-    );
+    assert_eq!(f.text_of("after.txt"), "after the crashes");
     let after = temporaries(&f.root);
     assert_eq!(
         after,

@@ -70,14 +70,8 @@ async fn create_is_exclusive_for_files_directories_and_symlinks() {
             assert_eq!(r["error"]["data"]["path"], format!("project/{name}"));
         }
     }
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("file.txt")).unwrap(),
-        "content"
-    );
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("dir/inner.txt")).unwrap(),
-        "inner"
-    );
+    assert_eq!(f.text_of("file.txt"), "content");
+    assert_eq!(f.text_of("dir/inner.txt"), "inner");
     for (link, target) in [
         ("link", "file.txt"),
         ("dangling", "missing-target"),
@@ -160,7 +154,7 @@ async fn create_with_parents_through_a_file_is_not_a_directory() {
     )
     .await;
     assert_error(&r, -31009, "NOT_A_DIRECTORY", "");
-    assert_eq!(std::fs::read_to_string(f.root.join("plain")).unwrap(), "x");
+    assert_eq!(f.text_of("plain"), "x");
 }
 
 #[tokio::test]
@@ -260,14 +254,8 @@ async fn delete_of_a_non_empty_directory_without_recursive_is_directory_not_empt
             assert_error(&r, -31011, "DIRECTORY_NOT_EMPTY", "");
         }
     }
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("full/a.txt")).unwrap(),
-        "a"
-    );
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("hidden/.only")).unwrap(),
-        "h"
-    );
+    assert_eq!(f.text_of("full/a.txt"), "a");
+    assert_eq!(f.text_of("hidden/.only"), "h");
 }
 
 #[tokio::test]
@@ -288,14 +276,8 @@ async fn recursive_delete_removes_a_tree_without_following_its_symlinks() {
     let r = delete(&b, json!({"path": "project/tree", "recursive": true})).await;
     assert_eq!(ok(&r), &json!({"path": "project/tree"}));
     assert!(!present(&f.root.join("tree")));
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("keep/file.txt")).unwrap(),
-        "kept"
-    );
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("keep/dir/deep.txt")).unwrap(),
-        "deep"
-    );
+    assert_eq!(f.text_of("keep/file.txt"), "kept");
+    assert_eq!(f.text_of("keep/dir/deep.txt"), "deep");
 }
 
 #[tokio::test]
@@ -326,11 +308,8 @@ async fn deleting_a_symlink_removes_the_link_and_keeps_its_target() {
         assert_eq!(ok(&r), &json!({"path": format!("project/{link}")}));
         assert!(!present(&f.root.join(link)), "{link} still there");
     }
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("target.txt")).unwrap(),
-        "inside"
-    );
-    assert_eq!(std::fs::read_to_string(f.root.join("tdir/x")).unwrap(), "x");
+    assert_eq!(f.text_of("target.txt"), "inside");
+    assert_eq!(f.text_of("tdir/x"), "x");
     f.assert_canary_intact();
 }
 
@@ -381,7 +360,7 @@ async fn delete_of_the_root_is_root_itself_by_mount_name_and_absolute_path() {
             assert_error(&r, -31003, "INVALID_PATH", "root_itself");
         }
     }
-    assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "a");
+    assert_eq!(f.text_of("a.txt"), "a");
 }
 
 #[tokio::test]

@@ -8,6 +8,24 @@ async fn list(b: &Broker, params: Value) -> Value {
     call(b, "s", "files/list", params).await
 }
 
+/// A recursive listing of `path` down to `depth`.
+async fn list_depth(b: &Broker, path: &str, depth: u64) -> Value {
+    list(
+        b,
+        json!({"path": path, "recursive": true, "maxDepth": depth}),
+    )
+    .await
+}
+
+/// A recursive listing of the whole root, hidden entries included.
+async fn list_everything(b: &Broker) -> Value {
+    list(
+        b,
+        json!({"path": "project", "recursive": true, "includeHidden": true}),
+    )
+    .await
+}
+
 /// The `path` of every entry of a successful listing.
 fn paths(r: &Value) -> Vec<String> {
     ok(r)["entries"]
@@ -92,11 +110,7 @@ async fn recursion_enters_hidden_directories_only_with_include_hidden() {
     let b = consented(&f).await;
     let r = list(&b, json!({"path": "project", "recursive": true})).await;
     assert_eq!(paths(&r), ["project/src", "project/src/main.rs"]);
-    let r = list(
-        &b,
-        json!({"path": "project", "recursive": true, "includeHidden": true}),
-    )
-    .await;
+    let r = list_everything(&b).await;
     assert_eq!(
         paths(&r),
         [
@@ -141,23 +155,11 @@ async fn max_depth_limits_recursion() {
     f.file("a/b/c/d.txt", "d");
     f.file("top.txt", "t");
     let b = consented(&f).await;
-    let r = list(
-        &b,
-        json!({"path": "project", "recursive": true, "maxDepth": 1}),
-    )
-    .await;
+    let r = list_depth(&b, "project", 1).await;
     assert_eq!(paths(&r), ["project/a", "project/top.txt"]);
-    let r = list(
-        &b,
-        json!({"path": "project", "recursive": true, "maxDepth": 2}),
-    )
-    .await;
+    let r = list_depth(&b, "project", 2).await;
     assert_eq!(paths(&r), ["project/a", "project/a/b", "project/top.txt"]);
-    let r = list(
-        &b,
-        json!({"path": "project/a", "recursive": true, "maxDepth": 2}),
-    )
-    .await;
+    let r = list_depth(&b, "project/a", 2).await;
     assert_eq!(paths(&r), ["project/a/b", "project/a/b/c"]);
 }
 
@@ -168,11 +170,7 @@ async fn symlinked_directories_are_listed_as_symlinks_and_not_entered() {
     f.symlink("real", "link");
     f.symlink(&f.outside, "escape");
     let b = consented(&f).await;
-    let r = list(
-        &b,
-        json!({"path": "project", "recursive": true, "includeHidden": true}),
-    )
-    .await;
+    let r = list_everything(&b).await;
     assert_eq!(
         paths(&r),
         [
@@ -290,11 +288,7 @@ async fn limit_zero_is_invalid_params_and_above_the_maximum_is_quota_exceeded() 
 async fn max_depth_zero_is_invalid_params() {
     let f = Fixture::new();
     let b = consented(&f).await;
-    let r = list(
-        &b,
-        json!({"path": "project", "recursive": true, "maxDepth": 0}),
-    )
-    .await;
+    let r = list_depth(&b, "project", 0).await;
     assert_eq!(err(&r).0, -32602);
 }
 

@@ -56,10 +56,7 @@ fn a_pipelined_consent_upload_and_read_produce_the_whole_content() {
     let res = ok(&r);
     assert_eq!(res["size"], whole.len());
     assert_eq!(res["content"].as_str().unwrap(), whole);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("up.txt")).unwrap(),
-        whole
-    );
+    assert_eq!(f.text_of("up.txt"), whole);
     let (status, rest) = s.finish();
     assert!(status.success(), "{}", s.stderr());
     assert!(rest.is_empty());
@@ -86,10 +83,7 @@ fn write_succeeds_and_create_exclusive_on_an_existing_file_is_already_exists() {
         json!({"path": "project/a.txt", "content": "again", "create": true, "overwrite": false}),
     );
     assert_error(&r, -31008, "ALREADY_EXISTS", "");
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "hello"
-    );
+    assert_eq!(f.text_of("a.txt"), "hello");
 }
 
 #[test]
@@ -155,10 +149,7 @@ fn rename_succeeds_and_a_move_into_itself_is_into_itself() {
         ok(&r),
         &json!({"oldPath": "project/d", "newPath": "project/e"})
     );
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("e/x.txt")).unwrap(),
-        "x"
-    );
+    assert_eq!(f.text_of("e/x.txt"), "x");
 }
 
 #[test]
@@ -200,7 +191,7 @@ fn without_writable_the_root_is_read_only_for_every_write_method() {
         let r = s.request(method, params);
         assert_error(&r, -31002, "PERMISSION_DENIED", "read_only");
     }
-    assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "a");
+    assert_eq!(f.text_of("a.txt"), "a");
     assert_eq!(names(&f.root), ["a.txt", "d"]);
 }
 

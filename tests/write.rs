@@ -24,6 +24,15 @@ async fn stat_etag(b: &Broker, path: &str) -> String {
     ok(&r)["etag"].as_str().expect("etag").to_owned()
 }
 
+/// A write of `content` to `path` on condition that the file's etag is `tag`.
+async fn write_if_match(b: &Broker, path: &str, content: &str, tag: impl Into<Value>) -> Value {
+    write(
+        b,
+        json!({"path": path, "content": content, "ifMatch": tag.into()}),
+    )
+    .await
+}
+
 /// Asserts the error triple of `r`, and that no temporary is left in `dir`.
 fn assert_failed(r: &Value, code: i64, data_code: &str, reason: &str, dir: &Path) {
     assert_error(r, code, data_code, reason);
@@ -59,10 +68,7 @@ async fn write_overwrites_an_existing_file_with_created_false_and_a_new_etag() {
     let res = ok(&r);
     assert_eq!(res["created"], false);
     assert_eq!(res["size"], 3);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "new"
-    );
+    assert_eq!(f.text_of("a.txt"), "new");
     let after = stat_etag(&b, "project/a.txt").await;
     assert_eq!(res["etag"], after.as_str());
     assert_ne!(before, after);
@@ -136,7 +142,7 @@ async fn utf8_content_is_written_as_its_bytes_and_size_counts_bytes() {
     )
     .await;
     assert_eq!(ok(&r)["size"], text.len());
-    assert_eq!(std::fs::read_to_string(f.root.join("u.txt")).unwrap(), text);
+    assert_eq!(f.text_of("u.txt"), text);
 }
 
 #[tokio::test]
@@ -170,10 +176,7 @@ async fn invalid_base64_or_bad_params_are_invalid_params_and_write_nothing() {
         let r = write(&b, params.clone()).await;
         assert_eq!(err(&r).0, -32602, "{params}: {r}");
         assert!(!f.root.join("x.bin").exists());
-        assert_eq!(
-            std::fs::read_to_string(f.root.join("keep.txt")).unwrap(),
-            "kept"
-        );
+        assert_eq!(f.text_of("keep.txt"), "kept");
         assert_no_temporaries(&f.root);
     }
 }
@@ -184,22 +187,14 @@ async fn if_match_with_the_current_etag_succeeds() {
     f.file("a.txt", "v1");
     let b = writable(&f, "").await;
     let etag = stat_etag(&b, "project/a.txt").await;
-    let r = write(
-        &b,
-        json!({"path": "project/a.txt", "content": "v2", "ifMatch": etag}),
-    )
-    .await;
+    let r = write_if_match(&b, "project/a.txt", "v2", etag).await;
     assert_eq!(ok(&r)["created"], false);
-    assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "v2");
+    assert_eq!(f.text_of("a.txt"), "v2");
     // The etag a write returns is good for the next conditional write.
     let next = ok(&r)["etag"].clone();
-    let r = write(
-        &b,
-        json!({"path": "project/a.txt", "content": "v3", "ifMatch": next}),
-    )
-    .await;
+    let r = write_if_match(&b, "project/a.txt", "v3", next).await;
     ok(&r);
-    assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "v3");
+    assert_eq!(f.text_of("a.txt"), "v3");
 }
 
 #[tokio::test]
@@ -210,16 +205,9 @@ async fn if_match_with_a_stale_etag_is_etag_mismatch_and_keeps_the_old_content()
     let stale = stat_etag(&b, "project/a.txt").await;
     ok(&write(&b, json!({"path": "project/a.txt", "content": "second"})).await);
     for tag in [stale.as_str(), "\"0000000000000000\"", ""] {
-        let r = write(
-            &b,
-            json!({"path": "project/a.txt", "content": "lost", "ifMatch": tag}),
-        )
-        .await;
+        let r = write_if_match(&b, "project/a.txt", "lost", tag).await;
         assert_failed(&r, -31006, "CONCURRENCY_CONFLICT", "etag_mismatch", &f.root);
-        assert_eq!(
-            std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-            "second"
-        );
+        assert_eq!(f.text_of("a.txt"), "second");
     }
 }
 
@@ -229,11 +217,7 @@ async fn if_match_on_a_missing_file_is_etag_mismatch_and_creates_nothing() {
     f.file("a.txt", "v1");
     let b = writable(&f, "").await;
     let etag = stat_etag(&b, "project/a.txt").await;
-    let r = write(
-        &b,
-        json!({"path": "project/missing.txt", "content": "x", "ifMatch": etag}),
-    )
-    .await;
+    let r = write_if_match(&b, "project/missing.txt", "x", etag).await;
     assert_failed(&r, -31006, "CONCURRENCY_CONFLICT", "etag_mismatch", &f.root);
     assert!(!f.root.join("missing.txt").exists());
 }
@@ -298,10 +282,7 @@ async fn writing_a_directory_or_the_root_is_is_a_directory() {
         assert_failed(&r, -31010, "IS_A_DIRECTORY", "", &f.root);
     }
     assert!(f.root.join("dir").is_dir());
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("dir/inner.txt")).unwrap(),
-        "inner"
-    );
+    assert_eq!(f.text_of("dir/inner.txt"), "inner");
     assert_no_temporaries(&f.root.join("dir"));
 }
 
@@ -349,10 +330,7 @@ async fn a_read_only_root_refuses_writes_with_read_only() {
         let r = write(&b, json!({"path": path, "content": "x"})).await;
         assert_failed(&r, -31002, "PERMISSION_DENIED", "read_only", &f.root);
     }
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "old"
-    );
+    assert_eq!(f.text_of("a.txt"), "old");
     assert!(!f.root.join("new.txt").exists());
 }
 
@@ -371,10 +349,7 @@ async fn a_read_grant_on_a_writable_root_refuses_writes_with_read_only() {
     assert_eq!(ok(&r)["access"], "read");
     let r = write(&b, json!({"path": "project/a.txt", "content": "x"})).await;
     assert_failed(&r, -31002, "PERMISSION_DENIED", "read_only", &f.root);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "old"
-    );
+    assert_eq!(f.text_of("a.txt"), "old");
 }
 
 #[tokio::test]
@@ -395,10 +370,7 @@ async fn after_revocation_a_write_is_revoked() {
     assert!(b.revoke(Some("s"), None).unwrap() >= 1);
     let r = write(&b, json!({"path": "project/a.txt", "content": "late"})).await;
     assert_failed(&r, -31002, "PERMISSION_DENIED", "revoked", &f.root);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "mid"
-    );
+    assert_eq!(f.text_of("a.txt"), "mid");
 }
 
 #[tokio::test]
@@ -412,10 +384,7 @@ async fn max_write_bytes_refuses_a_larger_one_shot_write_and_writes_nothing() {
         assert_eq!(r["error"]["data"]["limit"], 1000, "{r}");
     }
     assert!(!f.root.join("big.txt").exists());
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("keep.txt")).unwrap(),
-        "kept"
-    );
+    assert_eq!(f.text_of("keep.txt"), "kept");
     // Exactly the limit is allowed.
     let r = write(
         &b,

@@ -106,11 +106,23 @@ async fn concurrent_writers_and_whole_file_readers_always_see_one_whole_version(
     }
     assert!(reads.load(Ordering::Relaxed) > 0);
     // The last commit is the last write of whichever writer finished last.
-    let last = std::fs::read_to_string(f.root.join("v.txt")).unwrap();
+    let last = f.text_of("v.txt");
     let (t, i) = parse_version(&last);
     assert!(t < WRITERS && i == WRITES - 1, "final version {t}:{i}");
     assert_no_temporaries(&f.root);
     f.assert_canary_intact();
+}
+
+/// The etag of `project/race.txt`, as `racer0` stats it.
+async fn race_etag(b: &Broker) -> Value {
+    let stat = call(
+        b,
+        "racer0",
+        "files/stat",
+        json!({"path": "project/race.txt"}),
+    )
+    .await;
+    ok(&stat)["etag"].clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -124,14 +136,7 @@ async fn writers_racing_with_one_if_match_etag_have_exactly_one_winner() {
         consent_write(&b, &format!("racer{k}")).await;
     }
     for round in 0..ROUNDS {
-        let stat = call(
-            &b,
-            "racer0",
-            "files/stat",
-            json!({"path": "project/race.txt"}),
-        )
-        .await;
-        let etag = ok(&stat)["etag"].as_str().unwrap().to_owned();
+        let etag = race_etag(&b).await.as_str().unwrap().to_owned();
         let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
         let mut tasks = Vec::new();
         for k in 0..RACERS {
@@ -173,18 +178,8 @@ async fn writers_racing_with_one_if_match_etag_have_exactly_one_winner() {
             winners.iter().map(|w| w.0).collect::<Vec<_>>()
         );
         let (_, content, new_etag) = &winners[0];
-        assert_eq!(
-            &std::fs::read_to_string(f.root.join("race.txt")).unwrap(),
-            content
-        );
-        let stat = call(
-            &b,
-            "racer0",
-            "files/stat",
-            json!({"path": "project/race.txt"}),
-        )
-        .await;
-        assert_eq!(&ok(&stat)["etag"], new_etag);
+        assert_eq!(&f.text_of("race.txt"), content);
+        assert_eq!(&race_etag(&b).await, new_etag);
         assert_ne!(new_etag.as_str().unwrap(), etag);
     }
     assert_no_temporaries(&f.root);
@@ -287,10 +282,7 @@ async fn racing_renames_deletes_and_writes_of_one_path_answer_only_documented_er
     )
     .await;
     ok(&r);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "end"
-    );
+    assert_eq!(f.text_of("a.txt"), "end");
     f.assert_canary_intact();
 }
 

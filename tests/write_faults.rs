@@ -310,10 +310,7 @@ fn write_into_read_only_directory_fails_os_denied_and_leaves_nothing_behind() {
         json!({"path": "project/ok.txt", "content": "fine"}),
     );
     ok(&r);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("ok.txt")).unwrap(),
-        "fine"
-    );
+    assert_eq!(f.text_of("ok.txt"), "fine");
     w.finish();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_no_temporaries(&f.root);
@@ -368,10 +365,7 @@ fn broker_killed_mid_upload_leaves_no_target_and_next_write_sweeps_its_temporary
     ok(&r);
     assert_no_temporaries(&f.root);
     assert!(!f.root.join("upload.bin").exists());
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("other.txt")).unwrap(),
-        "after the crash"
-    );
+    assert_eq!(f.text_of("other.txt"), "after the crash");
     let (status, _) = next.finish();
     assert!(status.success());
     f.assert_canary_intact();

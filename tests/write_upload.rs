@@ -66,10 +66,7 @@ async fn three_chunks_commit_their_concatenation_and_nothing_appears_before() {
     assert_eq!(res["size"], 16);
     assert_eq!(res["created"], true);
     assert_ne!(res["final"], false);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("up.txt")).unwrap(),
-        "alpha-beta-gamma"
-    );
+    assert_eq!(f.text_of("up.txt"), "alpha-beta-gamma");
     let st = call(&b, "s", "files/stat", json!({"path": "project/up.txt"})).await;
     assert_eq!(res["etag"], ok(&st)["etag"]);
     assert_eq!(names(&f.root), ["other.txt", "up.txt"]);
@@ -81,17 +78,11 @@ async fn an_upload_over_an_existing_file_keeps_the_old_content_until_commit() {
     f.file("a.txt", "old");
     let b = writable(&f, "").await;
     ok(&chunk(&b, "project/a.txt", 0, "new-", false).await);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "old"
-    );
+    assert_eq!(f.text_of("a.txt"), "old");
     assert_staged(&f.root, &["a.txt"]);
     let r = chunk(&b, "project/a.txt", 4, "content", true).await;
     assert_eq!(ok(&r)["created"], false);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "new-content"
-    );
+    assert_eq!(f.text_of("a.txt"), "new-content");
     assert_no_temporaries(&f.root);
 }
 
@@ -145,10 +136,7 @@ async fn a_chunk_past_zero_without_a_started_upload_is_upload_offset() {
     ok(&chunk(&b, "project/other.txt", 0, "abc", false).await);
     assert_upload_offset(&chunk(&b, "project/a.txt", 3, "def", true).await);
     assert!(!f.root.join("new.txt").exists());
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "exists"
-    );
+    assert_eq!(f.text_of("a.txt"), "exists");
     assert_eq!(
         temporaries(&f.root).len(),
         1,
@@ -168,10 +156,7 @@ async fn a_chunk_at_offset_zero_restarts_and_discards_the_staged_bytes() {
     ok(&chunk(&b, "project/up.txt", 0, "BB", false).await);
     let r = chunk(&b, "project/up.txt", 2, "CC", true).await;
     assert_eq!(ok(&r)["size"], 4);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("up.txt")).unwrap(),
-        "BBCC"
-    );
+    assert_eq!(f.text_of("up.txt"), "BBCC");
     assert_no_temporaries(&f.root);
 }
 
@@ -224,8 +209,8 @@ async fn max_uploads_refuses_a_third_concurrent_upload() {
     ok(&chunk(&b, "project/a.txt", 1, "!", true).await);
     ok(&chunk(&b, "project/c.txt", 0, "c", false).await);
     ok(&chunk(&b, "project/c.txt", 1, "!", true).await);
-    assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "A!");
-    assert_eq!(std::fs::read_to_string(f.root.join("c.txt")).unwrap(), "c!");
+    assert_eq!(f.text_of("a.txt"), "A!");
+    assert_eq!(f.text_of("c.txt"), "c!");
 }
 
 #[tokio::test]
@@ -278,10 +263,7 @@ async fn a_one_shot_write_discards_an_upload_staged_for_the_same_path() {
     assert_eq!(ok(&r)["created"], true);
     assert_no_temporaries(&f.root);
     assert_upload_offset(&chunk(&b, "project/a.txt", 6, "more", true).await);
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "direct"
-    );
+    assert_eq!(f.text_of("a.txt"), "direct");
 }
 
 #[tokio::test]
@@ -306,10 +288,7 @@ async fn if_match_is_checked_again_at_the_final_chunk() {
     )
     .await;
     assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "etag_mismatch");
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "changed by someone else"
-    );
+    assert_eq!(f.text_of("a.txt"), "changed by someone else");
     assert_no_temporaries(&f.root);
 }
 
@@ -326,7 +305,7 @@ async fn a_stale_if_match_fails_the_first_chunk() {
     .await;
     assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "etag_mismatch");
     assert_no_temporaries(&f.root);
-    assert_eq!(std::fs::read_to_string(f.root.join("a.txt")).unwrap(), "v1");
+    assert_eq!(f.text_of("a.txt"), "v1");
 }
 
 #[tokio::test]
@@ -348,10 +327,7 @@ async fn create_exclusive_upload_fails_at_commit_when_the_file_appeared() {
     )
     .await;
     assert_error(&r, -31008, "ALREADY_EXISTS", "");
-    assert_eq!(
-        std::fs::read_to_string(f.root.join("a.txt")).unwrap(),
-        "theirs"
-    );
+    assert_eq!(f.text_of("a.txt"), "theirs");
     assert_no_temporaries(&f.root);
 }
 

@@ -57,3 +57,10 @@ pub fn mkfifo(p: &Path) {
         .expect("run mkfifo");
     assert!(st.success(), "mkfifo failed");
 }
+
+impl super::Fixture {
+    /// The text of the file at `rel` under the root.
+    pub fn text_of(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root.join(rel)).unwrap()
+    }
+}
