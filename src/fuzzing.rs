@@ -2,6 +2,10 @@
 //! every committed corpus file through them. An oracle fails by assertion: that is its job.
 
 use crate::path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, RequestPath};
+use crate::{Broker, Policy};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Parses arbitrary bytes as a request path and checks what an accepted path promises: every
 /// component is non-empty, not `.` or `..`, free of `/`, NUL, control characters and
@@ -29,4 +33,250 @@ pub fn request_path(data: &[u8]) {
         assert!(!c.contains(['/', '\\', '\0']));
         assert!(!c.chars().any(char::is_control));
     }
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => unreachable_runtime(e),
+        }
+    })
+}
+
+#[cold]
+fn unreachable_runtime(e: std::io::Error) -> ! {
+    // A fuzz oracle without a runtime cannot run at all; failing loudly is the point.
+    std::panic::panic_any(format!("cannot start a runtime: {e}"))
+}
+
+/// The codes an error may carry: the JSON-RPC ones and the filesystem table.
+fn documented(code: i64) -> bool {
+    matches!(code, -32700 | -32600 | -32601 | -32602 | -32603) || (-31012..=-31001).contains(&code)
+}
+
+/// Checks one response object: JSON-RPC 2.0, an id, exactly one of result and error, and a
+/// documented error code.
+fn check_response(v: &Value) {
+    assert_eq!(v["jsonrpc"], "2.0", "{v}");
+    assert!(v.get("id").is_some(), "{v}");
+    assert!(v.get("result").is_some() != v.get("error").is_some(), "{v}");
+    if let Some(e) = v.get("error") {
+        let code = e["code"].as_i64().unwrap_or(0);
+        assert!(documented(code), "undocumented code in {v}");
+        assert!(e["message"].is_string(), "{v}");
+    }
+}
+
+/// Sends arbitrary bytes as one line to a broker and checks that the answer is nothing or a
+/// well-formed response (or a batch of them), and that the session still answers afterwards.
+pub fn jsonrpc(data: &[u8]) {
+    static BROKER: OnceLock<Broker> = OnceLock::new();
+    let broker = BROKER.get_or_init(|| {
+        let text = "[consent]\nmode = \"deny\"\n[audit]\nenabled = false\n\
+                    [limits]\nrequests_per_second = 1000000\nburst = 1000000\n";
+        let built = Policy::parse(text, "fuzz")
+            .map_err(|e| e.to_string())
+            .and_then(|p| {
+                runtime().block_on(async { Broker::builder(p).build().map_err(|e| e.to_string()) })
+            });
+        match built {
+            Ok((b, _)) => b,
+            Err(e) => std::panic::panic_any(e),
+        }
+    });
+    runtime().block_on(async {
+        if let Some(out) = broker.handle_line("fuzz", data).await {
+            let v: Value = match serde_json::from_slice(&out) {
+                Ok(v) => v,
+                Err(e) => std::panic::panic_any(format!("response is not json: {e}")),
+            };
+            match &v {
+                Value::Array(items) => {
+                    assert!(!items.is_empty());
+                    items.iter().for_each(check_response);
+                }
+                other => check_response(other),
+            }
+        }
+        let ping = broker
+            .handle_line("fuzz", br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+            .await;
+        assert!(ping.is_some(), "session stopped answering");
+    });
+}
+
+/// A tree for [`ops_plan`]: `root/project` (the root) holding files, a subdirectory, an
+/// escaping relative symlink, an escaping absolute symlink, a dangling symlink pointing
+/// outside, and a FIFO; and `root/outside`, the canary, which must stay byte-for-byte the same.
+struct Tree {
+    base: PathBuf,
+}
+
+impl Tree {
+    fn new() -> std::io::Result<Tree> {
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(std::io::Error::other)?;
+        let base = std::env::temp_dir().join(format!(
+            "fsbroker-fuzz-{}-{:016x}",
+            std::process::id(),
+            u64::from_le_bytes(random)
+        ));
+        let project = base.join("project");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(project.join("sub"))?;
+        std::fs::create_dir_all(outside.join("deep"))?;
+        std::fs::write(project.join("a"), "inside a")?;
+        std::fs::write(project.join("sub/b"), "inside b")?;
+        std::fs::write(outside.join("canary"), "CANARY-CONTENT")?;
+        std::fs::write(outside.join("deep/canary2"), "CANARY-CONTENT-2")?;
+        std::os::unix::fs::symlink("../outside", project.join("link"))?;
+        std::os::unix::fs::symlink(&outside, project.join("abslink"))?;
+        std::os::unix::fs::symlink("../outside/nothere", project.join("dangling"))?;
+        let fifo = rustix::fs::mknodat(
+            rustix::fs::CWD,
+            project.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        );
+        fifo.map_err(std::io::Error::from)?;
+        Ok(Tree { base })
+    }
+
+    /// Everything outside the root: paths, kinds and contents, to compare before and after.
+    fn outside_snapshot(&self) -> Vec<(PathBuf, String)> {
+        let mut out = Vec::new();
+        snapshot(&self.base, &self.base.join("project"), &mut out);
+        out.sort();
+        out
+    }
+}
+
+fn snapshot(dir: &Path, skip: &Path, out: &mut Vec<(PathBuf, String)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p == skip {
+            continue;
+        }
+        let Ok(m) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if m.is_dir() {
+            out.push((p.clone(), "dir".into()));
+            snapshot(&p, skip, out);
+        } else {
+            let body = std::fs::read(&p).unwrap_or_default();
+            out.push((
+                p,
+                format!("{:?}:{}", m.file_type(), String::from_utf8_lossy(&body)),
+            ));
+        }
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // The oracle's own scratch tree, created above; nothing a peer names.
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+const TOKENS: &[&str] = &[
+    ".", "..", "a", "sub", "b", "link", "abslink", "dangling", "fifo", "new", "", "/", "\\", "\0",
+    "é", "%2e%2e", "..%2f", "....", "outside", "canary", "project", "project2",
+];
+
+/// Runs an arbitrary plan of operations (every method; paths built from tokens such as `.`,
+/// `..`, `link`, `/`, `\`, NUL, long names and Unicode) against a fresh tree with escaping and
+/// dangling symlinks and a FIFO, and checks the oracle: the canary tree outside the root is
+/// unchanged, no response carries canary content, and every error has a documented code.
+pub fn ops_plan(data: &[u8]) {
+    let Ok(tree) = Tree::new() else { return };
+    let before = tree.outside_snapshot();
+    let text = format!(
+        "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"write\"\n[consent]\nmode = \"auto\"\n\
+         [audit]\nenabled = false\n[limits]\nrequests_per_second = 1000000\nburst = 1000000\ntimeout_ms = 5000\n",
+        tree.base.join("project")
+    );
+    let Ok(policy) = Policy::parse(&text, "fuzz") else {
+        return;
+    };
+    runtime().block_on(async {
+        let Ok((broker, _rx)) = Broker::builder(policy).build() else {
+            return;
+        };
+        let consent = json!({"jsonrpc": "2.0", "id": 0, "method": "files/consent",
+            "params": {"requestedPaths": ["project"], "access": "write"}});
+        broker.handle_message("fuzz", consent).await;
+        let mut bytes = data.iter().copied();
+        let mut next = move || bytes.next();
+        for id in 1..64 {
+            let Some(op) = next() else { break };
+            let mut path = || {
+                let mut p = String::new();
+                if next().is_some_and(|b| b % 4 != 0) {
+                    p.push_str("project/");
+                } else if next().is_some_and(|b| b % 2 == 0) {
+                    p.push_str(&tree.base.join("project").to_string_lossy());
+                    p.push('/');
+                }
+                let n = next().map_or(1, |b| b % 6);
+                for i in 0..n {
+                    if i > 0 {
+                        p.push('/');
+                    }
+                    match next() {
+                        Some(255) => p.push_str(&"x".repeat(300)),
+                        Some(b) => p.push_str(TOKENS[usize::from(b) % TOKENS.len()]),
+                        None => {}
+                    }
+                }
+                p
+            };
+            let (method, params) = match op % 9 {
+                0 => ("files/read", json!({"path": path()})),
+                1 => ("files/stat", json!({"path": path()})),
+                2 => (
+                    "files/list",
+                    json!({"path": path(), "recursive": true, "includeHidden": true}),
+                ),
+                3 => ("files/write", json!({"path": path(), "content": "fuzz"})),
+                4 => (
+                    "files/create",
+                    json!({"path": path(), "type": "directory", "parents": true}),
+                ),
+                5 => ("files/delete", json!({"path": path(), "recursive": true})),
+                6 => (
+                    "files/rename",
+                    json!({"oldPath": path(), "newPath": path(), "overwrite": true}),
+                ),
+                7 => ("files/watch", json!({"path": path()})),
+                _ => ("files/consent", json!({"requestedPaths": [path()]})),
+            };
+            let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            let Some(resp) = broker.handle_message("fuzz", req).await else {
+                std::panic::panic_any("a request got no response");
+            };
+            check_response(&resp);
+            assert!(
+                !resp.to_string().contains("CANARY"),
+                "canary content leaked: {resp}"
+            );
+        }
+        broker.end_session("fuzz");
+    });
+    assert_eq!(
+        tree.outside_snapshot(),
+        before,
+        "the tree outside the root changed"
+    );
 }
