@@ -339,3 +339,53 @@ pub fn file_uri(dir: &Path) -> String {
     );
     format!("file://{s}")
 }
+
+impl Sidecar {
+    /// The notifications (lines with a `method` and no `id`) that arrive until one satisfies
+    /// `until` (it is the last one returned) or `wait` passes, buffered ones first; responses
+    /// stay buffered for [`Sidecar::wait_id`]. Never panics on a timeout: the caller asserts.
+    pub fn notifications_until(
+        &mut self,
+        wait: Duration,
+        mut until: impl FnMut(&Value) -> bool,
+    ) -> Vec<Value> {
+        let is_note = |v: &Value| v.get("method").is_some() && v.get("id").is_none();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < self.pending.len() {
+            if is_note(&self.pending[i]) {
+                let v = self.pending.remove(i).unwrap();
+                let done = until(&v);
+                out.push(v);
+                if done {
+                    return out;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(l) => l,
+                Err(_) => return out,
+            };
+            let v: Value = serde_json::from_slice(&line).unwrap_or_else(|e| {
+                panic!(
+                    "stdout line is not JSON ({e}): {:?}",
+                    String::from_utf8_lossy(&line)
+                )
+            });
+            if !is_note(&v) {
+                self.pending.push_back(v);
+                continue;
+            }
+            let done = until(&v);
+            out.push(v);
+            if done {
+                return out;
+            }
+        }
+    }
+}
