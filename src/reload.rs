@@ -24,19 +24,22 @@ pub struct ReloadReport {
     pub watches_ended: usize,
 }
 
-/// A root as a session sees it, for telling what changed.
-fn seen(config: &Config, server_id: &str) -> Vec<(String, String, String, Access)> {
+type Seen = (String, String, String, Access, Vec<String>);
+
+/// The roots as a session sees them (all roots, with their servers, for `None`), for telling
+/// what changed.
+fn seen(config: &Config, server_id: Option<&str>) -> Vec<Seen> {
     config
         .roots
         .iter()
-        .filter(|r| r.visible_to(server_id))
+        .filter(|r| server_id.is_none_or(|id| r.visible_to(id)))
         .map(|r| {
-            (
-                r.mount().to_string(),
-                r.uri(),
-                r.display_name().to_owned(),
-                r.access(),
-            )
+            let servers = match server_id {
+                Some(_) => Vec::new(),
+                None => r.servers().to_vec(),
+            };
+            let name = r.display_name().to_owned();
+            (r.mount().to_string(), r.uri(), name, r.access(), servers)
         })
         .collect()
 }
@@ -57,8 +60,8 @@ impl Broker {
         )?);
         inner.set_config(new.clone());
         let mut report = ReloadReport::default();
-        let all_old = seen(&old, "*");
-        let all_new = seen(&new, "*");
+        let all_old = seen(&old, None);
+        let all_new = seen(&new, None);
         for r in &all_new {
             if !all_old.contains(r) {
                 report.roots_changed.push(r.0.clone());
@@ -71,8 +74,8 @@ impl Broker {
         }
         for session in inner.sessions() {
             let sid = session.server_id().to_owned();
-            let before = seen(&old, &sid);
-            let after = seen(&new, &sid);
+            let before = seen(&old, Some(&sid));
+            let after = seen(&new, Some(&sid));
             if before != after {
                 inner.notify(&sid, "notifications/roots/list_changed", None, None);
                 report.sessions_told.push(sid.clone());

@@ -23,6 +23,8 @@ use tokio::sync::mpsc;
 
 /// Raw events buffered between the notify thread and the dispatcher; more are counted as lost.
 pub const RAW_CAPACITY: usize = 8192;
+/// How long a creation by the broker's own write is remembered for its notification.
+const CREATED_MEMORY: Duration = Duration::from_secs(10);
 
 /// An event kind a watch can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,6 +99,7 @@ struct HubState {
 /// The registry of watches and the shared kernel watcher.
 pub struct WatchHub {
     state: Mutex<HubState>,
+    created: Mutex<HashMap<PathBuf, std::time::Instant>>,
     lost: Arc<AtomicBool>,
     next_id: AtomicU64,
 }
@@ -136,6 +139,7 @@ impl Default for WatchHub {
     fn default() -> Self {
         WatchHub {
             state: Mutex::new(HubState::default()),
+            created: Mutex::new(HashMap::new()),
             lost: Arc::new(AtomicBool::new(false)),
             next_id: AtomicU64::new(1),
         }
@@ -171,6 +175,9 @@ impl WatchHub {
             let tx = raw();
             let lost = self.lost.clone();
             let handler = move |res: notify::Result<notify::Event>| match res {
+                // Opens and closes change nothing, and notify's own walk of a new recursive
+                // watch opens every directory: left in, they would flood the queue.
+                Ok(ev) if matches!(ev.kind, EventKind::Access(_)) => {}
                 Ok(ev) => {
                     if tx.try_send(ev).is_err() {
                         lost.store(true, Ordering::Relaxed);
@@ -308,6 +315,21 @@ impl WatchHub {
         lock(&self.state).kernel_used
     }
 
+    /// Records that raw events were lost, so every watch is owed an `overflow`.
+    pub fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Relaxed);
+    }
+
+    /// Records that the broker's own write created `host` (a new file), so its commit, which
+    /// looks like a rename over the target, is reported as `created` rather than `modified`.
+    pub fn note_created(&self, host: PathBuf) {
+        let mut created = lock(&self.created);
+        created.retain(|_, at| at.elapsed() < CREATED_MEMORY);
+        if created.len() < RAW_CAPACITY {
+            created.insert(host, std::time::Instant::now());
+        }
+    }
+
     /// Whether raw events were lost since the last call.
     pub fn take_lost(&self) -> bool {
         self.lost.swap(false, Ordering::Relaxed)
@@ -345,9 +367,21 @@ impl WatchHub {
                 _ => None,
             })
             .collect();
+        // ... unless that write created the target: then it is a creation, once.
+        let fresh: HashSet<PathBuf> = {
+            let mut created = lock(&self.created);
+            replaced
+                .iter()
+                .filter_map(|p| created.remove(*p).map(|_| p.to_path_buf()))
+                .collect()
+        };
         let mut last: HashMap<(String, String), Change> = HashMap::new();
         for (host, change) in raw.iter().flat_map(changes) {
-            if change == Change::Created && replaced.contains(host.as_path()) {
+            let fresh_target = fresh.contains(&host);
+            if change == Change::Created && replaced.contains(host.as_path()) && !fresh_target {
+                continue;
+            }
+            if change == Change::Modified && fresh_target {
                 continue;
             }
             for w in &watches {

@@ -181,6 +181,9 @@ async fn dispatch(inner: Weak<Inner>, mut rx: mpsc::Receiver<notify::Event>, win
             while let Ok(Some(ev)) = tokio::time::timeout_at(until, rx.recv()).await {
                 if batch.len() < crate::watch::RAW_CAPACITY {
                     batch.push(ev);
+                } else if let Some(b) = inner.upgrade() {
+                    // Dropped here means lost: the watches owe their servers a rescan.
+                    b.hub.mark_lost();
                 }
             }
         }

@@ -114,9 +114,12 @@ async fn one_shot(
         };
         inner.sweeper.sweep_once(&r.dir);
         let _lock = inner.locks.lock(&r.real);
-        check_target(&r.dir, &name, &pre)?;
+        let existing = check_target(&r.dir, &name, &pre)?;
         let temp = TempFile::create(&r.dir).map_err(|e| Error::from_io(&e, ""))?;
         write_all_at(temp.file(), 0, &bytes, deadline)?;
+        if existing.is_none() {
+            inner.hub.note_created(root.host_path_of(&r.real.rel));
+        }
         let done = temp.commit(&r.dir, &name, &pre)?;
         Ok((done.meta.len(), Some(etag(&done.meta)), done.created, true))
     })
@@ -173,6 +176,9 @@ async fn chunk(
             // Grants may have been revoked while the upload was staged.
             s.grants().check(&up.real, Access::Write)?;
             let _lock = inner.locks.lock(&up.real);
+            if up.dir.symlink_metadata(&up.name).is_err() {
+                inner.hub.note_created(root.host_path_of(&up.real.rel));
+            }
             let done = up.temp.commit(&up.dir, &up.name, &up.pre)?;
             Ok((done.meta.len(), Some(etag(&done.meta)), done.created, None))
         })
