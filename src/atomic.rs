@@ -172,7 +172,9 @@ impl TempFile {
         }
         self.committed = true;
         sync_dir(dir).map_err(io)?;
-        let meta = dir.symlink_metadata(name).map_err(io)?;
+        // The result describes the file we wrote, read from our own descriptor: the name may
+        // already have been replaced by someone else, and must not be followed or trusted.
+        let meta = Metadata::from_file(&self.file).map_err(io)?;
         Ok(Committed {
             meta,
             created: existing.is_none(),
