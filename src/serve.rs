@@ -8,12 +8,12 @@
 
 use crate::broker::{Broker, OutboundReceiver};
 use crate::framing::{Frame, next_frame};
-use crate::jsonrpc;
+use crate::jsonrpc::{self, Message, Response};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 /// Bytes of lines that may be queued or running at once (at least twice the line limit).
@@ -42,8 +42,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     S: Future<Output = ()>,
 {
-    let limits = broker.policy().limits.clone();
-    let max_line = limits.max_line_bytes.get();
+    let max_line = broker.policy().limits.max_line_bytes.get();
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
     let me = server_id.to_owned();
     let writer = tokio::spawn(async move {
@@ -69,12 +68,7 @@ where
         out.flush().await
     });
 
-    // Lines queued or running are bounded twice: in number, and in bytes (KiB permits, taken
-    // before a line is decoded), so a flood of maximal lines cannot hold more than the budget.
-    let queue = Arc::new(Semaphore::new(limits.max_in_flight.get().saturating_mul(4)));
-    let budget_kib = (QUEUE_BYTES.max(2 * max_line) / 1024).min(Semaphore::MAX_PERMITS);
-    let bytes = Arc::new(Semaphore::new(budget_kib));
-    let mut tasks = JoinSet::new();
+    let mut lane = Dispatcher::new(broker.clone(), server_id, tx.clone());
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     tokio::pin!(shutdown);
     let mut stopped = false;
@@ -84,8 +78,6 @@ where
             () = &mut shutdown => { stopped = true; break }
             f = next_frame(&mut reader, max_line) => f,
         };
-        // Reap finished tasks so the set does not grow with the session's length.
-        while tasks.try_join_next().is_some() {}
         match frame {
             Ok(Frame::Eof) => break,
             Err(e) => {
@@ -100,56 +92,116 @@ where
                 }
             }
             Ok(Frame::Line(line)) => {
-                let kib = u32::try_from(1 + line.len() / 1024).unwrap_or(u32::MAX);
-                let Ok(held) = bytes.clone().acquire_many_owned(kib).await else {
+                let Some(held) = lane.reserve(line.len()).await else {
                     break;
                 };
                 let decoded = jsonrpc::decode(&line, max_line);
                 drop(line);
-                let ordered = decoded
-                    .as_ref()
-                    .is_ok_and(|m| m.methods().any(crate::ops::is_ordered));
-                if ordered {
-                    // A change (consent, write, create, delete, rename) starts after every
-                    // earlier request has been answered, and nothing after it starts before
-                    // it is answered.
-                    while tasks.join_next().await.is_some() {}
-                    let answered = tokio::select! {
-                        biased;
-                        () = &mut shutdown => { stopped = true; break }
-                        r = broker.handle_decoded(server_id, decoded) => r,
-                    };
-                    drop(held);
-                    if let Some(resp) = answered {
-                        let _ = tx.send(resp).await;
-                    }
-                    continue;
-                }
-                let Ok(permit) = queue.clone().acquire_owned().await else {
-                    break;
+                let submitted = tokio::select! {
+                    biased;
+                    () = &mut shutdown => { stopped = true; break }
+                    r = lane.submit(decoded, held) => r,
                 };
-                let (b, id, tx) = (broker.clone(), server_id.to_owned(), tx.clone());
-                tasks.spawn(async move {
-                    if let Some(resp) = b.handle_decoded(&id, decoded).await {
-                        let _ = tx.send(resp).await;
-                    }
-                    drop((permit, held));
-                });
+                if !submitted {
+                    break;
+                }
             }
         }
     }
-    let drain = async { while tasks.join_next().await.is_some() {} };
-    if stopped {
-        if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
-            tracing::warn!("operations still running at shutdown were abandoned");
-        }
-    } else {
-        drain.await;
-    }
+    lane.finish(stopped).await;
     broker.end_session(server_id);
     drop(tx);
     match writer.await {
         Ok(r) => r,
         Err(e) => Err(std::io::Error::other(e)),
+    }
+}
+
+/// Runs one session's broker-bound messages: reads concurrently, each change as a barrier
+/// (see [`run`]), with the number and bytes of queued or running messages bounded. Shared by
+/// `serve` and the proxy, whose reader also relays other traffic.
+pub struct Dispatcher {
+    broker: Broker,
+    server_id: String,
+    tx: mpsc::Sender<Vec<u8>>,
+    queue: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+    tasks: JoinSet<()>,
+}
+
+impl Dispatcher {
+    /// A dispatcher for `server_id` whose response lines go to `tx`.
+    pub fn new(broker: Broker, server_id: &str, tx: mpsc::Sender<Vec<u8>>) -> Dispatcher {
+        let limits = broker.policy().limits;
+        let max_line = limits.max_line_bytes.get();
+        // Lines queued or running are bounded twice: in number, and in bytes (KiB permits,
+        // taken before a line is decoded), so a flood of maximal lines cannot hold more than
+        // the budget.
+        let budget_kib = (QUEUE_BYTES.max(2 * max_line) / 1024).min(Semaphore::MAX_PERMITS);
+        Dispatcher {
+            broker,
+            server_id: server_id.to_owned(),
+            tx,
+            queue: Arc::new(Semaphore::new(limits.max_in_flight.get().saturating_mul(4))),
+            bytes: Arc::new(Semaphore::new(budget_kib)),
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Waits for room for a line of `len` bytes; the permit is held until it is answered.
+    /// `None` once the dispatcher is closed.
+    pub async fn reserve(&self, len: usize) -> Option<OwnedSemaphorePermit> {
+        let kib = u32::try_from(1 + len / 1024).unwrap_or(u32::MAX);
+        self.bytes.clone().acquire_many_owned(kib).await.ok()
+    }
+
+    /// Hands over one decoded line. A change waits for every earlier message to be answered
+    /// and is answered before this returns; anything else runs concurrently. Returns false
+    /// once the dispatcher cannot take more.
+    pub async fn submit(
+        &mut self,
+        decoded: std::result::Result<Message, Response>,
+        held: OwnedSemaphorePermit,
+    ) -> bool {
+        // Reap finished tasks so the set does not grow with the session's length.
+        while self.tasks.try_join_next().is_some() {}
+        let ordered = decoded
+            .as_ref()
+            .is_ok_and(|m| m.methods().any(crate::ops::is_ordered));
+        if ordered {
+            // A change (consent, write, create, delete, rename) starts after every earlier
+            // request has been answered, and nothing after it starts before it is answered.
+            while self.tasks.join_next().await.is_some() {}
+            let answered = self.broker.handle_decoded(&self.server_id, decoded).await;
+            drop(held);
+            if let Some(resp) = answered {
+                let _ = self.tx.send(resp).await;
+            }
+            return true;
+        }
+        let Ok(permit) = self.queue.clone().acquire_owned().await else {
+            return false;
+        };
+        let (b, id, tx) = (self.broker.clone(), self.server_id.clone(), self.tx.clone());
+        self.tasks.spawn(async move {
+            if let Some(resp) = b.handle_decoded(&id, decoded).await {
+                let _ = tx.send(resp).await;
+            }
+            drop((permit, held));
+        });
+        true
+    }
+
+    /// Waits for the messages in flight (at most [`SHUTDOWN_GRACE`] when `stopped`, after
+    /// which they are abandoned).
+    pub async fn finish(mut self, stopped: bool) {
+        let drain = async { while self.tasks.join_next().await.is_some() {} };
+        if stopped {
+            if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+                tracing::warn!("operations still running at shutdown were abandoned");
+            }
+        } else {
+            drain.await;
+        }
     }
 }
