@@ -62,9 +62,21 @@ pub struct ProxyArgs {
     /// A remote Streamable HTTP server instead of a local command.
     #[arg(long)]
     pub url: Option<String>,
+    /// Seconds to wait for the server to exit after its input is closed, and again after
+    /// SIGTERM, before killing it.
+    #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]
+    pub shutdown_grace: std::time::Duration,
     /// The server command and its arguments, after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+fn parse_grace(s: &str) -> Result<std::time::Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=3600.0).contains(v))
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("{s:?} is not a number of seconds between 0 and 3600"))
 }
 
 fn parse_mode(s: &str) -> Result<ConsentMode, String> {

@@ -53,6 +53,7 @@ pub mod locks;
 mod ops;
 pub mod path;
 pub mod policy;
+pub mod proxy;
 pub mod reload;
 pub mod root;
 pub mod serve;

@@ -1,9 +1,14 @@
 //! The `fsbroker` binary: parses arguments, sets up logging, and calls into the library.
 
 use clap::Parser;
-use mcp_fsbroker::Broker;
-use mcp_fsbroker::cli::{Cli, Command};
+use mcp_fsbroker::cli::{Cli, Command, CommonArgs, ProxyArgs};
+use mcp_fsbroker::consent::ConsentProvider;
+use mcp_fsbroker::policy::ConsentMode;
+use mcp_fsbroker::proxy::Proxy;
+use mcp_fsbroker::{Broker, OutboundReceiver, Policy};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -27,77 +32,142 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Serve(args) => {
-            let policy = match args.build_policy(true) {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("fsbroker: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let server_id = args
-                .server_id
-                .clone()
-                .unwrap_or_else(|| "default".to_owned());
-            let runtime = match tokio::runtime::Runtime::new() {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("fsbroker: cannot start runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let code = runtime.block_on(async move {
-                // A write past the file-size limit (RLIMIT_FSIZE) would otherwise kill the
-                // process with SIGXFSZ; handled, the write fails with EFBIG and is reported.
-                let _xfsz = tokio::signal::unix::signal(
-                    tokio::signal::unix::SignalKind::from_raw(
-                        rustix::process::Signal::XFSZ.as_raw(),
-                    ),
-                );
-                let (broker, outbound) = match Broker::builder(policy).build() {
-                    Ok(b) => b,
-                    Err(e) => {
-                        eprintln!("fsbroker: {e}");
-                        return ExitCode::from(2);
-                    }
-                };
-                let reload_args = args.clone();
-                tokio::spawn(mcp_fsbroker::reload::watch_policy(
-                    broker.clone(),
-                    move || reload_args.build_policy(true),
-                    args.policy.clone(),
-                    std::time::Duration::from_secs(1),
-                ));
-                for r in broker.roots().iter() {
-                    tracing::info!(mount = %r.mount(), access = r.access().as_str(), "serving root");
-                }
-                let result = mcp_fsbroker::serve::run(
-                    broker,
-                    &server_id,
-                    tokio::io::stdin(),
-                    tokio::io::stdout(),
-                    outbound,
-                    shutdown_signal(),
-                )
-                .await;
-                match result {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        eprintln!("fsbroker: {e}");
-                        ExitCode::FAILURE
-                    }
-                }
-            });
-            // Stdin is read on a blocking thread that may be parked in read(2); do not
-            // wait for it.
-            runtime.shutdown_background();
-            code
+        Command::Serve(args) => run(|| serve(args)),
+        Command::Proxy(args) => run(|| proxy(args)),
+    }
+}
+
+/// Runs `job` on a multi-threaded runtime and returns its exit code.
+fn run<F, Fut>(job: F) -> ExitCode
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ExitCode>,
+{
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fsbroker: cannot start runtime: {e}");
+            return ExitCode::FAILURE;
         }
-        Command::Proxy(_) => {
-            eprintln!("fsbroker: proxy is not available in this build yet");
-            ExitCode::from(2)
+    };
+    let code = runtime.block_on(async move {
+        // A write past the file-size limit (RLIMIT_FSIZE) would otherwise kill the process
+        // with SIGXFSZ; handled, the write fails with EFBIG and is reported.
+        let _xfsz = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
+            rustix::process::Signal::XFSZ.as_raw(),
+        ));
+        job().await
+    });
+    // Stdin is read on a blocking thread that may be parked in read(2); do not wait for it.
+    runtime.shutdown_background();
+    code
+}
+
+/// Builds the broker for `args` (with `consent` in place of the policy's mode when given)
+/// and starts reloading its policy on SIGHUP and when the file changes.
+fn start_broker(
+    args: &CommonArgs,
+    consent: impl FnOnce(&Policy) -> Option<Arc<dyn ConsentProvider>>,
+) -> Result<(Broker, OutboundReceiver), ExitCode> {
+    let policy = args.build_policy(true).map_err(|e| {
+        eprintln!("fsbroker: {e}");
+        ExitCode::from(2)
+    })?;
+    let mut builder = Broker::builder(policy.clone());
+    if let Some(provider) = consent(&policy) {
+        builder = builder.consent_provider(provider);
+    }
+    let (broker, outbound) = builder.build().map_err(|e| {
+        eprintln!("fsbroker: {e}");
+        ExitCode::from(2)
+    })?;
+    let reload_args = args.clone();
+    tokio::spawn(mcp_fsbroker::reload::watch_policy(
+        broker.clone(),
+        move || reload_args.build_policy(true),
+        args.policy.clone(),
+        Duration::from_secs(1),
+    ));
+    for r in broker.roots().iter() {
+        tracing::info!(mount = %r.mount(), access = r.access().as_str(), "serving root");
+    }
+    Ok((broker, outbound))
+}
+
+async fn serve(args: CommonArgs) -> ExitCode {
+    let (broker, outbound) = match start_broker(&args, |_| None) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let server_id = args
+        .server_id
+        .clone()
+        .unwrap_or_else(|| "default".to_owned());
+    let result = mcp_fsbroker::serve::run(
+        broker,
+        &server_id,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        outbound,
+        shutdown_signal(),
+    )
+    .await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fsbroker: {e}");
+            ExitCode::FAILURE
         }
     }
+}
+
+async fn proxy(args: ProxyArgs) -> ExitCode {
+    if args.url.is_some() {
+        eprintln!("fsbroker: proxy --url (remote Streamable HTTP servers) is not available yet");
+        return ExitCode::from(2);
+    }
+    if args.command.is_empty() {
+        eprintln!(
+            "fsbroker: proxy needs the server command after `--`, e.g. `fsbroker proxy --root DIR -- node server.js`"
+        );
+        return ExitCode::from(2);
+    }
+    let proxy = Proxy::new(args.common.server_id.clone());
+    // The proxy asks through the host unless the mode says otherwise: a host launches it
+    // without a terminal, so the host's own interface is where the user is.
+    let elicit = |policy: &Policy| {
+        let wait = Duration::from_secs(policy.consent.timeout_secs.get());
+        match &policy.consent.mode {
+            None | Some(ConsentMode::Elicit) => {
+                Some(proxy.elicit_consent(mcp_fsbroker::consent::provider_for(None, wait)))
+            }
+            Some(_) => None,
+        }
+    };
+    let (broker, outbound) = match start_broker(&args.common, elicit) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let max_line = broker.policy().limits.max_line_bytes.get();
+    let link = match mcp_fsbroker::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
+    {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("fsbroker: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    let code = proxy
+        .run(
+            broker,
+            outbound,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            link,
+            shutdown_signal(),
+        )
+        .await;
+    ExitCode::from(code)
 }
 
 async fn shutdown_signal() {

@@ -1,0 +1,214 @@
+//! The proxy's connection to the server: lines in, lines out, a way to ask it to end, and
+//! its exit code. A local server is a child process on pipes; the relay in [`super::run`]
+//! sees only this interface, so another transport can stand in for the child.
+
+use crate::framing::{Frame, next_frame};
+use std::future::Future;
+use std::pin::Pin;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot};
+
+/// Lines queued towards the server or the host before the sender waits.
+pub const QUEUE_LINES: usize = 64;
+
+/// A connection to one MCP server.
+pub struct Link {
+    /// Lines to send to the server.
+    pub to_server: mpsc::Sender<Vec<u8>>,
+    /// Lines the server sent, in order. Ends when the server's output ends.
+    pub from_server: mpsc::Receiver<Vec<u8>>,
+    /// Asks the server to end: for a child, its input is closed, then it gets SIGTERM, then
+    /// SIGKILL, a grace period apart.
+    pub end: oneshot::Sender<()>,
+    /// The server's exit code, once it has ended.
+    pub exit: Pin<Box<dyn Future<Output = u8> + Send>>,
+}
+
+/// Why the server could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start {program}: {source}")]
+pub struct SpawnError {
+    /// The program named.
+    pub program: String,
+    /// What the OS said.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl SpawnError {
+    /// The exit code a shell would give: 127 for a missing program, 126 for one that cannot
+    /// be run, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self.source.kind() {
+            std::io::ErrorKind::NotFound => 127,
+            std::io::ErrorKind::PermissionDenied => 126,
+            _ => 1,
+        }
+    }
+}
+
+/// Starts `command` (program and arguments) with piped stdin and stdout; its stderr is ours,
+/// so its logs reach the host's log unchanged. Lines longer than `max_line` are dropped with
+/// a warning, since a truncated JSON-RPC message cannot be relayed.
+pub fn spawn_child(
+    command: &[String],
+    max_line: usize,
+    grace: Duration,
+) -> Result<Link, SpawnError> {
+    let (program, args) = match command.split_first() {
+        Some(x) => x,
+        None => {
+            return Err(SpawnError {
+                program: String::new(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"),
+            });
+        }
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| SpawnError {
+            program: program.clone(),
+            source,
+        })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(SpawnError {
+            program: program.clone(),
+            source: std::io::Error::other("no pipes to the child"),
+        });
+    };
+
+    let (to_server, outgoing) = mpsc::channel::<Vec<u8>>(QUEUE_LINES);
+    let (incoming, from_server) = mpsc::channel::<Vec<u8>>(QUEUE_LINES);
+    let (close_tx, close_rx) = oneshot::channel::<()>();
+    tokio::spawn(write_lines(stdin, outgoing, close_rx));
+    tokio::spawn(async move {
+        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+        loop {
+            match next_frame(&mut reader, max_line).await {
+                Ok(Frame::Line(line)) => {
+                    if incoming.send(line).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(Frame::TooLong(n)) => {
+                    tracing::warn!(
+                        bytes = n,
+                        limit = max_line,
+                        "dropped an over-long message from the server"
+                    );
+                }
+                Ok(Frame::Eof) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the server's output");
+                    break;
+                }
+            }
+        }
+    });
+    let (end, end_rx) = oneshot::channel::<()>();
+    let exit = Box::pin(supervise(child, end_rx, close_tx, grace));
+    Ok(Link {
+        to_server,
+        from_server,
+        end,
+        exit,
+    })
+}
+
+/// Writes queued lines to the child until asked to close (or every sender is gone), then
+/// closes its stdin: for a stdio server that is the request to exit.
+async fn write_lines(
+    stdin: ChildStdin,
+    mut outgoing: mpsc::Receiver<Vec<u8>>,
+    mut close: oneshot::Receiver<()>,
+) {
+    let mut out = BufWriter::new(stdin);
+    loop {
+        let line = tokio::select! {
+            biased;
+            _ = &mut close => break,
+            l = outgoing.recv() => match l { Some(l) => l, None => break },
+        };
+        let written = async {
+            out.write_all(&line).await?;
+            out.write_all(b"\n").await?;
+            // Write everything already queued before one flush.
+            while let Ok(more) = outgoing.try_recv() {
+                out.write_all(&more).await?;
+                out.write_all(b"\n").await?;
+            }
+            out.flush().await
+        };
+        let r = tokio::select! {
+            biased;
+            _ = &mut close => break,
+            r = written => r,
+        };
+        if let Err(e) = r {
+            // A server that closed its input cannot take more; its exit is reported when
+            // its output ends.
+            tracing::debug!(error = %e, "server input closed");
+            break;
+        }
+    }
+    let _ = out.shutdown().await;
+}
+
+/// Waits for the child to exit on its own, or, once asked to end, closes its input and
+/// escalates. Returns the exit code to report.
+async fn supervise(
+    mut child: Child,
+    end: oneshot::Receiver<()>,
+    close: oneshot::Sender<()>,
+    grace: Duration,
+) -> u8 {
+    let status = tokio::select! {
+        s = child.wait() => s,
+        _ = end => {
+            let _ = close.send(());
+            match tokio::time::timeout(grace, child.wait()).await {
+                Ok(s) => s,
+                Err(_) => {
+                    tracing::info!("server still running after its input closed; sending SIGTERM");
+                    if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                    }
+                    match tokio::time::timeout(grace, child.wait()).await {
+                        Ok(s) => s,
+                        Err(_) => {
+                            tracing::warn!("server ignored SIGTERM; killing it");
+                            let _ = child.start_kill();
+                            child.wait().await
+                        }
+                    }
+                }
+            }
+        }
+    };
+    match status {
+        Ok(s) => exit_code(s),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot wait for the server");
+            1
+        }
+    }
+}
+
+/// The code to exit with for a child's status: its own code, or 128 plus the signal that
+/// ended it, as shells report it.
+pub fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from((128 + sig) & 0xff).unwrap_or(1),
+        (None, None) => 1,
+    }
+}

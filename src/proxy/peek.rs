@@ -1,0 +1,119 @@
+//! A cheap look at a relayed line: is it a request, a notification or a response, with which
+//! method and id. Everything else in the line is skipped unparsed, so relaying a large tool
+//! result costs one scan, not a tree of values.
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+/// What a relayed line is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// A request (it has a method and an id).
+    Request {
+        /// The method.
+        method: String,
+        /// The id, as sent.
+        id: Value,
+    },
+    /// A notification (a method, no id).
+    Notification {
+        /// The method.
+        method: String,
+    },
+    /// A response (an id, no method).
+    Response {
+        /// The id being answered.
+        id: Value,
+    },
+    /// A batch (a JSON array): looked at item by item when it matters.
+    Batch,
+    /// Not JSON-RPC we understand: relayed as it is, for the other side to judge.
+    Other,
+}
+
+#[derive(Deserialize)]
+struct Fields {
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, rename = "params")]
+    _params: Option<IgnoredAny>,
+    #[serde(default, rename = "result")]
+    _result: Option<IgnoredAny>,
+    #[serde(default, rename = "error")]
+    _error: Option<IgnoredAny>,
+}
+
+/// Classifies one line.
+pub fn peek(line: &[u8]) -> Kind {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        return Kind::Batch;
+    }
+    match serde_json::from_slice::<Fields>(line) {
+        Ok(f) => classify(f.method, f.id),
+        Err(_) => Kind::Other,
+    }
+}
+
+/// Classifies one already parsed item (of a batch).
+pub fn peek_value(item: &Value) -> Kind {
+    let Some(obj) = item.as_object() else {
+        return Kind::Other;
+    };
+    let method = obj.get("method").and_then(Value::as_str).map(str::to_owned);
+    classify(method, obj.get("id").cloned())
+}
+
+fn classify(method: Option<String>, id: Option<Value>) -> Kind {
+    match (method, id) {
+        (Some(method), Some(id)) if !id.is_null() => Kind::Request { method, id },
+        (Some(method), _) => Kind::Notification { method },
+        (None, Some(id)) => Kind::Response { id },
+        (None, None) => Kind::Other,
+    }
+}
+
+/// Whether the broker answers `method` when a server sends it: `roots/list` and `files/*`.
+pub fn is_brokered(method: &str) -> bool {
+    method == "roots/list" || method.starts_with("files/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(
+            peek(br#"{"jsonrpc":"2.0","id":1,"method":"files/read","params":{"path":"a"}}"#),
+            Kind::Request {
+                method: "files/read".into(),
+                id: 1.into()
+            }
+        );
+        assert_eq!(
+            peek(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Kind::Notification {
+                method: "notifications/initialized".into()
+            }
+        );
+        assert_eq!(
+            peek(br#"{"jsonrpc":"2.0","id":"x","result":{"big":[1,2,3]}}"#),
+            Kind::Response { id: "x".into() }
+        );
+        assert_eq!(peek(b" [{}]"), Kind::Batch);
+        assert_eq!(peek(b"not json"), Kind::Other);
+        assert_eq!(peek(br#"{"method":7}"#), Kind::Other);
+    }
+
+    #[test]
+    fn brokered_methods() {
+        assert!(is_brokered("roots/list"));
+        assert!(is_brokered("files/read"));
+        assert!(!is_brokered("sampling/createMessage"));
+        assert!(!is_brokered("roots/listx"));
+    }
+}
