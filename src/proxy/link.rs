@@ -124,7 +124,8 @@ pub fn spawn_child(
 }
 
 /// Writes queued lines to the child until asked to close (or every sender is gone), then
-/// closes its stdin: for a stdio server that is the request to exit.
+/// writes what is still queued and closes its stdin: for a stdio server that is the request
+/// to exit. A write blocked on a child that does not read ends when the supervisor kills it.
 async fn write_lines(
     stdin: ChildStdin,
     mut outgoing: mpsc::Receiver<Vec<u8>>,
@@ -134,28 +135,30 @@ async fn write_lines(
     loop {
         let line = tokio::select! {
             biased;
-            _ = &mut close => break,
-            l = outgoing.recv() => match l { Some(l) => l, None => break },
+            _ = &mut close => None,
+            l = outgoing.recv() => l,
         };
+        let closing = line.is_none();
         let written = async {
-            out.write_all(&line).await?;
-            out.write_all(b"\n").await?;
-            // Write everything already queued before one flush.
+            if let Some(line) = line {
+                out.write_all(&line).await?;
+                out.write_all(b"\n").await?;
+            }
+            // Everything already queued goes out before one flush (and before the close).
             while let Ok(more) = outgoing.try_recv() {
                 out.write_all(&more).await?;
                 out.write_all(b"\n").await?;
             }
             out.flush().await
-        };
-        let r = tokio::select! {
-            biased;
-            _ = &mut close => break,
-            r = written => r,
-        };
-        if let Err(e) = r {
+        }
+        .await;
+        if let Err(e) = written {
             // A server that closed its input cannot take more; its exit is reported when
             // its output ends.
             tracing::debug!(error = %e, "server input closed");
+            break;
+        }
+        if closing {
             break;
         }
     }

@@ -5,7 +5,8 @@ It answers `initialize` (serverInfo.name from $SERVER_NAME, default "scripted"),
 and `tools/call`. The tool `ask` takes `{"requests": [[method, params], ...]}`, sends each
 as a request to the client in turn (ids from $ID_STYLE: "int" or a string prefix), waits for
 each answer, and returns the list of answers as the tool result's structuredContent (and
-as JSON text). The tool `exit` exits at once with `{"code": N}`. The tool `stderr` writes
+as JSON text). The tool `exit` exits at once with `{"code": N}`; `flood` sends `count`
+notifications of `size` bytes to the host; `sleep` stops reading for `seconds`. The tool `stderr` writes
 its `text` to stderr. With $IGNORE_STDIN_EOF set, the server keeps running after its input
 ends (and ignores SIGTERM when it is "term").
 """
@@ -90,6 +91,18 @@ def handle(m):
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "content": [{"type": "text", "text": json.dumps(answers)}],
                 "structuredContent": {"answers": answers}}})
+        elif name == "flood":
+            # Host-bound notifications, numbered, then the result.
+            data = "x" * int(args.get("size", 1024))
+            for i in range(int(args.get("count", 1))):
+                send({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": "info", "data": {"seq": i, "pad": data}}})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
+        elif name == "sleep":
+            # Stops reading its input for a while.
+            import time
+            time.sleep(float(args.get("seconds", 1)))
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
         elif name == "exit":
             sys.exit(int(args.get("code", 0)))
         elif name == "stderr":
