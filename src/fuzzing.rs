@@ -86,6 +86,7 @@ pub fn jsonrpc(data: &[u8]) {
             Err(e) => panic!("{e}"),
         }
     });
+    proxy_peek(data);
     runtime().block_on(async {
         if let Some(out) = broker.handle_line("fuzz", data).await {
             let v: Value = match serde_json::from_slice(&out) {
@@ -105,6 +106,27 @@ pub fn jsonrpc(data: &[u8]) {
             .await;
         assert!(ping.is_some(), "session stopped answering");
     });
+}
+
+/// The proxy's cheap look at a line agrees with a full decode: whatever the broker would take
+/// as a request with some method, the proxy sees as that request (so a brokered method can
+/// never slip past the proxy to the host, or the reverse).
+fn proxy_peek(data: &[u8]) {
+    use crate::jsonrpc::{Item, Message, decode};
+    use crate::proxy::{Kind, peek};
+    let seen = peek(data);
+    if let Ok(Message::Single(Item::Request(r))) = decode(data, usize::MAX) {
+        match &seen {
+            Kind::Request { method, id } => {
+                assert_eq!(method, &r.method);
+                assert_eq!(id, r.id.as_value());
+            }
+            other => panic!("peek saw {other:?} for a request to {}", r.method),
+        }
+    }
+    if let Ok(Message::Batch(_)) = decode(data, usize::MAX) {
+        assert_eq!(seen, Kind::Batch);
+    }
 }
 
 /// A tree for [`ops_plan`]: `root/project` (the root) holding files, a subdirectory, an

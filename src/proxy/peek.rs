@@ -54,7 +54,12 @@ pub fn peek(line: &[u8]) -> Kind {
     }
     match serde_json::from_slice::<Fields>(line) {
         Ok(f) => classify(f.method, f.id),
-        Err(_) => Kind::Other,
+        // Duplicate keys and the like: judge the line as the broker's full decode would
+        // (the last duplicate wins), so the two never disagree on what a line is.
+        Err(_) => match serde_json::from_slice::<Value>(line) {
+            Ok(v) => peek_value(&v),
+            Err(_) => Kind::Other,
+        },
     }
 }
 
@@ -107,6 +112,13 @@ mod tests {
         assert_eq!(peek(b" [{}]"), Kind::Batch);
         assert_eq!(peek(b"not json"), Kind::Other);
         assert_eq!(peek(br#"{"method":7}"#), Kind::Other);
+        assert_eq!(
+            peek(br#"{"id":1,"method":"ping","method":"files/read"}"#),
+            Kind::Request {
+                method: "files/read".into(),
+                id: 1.into()
+            }
+        );
     }
 
     #[test]
