@@ -287,3 +287,24 @@ fn a_missing_server_program_or_command_is_a_clear_error() {
         p.stderr()
     );
 }
+
+#[test]
+fn a_server_that_exits_while_its_output_stays_open_still_ends_the_proxy() {
+    let f = Fixture::new();
+    // The background sleep inherits the server's stdout and keeps it open after the server
+    // exits; the host keeps its input open too.
+    let args: Vec<OsString> = [
+        "proxy",
+        "--root",
+        f.root.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 30 & exit 3",
+    ]
+    .map(OsString::from)
+    .to_vec();
+    let mut p = Sidecar::spawn(&args, None);
+    let status = p.wait_exit(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(3), "{}", p.stderr());
+}

@@ -143,6 +143,8 @@ impl Proxy {
         drop(to_server);
 
         tokio::pin!(shutdown);
+        let mut exit = exit;
+        let mut exited = None;
         let server_done = tokio::select! {
             _ = &mut host_reader => {
                 tracing::info!("host closed its input; ending the server");
@@ -152,14 +154,25 @@ impl Proxy {
                 tracing::info!("server closed its output");
                 true
             }
+            // A server that exits while something else (a process it started) keeps its
+            // output open must still end the session.
+            code = &mut exit => {
+                exited = Some(code);
+                false
+            }
             () = &mut shutdown => {
                 tracing::info!("ending the server");
                 false
             }
         };
         host.close();
-        let _ = end.send(());
-        let code = exit.await;
+        let code = match exited {
+            Some(code) => code,
+            None => {
+                let _ = end.send(());
+                exit.await
+            }
+        };
         tracing::info!(code, "server exited");
         if !server_done {
             // The server's last words still reach the host, unless its output stays open
