@@ -4,55 +4,27 @@
 //! exit codes, stderr, and shutdown.
 
 mod common;
+#[path = "common/proxy_host.rs"]
+mod proxy_host;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
 use common::{Fixture, SECRET, assert_error};
+use proxy_host::{ask, initialize, proxy_args};
 use serde_json::{Value, json};
 use sidecar::Sidecar;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-fn server_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proxy/scripted_server.py")
-}
 
 /// `fsbroker proxy --root project OPTS... -- python3 scripted_server.py` (without the
 /// `--root` when OPTS name a policy).
 fn proxy(f: &Fixture, opts: &[&str], env: &[(&str, &str)]) -> Sidecar {
-    let mut args: Vec<OsString> = vec!["proxy".into()];
+    let mut args: Vec<OsString> = Vec::new();
     if !opts.contains(&"--policy") {
         args.extend(["--root".into(), f.root.clone().into()]);
     }
     args.extend(opts.iter().map(OsString::from));
-    args.extend(["--", "python3"].map(OsString::from));
-    args.push(server_script().into());
-    Sidecar::spawn_env(&args, env)
-}
-
-/// The host's `initialize` with `capabilities`, at `version`; returns the server's result.
-fn initialize(p: &mut Sidecar, version: &str, capabilities: Value) -> Value {
-    p.send(
-        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-        "protocolVersion": version, "capabilities": capabilities,
-        "clientInfo": {"name": "test-host", "version": "1"}}}),
-    );
-    let r = p.wait_id(&json!("init"));
-    p.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-    r["result"].clone()
-}
-
-/// Calls the scripted server's `ask` tool: it sends each request to its client (the proxy)
-/// and returns the answers it got.
-fn ask(p: &mut Sidecar, id: i64, requests: Value) -> Vec<Value> {
-    p.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-        "params":{"name":"ask","arguments":{"requests":requests}}}));
-    let r = p.wait_id(&json!(id));
-    r["result"]["structuredContent"]["answers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_else(|| panic!("no answers: {r}"))
+    Sidecar::spawn_env(&proxy_args(&args), env)
 }
 
 #[test]

@@ -3,46 +3,34 @@
 //! elicitation; a host without it gets the fallback (no terminal here, so a denial).
 
 mod common;
+#[path = "common/proxy_host.rs"]
+mod proxy_host;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
 use common::{Fixture, assert_error};
+use proxy_host::proxy_args;
 use serde_json::{Value, json};
 use sidecar::Sidecar;
 use std::ffi::OsString;
-use std::path::Path;
 
 /// The proxy in front of the scripted server, in a new session (`setsid`) so that it has no
 /// controlling terminal even when the tests run in one: the fallback is then `deny`.
 fn proxy(f: &Fixture, consent: Option<&str>) -> Sidecar {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proxy/scripted_server.py");
-    let mut args: Vec<OsString> = vec![
-        "proxy".into(),
-        "--root".into(),
-        f.root.clone().into(),
-        "--writable".into(),
-    ];
+    let mut args: Vec<OsString> = vec!["--root".into(), f.root.clone().into(), "--writable".into()];
     if let Some(c) = consent {
         args.extend(["--consent".into(), c.into()]);
     }
-    args.extend(["--".into(), "python3".into(), script.into()]);
-    Sidecar::spawn_wrapped(&["setsid", "-w"], &args)
+    Sidecar::spawn_wrapped(&["setsid", "-w"], &proxy_args(&args))
 }
 
 fn initialize(p: &mut Sidecar, capabilities: Value) {
-    p.send(
-        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-        "protocolVersion": "2025-06-18", "capabilities": capabilities,
-        "clientInfo": {"name": "test-host", "version": "1"}}}),
-    );
-    p.wait_id(&json!("init"));
-    p.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    proxy_host::initialize(p, "2025-06-18", capabilities);
 }
 
-/// Starts the server's `ask` tool with `requests` (tool call id 1) without waiting.
+/// Starts the `ask` tool (call id 1) without waiting.
 fn start_ask(p: &mut Sidecar, requests: Value) {
-    p.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
-        "params":{"name":"ask","arguments":{"requests":requests}}}));
+    proxy_host::start_ask(p, 1, requests);
 }
 
 /// The next line, which must be the proxy's `elicitation/create` request.
@@ -53,11 +41,7 @@ fn next_elicitation(p: &mut Sidecar) -> Value {
 }
 
 fn answers(p: &mut Sidecar) -> Vec<Value> {
-    let r = p.wait_id(&json!(1));
-    r["result"]["structuredContent"]["answers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_else(|| panic!("no answers: {r}"))
+    proxy_host::answers(p, 1)
 }
 
 fn consent_then_use() -> Value {

@@ -3,45 +3,21 @@
 //! anything.
 
 mod common;
+#[path = "common/proxy_host.rs"]
+mod proxy_host;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
 use common::Fixture;
+use proxy_host::{ask, initialize, proxy_args};
 use serde_json::{Value, json};
 use sidecar::Sidecar;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proxy/scripted_server.py")
-}
-
 fn proxy(opts: &[OsString], notes: &Path) -> Sidecar {
-    let mut args: Vec<OsString> = vec!["proxy".into()];
-    args.extend(opts.iter().cloned());
-    args.extend(["--".into(), "python3".into(), script().into()]);
-    Sidecar::spawn_env(&args, &[("NOTES", notes.to_str().unwrap())])
-}
-
-fn initialize(p: &mut Sidecar) {
-    p.send(
-        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test-host", "version": "1"}}}),
-    );
-    p.wait_id(&json!("init"));
-    p.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-}
-
-fn ask(p: &mut Sidecar, id: i64, requests: Value) -> Vec<Value> {
-    p.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-        "params":{"name":"ask","arguments":{"requests":requests}}}));
-    let r = p.wait_id(&json!(id));
-    r["result"]["structuredContent"]["answers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_else(|| panic!("no answers: {r}"))
+    Sidecar::spawn_env(&proxy_args(opts), &[("NOTES", notes.to_str().unwrap())])
 }
 
 /// The notifications the server has received, by method.
@@ -82,7 +58,7 @@ fn changes_under_a_watch_reach_the_server() {
         "auto".into(),
     ];
     let mut p = proxy(&opts, &note_file);
-    initialize(&mut p);
+    initialize(&mut p, "2025-06-18", json!({}));
     let a = ask(
         &mut p,
         1,
@@ -117,7 +93,7 @@ fn a_reload_that_adds_a_root_tells_the_server() {
         "deny".into(),
     ];
     let mut p = proxy(&opts, &note_file);
-    initialize(&mut p);
+    initialize(&mut p, "2025-06-18", json!({}));
     let a = ask(&mut p, 1, json!([["roots/list", null]]));
     assert_eq!(a[0]["result"]["roots"].as_array().unwrap().len(), 1);
 
@@ -157,7 +133,7 @@ fn a_host_that_stops_reading_gets_everything_in_order_later() {
         "deny".into(),
     ];
     let mut p = proxy(&opts, &note_file);
-    initialize(&mut p);
+    initialize(&mut p, "2025-06-18", json!({}));
     // 8 MiB of host-bound notifications, far beyond the pipes and queues, while this host
     // reads nothing; then it reads them all.
     let count = 128;
@@ -189,7 +165,7 @@ fn a_server_that_stops_reading_gets_everything_in_order_later() {
         "deny".into(),
     ];
     let mut p = proxy(&opts, &note_file);
-    initialize(&mut p);
+    initialize(&mut p, "2025-06-18", json!({}));
     p.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
         "params":{"name":"sleep","arguments":{"seconds":1.5}}}));
     // 8 MiB towards a server that is not reading: this host's writes block until it reads
