@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
@@ -139,20 +139,8 @@ async fn write_lines(
             l = outgoing.recv() => l,
         };
         let closing = line.is_none();
-        let written = async {
-            if let Some(line) = line {
-                out.write_all(&line).await?;
-                out.write_all(b"\n").await?;
-            }
-            // Everything already queued goes out before one flush (and before the close).
-            while let Ok(more) = outgoing.try_recv() {
-                out.write_all(&more).await?;
-                out.write_all(b"\n").await?;
-            }
-            out.flush().await
-        }
-        .await;
-        if let Err(e) = written {
+        // Everything already queued goes out before one flush (and before the close).
+        if let Err(e) = write_queued(&mut out, line, &mut outgoing).await {
             // A server that closed its input cannot take more; its exit is reported when
             // its output ends.
             tracing::debug!(error = %e, "server input closed");
@@ -163,6 +151,27 @@ async fn write_lines(
         }
     }
     let _ = out.shutdown().await;
+}
+
+/// Writes `first` and then every line already queued in `rx`, each with its newline, and
+/// flushes once.
+pub(crate) async fn write_queued<W: AsyncWrite + Unpin>(
+    out: &mut BufWriter<W>,
+    first: Option<Vec<u8>>,
+    rx: &mut mpsc::Receiver<Vec<u8>>,
+) -> std::io::Result<()> {
+    let mut next = first;
+    loop {
+        if let Some(line) = next {
+            out.write_all(&line).await?;
+            out.write_all(b"\n").await?;
+        }
+        match rx.try_recv() {
+            Ok(more) => next = Some(more),
+            Err(_) => break,
+        }
+    }
+    out.flush().await
 }
 
 /// Waits for the child to exit on its own, or, once asked to end, closes its input and

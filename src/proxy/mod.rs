@@ -32,7 +32,7 @@ use crate::serve::Dispatcher;
 use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 
 /// How long the end of a session waits for the last messages to pass.
@@ -219,16 +219,7 @@ impl State {
 async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: mpsc::Receiver<Vec<u8>>) {
     let mut out = tokio::io::BufWriter::new(host_out);
     while let Some(line) = rx.recv().await {
-        let r = async {
-            out.write_all(&line).await?;
-            out.write_all(b"\n").await?;
-            while let Ok(more) = rx.try_recv() {
-                out.write_all(&more).await?;
-                out.write_all(b"\n").await?;
-            }
-            out.flush().await
-        }
-        .await;
+        let r = link::write_queued(&mut out, Some(line), &mut rx).await;
         if let Err(e) = r {
             tracing::info!(error = %e, "host output closed");
             break;
