@@ -55,6 +55,8 @@ pub mod path;
 pub mod policy;
 pub mod proxy;
 pub mod reload;
+#[cfg(feature = "rmcp")]
+pub mod rmcp_adapter;
 pub mod root;
 pub mod serve;
 pub mod session;
