@@ -1,0 +1,143 @@
+//! The official MCP SDKs, for tests that run them as real peers: the TypeScript SDK
+//! (`tests/interop/package.json`, locked by `package-lock.json`) and the Python SDK
+//! (`tests/interop/requirements.txt`, every package pinned).
+//!
+//! They are installed from the registries on first use into `target/tmp/interop` (`npm ci`
+//! and a virtual environment), and again only when the pinned set changes, so `cargo test` on
+//! a fresh machine needs nothing but Node.js, npm and Python 3 beside the Rust toolchain. A
+//! failed install fails the test that needed it, with the installer's output; nothing is
+//! skipped. An exclusive file lock keeps concurrent test processes from installing at once.
+#![allow(dead_code)]
+
+use fs4::fs_std::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The longest an install may take (a cold npm and pip install takes well under a minute).
+const INSTALL: Duration = Duration::from_secs(900);
+
+/// `tests/interop`: the scripts and the pinned package lists.
+pub fn sources() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
+}
+
+fn base() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop")
+}
+
+/// The directory holding the TypeScript SDK's `node_modules` and a fresh copy of every
+/// `.mjs` script of `tests/interop` (Node resolves packages from the script's own directory).
+pub fn node_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = base().join("node");
+        with_lock(|| {
+            let src = sources();
+            let stamp = stamp(&[src.join("package.json"), src.join("package-lock.json")]);
+            if !fresh(&dir, &stamp) {
+                reset(&dir);
+                for f in ["package.json", "package-lock.json"] {
+                    std::fs::copy(src.join(f), dir.join(f)).unwrap();
+                }
+                let mut npm = Command::new("npm");
+                npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                    .current_dir(&dir);
+                install(npm, "npm ci (the MCP TypeScript SDK)");
+                std::fs::write(dir.join(".stamp"), &stamp).unwrap();
+            }
+            for entry in std::fs::read_dir(&src).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "mjs") {
+                    std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+                }
+            }
+        });
+        dir
+    })
+}
+
+/// The Python interpreter of a virtual environment holding the Python SDK (`mcp`).
+pub fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let venv = base().join("venv");
+        with_lock(|| {
+            let requirements = sources().join("requirements.txt");
+            let stamp = stamp(std::slice::from_ref(&requirements));
+            if !fresh(&venv, &stamp) {
+                reset(&venv);
+                let mut make = Command::new("python3");
+                make.args(["-m", "venv"]).arg(&venv);
+                install(make, "python3 -m venv");
+                let mut pip = Command::new(venv.join("bin/python"));
+                pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
+                    .arg("-r")
+                    .arg(&requirements);
+                install(pip, "pip install (the MCP Python SDK)");
+                std::fs::write(venv.join(".stamp"), &stamp).unwrap();
+            }
+        });
+        venv.join("bin/python")
+    })
+}
+
+/// Runs `f` holding the install lock, shared by every test process of this target directory.
+fn with_lock(f: impl FnOnce()) {
+    std::fs::create_dir_all(base()).unwrap();
+    let lock = std::fs::File::create(base().join(".lock")).unwrap();
+    lock.lock_exclusive().unwrap();
+    f();
+    FileExt::unlock(&lock).unwrap();
+}
+
+/// What an install was made from: the concatenated pinned lists.
+fn stamp(files: &[PathBuf]) -> Vec<u8> {
+    let mut all = Vec::new();
+    for f in files {
+        all.extend(std::fs::read(f).unwrap());
+    }
+    all
+}
+
+fn fresh(dir: &Path, stamp: &[u8]) -> bool {
+    std::fs::read(dir.join(".stamp")).is_ok_and(|s| s == stamp)
+}
+
+fn reset(dir: &Path) {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    std::fs::create_dir_all(dir).unwrap();
+}
+
+/// Runs an installer to completion within [`INSTALL`]; a failure or a timeout fails the test
+/// with the installer's output.
+fn install(mut cmd: Command, what: &str) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(log.reopen().unwrap())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let deadline = Instant::now() + INSTALL;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = std::fs::read_to_string(log.path()).unwrap_or_default();
+    match status {
+        Some(s) if s.success() => {}
+        Some(s) => panic!("{what} failed ({s}):\n{output}"),
+        None => panic!("{what} took longer than {INSTALL:?}:\n{output}"),
+    }
+}
