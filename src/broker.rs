@@ -254,8 +254,16 @@ impl Broker {
     }
 
     /// The client capabilities to merge into the host's `initialize` request.
+    ///
+    /// The flag is where the wire contract puts it, `roots.filesystemBrokering`, and again as
+    /// the experimental capability `filesystemBrokering`: the official TypeScript and Python
+    /// SDKs drop unknown keys under `roots` when they parse a client's capabilities, so a
+    /// server written with them can only see the experimental one.
     pub fn capabilities(&self) -> Value {
-        json!({"roots": {"listChanged": true, "filesystemBrokering": true}})
+        json!({
+            "roots": {"listChanged": true, "filesystemBrokering": true},
+            "experimental": {"filesystemBrokering": {}},
+        })
     }
 
     /// The roots in force.

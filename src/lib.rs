@@ -73,3 +73,8 @@ pub mod ops_limits {
 }
 pub use policy::Policy;
 pub use root::Access;
+
+/// The README's code blocks, compiled by `cargo test` so that they match the API.
+#[cfg(all(doctest, feature = "rmcp"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

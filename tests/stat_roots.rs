@@ -169,6 +169,7 @@ async fn capabilities_offer_roots_with_list_changed_and_filesystem_brokering() {
     let b = f.broker();
     assert_eq!(
         b.capabilities(),
-        json!({"roots": {"listChanged": true, "filesystemBrokering": true}})
+        json!({"roots": {"listChanged": true, "filesystemBrokering": true},
+               "experimental": {"filesystemBrokering": {}}})
     );
 }

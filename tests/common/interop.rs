@@ -9,7 +9,7 @@
 //! skipped. An exclusive file lock keeps concurrent test processes from installing at once.
 #![allow(dead_code)]
 
-use fs4::fs_std::FileExt;
+use fs4::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -87,7 +87,7 @@ pub fn python() -> &'static Path {
 fn with_lock(f: impl FnOnce()) {
     std::fs::create_dir_all(base()).unwrap();
     let lock = std::fs::File::create(base().join(".lock")).unwrap();
-    lock.lock_exclusive().unwrap();
+    FileExt::lock(&lock).unwrap();
     f();
     FileExt::unlock(&lock).unwrap();
 }
@@ -114,15 +114,23 @@ fn reset(dir: &Path) {
 
 /// Runs an installer to completion within [`INSTALL`]; a failure or a timeout fails the test
 /// with the installer's output.
-fn install(mut cmd: Command, what: &str) {
-    let log = tempfile::NamedTempFile::new().unwrap();
+fn install(cmd: Command, what: &str) {
+    run(cmd, INSTALL, what, true);
+}
+
+/// Runs `cmd` to completion within `limit`, failing the test with its output if it fails or
+/// takes longer. Returns its standard output (standard error joins it when `merge`).
+pub fn run(mut cmd: Command, limit: Duration, what: &str, merge: bool) -> String {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let err_file = if merge { &out } else { &err };
     let mut child = cmd
         .stdin(Stdio::null())
-        .stdout(log.reopen().unwrap())
-        .stderr(log.reopen().unwrap())
+        .stdout(out.reopen().unwrap())
+        .stderr(err_file.reopen().unwrap())
         .spawn()
         .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-    let deadline = Instant::now() + INSTALL;
+    let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
@@ -132,12 +140,56 @@ fn install(mut cmd: Command, what: &str) {
             let _ = child.wait();
             break None;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     };
-    let output = std::fs::read_to_string(log.path()).unwrap_or_default();
+    let stdout = std::fs::read_to_string(out.path()).unwrap_or_default();
+    let stderr = std::fs::read_to_string(err.path()).unwrap_or_default();
     match status {
-        Some(s) if s.success() => {}
-        Some(s) => panic!("{what} failed ({s}):\n{output}"),
-        None => panic!("{what} took longer than {INSTALL:?}:\n{output}"),
+        Some(s) if s.success() => stdout,
+        Some(s) => panic!("{what} failed ({s}):\n{stdout}\n{stderr}"),
+        None => panic!("{what} took longer than {limit:?}:\n{stdout}\n{stderr}"),
     }
+}
+
+/// `node ts_host.mjs fsbroker proxy PROXY_ARGS... -- node ts_server.mjs`, in a new session
+/// (`setsid`), so the proxy has no controlling terminal even when the tests run in one and its
+/// consent fallback is `deny`. `capabilities` are the SDK client's; `elicit` its answer to any
+/// `elicitation/create`. The host takes tool calls as JSON-RPC lines (see `ts_host.mjs`).
+pub fn ts_host(
+    proxy_args: &[std::ffi::OsString],
+    capabilities: &serde_json::Value,
+    elicit: Option<&serde_json::Value>,
+) -> crate::sidecar::Sidecar {
+    let dir = node_dir();
+    let mut cmd = Command::new("setsid");
+    cmd.arg("-w")
+        .arg("node")
+        .arg(dir.join("ts_host.mjs"))
+        .arg(crate::common::bin())
+        .arg("proxy")
+        .args(proxy_args)
+        .args(["--", "node"])
+        .arg(dir.join("ts_server.mjs"))
+        .env("HOST_CAPABILITIES", capabilities.to_string());
+    if let Some(answer) = elicit {
+        cmd.env("HOST_ELICIT", answer.to_string());
+    }
+    crate::sidecar::Sidecar::start(cmd)
+}
+
+/// `python py_host.py TOOL COMMAND...` with the Python SDK: calls the server's tool once and
+/// returns the host's JSON line (`protocolVersion`, `serverInfo`, `result`).
+pub fn py_host(tool: &str, command: &[std::ffi::OsString]) -> serde_json::Value {
+    let mut cmd = Command::new(python());
+    cmd.arg(sources().join("py_host.py"))
+        .arg(tool)
+        .args(command);
+    let out = run(cmd, Duration::from_secs(60), "the Python SDK host", false);
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("the Python SDK host printed no JSON ({e}): {out}"))
+}
+
+/// The Python SDK server's command line: `python py_server.py`.
+pub fn py_server() -> Vec<std::ffi::OsString> {
+    vec![python().into(), sources().join("py_server.py").into()]
 }

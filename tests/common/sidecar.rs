@@ -83,13 +83,13 @@ impl Sidecar {
     }
 
     /// Starts `cmd` with piped stdio, and threads that read its stdout lines and its stderr.
-    fn start(mut cmd: Command) -> Sidecar {
+    /// Any program that speaks JSON lines can be driven this way (the SDK hosts of the
+    /// interop tests are).
+    pub fn start(mut cmd: Command) -> Sidecar {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn fsbroker ({cmd:?}): {e}"));
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = channel();
         std::thread::spawn(move || {
