@@ -228,3 +228,42 @@ impl Grants {
         MAX_GRANTS.saturating_sub(self.grants.len())
     }
 }
+
+/// Invisible formatting characters (bidirectional overrides and isolates, zero-width
+/// characters) that could make a path on screen read differently from the path granted.
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// Replaces control and invisible formatting characters, so a server can neither drive the
+/// terminal with escape sequences nor disguise what it asks for.
+pub(crate) fn sanitise(text: &str, max: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .take(max)
+        .map(|c| {
+            if c.is_control() || is_format(c) {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if text.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+/// A requested path as shown to the user: sanitised, and a whole root named as such, since
+/// a grant on it covers everything beneath.
+pub(crate) fn describe(path: &MountPath) -> String {
+    let shown = sanitise(&path.to_string(), 4096);
+    if path.rel.is_root() {
+        format!("{shown}  (the whole folder, everything in it)")
+    } else {
+        shown
+    }
+}

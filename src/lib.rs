@@ -27,7 +27,10 @@
 //! - [`watch`]: the shared notify watcher, kernel-watch accounting, coalescing and fan-out.
 //! - `ops`: one file per method.
 //! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
-//! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading.
+//! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading;
+//!   [`lines`]: queues of lines bounded in bytes.
+//! - [`proxy`]: the `fsbroker proxy` transport between a host and a server it starts.
+//! - `rmcp_adapter` (feature `rmcp`): answers for a host written with the official Rust SDK.
 //! - [`cli`]: the command line, shared by the binary and its tests.
 //! - [`fuzzing`]: fuzz oracles, replayed by `cargo test` over the committed corpora.
 //!
@@ -49,6 +52,7 @@ pub mod framing;
 pub mod fuzzing;
 pub mod jsonrpc;
 pub mod limits;
+pub mod lines;
 pub mod locks;
 mod ops;
 pub mod path;

@@ -9,15 +9,13 @@
 use crate::broker::{Broker, OutboundReceiver};
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc::{self, Message, Response};
+use crate::lines::{LineSender, line_channel};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
-
-/// Bytes of lines that may be queued or running at once (at least twice the line limit).
-pub const QUEUE_BYTES: usize = 64 << 20;
 
 /// How long a shutdown waits for operations in flight before giving up on them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -43,7 +41,9 @@ where
     S: Future<Output = ()>,
 {
     let max_line = broker.policy().limits.max_line_bytes.get();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    // Responses wait here for a host that reads slowly; bounded in bytes, since one read's
+    // answer can be 4/3 of the largest chunk.
+    let (tx, mut rx) = line_channel(256, crate::lines::budget(max_line));
     let me = server_id.to_owned();
     let writer = tokio::spawn(async move {
         let mut out = tokio::io::BufWriter::new(output);
@@ -123,7 +123,7 @@ where
 pub struct Dispatcher {
     broker: Broker,
     server_id: String,
-    tx: mpsc::Sender<Vec<u8>>,
+    tx: LineSender,
     queue: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
     tasks: JoinSet<()>,
@@ -131,13 +131,13 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     /// A dispatcher for `server_id` whose response lines go to `tx`.
-    pub fn new(broker: Broker, server_id: &str, tx: mpsc::Sender<Vec<u8>>) -> Dispatcher {
+    pub fn new(broker: Broker, server_id: &str, tx: LineSender) -> Dispatcher {
         let limits = broker.policy().limits;
         let max_line = limits.max_line_bytes.get();
         // Lines queued or running are bounded twice: in number, and in bytes (KiB permits,
         // taken before a line is decoded), so a flood of maximal lines cannot hold more than
         // the budget.
-        let budget_kib = (QUEUE_BYTES.max(2 * max_line) / 1024).min(Semaphore::MAX_PERMITS);
+        let budget_kib = (crate::lines::budget(max_line) / 1024).min(Semaphore::MAX_PERMITS);
         Dispatcher {
             broker,
             server_id: server_id.to_owned(),

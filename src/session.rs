@@ -5,6 +5,31 @@ use crate::upload::Uploads;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Semaphore;
 
+/// Longest session id taken from a server's self-reported name, in characters.
+pub const MAX_SERVER_NAME_CHARS: usize = 128;
+
+/// The session id that a server's self-reported name (its `serverInfo.name`) gives: the name
+/// with control characters removed, cut to [`MAX_SERVER_NAME_CHARS`] characters, or `None`
+/// when nothing is left.
+///
+/// The name comes from the server, so it is cleaned before it names a session: it shows up
+/// in logs and audit records, where control characters could forge lines or terminal
+/// escapes, and a bounded length keeps one server from bloating every record.
+///
+/// ```
+/// use mcp_fsbroker::session::server_name;
+/// assert_eq!(server_name("notes\n\u{1b}[2J").as_deref(), Some("notes[2J"));
+/// assert_eq!(server_name("\u{7}"), None);
+/// ```
+pub fn server_name(raw: &str) -> Option<String> {
+    let name: String = raw
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_SERVER_NAME_CHARS)
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
 /// The state the broker keeps for one server id.
 #[derive(Debug)]
 pub struct Session {
@@ -57,5 +82,28 @@ impl Session {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_names_lose_control_characters_and_length() {
+        assert_eq!(server_name("files").as_deref(), Some("files"));
+        assert_eq!(
+            server_name("a\u{0}b\tc\r\n\u{1b}d\u{7f}e\u{85}f").as_deref(),
+            Some("abcdef")
+        );
+        assert_eq!(server_name(""), None);
+        assert_eq!(server_name("\n\t\u{1b}"), None);
+        // The limit counts characters, not bytes, so a multi-byte name is never cut mid-char.
+        let long = "é".repeat(MAX_SERVER_NAME_CHARS + 5);
+        let cut = server_name(&long).unwrap_or_default();
+        assert_eq!(cut.chars().count(), MAX_SERVER_NAME_CHARS);
+        assert!(cut.chars().all(|c| c == 'é'));
+        // Spaces are kept: they are printable, and the proxy has always kept them.
+        assert_eq!(server_name(" my server ").as_deref(), Some(" my server "));
     }
 }

@@ -2,7 +2,7 @@
 //! the protocol), one question at a time, and stops waiting for an answer at the consent time
 //! limit (see [`super::provider_for`]).
 
-use super::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest};
+use super::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest, sanitise};
 use crate::root::Access;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -87,34 +87,6 @@ impl ConsentProvider for TtyConsent {
     }
 }
 
-/// Invisible formatting characters (bidirectional overrides and isolates, zero-width
-/// characters) that could make a path on screen read differently from the path granted.
-fn is_format(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
-}
-
-/// Replaces control and invisible formatting characters, so a server can neither drive the
-/// terminal with escape sequences nor disguise what it asks for.
-pub(crate) fn sanitise(text: &str, max: usize) -> String {
-    let mut out: String = text
-        .chars()
-        .take(max)
-        .map(|c| {
-            if c.is_control() || is_format(c) {
-                '?'
-            } else {
-                c
-            }
-        })
-        .collect();
-    if text.chars().count() > max {
-        out.push('…');
-    }
-    out
-}
-
 fn ask(
     device: &std::path::Path,
     req: &ConsentRequest,
@@ -130,8 +102,9 @@ fn ask(
         req.access.as_str()
     );
     for p in &req.paths {
-        prompt.push_str(&format!("  {}\n", sanitise(&p.to_string(), 4096)));
+        prompt.push_str(&format!("  {}\n", super::describe(p)));
     }
+    prompt.push_str("  (a folder covers everything inside it)\n");
     if let Some(m) = &req.message {
         prompt.push_str(&format!(
             "  reason given: {}\n",

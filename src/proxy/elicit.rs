@@ -3,15 +3,15 @@
 //! elicitation gets the fallback provider instead.
 
 use super::host::HostChannel;
-use crate::consent::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest};
+use crate::consent::{
+    BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest, describe, sanitise,
+};
 use crate::root::Access;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// Longest part of the server's own message shown to the user.
 const MAX_MESSAGE_CHARS: usize = 500;
-/// Paths listed by name in the form; the rest are counted.
-const MAX_LISTED: usize = 16;
 
 /// Asks the host's user through `elicitation/create`.
 pub struct ElicitConsent {
@@ -44,32 +44,29 @@ impl ConsentProvider for ElicitConsent {
     }
 }
 
-/// The `elicitation/create` params for `request`. Only mount-form paths appear, and the
-/// server's message is stripped of control characters and cut short, since the host shows
-/// it to the user as it is.
+/// The `elicitation/create` params for `request`. Every path is listed (a request holds at
+/// most 64), in mount form only, and what the server chose (its name, its message) is
+/// stripped of control and invisible formatting characters and cut short, since the host
+/// shows it to the user as it is.
 pub fn form(request: &ConsentRequest) -> Value {
+    // Quotes are taken out of the name so that it cannot close the quotation around it.
+    let name = sanitise(&request.server_id, 100).replace('"', "'");
     let mut text = format!(
-        "The MCP server \"{}\" asks to {} these files:\n",
-        clean(&request.server_id, 100),
+        "The MCP server \"{name}\" asks to {} these files:\n",
         match request.access {
             Access::Read => "read",
             Access::Write => "read and change",
         }
     );
-    for p in request.paths.iter().take(MAX_LISTED) {
+    for p in &request.paths {
         text.push_str("  ");
-        text.push_str(&p.to_string());
+        text.push_str(&describe(p));
         text.push('\n');
     }
-    if request.paths.len() > MAX_LISTED {
-        text.push_str(&format!(
-            "  and {} more\n",
-            request.paths.len() - MAX_LISTED
-        ));
-    }
+    text.push_str("A folder covers everything inside it.\n");
     if let Some(m) = request.message.as_deref().filter(|m| !m.trim().is_empty()) {
         text.push_str("It says: ");
-        text.push_str(&clean(m, MAX_MESSAGE_CHARS));
+        text.push_str(&sanitise(m, MAX_MESSAGE_CHARS));
         text.push('\n');
     }
     let (choices, names): (Vec<&str>, Vec<&str>) = match request.access {
@@ -118,13 +115,6 @@ pub fn decision(request: &ConsentRequest, result: &Value) -> ConsentDecision {
     }
 }
 
-fn clean(s: &str, max: usize) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +152,28 @@ mod tests {
         assert_eq!(
             f["requestedSchema"]["properties"]["decision"]["enum"],
             json!(["read", "write", "deny"])
+        );
+    }
+
+    #[test]
+    fn form_lists_every_path_marks_whole_roots_and_hides_format_characters() {
+        let mut r = request(Access::Read, Some("safe\u{202E}txt.exe"));
+        let one = r.paths[0].clone();
+        let mut whole = one.clone();
+        whole.rel = crate::path::RelPath::root();
+        r.paths = std::iter::repeat_n(one, 16).chain([whole]).collect();
+        r.server_id = "evil\" and \"\u{200B}good".into();
+        let text = form(&r)["message"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(text.matches("proj/a.txt").count(), 16, "{text}");
+        assert!(text.contains("proj  (the whole folder"), "{text}");
+        assert!(!text.contains("more"), "{text}");
+        assert!(
+            !text.contains('\u{202E}') && !text.contains('\u{200B}'),
+            "{text}"
+        );
+        assert!(
+            text.starts_with("The MCP server \"evil' and '?good\" asks"),
+            "{text}"
         );
     }
 

@@ -5,11 +5,12 @@
 //! carrying a random per-process prefix, and the proxy refuses a server request whose id
 //! carries that prefix, so a host's response can always be routed to the one who asked.
 
+use crate::lines::LineSender;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// Requests of the proxy's own that may wait for the host at once; more are refused at once
 /// rather than queued (each is a question to the user).
@@ -20,7 +21,7 @@ pub const MAX_PENDING: usize = 64;
 pub struct HostChannel {
     /// Taken out by [`HostChannel::close`], so the host's writer sees the end of its queue
     /// even while a consent provider still holds this channel.
-    to_host: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    to_host: Mutex<Option<LineSender>>,
     prefix: String,
     next: AtomicU64,
     pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
@@ -43,7 +44,7 @@ pub enum HostError {
 
 impl HostChannel {
     /// A channel whose messages go to `to_host`.
-    pub fn new(to_host: mpsc::Sender<Vec<u8>>) -> HostChannel {
+    pub fn new(to_host: LineSender) -> HostChannel {
         let mut random = [0u8; 8];
         // Without randomness the prefix is still unusual; a collision then needs a server
         // that sends ids of this exact shape, which the reserved-prefix check refuses anyway.
@@ -129,7 +130,7 @@ impl HostChannel {
     }
 
     /// A sender of lines to the host, until [`HostChannel::close`].
-    pub fn sender(&self) -> Option<mpsc::Sender<Vec<u8>>> {
+    pub fn sender(&self) -> Option<LineSender> {
         lock(&self.to_host).clone()
     }
 
@@ -232,7 +233,7 @@ mod tests {
 
     #[test]
     fn elicitation_capability_forms() {
-        let (tx, _rx) = mpsc::channel(1);
+        let (tx, _rx) = crate::lines::line_channel(1, 1 << 20);
         let h = HostChannel::new(tx);
         h.note_capabilities(Some(&json!({"elicitation":{}})));
         assert!(h.can_elicit());
@@ -246,7 +247,7 @@ mod tests {
 
     #[tokio::test]
     async fn responses_are_routed_by_id_and_withdrawn_on_drop() {
-        let (tx, mut rx) = mpsc::channel(4);
+        let (tx, mut rx) = crate::lines::line_channel(4, 1 << 20);
         let h = std::sync::Arc::new(HostChannel::new(tx));
         let h2 = h.clone();
         let task = tokio::spawn(async move { h2.request("elicitation/create", json!({})).await });

@@ -1,27 +1,29 @@
 //! The proxy's connection to the server: lines in, lines out, a way to ask it to end, and
-//! its exit code. A local server is a child process on pipes; the relay in [`super::run`]
-//! sees only this interface, so another transport can stand in for the child.
+//! its exit code. A local server is a child process on pipes; the relay in
+//! [`super::Proxy::run`] sees only this interface, so another transport can stand in for the
+//! child.
 
 use crate::framing::{Frame, next_frame};
+use crate::jsonrpc;
+use crate::lines::{LineReceiver, LineSender, budget, line_channel};
 use std::future::Future;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-/// Lines queued towards the server or the host before the sender waits.
-pub const QUEUE_LINES: usize = 64;
+pub use crate::lines::QUEUE_LINES;
 
 /// A connection to one MCP server.
 pub struct Link {
     /// Lines to send to the server.
-    pub to_server: mpsc::Sender<Vec<u8>>,
+    pub to_server: LineSender,
     /// Lines the server sent, in order. Ends when the server's output ends.
-    pub from_server: mpsc::Receiver<Vec<u8>>,
-    /// Asks the server to end: for a child, its input is closed, then it gets SIGTERM, then
-    /// SIGKILL, a grace period apart.
+    pub from_server: LineReceiver,
+    /// Asks the server to end: for a child, its input is closed, then its process group gets
+    /// SIGTERM, then SIGKILL, a grace period apart.
     pub end: oneshot::Sender<()>,
     /// The server's exit code, once it has ended.
     pub exit: Pin<Box<dyn Future<Output = u8> + Send>>,
@@ -51,8 +53,10 @@ impl SpawnError {
 }
 
 /// Starts `command` (program and arguments) with piped stdin and stdout; its stderr is ours,
-/// so its logs reach the host's log unchanged. Lines longer than `max_line` are dropped with
-/// a warning, since a truncated JSON-RPC message cannot be relayed.
+/// so its logs reach the host's log unchanged. A line longer than `max_line` is dropped,
+/// since a truncated JSON-RPC message cannot be relayed, and the server is told so with the
+/// same error `serve` gives. The child leads a process group of its own, so that ending it
+/// also ends what it started (`npx`, `uvx` and `sh -c` run the real server as a grandchild).
 pub fn spawn_child(
     command: &[String],
     max_line: usize,
@@ -72,6 +76,7 @@ pub fn spawn_child(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|source| SpawnError {
@@ -85,10 +90,11 @@ pub fn spawn_child(
         });
     };
 
-    let (to_server, outgoing) = mpsc::channel::<Vec<u8>>(QUEUE_LINES);
-    let (incoming, from_server) = mpsc::channel::<Vec<u8>>(QUEUE_LINES);
+    let (to_server, outgoing) = line_channel(QUEUE_LINES, budget(max_line));
+    let (incoming, from_server) = line_channel(QUEUE_LINES, budget(max_line));
     let (close_tx, close_rx) = oneshot::channel::<()>();
     tokio::spawn(write_lines(stdin, outgoing, close_rx));
+    let answer = to_server.clone();
     tokio::spawn(async move {
         let mut reader = BufReader::with_capacity(64 * 1024, stdout);
         loop {
@@ -104,6 +110,10 @@ pub fn spawn_child(
                         limit = max_line,
                         "dropped an over-long message from the server"
                     );
+                    // Not waited for: a server that does not read its input misses it.
+                    if let Ok(v) = serde_json::to_vec(&jsonrpc::too_long(max_line).to_json()) {
+                        let _ = answer.try_send(v);
+                    }
                 }
                 Ok(Frame::Eof) => break,
                 Err(e) => {
@@ -128,7 +138,7 @@ pub fn spawn_child(
 /// to exit. A write blocked on a child that does not read ends when the supervisor kills it.
 async fn write_lines(
     stdin: ChildStdin,
-    mut outgoing: mpsc::Receiver<Vec<u8>>,
+    mut outgoing: LineReceiver,
     mut close: oneshot::Receiver<()>,
 ) {
     let mut out = BufWriter::new(stdin);
@@ -158,7 +168,7 @@ async fn write_lines(
 pub(crate) async fn write_queued<W: AsyncWrite + Unpin>(
     out: &mut BufWriter<W>,
     first: Option<Vec<u8>>,
-    rx: &mut mpsc::Receiver<Vec<u8>>,
+    rx: &mut LineReceiver,
 ) -> std::io::Result<()> {
     let mut next = first;
     loop {
@@ -167,8 +177,8 @@ pub(crate) async fn write_queued<W: AsyncWrite + Unpin>(
             out.write_all(b"\n").await?;
         }
         match rx.try_recv() {
-            Ok(more) => next = Some(more),
-            Err(_) => break,
+            Some(more) => next = Some(more),
+            None => break,
         }
     }
     out.flush().await
@@ -182,6 +192,17 @@ async fn supervise(
     close: oneshot::Sender<()>,
     grace: Duration,
 ) -> u8 {
+    // The group's id is the child's pid, kept from before the child is reaped (the id is
+    // not reused while any process of the group is alive).
+    let group = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    let signal = |s| {
+        if let Some(g) = group {
+            let _ = rustix::process::kill_process_group(g, s);
+        }
+    };
     let status = tokio::select! {
         s = child.wait() => s,
         _ = end => {
@@ -190,17 +211,19 @@ async fn supervise(
                 Ok(s) => s,
                 Err(_) => {
                     tracing::info!("server still running after its input closed; sending SIGTERM");
-                    if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-                    }
-                    match tokio::time::timeout(grace, child.wait()).await {
+                    signal(rustix::process::Signal::TERM);
+                    let s = match tokio::time::timeout(grace, child.wait()).await {
                         Ok(s) => s,
                         Err(_) => {
                             tracing::warn!("server ignored SIGTERM; killing it");
                             let _ = child.start_kill();
                             child.wait().await
                         }
-                    }
+                    };
+                    // Whatever it started and left behind (one that ignored SIGTERM, say)
+                    // goes with it.
+                    signal(rustix::process::Signal::KILL);
+                    s
                 }
             }
         }

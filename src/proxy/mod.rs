@@ -2,20 +2,28 @@
 //!
 //! Every line passes through unchanged, except:
 //! - the host's `initialize` gains the broker's client capabilities (`roots.listChanged`,
-//!   `roots.filesystemBrokering`), and the proxy notes whether the host can elicit;
+//!   `roots.filesystemBrokering`, `experimental.filesystemBrokering`), and the proxy notes
+//!   whether the host can elicit;
 //! - the server's `roots/list` and `files/*` requests go to the broker, in a lane with the
 //!   same ordering and bounds as `fsbroker serve`, and their answers go back to the server;
 //! - the broker's notifications (`notifications/files/changed`,
 //!   `notifications/roots/list_changed`) go to the server;
 //! - the host's responses to the proxy's own requests (consent elicitation) stay here, and
 //!   the host's `notifications/roots/list_changed` is dropped, since the server's roots are
-//!   the broker's.
+//!   the broker's;
+//! - what the server sends that is not a JSON-RPC message we can read is answered with an
+//!   error and never relayed ([`from_server`] says why).
 //!
-//! Each direction has its own reader and writer task joined by bounded queues, so a side
-//! that stops reading stalls only the traffic meant for it.
+//! Each direction has its own reader and writer task joined by queues bounded in lines and
+//! bytes. A side that stops reading holds up the traffic meant for it and, once its queue is
+//! full, the reader that feeds that queue; memory stays bounded either way. Broker work never
+//! holds up relaying: a brokered request that finds the lane full is refused at once.
 
 mod elicit;
+mod from_host;
+mod from_server;
 mod host;
+mod lane;
 mod link;
 mod peek;
 
@@ -26,14 +34,13 @@ pub use peek::{Kind, is_brokered, peek};
 
 use crate::broker::{Broker, OutboundReceiver};
 use crate::consent::ConsentProvider;
-use crate::framing::{Frame, next_frame};
-use crate::jsonrpc;
-use crate::serve::Dispatcher;
-use serde_json::{Value, json};
+use crate::lines::{LineReceiver, budget, line_channel};
+use crate::serve::SHUTDOWN_GRACE;
+use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
 
 /// How long the end of a session waits for the last messages to pass.
 pub const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(5);
@@ -46,14 +53,16 @@ pub const DEFAULT_SERVER_ID: &str = "default";
 /// needs the host channel this creates.
 pub struct Proxy {
     host: Arc<HostChannel>,
-    to_host_rx: mpsc::Receiver<Vec<u8>>,
+    to_host_rx: LineReceiver,
     server_id: Option<String>,
 }
 
 impl Proxy {
     /// A proxy whose session is `server_id`, or the server's `serverInfo.name` when `None`.
     pub fn new(server_id: Option<String>) -> Proxy {
-        let (to_host, to_host_rx) = mpsc::channel(QUEUE_LINES);
+        // The line limit is not known yet; the default budget takes two maximal lines of the
+        // default limit, and a longer line still passes alone.
+        let (to_host, to_host_rx) = line_channel(QUEUE_LINES, budget(0));
         Proxy {
             host: Arc::new(HostChannel::new(to_host)),
             to_host_rx,
@@ -99,17 +108,20 @@ impl Proxy {
         let state = Arc::new(State {
             init_id: Mutex::new(None),
             server_name: OnceLock::new(),
+            session: OnceLock::new(),
         });
 
         let mut writer = tokio::spawn(write_host(host_out, to_host_rx));
 
-        let (lane_tx, lane_rx) = mpsc::channel::<Vec<u8>>(QUEUE_LINES);
-        let lane = tokio::spawn(run_lane(
+        let (lane_tx, lane_rx) = line_channel(QUEUE_LINES, budget(max_line));
+        let (stop_lane, lane_stop) = watch::channel(false);
+        let lane = tokio::spawn(lane::run_lane(
             broker.clone(),
             server_id.clone(),
             state.clone(),
             lane_rx,
             to_server.clone(),
+            lane_stop,
         ));
         let notifier = {
             let to_server = to_server.clone();
@@ -125,7 +137,7 @@ impl Proxy {
                 }
             })
         };
-        let mut host_reader = tokio::spawn(read_host(
+        let mut host_reader = tokio::spawn(from_host::read_host(
             host_in,
             max_line,
             host.clone(),
@@ -133,7 +145,7 @@ impl Proxy {
             broker.capabilities(),
             to_server.clone(),
         ));
-        let mut server_reader = tokio::spawn(read_server(
+        let mut server_reader = tokio::spawn(from_server::read_server(
             from_server,
             host.clone(),
             state.clone(),
@@ -165,6 +177,9 @@ impl Proxy {
                 false
             }
         };
+        // The session is over: broker work still queued is dropped, not done for a server
+        // that is leaving.
+        let _ = stop_lane.send(true);
         host.close();
         let code = match exited {
             Some(code) => code,
@@ -186,7 +201,12 @@ impl Proxy {
         }
         host_reader.abort();
         notifier.abort();
-        let _ = lane.await;
+        if tokio::time::timeout(SHUTDOWN_GRACE + LAST_WORDS, lane)
+            .await
+            .is_err()
+        {
+            tracing::warn!("broker work still running at the end was abandoned");
+        }
         drop(host);
         if tokio::time::timeout(LAST_WORDS, &mut writer).await.is_err() {
             tracing::warn!("host is not reading; its last messages are dropped");
@@ -204,19 +224,38 @@ struct State {
     init_id: Mutex<Option<Value>>,
     /// The server's `serverInfo.name`.
     server_name: OnceLock<String>,
+    /// The session id, fixed when first asked for, so a session never splits in two.
+    session: OnceLock<String>,
 }
 
 impl State {
     fn session_id(&self, configured: Option<&str>) -> String {
-        configured
-            .map(str::to_owned)
-            .or_else(|| self.server_name.get().cloned())
-            .unwrap_or_else(|| DEFAULT_SERVER_ID.to_owned())
+        self.session
+            .get_or_init(|| {
+                configured
+                    .map(str::to_owned)
+                    .or_else(|| self.server_name.get().cloned())
+                    .unwrap_or_else(|| DEFAULT_SERVER_ID.to_owned())
+            })
+            .clone()
+    }
+
+    /// Takes the session's name from the server's answer to `initialize`.
+    fn note_server_name(&self, line: &[u8]) {
+        let name = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
+            v.pointer("/result/serverInfo/name")
+                .and_then(Value::as_str)
+                .and_then(crate::session::server_name)
+        });
+        if let Some(name) = name {
+            tracing::info!(server = %name, "server initialized");
+            let _ = self.server_name.set(name);
+        }
     }
 }
 
 /// Writes lines to the host, flushing when the queue runs dry.
-async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: mpsc::Receiver<Vec<u8>>) {
+async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: LineReceiver) {
     let mut out = tokio::io::BufWriter::new(host_out);
     while let Some(line) = rx.recv().await {
         let r = link::write_queued(&mut out, Some(line), &mut rx).await;
@@ -224,227 +263,6 @@ async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: mpsc::Receiver<V
             tracing::info!(error = %e, "host output closed");
             break;
         }
-    }
-}
-
-/// Reads the host's lines: notes and extends `initialize`, keeps responses meant for the
-/// proxy, relays the rest to the server. Returns at the end of the host's input.
-async fn read_host<R: AsyncRead + Unpin>(
-    host_in: R,
-    max_line: usize,
-    host: Arc<HostChannel>,
-    state: Arc<State>,
-    capabilities: Value,
-    to_server: mpsc::Sender<Vec<u8>>,
-) {
-    let mut reader = BufReader::with_capacity(64 * 1024, host_in);
-    loop {
-        let line = match next_frame(&mut reader, max_line).await {
-            Ok(Frame::Line(l)) => l,
-            Ok(Frame::TooLong(n)) => {
-                tracing::warn!(
-                    bytes = n,
-                    limit = max_line,
-                    "dropped an over-long message from the host"
-                );
-                if let (Ok(v), Some(to_host)) = (
-                    serde_json::to_vec(&jsonrpc::too_long(max_line).to_json()),
-                    host.sender(),
-                ) {
-                    let _ = to_host.send(v).await;
-                }
-                continue;
-            }
-            Ok(Frame::Eof) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the host's input");
-                return;
-            }
-        };
-        let line = match peek(&line) {
-            Kind::Request { method, id } if method == "initialize" => {
-                match serde_json::from_slice::<Value>(&line) {
-                    Ok(message) => {
-                        host.note_capabilities(message.pointer("/params/capabilities"));
-                        *lock(&state.init_id) = Some(id);
-                        let extended = add_capabilities(message, &capabilities);
-                        serde_json::to_vec(&extended).unwrap_or(line)
-                    }
-                    Err(_) => line,
-                }
-            }
-            Kind::Response { id } => {
-                if host.complete(&id, serde_json::from_slice(&line).unwrap_or(Value::Null)) {
-                    continue;
-                }
-                line
-            }
-            Kind::Notification { method } if method == "notifications/roots/list_changed" => {
-                tracing::debug!("dropped the host's roots/list_changed: the broker owns the roots");
-                continue;
-            }
-            _ => line,
-        };
-        if to_server.send(line).await.is_err() {
-            return;
-        }
-    }
-}
-
-/// Reads the server's lines: brokered requests go to the lane, everything else to the host.
-/// Returns at the end of the server's output.
-async fn read_server(
-    mut from_server: mpsc::Receiver<Vec<u8>>,
-    host: Arc<HostChannel>,
-    state: Arc<State>,
-    lane: mpsc::Sender<Vec<u8>>,
-    to_server: mpsc::Sender<Vec<u8>>,
-) {
-    let Some(to_host) = host.sender() else { return };
-    while let Some(line) = from_server.recv().await {
-        let routed = match peek(&line) {
-            Kind::Request { method, .. } if is_brokered(&method) => Routed::lane(line),
-            Kind::Request { id, .. } if host.is_reserved(&id) => Routed {
-                refusal: Some(reserved_id_error(id)),
-                ..Routed::default()
-            },
-            Kind::Response { id } => {
-                let is_init = lock(&state.init_id).as_ref() == Some(&id);
-                if is_init {
-                    note_server_name(&state, &line);
-                }
-                Routed::host(line)
-            }
-            Kind::Batch => split_batch(&line, &host),
-            _ => Routed::host(line),
-        };
-        let Routed {
-            lane: for_lane,
-            host: for_host,
-            refusal,
-        } = routed;
-        if let Some(l) = for_lane
-            && lane.send(l).await.is_err()
-        {
-            return;
-        }
-        if let Some(l) = refusal
-            && to_server.send(l).await.is_err()
-        {
-            return;
-        }
-        if let Some(l) = for_host
-            && to_host.send(l).await.is_err()
-        {
-            return;
-        }
-    }
-}
-
-/// Where the parts of one server line go.
-#[derive(Default)]
-struct Routed {
-    /// Brokered requests, for the lane.
-    lane: Option<Vec<u8>>,
-    /// Everything else, for the host.
-    host: Option<Vec<u8>>,
-    /// Refusals of requests that used the proxy's reserved ids, back to the server.
-    refusal: Option<Vec<u8>>,
-}
-
-impl Routed {
-    fn lane(line: Vec<u8>) -> Routed {
-        Routed {
-            lane: Some(line),
-            ..Routed::default()
-        }
-    }
-
-    fn host(line: Vec<u8>) -> Routed {
-        Routed {
-            host: Some(line),
-            ..Routed::default()
-        }
-    }
-}
-
-/// Splits a server's batch into brokered requests, the rest, and refusals. The broker's
-/// answers come back as a batch of their own.
-fn split_batch(line: &[u8], host: &HostChannel) -> Routed {
-    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(line) else {
-        return Routed::host(line.to_vec());
-    };
-    let (mut ours, mut theirs, mut refused) = (Vec::new(), Vec::new(), Vec::new());
-    for item in items {
-        match peek::peek_value(&item) {
-            Kind::Request { method, .. } if is_brokered(&method) => ours.push(item),
-            Kind::Request { id, .. } if host.is_reserved(&id) => refused.push(error_value(id)),
-            _ => theirs.push(item),
-        }
-    }
-    let encode = |v: Vec<Value>| {
-        (!v.is_empty())
-            .then(|| serde_json::to_vec(&Value::Array(v)).ok())
-            .flatten()
-    };
-    Routed {
-        lane: encode(ours),
-        host: encode(theirs),
-        refusal: encode(refused),
-    }
-}
-
-fn error_value(id: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32600,
-        "message": "request id is reserved by the proxy",
-    }})
-}
-
-fn reserved_id_error(id: Value) -> Vec<u8> {
-    serde_json::to_vec(&error_value(id)).unwrap_or_default()
-}
-
-fn note_server_name(state: &State, line: &[u8]) {
-    let name = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
-        v.pointer("/result/serverInfo/name")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    if let Some(name) = name.filter(|n| !n.is_empty()) {
-        let name: String = name.chars().filter(|c| !c.is_control()).take(128).collect();
-        tracing::info!(server = %name, "server initialized");
-        let _ = state.server_name.set(name);
-    }
-}
-
-/// Answers the brokered requests in order, as `fsbroker serve` would. The session id is
-/// fixed at the first request, so a session never splits in two.
-async fn run_lane(
-    broker: Broker,
-    configured: Option<String>,
-    state: Arc<State>,
-    mut lane: mpsc::Receiver<Vec<u8>>,
-    to_server: mpsc::Sender<Vec<u8>>,
-) {
-    let max_line = broker.policy().limits.max_line_bytes.get();
-    let mut dispatcher: Option<Dispatcher> = None;
-    while let Some(line) = lane.recv().await {
-        let d = dispatcher.get_or_insert_with(|| {
-            let id = state.session_id(configured.as_deref());
-            Dispatcher::new(broker.clone(), &id, to_server.clone())
-        });
-        let Some(held) = d.reserve(line.len()).await else {
-            break;
-        };
-        let decoded = jsonrpc::decode(&line, max_line);
-        drop(line);
-        if !d.submit(decoded, held).await {
-            break;
-        }
-    }
-    if let Some(d) = dispatcher {
-        d.finish(true).await;
     }
 }
 

@@ -1,0 +1,254 @@
+//! The server's lines: brokered requests go to the broker's lane, the rest to the host.
+//!
+//! This direction fails closed. The host may parse more leniently than we do (replacing
+//! invalid UTF-8, taking lone surrogates or out-of-range numbers), so a line we cannot read
+//! exactly is never relayed: otherwise a server could dress a `roots/list` so that we pass it
+//! on and the host answers it with its own roots, or hide a request under the proxy's ids.
+//! What is refused is answered to the server, so it never waits for an answer that will not
+//! come.
+
+use super::host::HostChannel;
+use super::peek::{self, Kind, is_brokered};
+use super::{State, lock};
+use crate::error::{Error, ErrorKind};
+use crate::jsonrpc::{Id, Response};
+use crate::lines::{LineReceiver, LineSender, SendError};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// How long a server is told to wait when the broker's queue is full.
+const RETRY_AFTER_MS: u64 = 100;
+
+/// Reads the server's lines until its output ends. Never waits on the broker: a request that
+/// does not fit in the lane's queue is refused with `RATE_LIMITED`, so host-bound traffic is
+/// not held up behind broker work.
+pub(super) async fn read_server(
+    mut from_server: LineReceiver,
+    host: Arc<HostChannel>,
+    state: Arc<State>,
+    lane: LineSender,
+    to_server: LineSender,
+) {
+    let Some(to_host) = host.sender() else { return };
+    while let Some(line) = from_server.recv().await {
+        let Routed {
+            lane: for_lane,
+            host: for_host,
+            mut refusals,
+        } = route(line, &host, &state);
+        if let Some(ForLane { line, ids, batch }) = for_lane {
+            match lane.try_send(line) {
+                Ok(()) => {}
+                Err(SendError::Full(_)) => {
+                    tracing::warn!(requests = ids.len(), "broker queue full; refused");
+                    let busy = Error::new(ErrorKind::RateLimited, "too many requests in flight")
+                        .with_retry_after_ms(RETRY_AFTER_MS);
+                    refusals.extend(ids.iter().map(|id| refusal(Some(id), busy.clone())));
+                    refusals.batch |= batch;
+                }
+                Err(SendError::Closed(_)) => return,
+            }
+        }
+        if let Some(l) = refusals.encode()
+            && to_server.send(l).await.is_err()
+        {
+            return;
+        }
+        if let Some(l) = for_host
+            && to_host.send(l).await.is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Brokered requests of one line, for the lane.
+struct ForLane {
+    line: Vec<u8>,
+    /// Their ids, to refuse them if the lane is full.
+    ids: Vec<Value>,
+    /// Whether they came as a batch (and so are answered as one).
+    batch: bool,
+}
+
+/// Answers of the proxy's own, back to the server.
+#[derive(Default)]
+struct Refusals {
+    items: Vec<Value>,
+    /// Whether to answer as a batch: a refused batch is answered with an array.
+    batch: bool,
+}
+
+impl Refusals {
+    fn one(item: Value) -> Refusals {
+        Refusals {
+            items: vec![item],
+            batch: false,
+        }
+    }
+
+    fn extend(&mut self, more: impl IntoIterator<Item = Value>) {
+        self.items.extend(more);
+    }
+
+    fn encode(mut self) -> Option<Vec<u8>> {
+        match self.items.len() {
+            0 => None,
+            1 if !self.batch => self.items.pop().and_then(|v| serde_json::to_vec(&v).ok()),
+            _ => serde_json::to_vec(&Value::Array(self.items)).ok(),
+        }
+    }
+}
+
+/// Where the parts of one server line go.
+#[derive(Default)]
+struct Routed {
+    lane: Option<ForLane>,
+    host: Option<Vec<u8>>,
+    refusals: Refusals,
+}
+
+impl Routed {
+    fn refused(item: Value) -> Routed {
+        Routed {
+            refusals: Refusals::one(item),
+            ..Routed::default()
+        }
+    }
+}
+
+fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
+    // JSON is UTF-8; a host that decodes leniently must never see a line we did not read.
+    if std::str::from_utf8(&line).is_err() {
+        return Routed::refused(refusal(None, parse_error("message is not valid utf-8")));
+    }
+    match peek::peek(&line) {
+        Kind::Request { method, id } if is_brokered(&method) => Routed {
+            lane: Some(ForLane {
+                line,
+                ids: vec![id],
+                batch: false,
+            }),
+            ..Routed::default()
+        },
+        Kind::Request { id, .. } if host.is_reserved(&id) => {
+            Routed::refused(refusal(Some(&id), reserved_id()))
+        }
+        Kind::Notification { method } if is_brokered(&method) => {
+            tracing::debug!(%method, "dropped a brokered method sent as a notification");
+            Routed::default()
+        }
+        Kind::Response { id } => {
+            if lock(&state.init_id).as_ref() == Some(&id) {
+                state.note_server_name(&line);
+            }
+            Routed {
+                host: Some(line),
+                ..Routed::default()
+            }
+        }
+        Kind::Request { .. } | Kind::Notification { .. } => Routed {
+            host: Some(line),
+            ..Routed::default()
+        },
+        Kind::Batch => split_batch(line, host),
+        Kind::Other => Routed::refused(refusal(None, unreadable(&line))),
+    }
+}
+
+/// Splits a server's batch into brokered requests, the rest, and refusals. The broker's
+/// answers come back as a batch of their own. A batch with nothing to take out is relayed
+/// as the server wrote it, byte for byte.
+fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
+    let items = match serde_json::from_slice::<Value>(&line) {
+        Ok(Value::Array(items)) => items,
+        Ok(_) | Err(_) => return Routed::refused(refusal(None, unreadable(&line))),
+    };
+    if items.is_empty() {
+        let empty = Error::new(ErrorKind::InvalidRequest, "empty batch");
+        return Routed::refused(refusal(None, empty));
+    }
+    let mut theirs = Vec::new();
+    let mut ours = Vec::new();
+    let mut ids = Vec::new();
+    let mut refusals = Refusals {
+        items: Vec::new(),
+        batch: true,
+    };
+    let mut changed = false;
+    for item in items {
+        match peek::peek_value(&item) {
+            Kind::Request { method, id } if is_brokered(&method) => {
+                ids.push(id);
+                ours.push(item);
+                changed = true;
+            }
+            Kind::Request { id, .. } if host.is_reserved(&id) => {
+                refusals.items.push(refusal(Some(&id), reserved_id()));
+                changed = true;
+            }
+            Kind::Notification { method } if is_brokered(&method) => changed = true,
+            Kind::Other | Kind::Batch => {
+                let e = Error::new(ErrorKind::InvalidRequest, "not a json-rpc message");
+                refusals.items.push(refusal(None, e));
+                changed = true;
+            }
+            Kind::Request { .. } | Kind::Notification { .. } | Kind::Response { .. } => {
+                theirs.push(item)
+            }
+        }
+    }
+    let host_line = if !changed {
+        Some(line)
+    } else if theirs.is_empty() {
+        None
+    } else {
+        serde_json::to_vec(&Value::Array(theirs)).ok()
+    };
+    let lane = (!ours.is_empty())
+        .then(|| serde_json::to_vec(&Value::Array(ours)).ok())
+        .flatten()
+        .map(|line| ForLane {
+            line,
+            ids,
+            batch: true,
+        });
+    Routed {
+        lane,
+        host: host_line,
+        refusals,
+    }
+}
+
+/// An error response of the proxy's own to the request `id` (null when unknown).
+fn refusal(id: Option<&Value>, error: Error) -> Value {
+    Response {
+        id: id.and_then(Id::from_value),
+        outcome: Err(error),
+    }
+    .to_json()
+}
+
+fn reserved_id() -> Error {
+    Error::new(
+        ErrorKind::InvalidRequest,
+        "request id is reserved by the proxy",
+    )
+}
+
+fn parse_error(message: &str) -> Error {
+    Error::new(ErrorKind::ParseError, message)
+}
+
+/// The error for a line that is not a JSON-RPC message we can read: a parse error when it
+/// is not JSON we can read in full (a number out of range included).
+fn unreadable(line: &[u8]) -> Error {
+    match serde_json::from_slice::<Value>(line) {
+        Err(e) => parse_error(&format!(
+            "parse error at line {} column {}",
+            e.line(),
+            e.column()
+        )),
+        Ok(_) => Error::new(ErrorKind::InvalidRequest, "not a json-rpc message"),
+    }
+}

@@ -1,0 +1,63 @@
+//! The broker's lane: the server's brokered requests, answered in order as `fsbroker serve`
+//! would (reads concurrently, changes as barriers, bounded in number and bytes).
+
+use super::State;
+use crate::broker::Broker;
+use crate::jsonrpc;
+use crate::lines::{LineReceiver, LineSender};
+use crate::serve::Dispatcher;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Answers the lane's requests until every sender is gone or `stop` is raised. The session
+/// id is fixed at the first request, so a session never splits in two. On `stop`, requests
+/// still queued are dropped unanswered (the session is over, and a consent question for a
+/// server that is gone must not reach the user), and those running get a short grace.
+pub(super) async fn run_lane(
+    broker: Broker,
+    configured: Option<String>,
+    state: Arc<State>,
+    mut lane: LineReceiver,
+    to_server: LineSender,
+    mut stop: watch::Receiver<bool>,
+) {
+    let max_line = broker.policy().limits.max_line_bytes.get();
+    let mut dispatcher: Option<Dispatcher> = None;
+    loop {
+        // `changed` also returns when the proxy is gone, which ends the lane as well.
+        let line = tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            l = lane.recv() => match l {
+                Some(l) => l,
+                None => break,
+            },
+        };
+        let d = dispatcher.get_or_insert_with(|| {
+            let id = state.session_id(configured.as_deref());
+            Dispatcher::new(broker.clone(), &id, to_server.clone())
+        });
+        let held = tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            h = d.reserve(line.len()) => match h {
+                Some(h) => h,
+                None => break,
+            },
+        };
+        let decoded = jsonrpc::decode(&line, max_line);
+        drop(line);
+        let submitted = tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            r = d.submit(decoded, held) => r,
+        };
+        if !submitted {
+            break;
+        }
+    }
+    lane.close();
+    if let Some(d) = dispatcher {
+        d.finish(true).await;
+    }
+}
