@@ -28,6 +28,7 @@ mod link;
 mod peek;
 
 pub use elicit::ElicitConsent;
+pub use from_server::host_part;
 pub use host::{HostChannel, HostError, add_capabilities};
 pub use link::{Link, QUEUE_LINES, SpawnError, exit_code, spawn_child};
 pub use peek::{Kind, is_brokered, peek};
@@ -105,11 +106,7 @@ impl Proxy {
             exit,
         } = link;
         let max_line = broker.policy().limits.max_line_bytes.get();
-        let state = Arc::new(State {
-            init_id: Mutex::new(None),
-            server_name: OnceLock::new(),
-            session: OnceLock::new(),
-        });
+        let state = Arc::new(State::new());
 
         let mut writer = tokio::spawn(write_host(host_out, to_host_rx));
 
@@ -229,6 +226,14 @@ struct State {
 }
 
 impl State {
+    fn new() -> State {
+        State {
+            init_id: Mutex::new(None),
+            server_name: OnceLock::new(),
+            session: OnceLock::new(),
+        }
+    }
+
     fn session_id(&self, configured: Option<&str>) -> String {
         self.session
             .get_or_init(|| {

@@ -54,12 +54,10 @@ pub fn peek(line: &[u8]) -> Kind {
     }
     match serde_json::from_slice::<Fields>(line) {
         Ok(f) => classify(f.method, f.id),
-        // Duplicate keys and the like: judge the line as the broker's full decode would
-        // (the last duplicate wins), so the two never disagree on what a line is.
-        Err(_) => match serde_json::from_slice::<Value>(line) {
-            Ok(v) => peek_value(&v),
-            Err(_) => Kind::Other,
-        },
+        // A duplicated `method` or `id` (or one of the wrong type) is not a message we read
+        // the way every peer would: parsers differ on which duplicate wins. Such a line is
+        // `Other`, which the proxy never relays from a server to its host.
+        Err(_) => Kind::Other,
     }
 }
 
@@ -114,10 +112,7 @@ mod tests {
         assert_eq!(peek(br#"{"method":7}"#), Kind::Other);
         assert_eq!(
             peek(br#"{"id":1,"method":"ping","method":"files/read"}"#),
-            Kind::Request {
-                method: "files/read".into(),
-                id: 1.into()
-            }
+            Kind::Other
         );
     }
 
