@@ -9,8 +9,9 @@
 //!    the latency of a deep write once the watch has settled; and the `QUOTA_EXCEEDED`
 //!    refusal when `max_kernel_watches` is below the tree's directory count.
 //!
-//! Run with `cargo build --release && cargo bench --bench watch`. `FSBROKER_BENCH_WATCH_N`
-//! sets the number of timed writes per latency run (default 200). The sidecar is taken from
+//! Run with `cargo build --release && cargo bench --bench watch` (or the whole harness with
+//! `benches/run`). `FSBROKER_BENCH_WATCH_N` sets the number of timed writes per latency run
+//! (default 200); `FSBROKER_BENCH_JSON=FILE` also writes the latencies there as JSON. The sidecar is taken from
 //! `target/release/fsbroker` under the crate's directory; each run of it gets a fresh temporary
 //! root, and its stderr (logs, audit) goes to a file there.
 
@@ -647,5 +648,16 @@ fn main() -> Res<()> {
         started.elapsed().as_secs_f64()
     )?;
     println!("{out}");
+    // `benches/run` reads the latencies from here for the summary table of BENCHMARKS.md.
+    if let Some(path) = std::env::var_os("FSBROKER_BENCH_JSON") {
+        let summary = json!({
+            "n": n,
+            "median_ms": default.median(),
+            "p99_ms": default.percentile(99.0),
+            "fast_median_ms": fast.median(),
+            "fast_p99_ms": fast.percentile(99.0),
+        });
+        std::fs::write(path, summary.to_string())?;
+    }
     Ok(())
 }
