@@ -59,9 +59,32 @@ pub struct ProxyArgs {
     /// Shared options.
     #[command(flatten)]
     pub common: CommonArgs,
-    /// A remote Streamable HTTP server instead of a local command.
-    #[arg(long)]
+    /// A remote MCP server (Streamable HTTP, or HTTP+SSE of 2024-11-05) instead of a local
+    /// command.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub url: Option<String>,
+    /// An extra HTTP header with a plain value, `Name: value` (repeatable). Credentials are
+    /// refused here: use --header-env or --bearer-env.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// An extra HTTP header whose value is the environment variable's, `Name=VARIABLE`
+    /// (repeatable).
+    #[arg(long = "header-env", value_name = "NAME=VARIABLE")]
+    pub header_env: Vec<String>,
+    /// Send `Authorization: Bearer <value of VARIABLE>`.
+    #[arg(long = "bearer-env", value_name = "VARIABLE")]
+    pub bearer_env: Option<String>,
+    /// Seconds allowed for connecting to the remote server, and for its answer to a
+    /// message that needs no work (a notification, a response, the GET stream).
+    #[arg(long = "connect-timeout", value_name = "SECONDS", default_value = "10", value_parser = parse_grace)]
+    pub connect_timeout: std::time::Duration,
+    /// Seconds allowed for the remote server's answer to a request, unless it streams.
+    #[arg(long = "request-timeout", value_name = "SECONDS", default_value = "300", value_parser = parse_grace)]
+    pub request_timeout: std::time::Duration,
+    /// Attempts to reconnect to the remote server after a lost connection, with backoff,
+    /// before the session is given up.
+    #[arg(long = "retries", value_name = "N", default_value = "5", value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub retries: u32,
     /// Seconds to wait for the server to exit after its input is closed, and again after
     /// SIGTERM, before killing it.
     #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]

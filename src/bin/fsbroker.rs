@@ -5,6 +5,7 @@ use mcp_fsbroker::cli::{Cli, Command, CommonArgs, ProxyArgs};
 use mcp_fsbroker::consent::ConsentProvider;
 use mcp_fsbroker::policy::ConsentMode;
 use mcp_fsbroker::proxy::Proxy;
+use mcp_fsbroker::proxy::remote::{self, RemoteConfig};
 use mcp_fsbroker::{Broker, OutboundReceiver, Policy};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -122,13 +123,24 @@ async fn serve(args: CommonArgs) -> ExitCode {
 }
 
 async fn proxy(args: ProxyArgs) -> ExitCode {
-    if args.url.is_some() {
-        eprintln!("fsbroker: proxy --url (remote Streamable HTTP servers) is not available yet");
+    // Usage errors in the remote options are reported before anything starts.
+    let remote = match args.url.as_deref().map(|u| remote_target(u, &args)) {
+        Some(Ok(target)) => Some(target),
+        Some(Err(e)) => {
+            eprintln!("fsbroker: {e}");
+            return ExitCode::from(2);
+        }
+        None => None,
+    };
+    if remote.is_none()
+        && (!args.headers.is_empty() || !args.header_env.is_empty() || args.bearer_env.is_some())
+    {
+        eprintln!("fsbroker: --header, --header-env and --bearer-env need --url");
         return ExitCode::from(2);
     }
-    if args.command.is_empty() {
+    if remote.is_none() && args.command.is_empty() {
         eprintln!(
-            "fsbroker: proxy needs the server command after `--`, e.g. `fsbroker proxy --root DIR -- node server.js`"
+            "fsbroker: proxy needs the server command after `--` (e.g. `fsbroker proxy --root DIR -- node server.js`) or --url URL"
         );
         return ExitCode::from(2);
     }
@@ -149,12 +161,33 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
         Err(code) => return code,
     };
     let max_line = broker.policy().limits.max_line_bytes.get();
-    let link = match mcp_fsbroker::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
-    {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("fsbroker: {e}");
-            return ExitCode::from(e.exit_code());
+    let (link, outcome) = match remote {
+        Some((url, headers)) => {
+            let cfg = RemoteConfig {
+                url,
+                headers,
+                connect_timeout: args.connect_timeout,
+                request_timeout: args.request_timeout,
+                retries: args.retries,
+                max_message: max_line,
+                grace: args.shutdown_grace,
+            };
+            match remote::connect(cfg) {
+                Ok((link, outcome)) => (link, Some(outcome)),
+                Err(e) => {
+                    eprintln!("fsbroker: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        None => {
+            match mcp_fsbroker::proxy::spawn_child(&args.command, max_line, args.shutdown_grace) {
+                Ok(l) => (l, None),
+                Err(e) => {
+                    eprintln!("fsbroker: {e}");
+                    return ExitCode::from(e.exit_code());
+                }
+            }
         }
     };
     let code = proxy
@@ -167,7 +200,28 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
             shutdown_signal(),
         )
         .await;
+    if let Some(e) = outcome.and_then(|o| o.take_error()) {
+        eprintln!("fsbroker: {e}");
+    }
     ExitCode::from(code)
+}
+
+/// The remote endpoint and its extra headers, with secrets read from the environment.
+fn remote_target(
+    url: &str,
+    args: &ProxyArgs,
+) -> Result<(url::Url, reqwest::header::HeaderMap), remote::ConfigError> {
+    let url = remote::parse_url(url)?;
+    let headers = remote::build_headers(
+        &url,
+        remote::HeaderArgs {
+            plain: &args.headers,
+            from_env: &args.header_env,
+            bearer_env: args.bearer_env.as_deref(),
+        },
+        |var| std::env::var(var).ok(),
+    )?;
+    Ok((url, headers))
 }
 
 async fn shutdown_signal() {

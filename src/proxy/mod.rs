@@ -26,6 +26,7 @@ mod host;
 mod lane;
 mod link;
 mod peek;
+pub mod remote;
 
 pub use elicit::ElicitConsent;
 pub use from_server::host_part;

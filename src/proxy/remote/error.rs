@@ -1,0 +1,148 @@
+//! Why talking to the remote server failed, and how the host is told.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// A failure of the remote connection. Messages never carry a URL's query (which may hold a
+/// token) or a header value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// No connection could be made, after every retry.
+    #[error("cannot reach the remote server at {url}: {detail}")]
+    Unreachable {
+        /// The endpoint, without its query.
+        url: String,
+        /// What the network stack said.
+        detail: String,
+    },
+    /// The connection failed after the request may have reached the server, so it is not
+    /// sent again.
+    #[error("the connection to the remote server failed: {0}")]
+    Transport(String),
+    /// A new session could not be started after the server forgot ours.
+    #[error("cannot start a new remote session: {0}")]
+    RenewFailed(Box<RemoteError>),
+    /// The server took longer than the limit to answer.
+    #[error("the remote server did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The server answered with an HTTP error.
+    #[error("the remote server answered HTTP {0}")]
+    Status(StatusCode),
+    /// A JSON body or an event was larger than the message limit.
+    #[error("a message from the remote server is larger than {0} bytes")]
+    TooLarge(usize),
+    /// A stream ended before the responses it owed, and could not be resumed.
+    #[error("the remote server's stream ended before it answered")]
+    StreamLost,
+    /// An event stream that does not parse.
+    #[error("the remote server's event stream is malformed: {0}")]
+    Malformed(String),
+    /// The server sent an `Mcp-Session-Id` outside visible ASCII.
+    #[error("the remote server sent an invalid Mcp-Session-Id")]
+    BadSessionId,
+    /// The session expired before the host's `initialize` was seen, so none can be replayed.
+    #[error("the remote session expired and there is no initialize to start a new one")]
+    CannotRenew,
+    /// A server of the old HTTP+SSE transport named a message endpoint on another origin.
+    #[error("the remote server's message endpoint is on another origin")]
+    ForeignEndpoint,
+    /// A server of the old HTTP+SSE transport sent no usable `endpoint` event.
+    #[error("the remote server sent no endpoint event: {0}")]
+    NoEndpoint(String),
+    /// The session's stream of the old HTTP+SSE transport ended: the session is gone.
+    #[error("the remote server closed its event stream")]
+    LegacyClosed,
+    /// Too many requests already wait for the remote server.
+    #[error("too many requests wait for the remote server")]
+    Busy,
+    /// The HTTP client could not be set up (TLS configuration).
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(String),
+}
+
+impl RemoteError {
+    /// The `data.reason` of the JSON-RPC error the host gets for a request this failure
+    /// left unanswered.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            RemoteError::Unreachable { .. } => "unreachable",
+            RemoteError::Transport(_) => "transport",
+            RemoteError::RenewFailed(_) => "session_expired",
+            RemoteError::Timeout(_) => "timeout",
+            RemoteError::Status(_) => "http_status",
+            RemoteError::TooLarge(_) => "too_large",
+            RemoteError::StreamLost => "stream_lost",
+            RemoteError::Malformed(_) => "malformed",
+            RemoteError::BadSessionId => "bad_session_id",
+            RemoteError::CannotRenew => "session_expired",
+            RemoteError::ForeignEndpoint => "foreign_endpoint",
+            RemoteError::NoEndpoint(_) => "no_endpoint",
+            RemoteError::LegacyClosed => "stream_lost",
+            RemoteError::Busy => "busy",
+            RemoteError::Client(_) => "client",
+        }
+    }
+
+    /// Whether the session cannot go on after this failure: the server cannot be reached,
+    /// or no session with it can be had. Other failures cost one request.
+    pub fn ends_session(&self) -> bool {
+        match self {
+            RemoteError::Unreachable { .. }
+            | RemoteError::BadSessionId
+            | RemoteError::CannotRenew
+            | RemoteError::RenewFailed(_)
+            | RemoteError::ForeignEndpoint
+            | RemoteError::NoEndpoint(_)
+            | RemoteError::LegacyClosed
+            | RemoteError::Client(_) => true,
+            RemoteError::Timeout(_)
+            | RemoteError::Transport(_)
+            | RemoteError::Status(_)
+            | RemoteError::TooLarge(_)
+            | RemoteError::StreamLost
+            | RemoteError::Malformed(_)
+            | RemoteError::Busy => false,
+        }
+    }
+
+    /// The JSON-RPC error response for request `id`, as a line for the host.
+    pub fn response_for(&self, id: &Value) -> Vec<u8> {
+        let mut data = json!({"reason": self.reason()});
+        if let RemoteError::Status(s) = self {
+            data["status"] = json!(s.as_u16());
+        }
+        let v = json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32603,
+            "message": self.to_string(),
+            "data": data,
+        }});
+        serde_json::to_vec(&v).unwrap_or_default()
+    }
+
+    /// A connection failure from `e`, with the causes that say what went wrong (connection
+    /// refused, certificate invalid) and without the URL reqwest would add.
+    pub(super) fn unreachable(url: &url::Url, e: reqwest::Error) -> RemoteError {
+        RemoteError::Unreachable {
+            url: super::config::display_url(url),
+            detail: chain(&e.without_url()),
+        }
+    }
+}
+
+/// An error and its sources, joined: reqwest's own message alone ("error sending request")
+/// does not say why.
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = s.source();
+    }
+    out
+}

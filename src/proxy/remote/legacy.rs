@@ -1,0 +1,92 @@
+//! The HTTP+SSE transport of protocol revision 2024-11-05, for servers that predate
+//! Streamable HTTP: a GET on the URL opens the session's one event stream, whose first
+//! `endpoint` event names where to POST messages; every answer comes on that stream.
+//!
+//! The stream is the session: when it ends, the session is over (the transport has no
+//! resumption), and the proxy ends with an error.
+
+use super::error::RemoteError;
+use super::http::ACCEPT_STREAM;
+use super::session::Shared;
+use super::sse::{End, Events, is_event_stream, message};
+use reqwest::header::ACCEPT;
+use std::future::Future;
+use std::sync::Arc;
+use url::Url;
+
+/// Opens the event stream and waits (within the connect timeout) for its `endpoint` event.
+/// Returns the endpoint and the task that passes on the rest of the stream. An endpoint on
+/// another origin is refused: the extra headers (a bearer token) must not follow it there.
+pub async fn open(
+    shared: &Arc<Shared>,
+) -> Result<(Url, impl Future<Output = ()> + Send + 'static), RemoteError> {
+    let url = shared.cfg.url.clone();
+    let make = || {
+        shared
+            .client
+            .get(url.clone())
+            .headers(shared.cfg.headers.clone())
+            .header(ACCEPT, ACCEPT_STREAM)
+    };
+    let resp = shared
+        .send(make, shared.cfg.connect_timeout, shared.cfg.retries)
+        .await?;
+    if !resp.status().is_success() {
+        return Err(RemoteError::Status(resp.status()));
+    }
+    if !is_event_stream(&resp) {
+        return Err(RemoteError::NoEndpoint(
+            "the answer to GET is not an event stream".into(),
+        ));
+    }
+    let mut events = Events::new(resp, shared.cfg.max_message);
+    let wait = shared.cfg.connect_timeout;
+    let first = async {
+        loop {
+            match events.next().await {
+                Ok(event) if event.event.as_deref() == Some("endpoint") => {
+                    return Ok(event.data.unwrap_or_default());
+                }
+                Ok(_) => continue,
+                Err(End::Broken(e)) => return Err(e),
+                Err(End::Dropped) => {
+                    return Err(RemoteError::NoEndpoint("the stream ended before it".into()));
+                }
+            }
+        }
+    };
+    let named = tokio::time::timeout(wait, first)
+        .await
+        .map_err(|_| RemoteError::NoEndpoint(format!("none within {wait:?}")))??;
+    let endpoint = url
+        .join(named.trim())
+        .map_err(|e| RemoteError::NoEndpoint(e.to_string()))?;
+    if endpoint.origin() != url.origin() {
+        return Err(RemoteError::ForeignEndpoint);
+    }
+    tracing::info!(
+        endpoint = %super::config::display_url(&endpoint),
+        "connected with the HTTP+SSE transport"
+    );
+    let s = shared.clone();
+    let reader = async move {
+        loop {
+            match events.next().await {
+                Ok(event) => {
+                    if let Some(m) = message(event) {
+                        s.deliver(m).await;
+                    }
+                }
+                Err(End::Broken(e)) => {
+                    s.fatal(e);
+                    return;
+                }
+                Err(End::Dropped) => {
+                    s.fatal(RemoteError::LegacyClosed);
+                    return;
+                }
+            }
+        }
+    };
+    Ok((endpoint, reader))
+}

@@ -1,0 +1,328 @@
+//! The state one remote session shares between its tasks: the session id and protocol
+//! version to send, the host's `initialize` (to start a new session with), the requests
+//! waiting for an answer, and the way messages reach the proxy.
+
+use super::config::RemoteConfig;
+use super::error::RemoteError;
+use crate::lines::LineSender;
+use crate::proxy::peek::{Kind, peek, peek_value};
+use reqwest::header::HeaderValue;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Notify, watch};
+use url::Url;
+
+/// Requests that may wait for the remote server at once; beyond that a request is answered
+/// with an error at once (queueing it could stall the responses the server waits for).
+pub const MAX_PENDING: usize = 1024;
+
+/// Which transport the server speaks.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// Streamable HTTP: every message is POSTed to the MCP endpoint.
+    Streamable,
+    /// The 2024-11-05 HTTP+SSE transport: messages are POSTed to this endpoint, and
+    /// everything the server sends comes on one event stream.
+    Legacy(Url),
+}
+
+#[derive(Debug)]
+struct State {
+    session: Option<HeaderValue>,
+    version: Option<HeaderValue>,
+    /// Counts sessions: a task that saw a session expire renews it only if no other task
+    /// already did.
+    generation: u64,
+    mode: Mode,
+    init: Option<(Vec<u8>, Value)>,
+    initialized: Option<Vec<u8>>,
+    /// Set while an `initialize` is under way: its response carries the protocol version.
+    awaiting_init: bool,
+    /// The id of a replayed `initialize`, whose response the host must not see twice.
+    swallow: Option<Value>,
+}
+
+/// What every task of one remote session shares.
+pub struct Shared {
+    /// The HTTP client (connection pool, TLS, redirect policy).
+    pub client: reqwest::Client,
+    /// The endpoint and limits.
+    pub cfg: RemoteConfig,
+    state: Mutex<State>,
+    /// Held while a new session is started, so only one task starts it.
+    pub(super) renewing: tokio::sync::Mutex<()>,
+    incoming: LineSender,
+    pending: Mutex<HashSet<String>>,
+    failure: Arc<Mutex<Option<RemoteError>>>,
+    failed: Notify,
+    /// Tells the GET stream that a new session started, so it leaves the old one.
+    sessions: watch::Sender<u64>,
+}
+
+impl Shared {
+    /// Shared state for a session whose messages go to `incoming`; the first fatal failure
+    /// is kept in `failure`.
+    pub fn new(
+        client: reqwest::Client,
+        cfg: RemoteConfig,
+        incoming: LineSender,
+        failure: Arc<Mutex<Option<RemoteError>>>,
+    ) -> Arc<Shared> {
+        Arc::new(Shared {
+            client,
+            cfg,
+            state: Mutex::new(State {
+                session: None,
+                version: None,
+                generation: 0,
+                mode: Mode::Streamable,
+                init: None,
+                initialized: None,
+                awaiting_init: false,
+                swallow: None,
+            }),
+            renewing: tokio::sync::Mutex::new(()),
+            incoming,
+            pending: Mutex::new(HashSet::new()),
+            failure,
+            failed: Notify::new(),
+            sessions: watch::Sender::new(0),
+        })
+    }
+
+    /// The session generation (see [`Shared::renewed`]).
+    pub fn generation(&self) -> u64 {
+        lock(&self.state).generation
+    }
+
+    /// The transport in use.
+    pub fn mode(&self) -> Mode {
+        lock(&self.state).mode.clone()
+    }
+
+    /// Switches to the old HTTP+SSE transport, posting to `endpoint`.
+    pub fn set_legacy(&self, endpoint: Url) {
+        lock(&self.state).mode = Mode::Legacy(endpoint);
+    }
+
+    /// Where messages are POSTed.
+    pub fn post_url(&self) -> Url {
+        match &lock(&self.state).mode {
+            Mode::Streamable => self.cfg.url.clone(),
+            Mode::Legacy(u) => u.clone(),
+        }
+    }
+
+    /// The session id and protocol version to send, if known, and the generation they
+    /// belong to.
+    pub fn credentials(&self) -> (Option<HeaderValue>, Option<HeaderValue>, u64) {
+        let s = lock(&self.state);
+        (s.session.clone(), s.version.clone(), s.generation)
+    }
+
+    /// Keeps the session id the server assigned. Only visible ASCII is allowed (the
+    /// transport's rule), so it can be sent back as it came.
+    pub fn set_session(&self, value: Option<&HeaderValue>) -> Result<(), RemoteError> {
+        let Some(value) = value else { return Ok(()) };
+        if value.is_empty() || !value.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
+            return Err(RemoteError::BadSessionId);
+        }
+        lock(&self.state).session = Some(value.clone());
+        Ok(())
+    }
+
+    /// Notes the host's `initialize` (line and id), to replay it for a new session.
+    /// Returns whether it is the first.
+    pub fn begin_initialize(&self, line: &[u8], id: &Value) -> bool {
+        let mut s = lock(&self.state);
+        let first = s.init.is_none();
+        if first {
+            s.init = Some((line.to_vec(), id.clone()));
+        }
+        s.awaiting_init = true;
+        first
+    }
+
+    /// Notes the host's `notifications/initialized`, to replay it for a new session.
+    /// Returns whether it is the first.
+    pub fn note_initialized(&self, line: &[u8]) -> bool {
+        let mut s = lock(&self.state);
+        let first = s.initialized.is_none();
+        if first {
+            s.initialized = Some(line.to_vec());
+        }
+        first
+    }
+
+    /// Forgets the expired session and prepares the replay of the host's initialization:
+    /// returns the `initialize` line (and the `initialized` line, if the host sent it).
+    pub fn restart(&self) -> Result<(Vec<u8>, Option<Vec<u8>>), RemoteError> {
+        let mut s = lock(&self.state);
+        let (line, id) = s.init.clone().ok_or(RemoteError::CannotRenew)?;
+        s.session = None;
+        s.version = None;
+        s.awaiting_init = true;
+        s.swallow = Some(id);
+        Ok((line, s.initialized.clone()))
+    }
+
+    /// Marks the new session as started.
+    pub fn renewed(&self) {
+        let generation = {
+            let mut s = lock(&self.state);
+            s.generation += 1;
+            s.swallow = None;
+            s.generation
+        };
+        self.sessions.send_replace(generation);
+    }
+
+    /// Changes when a new session starts.
+    pub fn new_sessions(&self) -> watch::Receiver<u64> {
+        self.sessions.subscribe()
+    }
+
+    /// Registers the ids of requests about to be sent. Refused when too many already wait.
+    pub fn track(&self, ids: &[Value]) -> Result<(), RemoteError> {
+        let mut p = lock(&self.pending);
+        if p.len() + ids.len() > MAX_PENDING {
+            return Err(RemoteError::Busy);
+        }
+        p.extend(ids.iter().map(key));
+        Ok(())
+    }
+
+    /// Whether any of `ids` still waits for its response.
+    pub fn any_pending(&self, ids: &[Value]) -> bool {
+        let p = lock(&self.pending);
+        ids.iter().any(|id| p.contains(&key(id)))
+    }
+
+    /// Answers each of `ids` that still waits with the error `e`.
+    pub async fn fail(&self, ids: &[Value], e: &RemoteError) {
+        let open: Vec<Value> = {
+            let mut p = lock(&self.pending);
+            ids.iter()
+                .filter(|id| p.remove(&key(id)))
+                .cloned()
+                .collect()
+        };
+        for id in open {
+            tracing::warn!(error = %e, "a request to the remote server failed");
+            let _ = self.incoming.send(e.response_for(&id)).await;
+        }
+    }
+
+    /// Answers every waiting request with the failure that ended the session.
+    pub async fn fail_all(&self) {
+        let ids: Vec<Value> = lock(&self.pending)
+            .drain()
+            .filter_map(|k| serde_json::from_str(&k).ok())
+            .collect();
+        for id in ids {
+            let _ = self.incoming.send(self.failure_response(&id)).await;
+        }
+    }
+
+    /// The error response for request `id` after the session failed.
+    pub fn failure_response(&self, id: &Value) -> Vec<u8> {
+        match lock(&self.failure).as_ref() {
+            Some(e) => e.response_for(id),
+            None => RemoteError::StreamLost.response_for(id),
+        }
+    }
+
+    /// Passes a line to the proxy as it is (an error the proxy made up for the host).
+    pub async fn pass(&self, line: Vec<u8>) {
+        let _ = self.incoming.send(line).await;
+    }
+
+    /// Passes one message from the server to the proxy: responses settle their requests,
+    /// the response to a replayed `initialize` is kept from the host, and anything that is
+    /// not a JSON-RPC message (an SDK's empty `{}` priming event) is dropped. Line breaks,
+    /// which JSON allows only between tokens, become spaces, since the host reads lines.
+    pub async fn deliver(&self, mut line: Vec<u8>) {
+        for b in line.iter_mut() {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+        match peek(&line) {
+            Kind::Response { id } => {
+                if !self.settle(&id, &line) {
+                    return;
+                }
+            }
+            Kind::Batch => {
+                if let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) {
+                    let mut p = lock(&self.pending);
+                    for item in &items {
+                        if let Kind::Response { id } = peek_value(item) {
+                            p.remove(&key(&id));
+                        }
+                    }
+                }
+            }
+            Kind::Other => {
+                tracing::debug!("dropped an event that is not a JSON-RPC message");
+                return;
+            }
+            Kind::Request { .. } | Kind::Notification { .. } => {}
+        }
+        let _ = self.incoming.send(line).await;
+    }
+
+    /// Settles the request `id` answers; notes the protocol version from the response to
+    /// `initialize`. Returns whether the host should see the response.
+    fn settle(&self, id: &Value, line: &[u8]) -> bool {
+        lock(&self.pending).remove(&key(id));
+        let mut s = lock(&self.state);
+        let is_init = s.init.as_ref().is_some_and(|(_, i)| i == id);
+        if is_init && s.awaiting_init {
+            s.awaiting_init = false;
+            let version = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
+                v.pointer("/result/protocolVersion")
+                    .and_then(Value::as_str)
+                    .and_then(|v| HeaderValue::from_str(v).ok())
+            });
+            if version.is_some() {
+                s.version = version;
+            }
+        }
+        if s.swallow.as_ref() == Some(id) {
+            s.swallow = None;
+            return false;
+        }
+        true
+    }
+
+    /// Ends the session with `e`, unless an earlier failure already did.
+    pub fn fatal(&self, e: RemoteError) {
+        {
+            let mut f = lock(&self.failure);
+            if f.is_none() {
+                tracing::error!(error = %e, "the remote session ends");
+                *f = Some(e);
+            }
+        }
+        self.failed.notify_one();
+    }
+
+    /// Completes once the session has failed.
+    pub async fn failed(&self) {
+        self.failed.notified().await;
+    }
+}
+
+/// The key of a request id in the pending set (ids are strings or numbers).
+fn key(id: &Value) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}

@@ -1,0 +1,104 @@
+//! The Streamable HTTP session as the seed describes it, seen from the remote server (the
+//! TypeScript SDK): the headers of every request, the session id kept and sent, a new
+//! session when the server forgets ours (404), and DELETE when the host is gone.
+
+mod common;
+#[path = "common/interop.rs"]
+mod interop;
+#[path = "common/remote.rs"]
+mod remote;
+#[path = "common/sidecar.rs"]
+mod sidecar;
+
+use common::Fixture;
+use remote::{RemoteServer, ask, initialize, ok, proxy, tool};
+use serde_json::json;
+
+#[test]
+fn every_request_carries_the_accept_header_session_id_and_protocol_version() {
+    let f = Fixture::new();
+    let mut server = RemoteServer::start(&[]);
+    let mut p = proxy(&server.url(), &f, &[], &[]);
+    initialize(&mut p, json!({}));
+    ask(&mut p, 1, json!([["roots/list", {}]]));
+    let (status, _) = p.finish();
+    assert!(status.success(), "{}", p.stderr());
+    let session = server.wait_for("initialize", |e| e["event"] == "initialize")["session"].clone();
+    server.wait_for("delete", |e| e["event"] == "delete");
+    let http = server.named("http");
+    let (first, rest) = http.split_first().expect("requests");
+    assert_eq!(first["method"], "POST");
+    assert!(first["session"].is_null(), "{first}");
+    assert!(first["protocolVersion"].is_null(), "{first}");
+    assert_eq!(first["accept"], "application/json, text/event-stream");
+    for r in rest {
+        assert_eq!(r["session"], session, "{r}");
+        assert_eq!(r["protocolVersion"], remote::VERSION, "{r}");
+        match r["method"].as_str() {
+            Some("POST") => assert_eq!(r["accept"], "application/json, text/event-stream"),
+            Some("GET") => assert_eq!(r["accept"], "text/event-stream"),
+            Some("DELETE") => {}
+            other => panic!("unexpected method {other:?}"),
+        }
+    }
+    let methods: Vec<&str> = rest.iter().map(|r| r["method"].as_str().unwrap()).collect();
+    assert!(methods.contains(&"GET"), "{methods:?}");
+    assert_eq!(methods.last(), Some(&"DELETE"), "{methods:?}");
+}
+
+#[test]
+fn a_forgotten_session_is_replaced_and_the_request_still_succeeds() {
+    let f = Fixture::new();
+    f.file("a.txt", "still here");
+    let mut server = RemoteServer::start(&[]);
+    let mut p = proxy(&server.url(), &f, &[], &[]);
+    initialize(&mut p, json!({}));
+    let a = ask(
+        &mut p,
+        1,
+        json!([["files/consent", {"requestedPaths": ["project"]}]]),
+    );
+    assert_eq!(ok(&a[0])["granted"], true);
+    let first = server.wait_for("initialize", |e| e["event"] == "initialize")["session"].clone();
+    tool(&mut p, 2, "forget", json!({}));
+    server.wait_for("forgot", |e| e["event"] == "forgot");
+    // The next request gets 404; the proxy starts a new session and sends it again.
+    let r = p.request("tools/list", json!({}));
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    let inits = server.named("initialize");
+    assert_eq!(inits.len(), 2, "{:#?}", server.seen);
+    let second = inits[1]["session"].clone();
+    assert_ne!(first, second);
+    // The host saw one initialize response, not two.
+    let a = ask(
+        &mut p,
+        3,
+        json!([["files/read", {"path": "project/a.txt"}]]),
+    );
+    // Grants belong to the proxy's session with the broker, which goes on.
+    assert_eq!(ok(&a[0])["content"], "still here", "{a:?}");
+    let (status, rest) = p.finish();
+    assert!(status.success(), "{}", p.stderr());
+    for line in rest {
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_ne!(
+            v["id"], "init",
+            "a second initialize response reached the host: {v}"
+        );
+    }
+    assert!(
+        p.stderr().contains("starting a new session"),
+        "{}",
+        p.stderr()
+    );
+    // The new session, not the old, is the one deleted.
+    let deleted = server.wait_for("delete", |e| e["event"] == "delete");
+    assert_eq!(deleted["session"], second);
+    // After the new session started, requests carry its id.
+    let after: Vec<_> = server
+        .named("http")
+        .into_iter()
+        .skip_while(|e| e["session"] != second)
+        .collect();
+    assert!(after.iter().all(|e| e["session"] == second), "{after:#?}");
+}
