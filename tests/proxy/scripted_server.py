@@ -9,11 +9,28 @@ as JSON text). The tool `exit` exits at once with `{"code": N}`; `flood` sends `
 notifications of `size` bytes to the host; `sleep` stops reading for `seconds`. The tool `stderr` writes
 its `text` to stderr. With $IGNORE_STDIN_EOF set, the server keeps running after its input
 ends (and ignores SIGTERM when it is "term").
+
+For the adversarial tests:
+- The tool `raw` writes lines verbatim to its output (see `raw_lines` for their forms), then
+  reads what it receives until it has `expect` messages (the host's `notifications/test/*`
+  are recorded but not counted) and, when `until` is given, the response with that id; or
+  until `timeout` seconds pass. It returns `{"received": [...], "timedOut": bool,
+  "untilAnswer": ...}` as structuredContent; an undecodable line is recorded as a string.
+  `announce: true` sends the host `notifications/test/written` once the lines are out;
+  `exit: N` exits with N right after writing them, reading nothing.
+- A notification `notifications/test/emit` `{"lines": [...]}` from the host, whenever it
+  arrives, makes the server write those lines verbatim (the host speaks through the server).
+- Batches from the host are handled item by item (answers go out one by one).
+- $RECV_LOG: every line received is appended to that file as it came.
+- $EOF_EXIT_CODE: the exit code when the input ends (instead of 0).
 """
+import base64
 import json
 import os
+import select
 import signal
 import sys
+import time
 
 pending = {}
 next_id = [0]
@@ -30,11 +47,110 @@ def new_id():
     return next_id[0] if style == "int" else f"{style}{next_id[0]}"
 
 
+_inbuf = bytearray()
+
+
+def read_line(timeout=None):
+    """The next input line (bytes, without its newline); None at the end of input; "timeout"
+    when `timeout` seconds pass first. Reads the fd directly, so a timeout can be honoured."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        nl = _inbuf.find(b"\n")
+        if nl >= 0:
+            line = bytes(_inbuf[:nl])
+            del _inbuf[:nl + 1]
+            log = os.environ.get("RECV_LOG")
+            if log:
+                with open(log, "ab") as f:
+                    f.write(line + b"\n")
+            return line
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            ready, _, _ = select.select([0], [], [], left)
+            if not ready:
+                return "timeout"
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            return None
+        _inbuf.extend(chunk)
+
+
+def parse_lenient(line):
+    """The message in `line`, or the line as a string when it is not JSON."""
+    text = line.decode("utf-8", "replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def read_message():
-    line = sys.stdin.readline()
-    if not line:
+    line = read_line()
+    if line is None:
         return None
-    return json.loads(line)
+    return parse_lenient(line)
+
+
+def write_raw(lines):
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    for line in lines:
+        out.write(line + b"\n")
+        out.flush()
+
+
+def raw_lines(specs):
+    """The lines to write: each spec is a base64 string, or `{"b64": TEMPLATE, "pad": N,
+    "count": K}`: TEMPLATE with `@PAD@` replaced by N bytes of "x" and `@N@` by the copy's
+    number, K copies (default 1)."""
+    for spec in specs:
+        if isinstance(spec, str):
+            yield base64.b64decode(spec)
+            continue
+        template = base64.b64decode(spec["b64"])
+        pad = b"x" * int(spec.get("pad", 0))
+        for i in range(int(spec.get("count", 1))):
+            yield template.replace(b"@PAD@", pad).replace(b"@N@", str(i).encode())
+
+
+def emit(m):
+    """Handles the host's `notifications/test/emit`; True when `m` was one."""
+    if isinstance(m, dict) and m.get("method") == "notifications/test/emit" and "id" not in m:
+        write_raw(raw_lines(m.get("params", {}).get("lines", [])))
+        return True
+    return False
+
+
+def raw(mid, args):
+    write_raw(raw_lines(args.get("lines", [])))
+    if args.get("announce"):
+        send({"jsonrpc": "2.0", "method": "notifications/test/written"})
+    if "exit" in args:
+        os._exit(int(args["exit"]))
+    expect = int(args.get("expect", 0))
+    until = args.get("until")
+    deadline = time.monotonic() + float(args.get("timeout", 5))
+    received, counted, until_answer, timed_out = [], 0, None, False
+    while counted < expect or (until is not None and until_answer is None):
+        line = read_line(max(0.0, deadline - time.monotonic()))
+        if line is None:
+            sys.exit(3)
+        if line == "timeout":
+            timed_out = True
+            break
+        m = parse_lenient(line)
+        emit(m)
+        if until is not None and isinstance(m, dict) and "method" not in m \
+                and m.get("id") == until:
+            until_answer = m
+            continue
+        received.append(m)
+        if not (isinstance(m, dict) and str(m.get("method", "")).startswith("notifications/test/")):
+            counted += 1
+    send({"jsonrpc": "2.0", "id": mid, "result": {"content": [], "structuredContent": {
+        "received": received, "timedOut": timed_out, "untilAnswer": until_answer}}})
 
 
 def ask(method, params):
@@ -47,12 +163,24 @@ def ask(method, params):
         m = read_message()
         if m is None:
             sys.exit(3)
-        if "method" not in m and m.get("id") == rid:
-            return m
-        handle(m)
+        items = m if isinstance(m, list) else [m]
+        found = None
+        for it in items:
+            if isinstance(it, dict) and "method" not in it and it.get("id") == rid:
+                found = it
+            else:
+                handle(it)
+        if found is not None:
+            return found
 
 
 def handle(m):
+    if isinstance(m, list):
+        for it in m:
+            handle(it)
+        return
+    if not isinstance(m, dict) or emit(m):
+        return
     method = m.get("method")
     mid = m.get("id")
     if method == "initialize":
@@ -83,6 +211,8 @@ def handle(m):
                         sys.exit(3)
                     items = r if isinstance(r, list) else [r]
                     for it in items:
+                        if not isinstance(it, dict):
+                            continue
                         if "method" not in it and it.get("id") in want:
                             want.discard(it["id"])
                             answers.append(it)
@@ -103,6 +233,8 @@ def handle(m):
             import time
             time.sleep(float(args.get("seconds", 1)))
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
+        elif name == "raw":
+            raw(mid, args)
         elif name == "exit":
             sys.exit(int(args.get("code", 0)))
         elif name == "stderr":
@@ -129,6 +261,8 @@ def main():
         if m is None:
             break
         handle(m)
+    if os.environ.get("EOF_EXIT_CODE"):
+        sys.exit(int(os.environ["EOF_EXIT_CODE"]))
     if mode:
         signal.pause() if hasattr(signal, "pause") else None
         while True:
