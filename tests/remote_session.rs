@@ -102,3 +102,37 @@ fn a_forgotten_session_is_replaced_and_the_request_still_succeeds() {
         .collect();
     assert!(after.iter().all(|e| e["session"] == second), "{after:#?}");
 }
+
+#[test]
+fn messages_sent_just_before_the_host_leaves_are_still_answered() {
+    let f = Fixture::new();
+    let mut server = RemoteServer::start(&[]);
+    let mut p = proxy(&server.url(), &f, &[], &[]);
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        "protocolVersion": remote::VERSION, "capabilities": {},
+        "clientInfo": {"name": "test-host", "version": "1"}}}),
+    );
+    p.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    p.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}));
+    // The host leaves at once; the proxy sends what it had and waits for the answers.
+    let (status, rest) = p.finish();
+    assert!(status.success(), "{}", p.stderr());
+    let answers: Vec<serde_json::Value> = rest
+        .iter()
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"] == "init" && a["result"].is_object()),
+        "{answers:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"] == 1 && a["result"]["tools"].is_array()),
+        "{answers:?}"
+    );
+    server.wait_for("delete", |e| e["event"] == "delete");
+}

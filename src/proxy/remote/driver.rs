@@ -31,6 +31,8 @@ pub async fn drive(
 ) -> u8 {
     let mut requests = JoinSet::new();
     let mut background = JoinSet::new();
+    // Set when the host leaves: what it sent may still finish until then.
+    let mut deadline = None;
     let failed = loop {
         tokio::select! {
             biased;
@@ -38,16 +40,26 @@ pub async fn drive(
             _ = &mut end => break false,
             line = outgoing.recv() => {
                 let Some(line) = line else { break false };
-                // Sending may wait for the server (an initialize, a notification): the host
-                // leaving or the session failing meanwhile is not kept waiting.
+                // Sending may wait for the server (an initialize, a notification): a
+                // failure meanwhile is not kept waiting, and the host leaving starts the
+                // grace period.
+                let work = handle(&shared, line, &mut requests, &mut background);
+                tokio::pin!(work);
                 let interrupted = tokio::select! {
                     biased;
                     () = shared.failed() => Some(true),
                     _ = &mut end => Some(false),
-                    () = handle(&shared, line, &mut requests, &mut background) => None,
+                    () = &mut work => None,
                 };
-                if let Some(failed) = interrupted {
-                    break failed;
+                match interrupted {
+                    None => {}
+                    Some(true) => break true,
+                    Some(false) => {
+                        let by = tokio::time::Instant::now() + shared.cfg.grace;
+                        deadline = Some(by);
+                        let _ = tokio::time::timeout_at(by, work).await;
+                        break false;
+                    }
                 }
             }
             Some(_) = requests.join_next(), if !requests.is_empty() => {}
@@ -56,13 +68,18 @@ pub async fn drive(
     };
     if !failed {
         // The host is gone: what it sent last still goes out, and requests in flight may
-        // finish within the grace period.
-        while let Some(line) = outgoing.try_recv() {
-            handle(&shared, line, &mut requests, &mut background).await;
-        }
-        let drain = async { while requests.join_next().await.is_some() {} };
-        let _ = tokio::time::timeout(shared.cfg.grace, drain).await;
+        // finish, within the grace period.
+        let by = deadline.unwrap_or_else(|| tokio::time::Instant::now() + shared.cfg.grace);
+        let ending = async {
+            while let Some(line) = outgoing.try_recv() {
+                handle(&shared, line, &mut requests, &mut background).await;
+            }
+            while requests.join_next().await.is_some() {}
+        };
+        let _ = tokio::time::timeout_at(by, ending).await;
     }
+    // A failure while the host's last messages went out still counts.
+    let failed = failed || shared.has_failed();
     requests.abort_all();
     background.abort_all();
     while requests.join_next().await.is_some() {}

@@ -309,6 +309,11 @@ impl Shared {
         self.failed.notify_one();
     }
 
+    /// Whether the session has failed.
+    pub fn has_failed(&self) -> bool {
+        lock(&self.failure).is_some()
+    }
+
     /// Completes once the session has failed.
     pub async fn failed(&self) {
         self.failed.notified().await;
