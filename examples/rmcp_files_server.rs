@@ -11,6 +11,8 @@
 //! - `client`: the client's `initialize` params (protocol version, capabilities, info).
 //!
 //! It speaks MCP on stdin/stdout: `cargo run --features rmcp --example rmcp_files_server`.
+//! Its `serverInfo.name` is `rmcp-files-server`, or the value of `RMCP_FILES_SERVER_NAME`
+//! (the tests use it to run two servers that report the same name).
 
 #![allow(deprecated)] // roots are deprecated in rmcp (SEP-2577); this server uses them.
 
@@ -27,9 +29,13 @@ use std::time::Duration;
 
 /// How long one request to the client may take.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The environment variable that overrides the server's name.
+const NAME_VAR: &str = "RMCP_FILES_SERVER_NAME";
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct FilesServer {
+    /// The `serverInfo.name` it reports.
+    name: String,
     /// Notifications from the client, as `{method, params}`.
     received: Arc<Mutex<Vec<Value>>>,
 }
@@ -75,7 +81,7 @@ fn string_arg<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, ErrorData>
 impl ServerHandler for FilesServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("rmcp-files-server", "0.1.0"))
+            .with_server_info(Implementation::new(self.name.clone(), "0.1.0"))
     }
 
     async fn list_tools(
@@ -177,9 +183,11 @@ impl ServerHandler for FilesServer {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let service = FilesServer::default()
-        .serve(rmcp::transport::stdio())
-        .await?;
+    let server = FilesServer {
+        name: std::env::var(NAME_VAR).unwrap_or_else(|_| "rmcp-files-server".to_owned()),
+        received: Arc::default(),
+    };
+    let service = server.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
 }

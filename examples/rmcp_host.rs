@@ -75,14 +75,14 @@ async fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     // Without `--consent`, the policy's mode applies: the terminal prompt, else deny.
     let policy = args.common.build_policy(false)?;
     let (broker, outbound) = Broker::builder(policy).build()?;
-    let router = NotificationRouter::new();
+    // One router per broker; this host has one connection, but a host with several gives
+    // each its own handler from the same router, so that no two share a session.
+    let router = NotificationRouter::new(broker);
     tokio::spawn(router.clone().run(outbound));
-    let mut handler = BrokerClientHandler::new(broker)
-        .with_router(router)
-        .with_client_info(Implementation::new(
-            "rmcp-host-example",
-            env!("CARGO_PKG_VERSION"),
-        ));
+    let mut handler = BrokerClientHandler::new(&router).with_client_info(Implementation::new(
+        "rmcp-host-example",
+        env!("CARGO_PKG_VERSION"),
+    ));
     if let Some(id) = &args.common.server_id {
         handler = handler.with_server_id(id.clone());
     }
@@ -94,19 +94,30 @@ async fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         TokioChildProcess::new(command).map_err(|e| format!("cannot start {program:?}: {e}"))?;
     let client = handler.clone().serve(transport).await?;
 
+    // Everything the server sends is printed through `printable`: a server must not be able
+    // to write terminal escapes to the user's terminal.
     if let Some(info) = client.peer_info().and_then(|i| i.server_info.clone()) {
-        println!("server: {} {}", info.name, info.version);
+        println!(
+            "server: {} {}",
+            printable(&info.name),
+            printable(&info.version)
+        );
     }
     println!("tools:");
-    for tool in client.list_all_tools().await? {
+    // One page: a server that kept handing out cursors would otherwise keep the host busy.
+    let tools = client.list_tools(None).await?;
+    for tool in &tools.tools {
         let description = tool.description.as_deref().unwrap_or("");
-        println!("  {}: {description}", tool.name);
+        println!("  {}: {}", printable(&tool.name), printable(description));
+    }
+    if tools.next_cursor.is_some() {
+        println!("  (more tools not listed)");
     }
     let mut code = ExitCode::SUCCESS;
     if let Some(name) = &args.tool {
         let params = CallToolRequestParams::new(name.clone()).with_arguments(arguments);
         let result = client.call_tool(params).await?;
-        println!("result of {name}:");
+        println!("result of {}:", printable(name));
         println!("{}", render(&result));
         if result.is_error == Some(true) {
             code = ExitCode::FAILURE;
@@ -117,16 +128,24 @@ async fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     Ok(code)
 }
 
-/// The tool result for a reader: its structured content as JSON when there is some, else its
-/// text content.
+/// The tool result for a reader: its structured content as JSON when there is some (JSON
+/// escapes control characters), else its text content, made printable.
 fn render(result: &CallToolResult) -> String {
     if let Some(value) = &result.structured_content {
         return serde_json::to_string_pretty(value).unwrap_or_default();
     }
-    result
+    let text = result
         .content
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    printable(&text)
+}
+
+/// `text` without control characters other than newlines and tabs.
+fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .collect()
 }

@@ -3,9 +3,10 @@
 //! [`BrokerClientHandler`] implements rmcp's [`ClientHandler`]: it declares the `roots`
 //! capability, and answers the server's `roots/list` and `files/*` requests through a
 //! [`Broker`], with the broker's results and JSON-RPC errors (code, message and `data`) passed
-//! through unchanged. A [`NotificationRouter`] carries the broker's own notifications
-//! (`notifications/files/changed`, `notifications/roots/list_changed`) to the server of their
-//! session.
+//! through unchanged. A [`NotificationRouter`], one per broker, gives each connection a
+//! broker session of its own and carries the broker's notifications
+//! (`notifications/files/changed`, `notifications/roots/list_changed`) to the connection
+//! they belong to.
 //!
 //! rmcp hands a server request whose method it does not know to
 //! [`ClientHandler::on_custom_request`]; that is where the `files/*` methods arrive.
@@ -19,9 +20,9 @@
 //!
 //! let policy = Policy::load(std::path::Path::new("policy/read-only.toml"))?;
 //! let (broker, outbound) = Broker::builder(policy).build()?;
-//! let router = NotificationRouter::new();
+//! let router = NotificationRouter::new(broker);
 //! tokio::spawn(router.clone().run(outbound));
-//! let handler = BrokerClientHandler::new(broker).with_router(router);
+//! let handler = BrokerClientHandler::new(&router);
 //! let command = tokio::process::Command::new("my-mcp-server");
 //! let client = handler.clone().serve(TokioChildProcess::new(command)?).await?;
 //! let tools = client.list_tools(None).await?;
@@ -35,18 +36,24 @@
 // answering them for the revisions that have them is what this adapter is for.
 #![allow(deprecated)]
 
-use crate::{Broker, Outbound, OutboundReceiver};
+mod registry;
+mod router;
+
+pub use crate::session::MAX_SERVER_NAME_CHARS;
+pub use router::NotificationRouter;
+
+use crate::Broker;
+use crate::proxy::{DEFAULT_SERVER_ID, is_brokered};
+use crate::session::server_name;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientNotification, CustomNotification, CustomRequest,
-    CustomResult, ErrorCode, Implementation, ListRootsResult, ProtocolVersion, RequestId,
-    RootsCapabilities,
+    ClientCapabilities, ClientConfig, CustomRequest, CustomResult, ErrorCode, Implementation,
+    ListRootsResult, ProtocolVersion, RequestId, RootsCapabilities,
 };
 use rmcp::service::{RequestContext, RoleClient};
-use rmcp::{ClientHandler, ErrorData, Peer};
+use rmcp::{ClientHandler, ErrorData};
+use router::{Refusal, Ticket, Wanted};
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use tokio::sync::mpsc;
+use std::sync::Arc;
 
 /// The key under `capabilities.experimental` that tells a server this client brokers files.
 ///
@@ -55,17 +62,16 @@ use tokio::sync::mpsc;
 /// the experimental capability `{"filesystemBrokering": {}}` instead.
 pub const BROKERING_CAPABILITY: &str = "filesystemBrokering";
 
-/// Longest session id taken from a server's `serverInfo.name`, in characters (as the proxy).
-pub const MAX_SERVER_NAME_CHARS: usize = 128;
-
 /// An rmcp [`ClientHandler`] that answers a server's `roots/list` and `files/*` requests
 /// through a [`Broker`].
 ///
-/// Use one handler per server connection (a clone shares the connection's session). The
-/// session is named, at the server's first request, by [`Self::with_server_id`] when given,
-/// else by the server's `serverInfo.name` (control characters removed, at most
-/// [`MAX_SERVER_NAME_CHARS`]), else `default`. Two connections that end up with the same name
-/// share one broker session, so give distinct ids to servers that may share a name.
+/// Build one per server connection with [`Self::new`]; a clone shares the connection. The
+/// connection's broker session is named at the server's first request: by
+/// [`Self::with_server_id`] when given, else by the server's `serverInfo.name` (cleaned by
+/// [`server_name`]), else `default`. A name taken from the server is held by this connection
+/// alone while it lives: a second live connection whose server reports the same name gets
+/// `NAME#2` (and so on), a session of its own that the policy's per-server entries do not
+/// match. [`NotificationRouter`] says when a connection lets go of its name.
 ///
 /// rmcp runs each server request in a task of its own, so requests of one session reach the
 /// broker concurrently, as with any embedding host: a server that sends `files/consent` and
@@ -73,19 +79,17 @@ pub const MAX_SERVER_NAME_CHARS: usize = 128;
 /// with an SDK await each request, which is enough.
 #[derive(Clone)]
 pub struct BrokerClientHandler {
-    broker: Broker,
+    ticket: Arc<Ticket>,
     server_id: Option<String>,
-    session: Arc<OnceLock<String>>,
     client_info: Implementation,
     protocol_version: ProtocolVersion,
-    router: Option<NotificationRouter>,
 }
 
 impl std::fmt::Debug for BrokerClientHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BrokerClientHandler")
             .field("server_id", &self.server_id)
-            .field("session", &self.session.get())
+            .field("session", &self.session_id())
             .field("client_info", &self.client_info)
             .field("protocol_version", &self.protocol_version)
             .finish_non_exhaustive()
@@ -93,20 +97,25 @@ impl std::fmt::Debug for BrokerClientHandler {
 }
 
 impl BrokerClientHandler {
-    /// A handler answering through `broker`. It negotiates protocol revision 2025-11-25, the
+    /// A handler for one new connection, answering through the router's broker and receiving
+    /// its notifications through `router`. It negotiates protocol revision 2025-11-25, the
     /// newest in which servers may send requests to the client (2026-07-28 forbids them).
-    pub fn new(broker: Broker) -> Self {
+    pub fn new(router: &NotificationRouter) -> Self {
         Self {
-            broker,
+            ticket: router.ticket(),
             server_id: None,
-            session: Arc::new(OnceLock::new()),
             client_info: Implementation::new("mcp-fsbroker", env!("CARGO_PKG_VERSION")),
             protocol_version: ProtocolVersion::V_2025_11_25,
-            router: None,
         }
     }
 
     /// Names the server session `id` instead of taking the server's `serverInfo.name`.
+    ///
+    /// The host chose `id`, so it is used as it is: handlers given the same id share one
+    /// session (grants, watches, uploads), which ends with the last of them. Give each
+    /// connection its own id unless sharing is meant. A connection given an id that another
+    /// live connection took from its server's name is refused every request, rather than
+    /// share that server's grants.
     pub fn with_server_id(mut self, id: impl Into<String>) -> Self {
         self.server_id = Some(id.into());
         self
@@ -125,59 +134,35 @@ impl BrokerClientHandler {
         self
     }
 
-    /// Delivers this connection's broker notifications through `router`: the handler
-    /// registers its server with the router at the server's first request.
-    pub fn with_router(mut self, router: NotificationRouter) -> Self {
-        self.router = Some(router);
-        self
-    }
-
     /// The broker this handler answers through.
     pub fn broker(&self) -> &Broker {
-        &self.broker
+        self.ticket.broker()
     }
 
     /// The session id, once the server has sent its first request.
     pub fn session_id(&self) -> Option<&str> {
-        self.session.get().map(String::as_str)
+        self.ticket.session.get().map(String::as_str)
     }
 
-    /// Ends this connection's broker session (its grants, watches and staged uploads) and
-    /// stops routing notifications to it. Returns whether a session existed. Call it when the
-    /// connection ends.
+    /// Ends this connection's broker session (its grants, watches and staged uploads, unless
+    /// other handlers given the same [`Self::with_server_id`] still share it), stops routing
+    /// notifications to it, and lets go of its name. Requests still in flight finish first;
+    /// later ones are refused. Returns whether the connection held a session. Call it when
+    /// the connection ends.
     pub fn end_session(&self) -> bool {
-        let Some(id) = self.session.get() else {
-            return false;
-        };
-        if let Some(router) = &self.router {
-            router.detach(id);
-        }
-        self.broker.end_session(id)
+        self.ticket.end()
     }
 
-    /// The session id for the server behind `peer`, fixed at the first call so that a
-    /// session never splits in two.
-    fn session_for(&self, peer: &Peer<RoleClient>) -> &str {
-        self.session.get_or_init(|| {
-            if let Some(id) = &self.server_id {
-                return id.clone();
-            }
-            let name = peer
-                .peer_info()
-                .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
-                .map(|n| {
-                    n.chars()
-                        .filter(|c| !c.is_control())
-                        .take(MAX_SERVER_NAME_CHARS)
-                        .collect::<String>()
-                })
-                .unwrap_or_default();
-            if name.is_empty() {
-                "default".to_owned()
-            } else {
-                name
-            }
-        })
+    /// The session name this connection asks for at its server's first request.
+    fn wanted(&self, context: &RequestContext<RoleClient>) -> Wanted {
+        if let Some(id) = &self.server_id {
+            return Wanted::Host(id.clone());
+        }
+        let name = context
+            .peer
+            .peer_info()
+            .and_then(|info| info.server_info.as_ref().and_then(|s| server_name(&s.name)));
+        Wanted::Server(name.unwrap_or_else(|| DEFAULT_SERVER_ID.to_owned()))
     }
 
     /// Hands one request to the broker and returns its result, or its error as rmcp's.
@@ -187,20 +172,47 @@ impl BrokerClientHandler {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, ErrorData> {
-        let session = self.session_for(&context.peer);
-        if let Some(router) = &self.router {
-            router.attach(session, &context.peer);
-        }
+        let mut request = self
+            .ticket
+            .begin(&context.peer, method, || self.wanted(context))
+            .map_err(|refusal| refused(refusal, self.server_id.as_deref()))?;
+        let unwatch = (method == "files/unwatch")
+            .then(|| params.as_ref().and_then(|p| p.get("watchId")).cloned())
+            .flatten();
         let response = self
-            .broker
-            .handle_message(session, request_json(&context.id, method, params))
+            .ticket
+            .broker()
+            .handle_message(request.session(), request_json(&context.id, method, params))
             .await;
-        match response {
+        let outcome = match response {
             Some(response) => from_response(response),
             None => Err(ErrorData::internal_error(
                 "the broker gave no response",
                 None,
             )),
+        };
+        if let Ok(result) = &outcome {
+            match method {
+                "files/watch" => request.watched(result.get("watchId").and_then(Value::as_str)),
+                "files/unwatch" => request.unwatched(unwatch.as_ref().and_then(Value::as_str)),
+                _ => {}
+            }
+        }
+        outcome
+    }
+}
+
+/// The error a server gets for a request its connection may not make.
+fn refused(refusal: Refusal, server_id: Option<&str>) -> ErrorData {
+    match refusal {
+        Refusal::Ended => ErrorData::internal_error("this connection's session has ended", None),
+        Refusal::Held => {
+            tracing::warn!(
+                server = server_id.unwrap_or_default(),
+                "the server id given for this connection is held by another server's \
+                 connection; its requests are refused"
+            );
+            ErrorData::internal_error("this connection's session is not available", None)
         }
     }
 }
@@ -225,8 +237,11 @@ impl ClientHandler for BrokerClientHandler {
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         let result = self.answer(&context, "roots/list", None).await?;
-        serde_json::from_value(result)
-            .map_err(|e| ErrorData::internal_error(format!("cannot convert the roots: {e}"), None))
+        serde_json::from_value(result).map_err(|e| {
+            // The text of a conversion error may quote a root's URI; it stays in the host's log.
+            tracing::warn!(error = %e, "cannot convert the broker's roots for rmcp");
+            ErrorData::internal_error("cannot convert the roots", None)
+        })
     }
 
     async fn on_custom_request(
@@ -234,7 +249,7 @@ impl ClientHandler for BrokerClientHandler {
         request: CustomRequest,
         context: RequestContext<RoleClient>,
     ) -> Result<CustomResult, ErrorData> {
-        if !request.method.starts_with("files/") {
+        if !is_brokered(&request.method) {
             // What rmcp answers for any method its client does not know.
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -286,113 +301,6 @@ fn from_response(mut response: Value) -> Result<Value, ErrorData> {
             "the broker's response has neither result nor error",
             None,
         )),
-    }
-}
-
-/// Carries the broker's outbound notifications to the rmcp peer of each session.
-///
-/// One router serves one broker and any number of connections: [`Self::run`] reads the
-/// broker's stream, and each [`BrokerClientHandler`] built [`with_router`] registers its
-/// server at the server's first request. Each server gets its own sender task, so a server
-/// that stops reading delays only its own notifications; those hold their session's
-/// notification slots until sent, so the broker owes that server an `overflow` instead of
-/// buffering without bound. Notifications for a session with no registered server are
-/// dropped.
-///
-/// [`with_router`]: BrokerClientHandler::with_router
-#[derive(Clone, Default)]
-pub struct NotificationRouter {
-    peers: Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Outbound>>>>,
-}
-
-impl std::fmt::Debug for NotificationRouter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NotificationRouter")
-            .field("sessions", &lock(&self.peers).keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-impl NotificationRouter {
-    /// A router with no servers registered.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Routes the broker's notifications until the broker and all its clones are dropped.
-    /// Spawn it on the runtime that runs the rmcp clients.
-    pub async fn run(self, mut outbound: OutboundReceiver) {
-        while let Some(message) = outbound.recv().await {
-            let sender = lock(&self.peers).get(&message.server_id).cloned();
-            match sender {
-                Some(sender) => {
-                    if let Err(mpsc::error::SendError(message)) = sender.send(message) {
-                        tracing::debug!(server = %message.server_id, "server gone; notification dropped");
-                        self.detach_closed(&message.server_id);
-                    }
-                }
-                None => {
-                    tracing::debug!(server = %message.server_id, "no rmcp peer for session; notification dropped");
-                }
-            }
-        }
-    }
-
-    /// Sends the notifications of session `server_id` to `peer` from now on, unless a live
-    /// peer is already registered for it.
-    pub fn attach(&self, server_id: &str, peer: &Peer<RoleClient>) {
-        let mut peers = lock(&self.peers);
-        if peers.get(server_id).is_some_and(|s| !s.is_closed()) {
-            return;
-        }
-        let (sender, mut receiver) = mpsc::unbounded_channel::<Outbound>();
-        let peer = peer.clone();
-        let id = server_id.to_owned();
-        tokio::spawn(async move {
-            while let Some(message) = receiver.recv().await {
-                if let Err(e) = send(&peer, &message.message).await {
-                    tracing::debug!(server = %id, error = %e, "cannot notify server; routing stopped");
-                    break;
-                }
-                // The message, and with it its notification slot, goes only once sent.
-                drop(message);
-            }
-        });
-        peers.insert(server_id.to_owned(), sender);
-    }
-
-    /// Stops routing to session `server_id`. Returns whether a server was registered.
-    pub fn detach(&self, server_id: &str) -> bool {
-        lock(&self.peers).remove(server_id).is_some()
-    }
-
-    fn detach_closed(&self, server_id: &str) {
-        let mut peers = lock(&self.peers);
-        if peers.get(server_id).is_some_and(|s| s.is_closed()) {
-            peers.remove(server_id);
-        }
-    }
-}
-
-/// Sends one broker notification through rmcp: the roots change as rmcp's own notification,
-/// anything else as a custom one with the broker's method and params.
-async fn send(peer: &Peer<RoleClient>, message: &Value) -> Result<(), rmcp::ServiceError> {
-    let method = message
-        .get("method")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if method == "notifications/roots/list_changed" {
-        return peer.notify_roots_list_changed().await;
-    }
-    let notification = CustomNotification::new(method, message.get("params").cloned());
-    peer.send_notification(ClientNotification::CustomNotification(notification))
-        .await
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 
