@@ -7,7 +7,7 @@
 // Listens on 127.0.0.1, port 0. The first stdout line is {"port": N}; every later line is one
 // event the tests wait for: {"event": "http", ...} per HTTP request (method, session,
 // last-event-id, protocol version, authorization), "initialize", "delete", "replay",
-// "closed-stream", "forgot". The MCP endpoint is /mcp (GET and POST; legacy: GET /mcp opens
+// "closed-stream", "forgot", "notes-waiting". The MCP endpoint is /mcp (GET and POST; legacy: GET /mcp opens
 // the stream, messages go to /messages).
 //
 // Tools:
@@ -124,6 +124,7 @@ function makeServer(forget) {
     },
     async ({ method, path, timeoutMs }) => {
       const matching = () => notes.filter(n => n.method === method && (path === undefined || n.params?.path === path));
+      emit({ event: 'notes-waiting', method });
       const deadline = Date.now() + (timeoutMs ?? 10000);
       while (matching().length === 0 && Date.now() < deadline) {
         await new Promise(resolve => {
