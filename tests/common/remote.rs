@@ -34,9 +34,14 @@ impl RemoteServer {
     /// Starts the server with `args` (`--legacy`, `--json`, `--retry-ms N`) and waits for its
     /// port.
     pub fn start(args: &[&str]) -> RemoteServer {
+        RemoteServer::script("remote_server.mjs", args)
+    }
+
+    /// Starts `tests/interop/SCRIPT` with `args` and waits for the port it prints first.
+    pub fn script(script: &str, args: &[&str]) -> RemoteServer {
         let dir = crate::interop::node_dir();
         let mut child = Command::new("node")
-            .arg(dir.join("remote_server.mjs"))
+            .arg(dir.join(script))
             .args(args)
             .current_dir(dir)
             .stdin(Stdio::piped())

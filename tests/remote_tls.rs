@@ -1,0 +1,68 @@
+//! TLS is verified: an HTTPS endpoint whose certificate no platform root vouches for (a
+//! self-signed one, made here with `openssl`) is refused during the handshake, so no request,
+//! and no header, ever reaches it; the host gets an error and stderr says why.
+
+mod common;
+#[path = "common/interop.rs"]
+mod interop;
+#[path = "common/remote.rs"]
+mod remote;
+#[path = "common/sidecar.rs"]
+mod sidecar;
+
+use common::Fixture;
+use remote::{RemoteServer, proxy, timed_exit};
+use serde_json::json;
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn a_certificate_no_platform_root_vouches_for_is_refused() {
+    let f = Fixture::new();
+    let (cert, key) = (f.tmp.path().join("cert.pem"), f.tmp.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("run openssl");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let mut server = RemoteServer::script(
+        "remote_tls.mjs",
+        &[cert.to_str().unwrap(), key.to_str().unwrap()],
+    );
+    let url = format!("https://localhost:{}/mcp", server.port);
+    let mut p = proxy(
+        &url,
+        &f,
+        &["--bearer-env", "FSBROKER_TEST_TOKEN"],
+        &[("FSBROKER_TEST_TOKEN", "tls-test-token")],
+    );
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        "protocolVersion": remote::VERSION, "capabilities": {},
+        "clientInfo": {"name": "test-host", "version": "1"}}}),
+    );
+    let r = p.wait_id(&json!("init"));
+    assert_eq!(r["error"]["data"]["reason"], "unreachable", "{r}");
+    let (status, _) = timed_exit(&mut p, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1));
+    let err = p.stderr();
+    assert!(err.contains("certificate"), "{err}");
+    assert!(!err.contains("tls-test-token"), "{err}");
+    assert!(server.named("http").is_empty(), "{:?}", server.seen);
+}
