@@ -29,7 +29,7 @@ pub use config::{
 };
 pub use error::RemoteError;
 pub use session::MAX_PENDING;
-pub use sse::{FIRST_DELAY, MAX_DELAY};
+pub use sse::{FIRST_DELAY, MAX_DELAY, MIN_DELAY};
 
 use super::link::{Link, QUEUE_LINES};
 use crate::lines::{budget, line_channel};

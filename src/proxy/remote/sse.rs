@@ -13,6 +13,9 @@ use std::time::Duration;
 pub const FIRST_DELAY: Duration = Duration::from_millis(200);
 /// The longest delay between two reconnection attempts, whatever the server advises.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
+/// The shortest delay, whatever the server advises: a server that closes every stream at
+/// once and advises `retry: 0` must not make the proxy spin.
+pub const MIN_DELAY: Duration = Duration::from_millis(100);
 
 /// Why a byte stream was cut.
 #[derive(Debug, thiserror::Error)]
@@ -129,9 +132,10 @@ fn content_type(resp: &reqwest::Response) -> Option<String> {
 }
 
 /// The delay before reconnection attempt `attempt` (0 for the first): the server's advice
-/// or [`FIRST_DELAY`], doubled at each attempt, at most [`MAX_DELAY`].
+/// (at least [`MIN_DELAY`]) or [`FIRST_DELAY`], doubled at each attempt, at most
+/// [`MAX_DELAY`].
 pub fn backoff(attempt: u32, advice: Option<Duration>) -> Duration {
-    let base = advice.unwrap_or(FIRST_DELAY).min(MAX_DELAY);
+    let base = advice.unwrap_or(FIRST_DELAY).clamp(MIN_DELAY, MAX_DELAY);
     base.saturating_mul(1u32 << attempt.min(10)).min(MAX_DELAY)
 }
 
@@ -145,6 +149,7 @@ mod tests {
         assert_eq!(backoff(2, None), FIRST_DELAY * 4);
         assert_eq!(backoff(30, None), MAX_DELAY);
         assert_eq!(backoff(0, Some(Duration::from_secs(60))), MAX_DELAY);
+        assert_eq!(backoff(0, Some(Duration::ZERO)), MIN_DELAY);
         assert_eq!(
             backoff(1, Some(Duration::from_millis(300))),
             Duration::from_millis(600)
