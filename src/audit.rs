@@ -1,7 +1,7 @@
 //! The audit log: one JSON line per operation, never file contents.
 
 use crate::policy::AuditConfig;
-use serde_json::json;
+use serde::Serialize;
 use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -102,23 +102,46 @@ impl AuditLog {
         let time = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
-        let line = json!({
-            "time": time,
-            "server": r.server_id,
-            "method": r.method,
-            "path": path,
-            "outcome": r.outcome,
-            "bytes": r.bytes,
-            "durationMs": (r.duration.as_secs_f64() * 1e6).round() / 1e3,
-        });
+        let line = Line {
+            bytes: r.bytes,
+            duration_ms: (r.duration.as_secs_f64() * 1e6).round() / 1e3,
+            method: r.method,
+            outcome: r.outcome,
+            path: path.as_deref(),
+            server: r.server_id,
+            time: &time,
+        };
+        // The line is built whole and written with one call: stderr is unbuffered, and
+        // formatting into it directly cost a write system call per JSON token.
+        let mut buf = match serde_json::to_vec(&line) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot encode audit record");
+                return;
+            }
+        };
+        buf.push(b'\n');
         let mut guard = match sink.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Err(e) = writeln!(guard, "{line}").and_then(|()| guard.flush()) {
+        if let Err(e) = guard.write_all(&buf).and_then(|()| guard.flush()) {
             tracing::warn!(error = %e, "cannot write audit log");
         }
     }
+}
+
+/// One audit line. The fields are in the order the lines have always had (sorted by key).
+#[derive(Serialize)]
+struct Line<'a> {
+    bytes: u64,
+    #[serde(rename = "durationMs")]
+    duration_ms: f64,
+    method: &'a str,
+    outcome: &'a str,
+    path: Option<&'a str>,
+    server: &'a str,
+    time: &'a str,
 }
 
 fn parse_key(hex: &str) -> Option<[u8; 32]> {

@@ -295,10 +295,10 @@ impl Broker {
             Ok(msg) => self.handle_parsed(server_id, msg).await,
             Err(resp) => {
                 self.audit_fault(server_id, resp.outcome.as_ref().err());
-                Some(resp.to_json())
+                Some(resp.into_json())
             }
         }?;
-        serde_json::to_vec(&response).ok()
+        Some(jsonrpc::encode(&response))
     }
 
     /// Handles one parsed JSON-RPC message (single or batch) for `server_id`; returns the
@@ -325,7 +325,7 @@ impl Broker {
 
     async fn handle_item(&self, server_id: &str, item: Item) -> Option<Value> {
         match item {
-            Item::Request(req) => Some(self.handle_request(server_id, req).await.to_json()),
+            Item::Request(req) => Some(self.handle_request(server_id, req).await.into_json()),
             Item::Notification(n) => {
                 tracing::debug!(server = server_id, method = %n.method, "notification ignored");
                 None
@@ -338,7 +338,7 @@ impl Broker {
                         id,
                         outcome: Err(e),
                     }
-                    .to_json(),
+                    .into_json(),
                 )
             }
         }

@@ -46,7 +46,7 @@ where
     let (tx, mut rx) = line_channel(256, crate::lines::budget(max_line));
     let me = server_id.to_owned();
     let writer = tokio::spawn(async move {
-        let mut out = tokio::io::BufWriter::new(output);
+        let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);
         let mut notifications_open = true;
         loop {
             let line = tokio::select! {
@@ -63,6 +63,13 @@ where
             };
             out.write_all(&line).await?;
             out.write_all(b"\n").await?;
+            // Responses that are already queued join this one in the same write: a pipelining
+            // peer then costs one system call per burst rather than one per response, and a
+            // lone response is still sent at once.
+            while let Some(more) = rx.try_recv() {
+                out.write_all(&more).await?;
+                out.write_all(b"\n").await?;
+            }
             out.flush().await?;
         }
         out.flush().await

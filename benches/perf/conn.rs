@@ -10,7 +10,7 @@ use crate::Res;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,8 +22,7 @@ pub const MOUNT: &str = "bench";
 pub struct Conn {
     child: Child,
     stdin: Option<BufWriter<ChildStdin>>,
-    stdout: BufReader<ChildStdout>,
-    line: Vec<u8>,
+    stdout: Lines,
     next_id: u64,
     /// Messages read that answered nothing we asked (notifications, log lines).
     pub other: usize,
@@ -52,8 +51,7 @@ impl Conn {
         Ok(Conn {
             child,
             stdin: Some(BufWriter::with_capacity(1 << 16, stdin)),
-            stdout: BufReader::with_capacity(1 << 20, stdout),
-            line: Vec::with_capacity(1 << 21),
+            stdout: Lines::new(stdout),
             next_id: 1,
             other: 0,
         })
@@ -142,15 +140,7 @@ impl Conn {
 
     /// The next line the child wrote, without its newline.
     pub fn recv_line(&mut self) -> Res<&[u8]> {
-        self.line.clear();
-        let n = self.stdout.read_until(b'\n', &mut self.line)?;
-        if n == 0 {
-            return Err("the child closed its output (see its stderr log)".into());
-        }
-        if self.line.last() == Some(&b'\n') {
-            self.line.pop();
-        }
-        Ok(&self.line)
+        self.stdout.next_line()
     }
 
     /// The next response, parsed as an envelope with result `R`; notifications are counted
@@ -234,5 +224,59 @@ impl Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         self.shut(Duration::from_secs(5));
+    }
+}
+
+/// Lines read from a pipe into one large buffer and handed out in place: a large read's
+/// 1.4 MB responses are parsed where they landed instead of being copied into a line buffer
+/// first (the client's work competes with the sidecar's for the same cores).
+struct Lines {
+    src: ChildStdout,
+    buf: Vec<u8>,
+    /// Start of the unconsumed bytes.
+    start: usize,
+    /// End of the bytes read.
+    end: usize,
+    /// Where the search for the next newline resumes.
+    scanned: usize,
+}
+
+impl Lines {
+    fn new(src: ChildStdout) -> Lines {
+        Lines {
+            src,
+            buf: vec![0; 8 << 20],
+            start: 0,
+            end: 0,
+            scanned: 0,
+        }
+    }
+
+    fn next_line(&mut self) -> Res<&[u8]> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
+                let (from, to) = (self.start, self.scanned + i);
+                self.start = to + 1;
+                self.scanned = self.start;
+                return Ok(&self.buf[from..to]);
+            }
+            self.scanned = self.end;
+            // Make room: move the partial line to the front when the tail runs short, and
+            // grow when a line fills the whole buffer.
+            if self.buf.len() - self.end < (1 << 20) {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.scanned -= self.start;
+                self.start = 0;
+                if self.buf.len() - self.end < (1 << 20) {
+                    self.buf.resize(self.buf.len() * 2, 0);
+                }
+            }
+            let n = self.src.read(&mut self.buf[self.end..])?;
+            if n == 0 {
+                return Err("the child closed its output (see its stderr log)".into());
+            }
+            self.end += n;
+        }
     }
 }

@@ -58,14 +58,17 @@ fn main() -> Res<()> {
     let started = Instant::now();
     let cfg = fixtures::Config::from_env()?;
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = crate_dir.join("target/release/fsbroker");
+    // FSBROKER_BENCH_BIN runs another build of the sidecar (one with symbols, to profile).
+    let bin = std::env::var_os("FSBROKER_BENCH_BIN")
+        .map_or_else(|| crate_dir.join("target/release/fsbroker"), PathBuf::from);
     if !bin.is_file() {
         return Err(format!("{} is missing: run benches/run", bin.display()).into());
     }
     let out = std::env::var_os("FSBROKER_BENCH_OUT")
         .map_or_else(|| crate_dir.join("target/bench"), PathBuf::from);
-    let peer_script =
-        out.join("peer/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let peer_script = crate_dir.join(
+        "target/bench/peer/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    );
     if !peer_script.is_file() {
         return Err(format!("{} is missing: run benches/run", peer_script.display()).into());
     }

@@ -9,7 +9,6 @@ use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::limits::Deadline;
 use crate::root::Access;
 use crate::session::Session;
-use base64::Engine;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{OpenOptions, OpenOptionsExt};
 use serde::Deserialize;
@@ -105,8 +104,10 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let (content, encoding) = if chunk.utf8 {
         (String::from_utf8(chunk.bytes).unwrap_or_default(), "utf-8")
     } else {
+        // The same alphabet and padding as everywhere else, with SIMD: encoding was a sixth
+        // of the sidecar's time in a large read.
         (
-            base64::engine::general_purpose::STANDARD.encode(&chunk.bytes),
+            base64_simd::STANDARD.encode_to_string(&chunk.bytes),
             "base64",
         )
     };
