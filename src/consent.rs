@@ -31,6 +31,9 @@ pub struct ConsentRequest {
     pub message: Option<String>,
     /// The paths asked for, in mount form.
     pub paths: Vec<MountPath>,
+    /// Those of `paths` that are existing directories: a grant on one covers everything
+    /// beneath it, which the user should be told.
+    pub folders: Vec<MountPath>,
     /// The access asked for (already capped by what the roots allow).
     pub access: Access,
 }
@@ -257,12 +260,14 @@ pub(crate) fn sanitise(text: &str, max: usize) -> String {
     out
 }
 
-/// A requested path as shown to the user: sanitised, and a whole root named as such, since
-/// a grant on it covers everything beneath.
-pub(crate) fn describe(path: &MountPath) -> String {
+/// A requested path as shown to the user: sanitised, and a folder named as such, since a
+/// grant on it covers everything beneath.
+pub(crate) fn describe(request: &ConsentRequest, path: &MountPath) -> String {
     let shown = sanitise(&path.to_string(), 4096);
     if path.rel.is_root() {
-        format!("{shown}  (the whole folder, everything in it)")
+        format!("{shown}  (the whole root folder, everything in it)")
+    } else if request.folders.contains(path) {
+        format!("{shown}  (a folder, everything in it)")
     } else {
         shown
     }

@@ -29,6 +29,7 @@ fn request(access: Access) -> ConsentRequest {
             mount: MountName::new("project").unwrap(),
             rel,
         }],
+        folders: Vec::new(),
         access,
     }
 }

@@ -1,7 +1,8 @@
 //! The `command:PROGRAM` consent provider: runs PROGRAM, writes the request as one JSON object
 //! on its stdin, and reads the decision as one JSON object from its stdout.
 //!
-//! Request: `{"serverId", "message", "paths": [mount-form], "access"}`. Answer:
+//! Request: `{"serverId", "message", "paths": [mount-form], "folders": [those of `paths`
+//! that are directories], "access"}`. Answer:
 //! `{"granted": bool}` to approve or deny everything, or `{"approvedPaths": [...],
 //! "access"?: "read"|"write"}`. A program that fails, times out or answers nonsense denies.
 
@@ -38,6 +39,7 @@ impl CommandConsent {
             "serverId": request.server_id,
             "message": request.message,
             "paths": request.paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            "folders": request.folders.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             "access": request.access.as_str(),
         });
         if let Some(mut stdin) = child.stdin.take() {

@@ -102,7 +102,7 @@ fn ask(
         req.access.as_str()
     );
     for p in &req.paths {
-        prompt.push_str(&format!("  {}\n", super::describe(p)));
+        prompt.push_str(&format!("  {}\n", super::describe(req, p)));
     }
     prompt.push_str("  (a folder covers everything inside it)\n");
     if let Some(m) = &req.message {

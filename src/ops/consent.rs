@@ -25,6 +25,8 @@ struct Candidate {
     requested: MountPath,
     real: MountPath,
     root_access: Access,
+    /// Whether it is an existing directory, so that a grant covers everything in it.
+    folder: bool,
 }
 
 #[derive(Deserialize)]
@@ -66,12 +68,20 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
                 .into_iter()
                 .map(|(root, path)| {
                     let real = match root.resolve_traced(&path.rel, true, false, Some(deadline)) {
-                        Ok(r) => Some(r.real),
+                        // The handle's own directory, or a final name looked at where the
+                        // walk put it, without following it.
+                        Ok(r) => Some((
+                            r.real,
+                            match &r.name {
+                                None => true,
+                                Some(n) => r.dir.symlink_metadata(n).is_ok_and(|m| m.is_dir()),
+                            },
+                        )),
                         Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => None,
                         Err((e, _)) if e.reason() == Some(Reason::SymlinkLoop) => None,
                         // A path that does not exist yet may still be granted, as the place
                         // it would be: where the walk got to, plus the rest of the path.
-                        Err((_, reached)) => Some(reached),
+                        Err((_, reached)) => Some((reached, false)),
                     };
                     (root.access(), path, real)
                 })
@@ -81,10 +91,11 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
     let mut candidates: Vec<Candidate> = Vec::new();
     for (root_access, requested, real) in resolved {
         match real {
-            Some(real) => candidates.push(Candidate {
+            Some((real, folder)) => candidates.push(Candidate {
                 requested,
                 real,
                 root_access,
+                folder,
             }),
             None => denied.push(requested.to_string()),
         }
@@ -130,6 +141,11 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             server_id: session.server_id().to_owned(),
             message: p.message.clone(),
             paths: ask.iter().map(|c| c.real.clone()).collect(),
+            folders: ask
+                .iter()
+                .filter(|c| c.folder)
+                .map(|c| c.real.clone())
+                .collect(),
             access: overall,
         };
         let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());

@@ -60,7 +60,7 @@ pub fn form(request: &ConsentRequest) -> Value {
     );
     for p in &request.paths {
         text.push_str("  ");
-        text.push_str(&describe(p));
+        text.push_str(&describe(request, p));
         text.push('\n');
     }
     text.push_str("A folder covers everything inside it.\n");
@@ -133,6 +133,7 @@ mod tests {
         ConsentRequest {
             server_id: "srv".into(),
             message: message.map(str::to_owned),
+            folders: Vec::new(),
             paths,
             access,
         }
@@ -165,7 +166,7 @@ mod tests {
         r.server_id = "evil\" and \"\u{200B}good".into();
         let text = form(&r)["message"].as_str().unwrap_or_default().to_owned();
         assert_eq!(text.matches("proj/a.txt").count(), 16, "{text}");
-        assert!(text.contains("proj  (the whole folder"), "{text}");
+        assert!(text.contains("proj  (the whole root folder"), "{text}");
         assert!(!text.contains("more"), "{text}");
         assert!(
             !text.contains('\u{202E}') && !text.contains('\u{200B}'),

@@ -27,6 +27,7 @@ mod lane;
 mod link;
 mod peek;
 pub mod remote;
+mod strict;
 
 pub use elicit::ElicitConsent;
 pub use from_server::host_part;

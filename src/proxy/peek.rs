@@ -1,9 +1,8 @@
 //! A cheap look at a relayed line: is it a request, a notification or a response, with which
-//! method and id. Everything else in the line is skipped unparsed, so relaying a large tool
-//! result costs one scan, not a tree of values.
+//! method and id. The rest of the line is read in full but kept as nothing (see
+//! [`super::strict`]), so relaying a large tool result costs one pass and no tree of values.
 
-use serde::Deserialize;
-use serde::de::IgnoredAny;
+use super::strict::Envelope;
 use serde_json::Value;
 
 /// What a relayed line is.
@@ -32,31 +31,16 @@ pub enum Kind {
     Other,
 }
 
-#[derive(Deserialize)]
-struct Fields {
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default, rename = "params")]
-    _params: Option<IgnoredAny>,
-    #[serde(default, rename = "result")]
-    _result: Option<IgnoredAny>,
-    #[serde(default, rename = "error")]
-    _error: Option<IgnoredAny>,
-}
-
 /// Classifies one line.
 pub fn peek(line: &[u8]) -> Kind {
     let first = line.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
         return Kind::Batch;
     }
-    match serde_json::from_slice::<Fields>(line) {
-        Ok(f) => classify(f.method, f.id),
-        // A duplicated `method` or `id` (or one of the wrong type) is not a message we read
-        // the way every peer would: parsers differ on which duplicate wins. Such a line is
-        // `Other`, which the proxy never relays from a server to its host.
+    match serde_json::from_slice::<Envelope>(line) {
+        Ok(e) => classify(e.method, e.id),
+        // Not JSON we read exactly, or a duplicated `method` or `id` (parsers differ on which
+        // duplicate wins): `Other`, which the proxy never relays from a server to its host.
         Err(_) => Kind::Other,
     }
 }
