@@ -126,7 +126,8 @@ fn messages_sent_just_before_the_host_leaves_are_still_answered() {
         answers
             .iter()
             .any(|a| a["id"] == "init" && a["result"].is_object()),
-        "{answers:?}"
+        "{answers:?}; stderr: {}",
+        p.stderr()
     );
     assert!(
         answers

@@ -22,14 +22,18 @@ const RETRY_AFTER_MS: u64 = 100;
 /// Reads the server's lines until its output ends. Never waits on the broker: a request that
 /// does not fit in the lane's queue is refused with `RATE_LIMITED`, so host-bound traffic is
 /// not held up behind broker work.
+/// `to_host` is taken before this task starts: a host that sends its last lines and leaves
+/// at once closes the host channel, maybe before this task first runs, and the server's
+/// answers to those lines must still reach it.
 pub(super) async fn read_server(
     mut from_server: LineReceiver,
     host: Arc<HostChannel>,
+    to_host: Option<LineSender>,
     state: Arc<State>,
     lane: LineSender,
     to_server: LineSender,
 ) {
-    let Some(to_host) = host.sender() else { return };
+    let Some(to_host) = to_host else { return };
     while let Some(line) = from_server.recv().await {
         let Routed {
             lane: for_lane,

@@ -147,6 +147,7 @@ impl Proxy {
         let mut server_reader = tokio::spawn(from_server::read_server(
             from_server,
             host.clone(),
+            host.sender(),
             state.clone(),
             lane_tx,
             to_server.clone(),
