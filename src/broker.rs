@@ -3,13 +3,13 @@
 use crate::atomic::Sweeper;
 use crate::audit::{AuditLog, AuditRecord};
 use crate::config::Config;
-use crate::consent::{ConsentProvider, Grant};
+use crate::consent::{ConsentProvider, ConsentSource, Elicitation, Grant};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, Item, Message, Request, Response};
 use crate::locks::LockTable;
 use crate::ops::{self, Ctx};
 use crate::path::{MountPath, RequestPath};
-use crate::policy::{Policy, PolicyError};
+use crate::policy::{ConsentMode, Policy, PolicyError};
 use crate::root::Roots;
 use crate::session::Session;
 use crate::watch::{Delivery, WatchHub};
@@ -42,14 +42,27 @@ pub type OutboundReceiver = mpsc::UnboundedReceiver<Outbound>;
 /// Builds a [`Broker`] from a [`Policy`].
 pub struct BrokerBuilder {
     policy: Policy,
-    consent: Option<Arc<dyn ConsentProvider>>,
+    consent: ConsentSource,
     audit: Option<AuditLog>,
 }
 
 impl BrokerBuilder {
     /// Uses `provider` for consent requests no rule decides, instead of the policy's mode.
     pub fn consent_provider(mut self, provider: Arc<dyn ConsentProvider>) -> Self {
-        self.consent = Some(provider);
+        self.consent.custom = Some(provider);
+        self
+    }
+
+    /// Lets consent mode `elicit` ask the host: `make` builds its provider around the
+    /// fallback the policy names (`consent.fallback`), anew at every reload.
+    pub fn elicitation(mut self, make: Elicitation) -> Self {
+        self.consent.elicitation = Some(make);
+        self
+    }
+
+    /// The consent mode when the policy sets none (the proxy's is `elicit`).
+    pub fn default_consent_mode(mut self, mode: ConsentMode) -> Self {
+        self.consent.default_mode = Some(mode);
         self
     }
 
@@ -72,11 +85,11 @@ impl BrokerBuilder {
             None => AuditLog::open(&self.policy.audit)
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
         };
-        let config = Config::open(self.policy, self.consent.as_ref(), None)?;
+        let config = Config::open(self.policy, &self.consent, None)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Inner {
             config: RwLock::new(Arc::new(config)),
-            custom_consent: self.consent,
+            consent: self.consent,
             audit,
             sessions: Mutex::new(HashMap::new()),
             locks: LockTable::default(),
@@ -95,7 +108,7 @@ impl BrokerBuilder {
 
 pub(crate) struct Inner {
     config: RwLock<Arc<Config>>,
-    pub(crate) custom_consent: Option<Arc<dyn ConsentProvider>>,
+    pub(crate) consent: ConsentSource,
     audit: AuditLog,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     pub(crate) locks: LockTable,
@@ -248,7 +261,7 @@ impl Broker {
     pub fn builder(policy: Policy) -> BrokerBuilder {
         BrokerBuilder {
             policy,
-            consent: None,
+            consent: ConsentSource::default(),
             audit: None,
         }
     }

@@ -48,6 +48,10 @@ pub struct CommonArgs {
     /// Consent mode: auto, deny, tty, command:PROGRAM (proxy also: elicit).
     #[arg(long, value_name = "MODE", value_parser = parse_mode)]
     pub consent: Option<ConsentMode>,
+    /// With consent mode elicit, who answers when the host cannot: auto, deny, tty or
+    /// command:PROGRAM (default: tty with a terminal, else deny).
+    #[arg(long = "consent-fallback", value_name = "MODE", value_parser = parse_fallback)]
+    pub consent_fallback: Option<ConsentMode>,
     /// The server session id.
     #[arg(long = "server-id", value_name = "ID")]
     pub server_id: Option<String>,
@@ -106,6 +110,13 @@ fn parse_mode(s: &str) -> Result<ConsentMode, String> {
     ConsentMode::try_from(s.to_owned())
 }
 
+fn parse_fallback(s: &str) -> Result<ConsentMode, String> {
+    match parse_mode(s)? {
+        ConsentMode::Elicit => Err("the fallback answers when the host cannot elicit: use auto, deny, tty or command:PROGRAM".into()),
+        mode => Ok(mode),
+    }
+}
+
 /// Splits `[MOUNT=]PATH`: the part before the first `=` is a mount only when it is a valid
 /// mount name, so paths containing `=` still work (write `./a=b`).
 pub fn split_root_arg(arg: &str) -> (Option<String>, PathBuf) {
@@ -146,6 +157,9 @@ impl CommonArgs {
         }
         if let Some(mode) = &self.consent {
             policy.consent.mode = Some(mode.clone());
+        }
+        if let Some(mode) = &self.consent_fallback {
+            policy.consent.fallback = Some(mode.clone());
         }
         policy.revalidate("<command line>")?;
         Ok(policy)

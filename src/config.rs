@@ -2,12 +2,11 @@
 //! provider. A reload builds a new [`Config`] and swaps it in whole; each request works on the
 //! snapshot it started with.
 
-use crate::consent::{ConsentProvider, provider_for};
+use crate::consent::{ConsentProvider, ConsentSource};
 use crate::limits::RateLimits;
 use crate::policy::{Policy, PolicyError};
 use crate::root::{Root, RootSpec, Roots};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// One consistent configuration.
 pub struct Config {
@@ -30,11 +29,11 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    /// Opens `policy`'s roots. `custom` is an embedder's consent provider, which replaces the
-    /// policy's mode; `previous` lends its rate limiter when the limits did not change.
+    /// Opens `policy`'s roots and makes its consent provider from `consent`; `previous` lends
+    /// its rate limiter when the limits did not change.
     pub fn open(
         policy: Policy,
-        custom: Option<&Arc<dyn ConsentProvider>>,
+        consent: &ConsentSource,
         previous: Option<&Config>,
     ) -> Result<Config, PolicyError> {
         let err = |key: String, message: String| PolicyError {
@@ -71,13 +70,7 @@ impl Config {
             Some(p) if p.policy.limits == policy.limits => p.rate.clone(),
             _ => Arc::new(RateLimits::new(&policy.limits)),
         };
-        let consent = match custom {
-            Some(c) => c.clone(),
-            None => provider_for(
-                policy.consent.mode.as_ref(),
-                Duration::from_secs(policy.consent.timeout_secs.get()),
-            ),
-        };
+        let consent = consent.provider(&policy.consent);
         Ok(Config {
             roots: Roots::new(list),
             policy,

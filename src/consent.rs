@@ -105,9 +105,56 @@ impl ConsentProvider for DenyConsent {
     }
 }
 
+/// Builds the provider for mode `elicit` around its fallback (the provider for hosts that
+/// cannot elicit). A transport that can ask its host supplies one, such as the proxy.
+pub type Elicitation =
+    Arc<dyn Fn(Arc<dyn ConsentProvider>) -> Arc<dyn ConsentProvider> + Send + Sync>;
+
+/// Where a broker's consent provider comes from, decided anew for every policy put in force,
+/// so that a reload that changes `consent.mode` or `consent.fallback` takes effect.
+#[derive(Clone, Default)]
+pub struct ConsentSource {
+    /// An embedder's provider, which replaces the policy's mode.
+    pub custom: Option<Arc<dyn ConsentProvider>>,
+    /// The provider for mode `elicit`; without it, `elicit` is its fallback.
+    pub elicitation: Option<Elicitation>,
+    /// The mode when the policy sets none.
+    pub default_mode: Option<ConsentMode>,
+}
+
+impl std::fmt::Debug for ConsentSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsentSource")
+            .field("custom", &self.custom.is_some())
+            .field("elicitation", &self.elicitation.is_some())
+            .field("default_mode", &self.default_mode)
+            .finish()
+    }
+}
+
+impl ConsentSource {
+    /// The provider for the `[consent]` section `config`.
+    pub fn provider(&self, config: &crate::policy::ConsentConfig) -> Arc<dyn ConsentProvider> {
+        if let Some(custom) = &self.custom {
+            return custom.clone();
+        }
+        let wait = Duration::from_secs(config.timeout_secs.get());
+        match config.mode.as_ref().or(self.default_mode.as_ref()) {
+            Some(ConsentMode::Elicit) => {
+                let fallback = provider_for(config.fallback.as_ref(), wait);
+                match &self.elicitation {
+                    Some(make) => make(fallback),
+                    None => fallback,
+                }
+            }
+            mode => provider_for(mode, wait),
+        }
+    }
+}
+
 /// The provider for a configured mode; `wait` is the consent time limit, which the tty prompt
 /// also uses. An unset mode is `tty` when this process has a controlling terminal, else `deny`;
-/// `elicit` outside the proxy falls back the same way.
+/// so is `elicit` here, where no host can be asked (see [`ConsentSource`]).
 pub fn provider_for(mode: Option<&ConsentMode>, wait: Duration) -> Arc<dyn ConsentProvider> {
     match mode {
         Some(ConsentMode::Auto) => Arc::new(AutoConsent),

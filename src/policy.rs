@@ -59,8 +59,12 @@ pub struct RootEntry {
 #[serde(deny_unknown_fields)]
 pub struct ConsentConfig {
     /// The provider for requests that no rule decides; unset means `tty` where a controlling
-    /// terminal exists, else `deny`.
+    /// terminal exists, else `deny` (in `fsbroker proxy`, `elicit`).
     pub mode: Option<ConsentMode>,
+    /// With mode `elicit`, who answers when the host cannot show a form; unset means `tty`
+    /// where a controlling terminal exists, else `deny`.
+    #[serde(default, deserialize_with = "fallback_mode")]
+    pub fallback: Option<ConsentMode>,
     /// Seconds to wait for a decision before denying.
     #[serde(default = "default_consent_timeout")]
     pub timeout_secs: NonZeroU64,
@@ -73,6 +77,7 @@ impl Default for ConsentConfig {
     fn default() -> Self {
         ConsentConfig {
             mode: None,
+            fallback: None,
             timeout_secs: default_consent_timeout(),
             rules: Vec::new(),
         }
@@ -278,6 +283,16 @@ fn default_access() -> Access {
 fn all_servers() -> Vec<String> {
     vec!["*".to_owned()]
 }
+/// `consent.fallback`: any mode but `elicit`, since it answers when eliciting cannot.
+fn fallback_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ConsentMode>, D::Error> {
+    match ConsentMode::deserialize(d)? {
+        ConsentMode::Elicit => Err(serde::de::Error::custom(
+            "must be auto, deny, tty or command:PROGRAM: it answers when the host cannot elicit",
+        )),
+        mode => Ok(Some(mode)),
+    }
+}
+
 fn default_consent_timeout() -> NonZeroU64 {
     NonZeroU64::new(120).unwrap_or(NonZeroU64::MIN)
 }
@@ -570,8 +585,15 @@ pub fn describe(policy: &Policy) -> String {
         .map_or("unset (tty with a terminal, else deny)".to_owned(), |m| {
             m.to_string()
         });
+    let fallback = policy
+        .consent
+        .fallback
+        .as_ref()
+        .map_or("unset (tty with a terminal, else deny)".to_owned(), |m| {
+            m.to_string()
+        });
     out.push_str(&format!(
-        "[consent]\nmode = {mode:?}\ntimeout_secs = {}\nrules = {}\n\n",
+        "[consent]\nmode = {mode:?}\nfallback = {fallback:?}\ntimeout_secs = {}\nrules = {}\n\n",
         policy.consent.timeout_secs,
         policy.consent.rules.len()
     ));

@@ -53,11 +53,7 @@ impl Broker {
     pub fn reload(&self, policy: Policy) -> Result<ReloadReport, PolicyError> {
         let inner = &self.inner;
         let old = inner.config();
-        let new = Arc::new(Config::open(
-            policy,
-            inner.custom_consent.as_ref(),
-            Some(&old),
-        )?);
+        let new = Arc::new(Config::open(policy, &inner.consent, Some(&old))?);
         inner.set_config(new.clone());
         let mut report = ReloadReport::default();
         let all_old = seen(&old, None);

@@ -165,3 +165,123 @@ fn the_host_leaving_mid_question_ends_everything() {
     let (status, _) = p.finish();
     assert!(status.code().is_some(), "{status:?}: {}", p.stderr());
 }
+
+/// A consent program that records each question in `log` and approves it.
+fn approving_program(f: &Fixture, log: &std::path::Path) -> std::path::PathBuf {
+    let prog = f.tmp.path().join("approve.sh");
+    std::fs::write(
+        &prog,
+        format!(
+            "#!/bin/sh\ncat >> {}\necho >> {}\necho '{{\"granted\": true}}'\n",
+            log.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    prog
+}
+
+#[test]
+fn a_host_without_elicitation_gets_the_configured_fallback() {
+    let f = Fixture::new();
+    f.file("a.txt", "original");
+    let log = f.tmp.path().join("asked.log");
+    let prog = approving_program(&f, &log);
+    let fallback = format!("command:{}", prog.display());
+    let args: Vec<OsString> = vec![
+        "--root".into(),
+        f.root.clone().into(),
+        "--writable".into(),
+        "--consent-fallback".into(),
+        fallback.into(),
+    ];
+    let mut p = Sidecar::spawn_wrapped(&["setsid", "-w"], &proxy_args(&args));
+    initialize(&mut p, json!({}));
+    start_ask(&mut p, consent_then_use());
+    let a = answers(&mut p);
+    assert_eq!(a[0]["result"]["granted"], true, "{}", a[0]);
+    assert_eq!(a[1]["result"]["content"], "original", "{}", a[1]);
+    let asked = std::fs::read_to_string(&log).unwrap();
+    assert!(asked.contains("project/a.txt"), "{asked}");
+    p.finish();
+}
+
+#[test]
+fn elicit_is_refused_as_a_fallback_and_in_serve() {
+    let f = Fixture::new();
+    let root: OsString = f.root.clone().into();
+    let out = sidecar::run_bounded(&[
+        "proxy".into(),
+        "--consent-fallback".into(),
+        "elicit".into(),
+        "--".into(),
+        "true".into(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let out = sidecar::run_bounded(&[
+        "serve".into(),
+        "--root".into(),
+        root,
+        "--consent".into(),
+        "elicit".into(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("proxy"));
+}
+
+#[test]
+fn a_policy_reload_changes_the_consent_mode_of_a_running_proxy() {
+    let f = Fixture::new();
+    f.file("a.txt", "original");
+    let file = f.tmp.path().join("policy.toml");
+    let policy = |mode: &str| {
+        format!(
+            "[[roots]]\npath = {:?}\naccess = \"write\"\n\n[consent]\nmode = {mode:?}\n\n\
+             [audit]\nenabled = false\n",
+            f.root.to_str().unwrap()
+        )
+    };
+    std::fs::write(&file, policy("elicit")).unwrap();
+    let args: Vec<OsString> = vec!["--policy".into(), file.clone().into()];
+    let mut p = Sidecar::spawn_wrapped(&["setsid", "-w"], &proxy_args(&args));
+    initialize(&mut p, json!({"elicitation": {}}));
+    let consent = json!([["files/consent", {"requestedPaths": ["project/a.txt"]}]]);
+    start_ask(&mut p, consent.clone());
+    let e = next_elicitation(&mut p);
+    p.send(&json!({"jsonrpc":"2.0","id":e["id"],"result":{"action":"decline"}}));
+    assert_eq!(answers(&mut p)[0]["result"]["granted"], false);
+
+    let tmp = f.tmp.path().join("policy.toml.new");
+    std::fs::write(&tmp, policy("auto")).unwrap();
+    std::fs::rename(&tmp, &file).unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(p.pid() as i32).unwrap(),
+        rustix::process::Signal::HUP,
+    )
+    .unwrap();
+    // Until the reload is in force the host is still asked (and declines); after it, the
+    // new mode answers without asking.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut id = 10;
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reload never took effect"
+        );
+        id += 1;
+        proxy_host::start_ask(&mut p, id, consent.clone());
+        let m = p.next();
+        if m["method"] == "elicitation/create" {
+            p.send(&json!({"jsonrpc":"2.0","id":m["id"],"result":{"action":"decline"}}));
+            proxy_host::answers(&mut p, id);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        }
+        assert_eq!(m["id"], id, "{m}");
+        let a = &m["result"]["structuredContent"]["answers"][0];
+        assert_eq!(a["result"]["granted"], true, "{a}");
+        break;
+    }
+    p.finish();
+}

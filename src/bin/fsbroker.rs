@@ -2,13 +2,11 @@
 
 use clap::Parser;
 use mcp_fsbroker::cli::{Cli, Command, CommonArgs, ProxyArgs};
-use mcp_fsbroker::consent::ConsentProvider;
 use mcp_fsbroker::policy::ConsentMode;
 use mcp_fsbroker::proxy::Proxy;
 use mcp_fsbroker::proxy::remote::{self, RemoteConfig};
-use mcp_fsbroker::{Broker, OutboundReceiver, Policy};
+use mcp_fsbroker::{Broker, BrokerBuilder, OutboundReceiver};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 use tracing_subscriber::EnvFilter;
 
@@ -64,21 +62,17 @@ where
     code
 }
 
-/// Builds the broker for `args` (with `consent` in place of the policy's mode when given)
-/// and starts reloading its policy on SIGHUP and when the file changes.
+/// Builds the broker for `args` (its builder set up further by `configure`) and starts
+/// reloading its policy on SIGHUP and when the file changes.
 fn start_broker(
     args: &CommonArgs,
-    consent: impl FnOnce(&Policy) -> Option<Arc<dyn ConsentProvider>>,
+    configure: impl FnOnce(BrokerBuilder) -> BrokerBuilder,
 ) -> Result<(Broker, OutboundReceiver), ExitCode> {
     let policy = args.build_policy(true).map_err(|e| {
         eprintln!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
-    let mut builder = Broker::builder(policy.clone());
-    if let Some(provider) = consent(&policy) {
-        builder = builder.consent_provider(provider);
-    }
-    let (broker, outbound) = builder.build().map_err(|e| {
+    let (broker, outbound) = configure(Broker::builder(policy)).build().map_err(|e| {
         eprintln!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
@@ -96,7 +90,13 @@ fn start_broker(
 }
 
 async fn serve(args: CommonArgs) -> ExitCode {
-    let (broker, outbound) = match start_broker(&args, |_| None) {
+    if args.consent == Some(ConsentMode::Elicit) {
+        eprintln!(
+            "fsbroker: --consent elicit asks through the host, which only `fsbroker proxy` can do"
+        );
+        return ExitCode::from(2);
+    }
+    let (broker, outbound) = match start_broker(&args, |b| b) {
         Ok(b) => b,
         Err(code) => return code,
     };
@@ -147,14 +147,9 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
     let proxy = Proxy::new(args.common.server_id.clone());
     // The proxy asks through the host unless the mode says otherwise: a host launches it
     // without a terminal, so the host's own interface is where the user is.
-    let elicit = |policy: &Policy| {
-        let wait = Duration::from_secs(policy.consent.timeout_secs.get());
-        match &policy.consent.mode {
-            None | Some(ConsentMode::Elicit) => {
-                Some(proxy.elicit_consent(mcp_fsbroker::consent::provider_for(None, wait)))
-            }
-            Some(_) => None,
-        }
+    let elicit = |b: BrokerBuilder| {
+        b.elicitation(proxy.elicitation())
+            .default_consent_mode(ConsentMode::Elicit)
     };
     let (broker, outbound) = match start_broker(&args.common, elicit) {
         Ok(b) => b,

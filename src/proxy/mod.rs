@@ -36,7 +36,7 @@ pub use link::{Link, QUEUE_LINES, SpawnError, exit_code, spawn_child};
 pub use peek::{Kind, is_brokered, peek};
 
 use crate::broker::{Broker, OutboundReceiver};
-use crate::consent::ConsentProvider;
+use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, budget, line_channel};
 use crate::serve::SHUTDOWN_GRACE;
 use serde_json::Value;
@@ -73,10 +73,14 @@ impl Proxy {
         }
     }
 
-    /// A consent provider that asks the host's user through `elicitation/create` when the
-    /// host can, and `fallback` when it cannot.
-    pub fn elicit_consent(&self, fallback: Arc<dyn ConsentProvider>) -> Arc<dyn ConsentProvider> {
-        Arc::new(ElicitConsent::new(self.host.clone(), fallback))
+    /// Consent mode `elicit` for this proxy's broker ([`crate::BrokerBuilder::elicitation`]):
+    /// ask the host's user through `elicitation/create` when the host can, and the fallback
+    /// provider when it cannot.
+    pub fn elicitation(&self) -> Elicitation {
+        let host = self.host.clone();
+        Arc::new(move |fallback: Arc<dyn ConsentProvider>| {
+            Arc::new(ElicitConsent::new(host.clone(), fallback)) as Arc<dyn ConsentProvider>
+        })
     }
 
     /// Relays between the host (`host_in`, `host_out`) and the server (`link`) until either

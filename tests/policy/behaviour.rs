@@ -163,6 +163,7 @@ fn args(roots: &[String], writable: bool, policy: Option<PathBuf>) -> CommonArgs
         roots: roots.to_vec(),
         writable,
         consent: Some(ConsentMode::Deny),
+        consent_fallback: None,
         server_id: None,
     }
 }

@@ -223,3 +223,15 @@ fn check_policy_reports_errors_as_file_line_key() {
     );
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn an_elicit_fallback_is_refused_since_it_answers_when_eliciting_cannot() {
+    let text = "[consent]\nmode = \"elicit\"\nfallback = \"elicit\"\n";
+    expect_error(text, "fallback", "consent.fallback", "cannot elicit");
+    let fine = "[consent]\nmode = \"elicit\"\nfallback = \"command:/bin/true\"\n";
+    let p = Policy::parse(fine, "ok.toml").unwrap();
+    assert_eq!(
+        p.consent.fallback.map(|m| m.to_string()).as_deref(),
+        Some("command:/bin/true")
+    );
+}
