@@ -108,6 +108,17 @@ impl RelPath {
     pub(crate) fn from_components(components: Vec<String>) -> Self {
         RelPath(components)
     }
+
+    /// Appends one component the caller has validated (a name read from a directory); with
+    /// [`RelPath::pop`], a walk keeps one path up to date instead of building one per entry.
+    pub(crate) fn push(&mut self, name: &str) {
+        self.0.push(name.to_owned());
+    }
+
+    /// Removes the final component.
+    pub(crate) fn pop(&mut self) {
+        self.0.pop();
+    }
 }
 
 /// A path inside a known root, in mount form: the only path type operations accept.

@@ -132,58 +132,73 @@ fn decode_cursor(c: &str) -> Result<Vec<String>> {
 
 impl Walk {
     /// Walks in pre-order with an explicit stack, so depth costs heap, never the call stack.
+    ///
+    /// The current entry is kept three ways, each updated as the walk goes down and up rather
+    /// than rebuilt per entry: its components below the listed directory (`at`, for the
+    /// cursor), its real path (for the grant check) and its path as shown.
     fn run(&mut self, dir: Dir, session: &Session, deadline: Deadline) -> Result<()> {
         let first = self.sorted_names(&dir, &[])?;
         let mut stack = vec![Frame { dir, names: first }];
         let mut at: Vec<String> = Vec::new();
+        let mut real = self.real.clone();
+        let mut shown = self.base.to_string();
+        // Lengths of `shown` before each component of `at` was appended.
+        let mut shown_lens: Vec<usize> = Vec::new();
         let mut visited = 0usize;
         while let Some(top) = stack.last_mut() {
             let Some(name) = top.names.next() else {
                 stack.pop();
                 at.pop();
+                real.rel.pop();
+                shown.truncate(shown_lens.pop().unwrap_or(0));
                 continue;
             };
             visited += 1;
             if visited.is_multiple_of(256) {
                 deadline.check()?;
             }
-            let Ok(meta) = top.dir.symlink_metadata(&name) else {
-                continue;
-            };
             at.push(name);
-            // Entries under a revoked (or never granted) path are neither shown nor entered.
-            let real = self.under(&self.real, &at);
-            if session.grants().check(&real, Access::Read).is_err() {
-                at.pop();
-                continue;
-            }
-            // Resume after the cursor: skip entries before it, descend only into its ancestors.
+            // Resume after the cursor: skip entries before it, descend only into its
+            // ancestors. An entry that is neither is passed over before any I/O.
             let (emit, may_descend) = match &self.cursor {
                 None => (true, true),
                 Some(c) if at.as_slice() > c.as_slice() => (true, true),
                 Some(c) => (false, c.starts_with(&at)),
             };
-            if emit {
+            let name = at.last().map(String::as_str).unwrap_or_default();
+            let meta = match top.dir.symlink_metadata(name) {
+                Ok(m) if emit || may_descend => m,
+                _ => {
+                    at.pop();
+                    continue;
+                }
+            };
+            real.rel.push(name);
+            shown_lens.push(shown.len());
+            shown.push('/');
+            shown.push_str(name);
+            // Entries under a revoked (or never granted) path are neither shown nor entered.
+            let granted = session.grants().check(&real, Access::Read).is_ok();
+            if granted && emit {
                 if self.entries.len() == self.limit {
                     self.more = true;
                     return Ok(());
                 }
                 self.entries.push(json!({
-                    "name": at.last(),
-                    "path": self.under(&self.base, &at).to_string(),
+                    "name": name,
+                    "path": shown,
                     "type": type_name(&meta.file_type()),
                     "size": meta.len(),
                     "mtime": mtime(&meta),
                 }));
                 self.last.clone_from(&at);
             }
-            let descend = may_descend && meta.is_dir() && at.len() < self.max_depth;
+            let descend = granted && may_descend && meta.is_dir() && at.len() < self.max_depth;
             let opened = if descend {
-                let name = at.last().map(String::as_str).unwrap_or_default();
                 match top.dir.open_dir_nofollow(name) {
                     Ok(sub) => Some(sub),
                     Err(e) => {
-                        tracing::debug!(path = %self.under(&self.base, &at), error = %e, "not descending");
+                        tracing::debug!(path = %shown, error = %e, "not descending");
                         None
                     }
                 }
@@ -197,6 +212,8 @@ impl Walk {
                 }
                 None => {
                     at.pop();
+                    real.rel.pop();
+                    shown.truncate(shown_lens.pop().unwrap_or(0));
                 }
             }
         }
