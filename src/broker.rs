@@ -7,6 +7,7 @@ use crate::consent::{ConsentProvider, ConsentSource, Elicitation, Grant};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, Item, Message, Request, Response};
 use crate::locks::LockTable;
+use crate::locks::lock;
 use crate::ops::{self, Ctx};
 use crate::path::{MountPath, RequestPath};
 use crate::policy::{ConsentMode, Policy, PolicyError};
@@ -477,13 +478,6 @@ impl Broker {
     /// The server ids with a live session.
     pub fn sessions(&self) -> Vec<String> {
         lock(&self.inner.sessions).keys().cloned().collect()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 

@@ -86,3 +86,13 @@ impl LockTable {
         (l1, Some(l2))
     }
 }
+
+/// Locks `m`, taking the data even if a thread panicked while holding it: every structure
+/// guarded this way stays consistent between statements, and a broker that stopped serving
+/// because one request panicked would hand a peer a way to stop it.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}

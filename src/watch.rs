@@ -8,6 +8,7 @@
 //! notifications in flight are bounded by permits; when they run out, or raw events are lost,
 //! the watch owes the server one `overflow` event, so it rescans.
 
+use crate::locks::lock;
 use crate::path::{MountPath, RelPath};
 use crate::root::Root;
 use crate::session::Session;
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -126,13 +127,6 @@ pub struct Delivery {
     pub watch: Arc<Watch>,
     /// `params` of `notifications/files/changed`.
     pub params: Value,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
 }
 
 impl Default for WatchHub {

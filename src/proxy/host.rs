@@ -6,6 +6,7 @@
 //! carries that prefix, so a host's response can always be routed to the one who asked.
 
 use crate::lines::LineSender;
+use crate::locks::lock;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -191,13 +192,6 @@ pub fn add_capabilities(mut message: Value, ours: &Value) -> Value {
         }
     }
     message
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub use peek::{Kind, is_brokered, peek};
 use crate::broker::{Broker, OutboundReceiver};
 use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, budget, line_channel};
+use crate::locks::lock;
 use crate::serve::SHUTDOWN_GRACE;
 use serde_json::Value;
 use std::future::Future;
@@ -275,12 +276,5 @@ async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: LineReceiver) {
             tracing::info!(error = %e, "host output closed");
             break;
         }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }

@@ -2,10 +2,11 @@
 //! delivery of the broker's notifications to the connection they belong to.
 
 use super::registry::{Connection, Registry};
+use crate::locks::lock;
 use crate::{Broker, OutboundReceiver};
 use rmcp::Peer;
 use rmcp::service::RoleClient;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// One broker's rmcp connections: it gives each connection its broker session and carries
 /// the broker's notifications to the connection they belong to.
@@ -253,12 +254,5 @@ impl Drop for InFlight {
         if done {
             registry.release(self.ticket.id, &shared.broker);
         }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }

@@ -5,6 +5,7 @@
 use super::config::RemoteConfig;
 use super::error::RemoteError;
 use crate::lines::LineSender;
+use crate::locks::lock;
 use crate::proxy::peek::{Kind, peek, peek_value};
 use reqwest::header::HeaderValue;
 use serde_json::Value;
@@ -323,11 +324,4 @@ impl Shared {
 /// The key of a request id in the pending set (ids are strings or numbers).
 fn key(id: &Value) -> String {
     serde_json::to_string(id).unwrap_or_default()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
 }
