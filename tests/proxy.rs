@@ -92,10 +92,22 @@ fn every_protocol_revision_gets_the_capabilities() {
     for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let f = Fixture::new();
         let mut p = proxy(&f, &["--consent", "deny"], &[]);
-        let init = initialize(&mut p, version, json!({}));
+        let init = initialize(
+            &mut p,
+            version,
+            json!({"sampling": {}, "experimental": {"hostThing": {"x": 1}}}),
+        );
         assert_eq!(init["protocolVersion"], version);
         let offered: Value = serde_json::from_str(init["instructions"].as_str().unwrap()).unwrap();
-        assert_eq!(offered["roots"]["listChanged"], true, "{version}");
+        assert_eq!(
+            offered,
+            json!({
+                "roots": {"listChanged": true, "filesystemBrokering": true},
+                "experimental": {"hostThing": {"x": 1}, "filesystemBrokering": {}},
+                "sampling": {},
+            }),
+            "{version}"
+        );
         let answers = ask(&mut p, 1, json!([["roots/list", null]]));
         assert_eq!(answers[0]["result"]["roots"][0]["name"], "project");
         p.finish();
