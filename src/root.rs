@@ -12,7 +12,7 @@ use crate::limits::Deadline;
 use crate::path::{MountName, MountPath, RelPath, RequestPath};
 use cap_fs_ext::DirExt;
 use cap_std::ambient_authority;
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, Metadata};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::ffi::OsStr;
@@ -241,7 +241,13 @@ impl Root {
             .to_string()
         };
         let io_err = |e: std::io::Error, stack: &[String]| Error::from_io(&e, &display(stack));
-        let mut cur = self.dir.try_clone().map_err(|e| io_err(e, stack))?;
+        // `None` is the root's own handle, borrowed: it is duplicated only if the walk ends
+        // in the root itself, since a result owns its directory handle.
+        let mut cur: Option<Dir> = None;
+        let owned = |cur: Option<Dir>, stack: &[String]| match cur {
+            Some(d) => Ok(d),
+            None => self.dir.try_clone().map_err(|e| io_err(e, stack)),
+        };
         let mut hops = 0usize;
         while let Some(name) = pending.pop_front() {
             if let Some(d) = deadline {
@@ -254,20 +260,32 @@ impl Root {
                 if stack.pop().is_none() {
                     return Err(Error::denied(Reason::OutsideRoot).with_path(display(&[])));
                 }
-                cur = self.reopen(stack)?;
+                cur = Some(self.reopen(stack)?);
                 continue;
             }
+            let here = cur.as_ref().unwrap_or(&self.dir);
             let is_last = pending.is_empty();
             if is_last && !follow_final {
-                return Ok(self.resolved(cur, Some(name), std::mem::take(stack)));
+                let dir = owned(cur, stack)?;
+                return Ok(self.resolved(dir, Some(name), None, std::mem::take(stack)));
             }
-            let meta = match cur.symlink_metadata(&name) {
+            // A middle component is nearly always a plain directory: opening it without
+            // following links, and as a directory, proves that in one call. Anything else (a
+            // symlink, a file, a missing entry) fails here and takes the full path below,
+            // which decides exactly as before.
+            if !is_last && let Ok(next) = here.open_dir_nofollow(&name) {
+                stack.push(name);
+                cur = Some(next);
+                continue;
+            }
+            let meta = match here.symlink_metadata(&name) {
                 Ok(m) => m,
                 Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
-                    return Ok(self.resolved(cur, Some(name), std::mem::take(stack)));
+                    let dir = owned(cur, stack)?;
+                    return Ok(self.resolved(dir, Some(name), None, std::mem::take(stack)));
                 }
                 Err(e) if create && e.kind() == std::io::ErrorKind::NotFound => {
-                    match cur.create_dir(&name) {
+                    match here.create_dir(&name) {
                         Ok(()) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                         Err(e) => {
@@ -294,7 +312,7 @@ impl Root {
                             .with_path(display(stack)),
                     );
                 }
-                let target = match cur.read_link_contents(&name) {
+                let target = match here.read_link_contents(&name) {
                     Ok(t) => t,
                     Err(e) => {
                         stack.push(name);
@@ -310,7 +328,7 @@ impl Root {
                         Error::denied(Reason::OutsideRoot).with_path(display(stack))
                     })?;
                     stack.clear();
-                    cur = self.dir.try_clone().map_err(|e| io_err(e, &[]))?;
+                    cur = None;
                     for p in inside.iter().rev() {
                         pending.push_front(p.clone());
                     }
@@ -322,30 +340,39 @@ impl Root {
                 continue;
             }
             if is_last {
-                return Ok(self.resolved(cur, Some(name), std::mem::take(stack)));
+                let dir = owned(cur, stack)?;
+                return Ok(self.resolved(dir, Some(name), Some(meta), std::mem::take(stack)));
             }
             if !meta.is_dir() {
                 stack.push(name);
                 return Err(Error::new(ErrorKind::NotADirectory, "not a directory")
                     .with_path(display(stack)));
             }
-            let next = cur.open_dir_nofollow(&name);
+            let next = here.open_dir_nofollow(&name);
             stack.push(name);
             cur = match next {
-                Ok(d) => d,
+                Ok(d) => Some(d),
                 Err(e) => return Err(io_err(e, stack)),
             };
         }
-        Ok(self.resolved(cur, None, std::mem::take(stack)))
+        let dir = owned(cur, stack)?;
+        Ok(self.resolved(dir, None, None, std::mem::take(stack)))
     }
 
-    fn resolved(&self, dir: Dir, name: Option<String>, mut stack: Vec<String>) -> Resolved {
+    fn resolved(
+        &self,
+        dir: Dir,
+        name: Option<String>,
+        meta: Option<Metadata>,
+        mut stack: Vec<String>,
+    ) -> Resolved {
         if let Some(n) = &name {
             stack.push(n.clone());
         }
         Resolved {
             dir,
             name,
+            meta,
             real: MountPath {
                 mount: self.mount.clone(),
                 rel: RelPath::from_components(stack),
@@ -395,6 +422,9 @@ pub struct Resolved {
     pub dir: Dir,
     /// The final component, which need not exist.
     pub name: Option<String>,
+    /// The final component's own metadata (not following it), when the walk looked at it:
+    /// an operation can use it instead of asking again.
+    pub meta: Option<Metadata>,
     /// The path after expanding symlinks, for consent checks and messages.
     pub real: MountPath,
 }

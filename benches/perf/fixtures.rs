@@ -70,7 +70,7 @@ impl Config {
             upload_mib: env_num("FSBROKER_BENCH_UPLOAD_MIB", pick(quick, 256, 32))?,
             sessions: env_num("FSBROKER_BENCH_SESSIONS", pick(quick, 100, 10))?,
             rounds: env_num("FSBROKER_BENCH_ROUNDS", pick(quick, 5, 2))?.max(1),
-            slow_rounds: env_num("FSBROKER_BENCH_SLOW_ROUNDS", pick(quick, 3, 1))?.max(1),
+            slow_rounds: env_num("FSBROKER_BENCH_SLOW_ROUNDS", pick(quick, 2, 1))?.max(1),
             large_window: env_num("FSBROKER_BENCH_WINDOW", 4)?.max(1),
             small_window: env_num("FSBROKER_BENCH_SMALL_WINDOW", 32)?.max(1),
         })

@@ -90,7 +90,10 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
             let dir = match &r.name {
                 None => r.dir.try_clone().map_err(io)?,
                 Some(n) => {
-                    let m = r.dir.symlink_metadata(n).map_err(io)?;
+                    let m = match &r.meta {
+                        Some(m) => m.clone(),
+                        None => r.dir.symlink_metadata(n).map_err(io)?,
+                    };
                     if !m.is_dir() {
                         return Err(Error::new(ErrorKind::NotADirectory, "not a directory"));
                     }

@@ -55,7 +55,10 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
             };
             // Refuse special files from their metadata, before any open: opening a device
             // can have effects, and opening a FIFO for reading can block.
-            let lmeta = r.dir.symlink_metadata(name).map_err(io)?;
+            let lmeta = match &r.meta {
+                Some(m) => m.clone(),
+                None => r.dir.symlink_metadata(name).map_err(io)?,
+            };
             if lmeta.is_dir() {
                 return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
             }

@@ -23,9 +23,10 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let meta = ctx
         .run(session, move |deadline| {
             let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Read, deadline)?;
-            match &r.name {
-                None => r.dir.dir_metadata(),
-                Some(n) => r.dir.symlink_metadata(n),
+            match (&r.name, &r.meta) {
+                (None, _) => r.dir.dir_metadata(),
+                (Some(_), Some(m)) => Ok(m.clone()),
+                (Some(n), None) => r.dir.symlink_metadata(n),
             }
             .map_err(|e| Error::from_io(&e, &path.to_string()))
             .map(|m| (m, path))
