@@ -10,13 +10,12 @@ mod proxy_host;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
-use common::{Fixture, assert_error};
+use common::Fixture;
 use proxy_host::{
-    Raw, contains, emit, host_lines_until, initialize, is_null_id_error, line, raw, sentinel, show,
-    spawn_proxy, start_ask,
+    Raw, contains, initialize, is_null_id_error, line, raw, sentinel, show, spawn_proxy,
 };
 use serde_json::{Value, json};
-use sidecar::{Sidecar, WAIT};
+use sidecar::Sidecar;
 
 /// A proxy (consent `deny`) in front of the scripted server, initialized by a host that
 /// declares roots.
