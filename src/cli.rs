@@ -78,19 +78,23 @@ pub struct ProxyArgs {
     /// Send `Authorization: Bearer <value of VARIABLE>`.
     #[arg(long = "bearer-env", value_name = "VARIABLE")]
     pub bearer_env: Option<String>,
-    /// Seconds allowed for connecting to the remote server, and for its answer to a
-    /// message that needs no work (a notification, a response, the GET stream).
+    /// Seconds allowed for connecting to the remote server (every retry included), and for
+    /// its answer to a message that needs no work (a notification, a response, the GET
+    /// stream).
     #[arg(long = "connect-timeout", value_name = "SECONDS", default_value = "10", value_parser = parse_grace)]
     pub connect_timeout: std::time::Duration,
     /// Seconds allowed for the remote server's answer to a request, unless it streams.
     #[arg(long = "request-timeout", value_name = "SECONDS", default_value = "300", value_parser = parse_grace)]
     pub request_timeout: std::time::Duration,
-    /// Attempts to reconnect to the remote server after a lost connection, with backoff,
-    /// before the session is given up.
+    /// Attempts to reconnect to the remote server after a lost connection, with backoff
+    /// (within the connect timeout), before the session is given up; also how many streams
+    /// in a row may close without bringing anything.
     #[arg(long = "retries", value_name = "N", default_value = "5", value_parser = clap::value_parser!(u32).range(0..=20))]
     pub retries: u32,
     /// Seconds to wait for the server to exit after its input is closed, and again after
-    /// SIGTERM, before killing it.
+    /// SIGTERM, before killing it. With --url: how long requests in flight may still be
+    /// answered once the host has gone (or on SIGTERM); those left are answered with an
+    /// error and the exit code is 1.
     #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]
     pub shutdown_grace: std::time::Duration,
     /// The server command and its arguments, after `--`.

@@ -1,7 +1,7 @@
 //! A server of the HTTP+SSE transport of 2024-11-05 (the TypeScript SDK's SSEServerTransport):
 //! its 405 to the Streamable HTTP `initialize` makes the proxy fall back, open the event
 //! stream, wait for the `endpoint` event, and POST every message there; the server's file
-//! requests are brokered the same way.
+//! requests are brokered the same way. An endpoint on another origin is refused.
 
 mod common;
 #[path = "common/interop.rs"]
@@ -12,7 +12,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, ask, error_of, initialize, ok, proxy};
+use remote::{RemoteServer, ask, error_of, initialize, ok, proxy, send_initialize};
 use serde_json::json;
 
 #[test]
@@ -73,4 +73,31 @@ fn the_end_of_the_old_transports_stream_ends_the_proxy_with_an_error() {
         "{}",
         p.stderr()
     );
+}
+
+#[test]
+fn an_endpoint_on_another_origin_is_refused() {
+    let f = Fixture::new();
+    let mut elsewhere = RemoteServer::evil("plain", "");
+    let foreign = format!("http://127.0.0.1:{}/messages", elsewhere.port);
+    let server = RemoteServer::evil("legacy-foreign", &foreign);
+    let mut p = proxy(
+        &server.url(),
+        &f,
+        &["--bearer-env", "FSBROKER_TEST_TOKEN"],
+        &[("FSBROKER_TEST_TOKEN", "legacy-token")],
+    );
+    send_initialize(&mut p, json!({}));
+    let r = p.wait_id(&json!("init"));
+    assert_eq!(r["error"]["data"]["reason"], "foreign_endpoint", "{r}");
+    let status = p.wait_exit(sidecar::WAIT);
+    assert_eq!(status.code(), Some(1), "{}", p.stderr());
+    assert!(p.stderr().contains("another origin"), "{}", p.stderr());
+    let reached: Vec<_> = elsewhere
+        .stop()
+        .iter()
+        .filter(|e| e["event"] == "http")
+        .cloned()
+        .collect();
+    assert!(reached.is_empty(), "{reached:#?}");
 }

@@ -160,3 +160,19 @@ fn a_message_over_the_line_limit_costs_only_its_request() {
     let (status, _) = p.finish();
     assert!(status.success(), "{}", p.stderr());
 }
+
+#[test]
+fn a_json_body_whose_length_is_over_the_limit_is_refused_before_it_is_read() {
+    let f = Fixture::new();
+    // tools/list is answered with `Content-Length: 1073741824` and no body at all: waiting
+    // for it would take the request timeout.
+    let server = RemoteServer::evil("big-length", "");
+    let mut p = proxy(&server.url(), &f, &[], &[]);
+    initialize(&mut p, json!({}));
+    let r = p.request("tools/list", json!({}));
+    assert_eq!(r["error"]["data"]["reason"], "too_large", "{r}");
+    let r = p.request("ping", json!({}));
+    assert!(r["result"].is_object(), "{r}");
+    let (status, _) = p.finish();
+    assert_eq!(status.code(), Some(0), "{}", p.stderr());
+}

@@ -11,7 +11,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, ask, initialize, ok, proxy, tool};
+use remote::{RemoteServer, ask, initialize, ok, proxy, send_initialize, tool};
 use serde_json::json;
 
 #[test]
@@ -136,4 +136,69 @@ fn messages_sent_just_before_the_host_leaves_are_still_answered() {
         "{answers:?}"
     );
     server.wait_for("delete", |e| e["event"] == "delete");
+}
+
+#[test]
+fn a_session_id_outside_visible_ascii_ends_the_session() {
+    for value in ["space", "latin1"] {
+        let f = Fixture::new();
+        let mut server = RemoteServer::evil("bad-session", value);
+        let mut p = proxy(&server.url(), &f, &[], &[]);
+        send_initialize(&mut p, json!({}));
+        let r = p.wait_id(&json!("init"));
+        assert_eq!(
+            r["error"]["data"]["reason"], "bad_session_id",
+            "{value}: {r}"
+        );
+        let status = p.wait_exit(sidecar::WAIT);
+        assert_eq!(status.code(), Some(1), "{value}: {}", p.stderr());
+        assert!(
+            p.stderr().contains("invalid Mcp-Session-Id"),
+            "{value}: {}",
+            p.stderr()
+        );
+        // Nothing was sent with it.
+        let later: Vec<_> = server
+            .stop()
+            .iter()
+            .filter(|e| e["event"] == "http" && e["rpc"] != "initialize")
+            .cloned()
+            .collect();
+        assert!(later.is_empty(), "{value}: {later:#?}");
+    }
+}
+
+#[test]
+fn a_server_without_a_stream_of_its_own_is_asked_once() {
+    let f = Fixture::new();
+    // GET is answered 405.
+    let mut server = RemoteServer::evil("plain", "");
+    let mut p = proxy(&server.url(), &f, &[], &[]);
+    initialize(&mut p, json!({}));
+    server.wait_for("GET", |e| e["method"] == "GET");
+    let r = p.request("tools/list", json!({}));
+    assert!(r["result"].is_object(), "{r}");
+    // A retry would come after 200 ms.
+    server.observe(std::time::Duration::from_secs(1));
+    let (status, _) = p.finish();
+    assert_eq!(status.code(), Some(0), "{}", p.stderr());
+    server.stop();
+    assert_eq!(server.gets().len(), 1, "{:#?}", server.seen);
+    assert!(p.stderr().contains("HTTP 405"), "{}", p.stderr());
+}
+
+#[test]
+fn sigterm_ends_the_remote_session_with_a_delete() {
+    let f = Fixture::new();
+    let mut server = RemoteServer::start(&[]);
+    let mut p = proxy(&server.url(), &f, &[], &[]);
+    initialize(&mut p, json!({}));
+    let session = server.wait_for("initialize", |e| e["event"] == "initialize")["session"].clone();
+    let pid = rustix::process::Pid::from_raw(p.pid() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    // The host's input stays open: the signal alone ends the session.
+    let status = p.wait_exit(sidecar::WAIT);
+    assert_eq!(status.code(), Some(0), "{}", p.stderr());
+    let deleted = server.wait_for("delete", |e| e["event"] == "delete");
+    assert_eq!(deleted["session"], session);
 }

@@ -12,7 +12,10 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, dead_port, initialize, proxy, start_tool, timed_exit};
+use remote::{
+    RemoteServer, dead_port, initialize, proxy, proxy_defaults, send_initialize, start_tool,
+    timed_exit,
+};
 use serde_json::json;
 use sidecar::run_bounded;
 use std::ffi::OsString;
@@ -23,18 +26,14 @@ fn an_endpoint_unreachable_at_the_start_is_an_error_and_an_exit() {
     let f = Fixture::new();
     let url = format!("http://127.0.0.1:{}/mcp", dead_port());
     let mut p = proxy(&url, &f, &[], &[]);
-    p.send(
-        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-        "protocolVersion": remote::VERSION, "capabilities": {},
-        "clientInfo": {"name": "test-host", "version": "1"}}}),
-    );
+    send_initialize(&mut p, json!({}));
     let r = p.wait_id(&json!("init"));
     assert_eq!(r["error"]["code"], -32603, "{r}");
     assert_eq!(r["error"]["data"]["reason"], "unreachable", "{r}");
-    let (status, took) = timed_exit(&mut p, Duration::from_secs(10));
+    // Two retries: 200 ms and 400 ms of backoff. The bound only proves there is no hang.
+    let (status, took) = timed_exit(&mut p, Duration::from_secs(20));
     assert_eq!(status.code(), Some(1), "{}", p.stderr());
-    // Two retries: 200 ms and 400 ms of backoff.
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
     let err = p.stderr();
     assert!(
         err.contains(&format!(
@@ -51,30 +50,75 @@ fn a_server_gone_mid_session_fails_the_requests_in_flight_and_ends_the_proxy() {
     let mut server = RemoteServer::start(&[]);
     let mut p = proxy(&server.url(), &f, &[], &[]);
     initialize(&mut p, json!({}));
-    // A tool call that waits on the server, its stream open.
+    // A tool call that waits on the server, its stream open: the notification it sends
+    // first on that stream reaching the host shows the proxy has the stream.
     start_tool(
         &mut p,
         1,
         "notes",
-        json!({"method": "notifications/never", "timeoutMs": 30000}),
+        json!({"method": "notifications/never", "timeoutMs": 30000, "announce": true}),
     );
-    server.wait_for("the tool call", |e| e["event"] == "notes-waiting");
+    let seen = p.notifications_until(sidecar::WAIT, |n| {
+        n["method"] == "notifications/test/waiting"
+    });
+    assert!(!seen.is_empty(), "the tool call's stream did not open");
     server.kill();
+    // The stream drops; resuming it finds nothing listening.
     let r = p.wait_id(&json!(1));
     assert_eq!(r["error"]["code"], -32603, "{r}");
-    // Unreachable when the proxy tried to resume the stream; a connection that broke before
-    // the answer's headers is a transport failure (the request is not sent twice).
-    let reason = r["error"]["data"]["reason"].as_str().unwrap();
-    assert!(["unreachable", "transport"].contains(&reason), "{r}");
-    let (status, took) = timed_exit(&mut p, Duration::from_secs(10));
+    assert_eq!(r["error"]["data"]["reason"], "unreachable", "{r}");
+    let (status, took) = timed_exit(&mut p, Duration::from_secs(20));
     assert_eq!(status.code(), Some(1), "{}", p.stderr());
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
     assert!(
         p.stderr()
             .contains("fsbroker: cannot reach the remote server"),
         "{}",
         p.stderr()
     );
+}
+
+#[test]
+fn a_host_that_leaves_before_the_server_is_reached_gets_an_answer_and_exit_1() {
+    let f = Fixture::new();
+    let url = format!("http://127.0.0.1:{}/mcp", dead_port());
+    // The defaults: five retries (6.2 s of backoff) outlast the 5 s shutdown grace.
+    let mut p = proxy_defaults(&url, &f, &[], &[]);
+    send_initialize(&mut p, json!({}));
+    p.close_stdin();
+    let r = p.wait_id(&json!("init"));
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert_eq!(r["error"]["data"]["reason"], "shutdown", "{r}");
+    let (status, took) = timed_exit(&mut p, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(1), "{}", p.stderr());
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    let err = p.stderr();
+    assert!(err.contains("fsbroker: "), "{err}");
+    assert!(err.contains("never reached"), "{err}");
+    assert!(err.to_lowercase().contains("connection refused"), "{err}");
+}
+
+#[test]
+fn requests_still_waiting_when_the_grace_runs_out_are_answered_and_the_exit_is_1() {
+    let f = Fixture::new();
+    let mut server = RemoteServer::start(&[]);
+    let mut p = proxy(&server.url(), &f, &["--shutdown-grace", "1"], &[]);
+    initialize(&mut p, json!({}));
+    start_tool(
+        &mut p,
+        1,
+        "notes",
+        json!({"method": "notifications/never", "timeoutMs": 60000}),
+    );
+    server.wait_for("the tool call", |e| e["event"] == "notes-waiting");
+    p.close_stdin();
+    let r = p.wait_id(&json!(1));
+    assert_eq!(r["error"]["data"]["reason"], "shutdown", "{r}");
+    let (status, _) = timed_exit(&mut p, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "{}", p.stderr());
+    assert!(p.stderr().contains("1 request"), "{}", p.stderr());
+    // The session is still ended on the server.
+    server.wait_for("delete", |e| e["event"] == "delete");
 }
 
 fn usage(args: &[&str]) -> (Option<i32>, String) {

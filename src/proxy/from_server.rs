@@ -5,7 +5,8 @@
 //! exactly is never relayed: otherwise a server could dress a `roots/list` so that we pass it
 //! on and the host answers it with its own roots, or hide a request under the proxy's ids.
 //! What is refused is answered to the server, so it never waits for an answer that will not
-//! come.
+//! come. Refusals wait for room in the queue towards the server: whatever drains it (a
+//! child's stdin writer, the remote transport's driver) never waits for this reader.
 
 use super::host::HostChannel;
 use super::peek::{self, Kind, is_brokered};
@@ -50,7 +51,15 @@ pub(super) async fn read_server(
                     refusals.extend(ids.iter().map(|id| refusal(Some(id), busy.clone())));
                     refusals.batch |= batch;
                 }
-                Err(SendError::Closed(_)) => return,
+                // The lane has stopped: the session is ending and broker work is dropped,
+                // but what the server says to the host (answers to its last requests) still
+                // passes.
+                Err(SendError::Closed(_)) => {
+                    tracing::debug!(
+                        requests = ids.len(),
+                        "the session is ending; dropped brokered requests"
+                    );
+                }
             }
         }
         if let Some(l) = refusals.encode()
@@ -264,5 +273,40 @@ fn unreadable(line: &[u8]) -> Error {
             e.column()
         )),
         Ok(_) => Error::new(ErrorKind::InvalidRequest, "not a json-rpc message"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lines::line_channel;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn the_host_still_gets_the_servers_lines_once_the_lane_has_stopped() {
+        let (server_out, from_server) = line_channel(8, 1 << 20);
+        let (host_tx, mut host_rx) = line_channel(8, 1 << 20);
+        let host = Arc::new(HostChannel::new(host_tx));
+        // The lane stopped: the session is ending.
+        let (lane, lane_rx) = line_channel(8, 1 << 20);
+        drop(lane_rx);
+        let (to_server, _server_in) = line_channel(8, 1 << 20);
+        let reader = tokio::spawn(read_server(
+            from_server,
+            host.clone(),
+            host.sender(),
+            Arc::new(State::new()),
+            lane,
+            to_server,
+        ));
+        // A brokered request, then the answer to one of the host's last requests.
+        let roots = br#"{"jsonrpc":"2.0","id":"r","method":"roots/list"}"#;
+        let answer = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        for line in [roots.to_vec(), answer.to_vec()] {
+            assert_eq!(server_out.send(line).await, Ok(()));
+        }
+        let got = tokio::time::timeout(Duration::from_secs(5), host_rx.recv()).await;
+        assert_eq!(got.ok().flatten().as_deref(), Some(&answer[..]));
+        reader.abort();
     }
 }

@@ -1,6 +1,7 @@
 //! The two ends of `fsbroker proxy --url` tests: a real remote MCP server written with the
-//! official TypeScript SDK (`tests/interop/remote_server.mjs`) on loopback, and the host,
-//! which drives the proxy over its stdin and stdout.
+//! official TypeScript SDK (`tests/interop/remote_server.mjs`) on loopback, or a misbehaving
+//! one (`tests/interop/remote_evil.py`), and the host, which drives the proxy over its stdin
+//! and stdout.
 //!
 //! A test file using this declares `mod common;` and, by path, `mod interop;`, `mod
 //! sidecar;` and `mod remote;`.
@@ -40,15 +41,28 @@ impl RemoteServer {
     /// Starts `tests/interop/SCRIPT` with `args` and waits for the port it prints first.
     pub fn script(script: &str, args: &[&str]) -> RemoteServer {
         let dir = crate::interop::node_dir();
-        let mut child = Command::new("node")
-            .arg(dir.join(script))
-            .args(args)
-            .current_dir(dir)
+        let mut cmd = Command::new("node");
+        cmd.arg(dir.join(script)).args(args).current_dir(dir);
+        RemoteServer::launch(cmd)
+    }
+
+    /// Starts the misbehaving server `tests/interop/remote_evil.py` in `mode` (with `arg`
+    /// when the mode takes one); it needs nothing but Python's standard library.
+    pub fn evil(mode: &str, arg: &str) -> RemoteServer {
+        let mut cmd = Command::new("python3");
+        cmd.arg(crate::interop::sources().join("remote_evil.py"))
+            .arg(mode)
+            .arg(arg);
+        RemoteServer::launch(cmd)
+    }
+
+    fn launch(mut cmd: Command) -> RemoteServer {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("start node remote_server.mjs");
+            .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -121,6 +135,51 @@ impl RemoteServer {
         }
     }
 
+    /// Ends the server by closing its input and returns every event it wrote, once its
+    /// output has ended: what it saw in full, not what happened to have arrived.
+    pub fn stop(&mut self) -> &[Value] {
+        self.stdin = None;
+        crate::sidecar::wait_child(&mut self.child, WAIT, "the remote server");
+        loop {
+            match self.lines.recv_timeout(WAIT) {
+                Ok(v) => self.seen.push(v),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => panic!("the remote server's output did not end"),
+            }
+        }
+        &self.seen
+    }
+
+    /// Reads events for `window`: for counting what a misbehaving server provokes over a
+    /// stretch of time (a storm of reconnections shows within a second or two).
+    pub fn observe(&mut self, window: Duration) -> &[Value] {
+        let deadline = Instant::now() + window;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => self.seen.push(v),
+                Err(_) => break,
+            }
+        }
+        &self.seen
+    }
+
+    /// The HTTP requests seen so far whose JSON-RPC method is `rpc`.
+    pub fn posts(&mut self, rpc: &str) -> Vec<Value> {
+        self.named("http")
+            .into_iter()
+            .filter(|e| e["method"] == "POST" && e["rpc"] == rpc)
+            .collect()
+    }
+
+    /// The GET requests seen so far.
+    pub fn gets(&mut self) -> Vec<Value> {
+        self.named("http")
+            .into_iter()
+            .filter(|e| e["method"] == "GET")
+            .collect()
+    }
+
     /// Kills the server at once (its connections drop).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -137,15 +196,19 @@ impl Drop for RemoteServer {
 
 /// `fsbroker proxy --url URL --root ROOT --consent auto --retries 2 EXTRA...`, with `env`
 /// and debug logs. `--root` is left out when EXTRA has `--policy`, `--consent auto` when it
-/// has `--consent`.
+/// has `--consent`, `--retries 2` when it has `--retries`.
 pub fn proxy(url: &str, f: &Fixture, extra: &[&str], env: &[(&str, &str)]) -> Sidecar {
-    let mut args: Vec<OsString> = vec![
-        "proxy".into(),
-        "--url".into(),
-        url.into(),
-        "--retries".into(),
-        "2".into(),
-    ];
+    let mut all = extra.to_vec();
+    if !extra.contains(&"--retries") {
+        all.extend(["--retries", "2"]);
+    }
+    proxy_defaults(url, f, &all, env)
+}
+
+/// As [`proxy`], but with the defaults of every connection option EXTRA does not give
+/// (`--retries` included).
+pub fn proxy_defaults(url: &str, f: &Fixture, extra: &[&str], env: &[(&str, &str)]) -> Sidecar {
+    let mut args: Vec<OsString> = vec!["proxy".into(), "--url".into(), url.into()];
     if !extra.contains(&"--policy") {
         args.extend(["--root".into(), f.root.clone().into()]);
     }
@@ -155,21 +218,23 @@ pub fn proxy(url: &str, f: &Fixture, extra: &[&str], env: &[(&str, &str)]) -> Si
     args.extend(extra.iter().map(OsString::from));
     let mut env: Vec<(&str, &str)> = env.to_vec();
     env.push(("FSBROKER_LOG", "debug"));
-    // Loopback is reached directly even where the environment names an HTTP proxy.
-    env.extend([
-        ("NO_PROXY", "127.0.0.1,localhost"),
-        ("no_proxy", "127.0.0.1,localhost"),
-    ]);
+    // No NO_PROXY here: the proxy itself must reach loopback directly whatever proxy the
+    // environment names (remote_headers.rs holds it).
     Sidecar::spawn_env(&args, &env)
 }
 
-/// The host's `initialize` with `capabilities`, then `initialized`; returns the result.
-pub fn initialize(p: &mut Sidecar, capabilities: Value) -> Value {
+/// Sends the host's `initialize` (id `"init"`) without waiting for its answer.
+pub fn send_initialize(p: &mut Sidecar, capabilities: Value) {
     p.send(
         &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
         "protocolVersion": VERSION, "capabilities": capabilities,
         "clientInfo": {"name": "test-host", "version": "1"}}}),
     );
+}
+
+/// The host's `initialize` with `capabilities`, then `initialized`; returns the result.
+pub fn initialize(p: &mut Sidecar, capabilities: Value) -> Value {
+    send_initialize(p, capabilities);
     let r = p.wait_id(&json!("init"));
     assert!(r.get("result").is_some(), "initialize failed: {r}");
     p.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));

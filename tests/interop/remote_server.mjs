@@ -16,8 +16,10 @@
 //   stream) and returns the answers as JSON text: [{result} | {error: {code, message, data}}].
 //   With dropAfter: k, the stream the requests go on is closed after the k-th answer (the
 //   client must resume it with Last-Event-ID to get the rest).
-// - notes {method, path?, timeoutMs?}: waits until a notification with that method (and
-//   params.path) has arrived from the client, and returns those seen, as JSON text.
+// - notes {method, path?, timeoutMs?, announce?}: waits until a notification with that method
+//   (and params.path) has arrived from the client, and returns those seen, as JSON text. With
+//   announce: true, it first sends notifications/test/waiting on its own stream (the client
+//   has the stream once that reaches it).
 // - forget: the server forgets this session (later requests carrying its id get 404).
 // - big {bytes}: returns a text of that many bytes.
 import http from 'node:http';
@@ -120,11 +122,17 @@ function makeServer(forget) {
     'notes',
     {
       description: 'wait for notifications from the client',
-      inputSchema: { method: z.string(), path: z.string().optional(), timeoutMs: z.number().optional() },
+      inputSchema: {
+        method: z.string(),
+        path: z.string().optional(),
+        timeoutMs: z.number().optional(),
+        announce: z.boolean().optional(),
+      },
     },
-    async ({ method, path, timeoutMs }) => {
+    async ({ method, path, timeoutMs, announce }, extra) => {
       const matching = () => notes.filter(n => n.method === method && (path === undefined || n.params?.path === path));
       emit({ event: 'notes-waiting', method });
+      if (announce) await extra.sendNotification({ method: 'notifications/test/waiting', params: {} });
       const deadline = Date.now() + (timeoutMs ?? 10000);
       while (matching().length === 0 && Date.now() < deadline) {
         await new Promise(resolve => {

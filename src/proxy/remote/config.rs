@@ -197,13 +197,13 @@ fn header_name(raw: &str) -> Result<HeaderName, ConfigError> {
 }
 
 /// Whether a header name suggests a credential (`Authorization`, `X-Api-Key`, `Cookie`...).
-pub fn looks_secret(name: &str) -> bool {
+pub(crate) fn looks_secret(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     SECRET_PARTS.iter().any(|p| name.contains(p))
 }
 
 /// Whether `url` names this machine: `localhost` or a loopback address.
-pub fn is_loopback(url: &Url) -> bool {
+pub(crate) fn is_loopback(url: &Url) -> bool {
     match url.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
@@ -213,7 +213,7 @@ pub fn is_loopback(url: &Url) -> bool {
 }
 
 /// `url` without its query and fragment, for logs and errors: a query may carry a token.
-pub fn display_url(url: &Url) -> String {
+pub(crate) fn display_url(url: &Url) -> String {
     let mut shown = url.clone();
     shown.set_query(None);
     shown.set_fragment(None);

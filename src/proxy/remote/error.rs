@@ -60,6 +60,14 @@ pub enum RemoteError {
     /// The HTTP client could not be set up (TLS configuration).
     #[error("cannot set up the HTTP client: {0}")]
     Client(String),
+    /// The proxy ended (the host left, or a signal) before the server answered, and the
+    /// shutdown grace ran out.
+    #[error("the proxy ended before the remote server answered (shutdown grace {0:?})")]
+    Shutdown(Duration),
+    /// How a session that did not fail still ended badly: requests left unanswered, or a
+    /// server never reached. The text says which.
+    #[error("{0}")]
+    Abandoned(String),
 }
 
 impl RemoteError {
@@ -82,6 +90,7 @@ impl RemoteError {
             RemoteError::LegacyClosed => "stream_lost",
             RemoteError::Busy => "busy",
             RemoteError::Client(_) => "client",
+            RemoteError::Shutdown(_) | RemoteError::Abandoned(_) => "shutdown",
         }
     }
 
@@ -103,22 +112,49 @@ impl RemoteError {
             | RemoteError::TooLarge(_)
             | RemoteError::StreamLost
             | RemoteError::Malformed(_)
-            | RemoteError::Busy => false,
+            | RemoteError::Busy
+            | RemoteError::Shutdown(_)
+            | RemoteError::Abandoned(_) => false,
         }
     }
 
-    /// The JSON-RPC error response for request `id`, as a line for the host.
+    /// The JSON-RPC error response for request `id`, as a line for the host. The broker's
+    /// error type has no room for the transport's reasons (`unreachable`, `http_status` and
+    /// its `status`), so the object is built here, with the internal error's code.
     pub fn response_for(&self, id: &Value) -> Vec<u8> {
         let mut data = json!({"reason": self.reason()});
         if let RemoteError::Status(s) = self {
             data["status"] = json!(s.as_u16());
         }
         let v = json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32603,
+            "code": crate::error::ErrorKind::Internal.wire().code,
             "message": self.to_string(),
             "data": data,
         }});
-        serde_json::to_vec(&v).unwrap_or_default()
+        // Infallible for a value (serde_json fails only on maps with non-string keys).
+        crate::jsonrpc::encode(&v)
+    }
+
+    /// The end of a session that left `unanswered` requests without their answer after
+    /// the shutdown `grace`, or whose server was never reached (`unreached` says why).
+    pub fn abandoned(unanswered: usize, grace: Duration, unreached: Option<String>) -> Self {
+        let mut text = match unanswered {
+            0 => String::new(),
+            1 => {
+                format!("1 request was still unanswered when the {grace:?} shutdown grace ran out")
+            }
+            n => format!(
+                "{n} requests were still unanswered when the {grace:?} shutdown grace ran out"
+            ),
+        };
+        if let Some(why) = unreached {
+            if !text.is_empty() {
+                text.push_str("; ");
+            }
+            text.push_str("the remote server was never reached: ");
+            text.push_str(&why);
+        }
+        RemoteError::Abandoned(text)
     }
 
     /// A connection failure from `e`, with the causes that say what went wrong (connection

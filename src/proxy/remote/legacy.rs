@@ -5,10 +5,12 @@
 //! The stream is the session: when it ends, the session is over (the transport has no
 //! resumption), and the proxy ends with an error.
 
+use super::answer::Stop;
 use super::error::RemoteError;
 use super::http::ACCEPT_STREAM;
 use super::session::Shared;
-use super::sse::{End, Events, is_event_stream, message};
+use super::sse::{End, Events, is_event_stream};
+use reqwest::Method;
 use reqwest::header::ACCEPT;
 use std::future::Future;
 use std::sync::Arc;
@@ -21,11 +23,12 @@ pub async fn open(
     shared: &Arc<Shared>,
 ) -> Result<(Url, impl Future<Output = ()> + Send + 'static), RemoteError> {
     let url = shared.cfg.url.clone();
+    // Before the switch no session id is known (the refused initialize gave none), so this
+    // carries the extra headers only.
     let make = || {
         shared
-            .client
-            .get(url.clone())
-            .headers(shared.cfg.headers.clone())
+            .request(Method::GET, url.clone())
+            .0
             .header(ACCEPT, ACCEPT_STREAM)
     };
     let resp = shared
@@ -70,21 +73,11 @@ pub async fn open(
     );
     let s = shared.clone();
     let reader = async move {
-        loop {
-            match events.next().await {
-                Ok(event) => {
-                    if let Some(m) = message(event) {
-                        s.deliver(m).await;
-                    }
-                }
-                Err(End::Broken(e)) => {
-                    s.fatal(e);
-                    return;
-                }
-                Err(End::Dropped) => {
-                    s.fatal(RemoteError::LegacyClosed);
-                    return;
-                }
+        let (stop, _) = s.pump(&mut events, &[], std::future::pending()).await;
+        match stop {
+            Stop::Ended(End::Broken(e)) => s.fatal(e),
+            Stop::Ended(End::Dropped) | Stop::Settled | Stop::Interrupted => {
+                s.fatal(RemoteError::LegacyClosed)
             }
         }
     };

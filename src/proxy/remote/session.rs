@@ -1,22 +1,21 @@
 //! The state one remote session shares between its tasks: the session id and protocol
 //! version to send, the host's `initialize` (to start a new session with), the requests
-//! waiting for an answer, and the way messages reach the proxy.
+//! waiting for an answer, whether the server was ever reached, and the way messages reach
+//! the proxy.
 
 use super::config::RemoteConfig;
 use super::error::RemoteError;
+use super::pending::Pending;
 use crate::lines::LineSender;
 use crate::locks::lock;
 use crate::proxy::peek::{Kind, peek, peek_value};
 use reqwest::header::HeaderValue;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, watch};
+use tokio::task::AbortHandle;
 use url::Url;
-
-/// Requests that may wait for the remote server at once; beyond that a request is answered
-/// with an error at once (queueing it could stall the responses the server waits for).
-pub const MAX_PENDING: usize = 1024;
 
 /// Which transport the server speaks.
 #[derive(Debug, Clone)]
@@ -44,6 +43,13 @@ struct State {
     swallow: Option<Value>,
 }
 
+/// Whether the server ever answered, and why it could not be reached if it never did.
+#[derive(Debug, Default)]
+struct Reach {
+    reached: bool,
+    last_failure: Option<String>,
+}
+
 /// What every task of one remote session shares.
 pub struct Shared {
     /// The HTTP client (connection pool, TLS, redirect policy).
@@ -54,11 +60,15 @@ pub struct Shared {
     /// Held while a new session is started, so only one task starts it.
     pub(super) renewing: tokio::sync::Mutex<()>,
     incoming: LineSender,
-    pending: Mutex<HashSet<String>>,
+    /// The host's requests waiting for an answer.
+    pub pending: Pending,
     failure: Arc<Mutex<Option<RemoteError>>>,
     failed: Notify,
     /// Tells the GET stream that a new session started, so it leaves the old one.
     sessions: watch::Sender<u64>,
+    reach: Mutex<Reach>,
+    /// Tasks reading the answer to a replayed `initialize`, ended with the session.
+    readers: Mutex<Vec<AbortHandle>>,
 }
 
 impl Shared {
@@ -85,10 +95,12 @@ impl Shared {
             }),
             renewing: tokio::sync::Mutex::new(()),
             incoming,
-            pending: Mutex::new(HashSet::new()),
+            pending: Pending::new(),
             failure,
             failed: Notify::new(),
             sessions: watch::Sender::new(0),
+            reach: Mutex::new(Reach::default()),
+            readers: Mutex::new(Vec::new()),
         })
     }
 
@@ -168,12 +180,27 @@ impl Shared {
         Ok((line, s.initialized.clone()))
     }
 
-    /// Marks the new session as started.
+    /// Lets the host see a response to its `initialize` again: the replayed one's answer
+    /// was given up on, so none is to be kept back.
+    pub fn unswallow(&self) {
+        lock(&self.state).swallow = None;
+    }
+
+    /// Stops waiting for the response to a replayed `initialize`: it was the proxy's own
+    /// request, which the host must not be answered for.
+    pub fn drop_replayed(&self) {
+        let replayed = lock(&self.state).swallow.take();
+        if let Some(id) = replayed {
+            self.pending.take(&[id]);
+        }
+    }
+
+    /// Marks the new session as started. The replayed `initialize`'s response may still be
+    /// on its way; it is kept from the host when it comes.
     pub fn renewed(&self) {
         let generation = {
             let mut s = lock(&self.state);
             s.generation += 1;
-            s.swallow = None;
             s.generation
         };
         self.sessions.send_replace(generation);
@@ -184,32 +211,9 @@ impl Shared {
         self.sessions.subscribe()
     }
 
-    /// Registers the ids of requests about to be sent. Refused when too many already wait.
-    pub fn track(&self, ids: &[Value]) -> Result<(), RemoteError> {
-        let mut p = lock(&self.pending);
-        if p.len() + ids.len() > MAX_PENDING {
-            return Err(RemoteError::Busy);
-        }
-        p.extend(ids.iter().map(key));
-        Ok(())
-    }
-
-    /// Whether any of `ids` still waits for its response.
-    pub fn any_pending(&self, ids: &[Value]) -> bool {
-        let p = lock(&self.pending);
-        ids.iter().any(|id| p.contains(&key(id)))
-    }
-
     /// Answers each of `ids` that still waits with the error `e`.
     pub async fn fail(&self, ids: &[Value], e: &RemoteError) {
-        let open: Vec<Value> = {
-            let mut p = lock(&self.pending);
-            ids.iter()
-                .filter(|id| p.remove(&key(id)))
-                .cloned()
-                .collect()
-        };
-        for id in open {
+        for id in self.pending.take(ids) {
             tracing::warn!(error = %e, "a request to the remote server failed");
             let _ = self.incoming.send(e.response_for(&id)).await;
         }
@@ -217,11 +221,7 @@ impl Shared {
 
     /// Answers every waiting request with the failure that ended the session.
     pub async fn fail_all(&self) {
-        let ids: Vec<Value> = lock(&self.pending)
-            .drain()
-            .filter_map(|k| serde_json::from_str(&k).ok())
-            .collect();
-        for id in ids {
+        for id in self.pending.drain() {
             let _ = self.incoming.send(self.failure_response(&id)).await;
         }
     }
@@ -241,13 +241,15 @@ impl Shared {
 
     /// Passes one message from the server to the proxy: responses settle their requests,
     /// the response to a replayed `initialize` is kept from the host, and anything that is
-    /// not a JSON-RPC message (an SDK's empty `{}` priming event) is dropped. Line breaks,
-    /// which JSON allows only between tokens, become spaces, since the host reads lines.
+    /// not a JSON-RPC message (an SDK's empty `{}` priming event) is dropped. Line breaks
+    /// between tokens become spaces, since the host reads lines; a message with one inside
+    /// a string is not JSON and is dropped, since no line could carry it unchanged.
     pub async fn deliver(&self, mut line: Vec<u8>) {
-        for b in line.iter_mut() {
-            if *b == b'\n' || *b == b'\r' {
-                *b = b' ';
-            }
+        if !flatten(&mut line) {
+            tracing::warn!(
+                "dropped a message from the remote server with a raw line break in a string"
+            );
+            return;
         }
         match peek(&line) {
             Kind::Response { id } => {
@@ -257,12 +259,14 @@ impl Shared {
             }
             Kind::Batch => {
                 if let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) {
-                    let mut p = lock(&self.pending);
-                    for item in &items {
-                        if let Kind::Response { id } = peek_value(item) {
-                            p.remove(&key(&id));
-                        }
-                    }
+                    let ids: Vec<Value> = items
+                        .iter()
+                        .filter_map(|item| match peek_value(item) {
+                            Kind::Response { id } => Some(id),
+                            _ => None,
+                        })
+                        .collect();
+                    self.pending.take(&ids);
                 }
             }
             Kind::Other => {
@@ -277,7 +281,7 @@ impl Shared {
     /// Settles the request `id` answers; notes the protocol version from the response to
     /// `initialize`. Returns whether the host should see the response.
     fn settle(&self, id: &Value, line: &[u8]) -> bool {
-        lock(&self.pending).remove(&key(id));
+        self.pending.take(std::slice::from_ref(id));
         let mut s = lock(&self.state);
         let is_init = s.init.as_ref().is_some_and(|(_, i)| i == id);
         if is_init && s.awaiting_init {
@@ -310,6 +314,15 @@ impl Shared {
         self.failed.notify_one();
     }
 
+    /// Records why a session that did not fail still ends badly (requests left unanswered),
+    /// for the proxy to report.
+    pub fn conclude(&self, e: RemoteError) {
+        let mut f = lock(&self.failure);
+        if f.is_none() {
+            *f = Some(e);
+        }
+    }
+
     /// Whether the session has failed.
     pub fn has_failed(&self) -> bool {
         lock(&self.failure).is_some()
@@ -319,9 +332,80 @@ impl Shared {
     pub async fn failed(&self) {
         self.failed.notified().await;
     }
+
+    /// Notes that the server answered (any HTTP response).
+    pub fn note_reached(&self) {
+        lock(&self.reach).reached = true;
+    }
+
+    /// Notes why a connection could not be made.
+    pub fn note_unreached(&self, why: String) {
+        lock(&self.reach).last_failure = Some(why);
+    }
+
+    /// Why the server could not be reached, if it was tried and never answered.
+    pub fn never_reached(&self) -> Option<String> {
+        let r = lock(&self.reach);
+        if r.reached {
+            None
+        } else {
+            r.last_failure.clone()
+        }
+    }
+
+    /// Runs `work` on a task of its own that ends with the session at the latest.
+    pub fn spawn_reader(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(work).abort_handle();
+        let mut readers = lock(&self.readers);
+        readers.retain(|h| !h.is_finished());
+        readers.push(handle);
+    }
+
+    /// Ends the tasks of [`Shared::spawn_reader`].
+    pub fn abort_readers(&self) {
+        for h in lock(&self.readers).drain(..) {
+            h.abort();
+        }
+    }
 }
 
-/// The key of a request id in the pending set (ids are strings or numbers).
-fn key(id: &Value) -> String {
-    serde_json::to_string(id).unwrap_or_default()
+/// Turns line breaks between JSON tokens into spaces. Returns false when one stands inside a
+/// string, where JSON allows none: that text is not JSON, and changing it would make it so.
+fn flatten(line: &mut [u8]) -> bool {
+    let mut in_string = false;
+    let mut escaped = false;
+    for b in line.iter_mut() {
+        if in_string {
+            match *b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                b'\n' | b'\r' => return false,
+                _ => {}
+            }
+        } else {
+            match *b {
+                b'"' => in_string = true,
+                b'\n' | b'\r' => *b = b' ',
+                _ => {}
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_breaks_become_spaces_only_between_tokens() {
+        let mut ok = b"{\"a\":\r\n\"x\\\"\\n\",\n\"b\":1}".to_vec();
+        assert!(flatten(&mut ok));
+        assert_eq!(ok, b"{\"a\":  \"x\\\"\\n\", \"b\":1}");
+        let mut bad = b"{\"a\":\"one\ntwo\"}".to_vec();
+        assert!(!flatten(&mut bad));
+        let mut bad = b"{\"a\":\"\\\\\r\"}".to_vec();
+        assert!(!flatten(&mut bad));
+    }
 }

@@ -17,6 +17,11 @@ pub const MAX_DELAY: Duration = Duration::from_secs(10);
 /// once and advises `retry: 0` must not make the proxy spin.
 pub const MIN_DELAY: Duration = Duration::from_millis(100);
 
+/// The longest event id kept as the resumption cursor. Ids are sent back in
+/// `Last-Event-ID`; a server's ids are short (the TypeScript SDK's are under 100 bytes), and
+/// one of megabytes would be sent back with every reconnection.
+pub const MAX_EVENT_ID: usize = 1024;
+
 /// Why a byte stream was cut.
 #[derive(Debug, thiserror::Error)]
 enum Cut {
@@ -55,10 +60,21 @@ impl Events {
     /// it) may take at most `limit` bytes plus one network chunk; a larger one breaks the
     /// stream, so memory stays bounded whatever the server sends.
     pub fn new(resp: reqwest::Response, limit: usize) -> Events {
+        let chunks = resp
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(|e| super::error::chain(&e.without_url())));
+        Events::from_chunks(chunks, limit)
+    }
+
+    /// Reads a body given as its chunks (an error says why the connection failed).
+    fn from_chunks(
+        chunks: impl Stream<Item = Result<bytes::Bytes, String>> + Send + 'static,
+        limit: usize,
+    ) -> Events {
         let since_event = Arc::new(AtomicUsize::new(0));
         let count = since_event.clone();
-        let bytes = resp.bytes_stream().map(move |chunk| {
-            let chunk = chunk.map_err(|e| Cut::Http(super::error::chain(&e.without_url())))?;
+        let bytes = chunks.map(move |chunk| {
+            let chunk = chunk.map_err(Cut::Http)?;
             let total = count.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
             if total > limit {
                 return Err(Cut::TooLarge);
@@ -81,8 +97,13 @@ impl Events {
             Some(Ok(event)) => {
                 self.since_event.store(0, Ordering::Relaxed);
                 if let Some(id) = &event.id {
-                    // An empty id resets the cursor, as in the SSE standard.
-                    self.last_id = (!id.is_empty()).then(|| id.clone());
+                    // An empty id resets the cursor, as in the SSE standard. So does one
+                    // too long to send back: resuming from an older id would replay
+                    // messages already passed on.
+                    if id.len() > MAX_EVENT_ID {
+                        tracing::warn!(bytes = id.len(), "an event id is too long to resume from");
+                    }
+                    self.last_id = (!id.is_empty() && id.len() <= MAX_EVENT_ID).then(|| id.clone());
                 }
                 if let Some(ms) = event.retry {
                     self.retry = Some(Duration::from_millis(ms).min(MAX_DELAY));
@@ -154,6 +175,18 @@ mod tests {
             backoff(1, Some(Duration::from_millis(300))),
             Duration::from_millis(600)
         );
+    }
+
+    #[tokio::test]
+    async fn an_event_id_too_long_to_send_back_is_not_kept() {
+        let long = "x".repeat(MAX_EVENT_ID + 1);
+        let body = format!("id: short\ndata: 1\n\nid: {long}\ndata: 2\n\n");
+        let chunks = futures_util::stream::iter([Ok(bytes::Bytes::from(body))]);
+        let mut events = Events::from_chunks(chunks, 1 << 20);
+        assert!(events.next().await.is_ok());
+        assert_eq!(events.last_id.as_deref(), Some("short"));
+        assert!(events.next().await.is_ok());
+        assert_eq!(events.last_id, None);
     }
 
     #[test]

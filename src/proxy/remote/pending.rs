@@ -1,0 +1,127 @@
+//! The host's requests waiting for the remote server's answer, bounded in number.
+
+use super::error::RemoteError;
+use crate::locks::lock;
+use crate::proxy::peek::{Kind, peek, peek_value};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use tokio::sync::watch;
+
+/// Requests that may wait for the remote server at once; beyond that a request is answered
+/// with an error at once (queueing it could stall the responses the server waits for).
+pub(crate) const MAX_PENDING: usize = 1024;
+
+/// The ids of the requests that wait, and a signal whenever one stops waiting.
+pub struct Pending {
+    ids: Mutex<HashSet<String>>,
+    settled: watch::Sender<u64>,
+}
+
+impl Pending {
+    /// No request waits.
+    pub fn new() -> Pending {
+        Pending {
+            ids: Mutex::new(HashSet::new()),
+            settled: watch::Sender::new(0),
+        }
+    }
+
+    /// Registers the ids of requests about to be sent. Refused when too many already wait.
+    pub fn track(&self, ids: &[Value]) -> Result<(), RemoteError> {
+        let mut p = lock(&self.ids);
+        if p.len() + ids.len() > MAX_PENDING {
+            return Err(RemoteError::Busy);
+        }
+        p.extend(ids.iter().map(key));
+        Ok(())
+    }
+
+    /// Whether any of `ids` still waits for its response.
+    pub fn any(&self, ids: &[Value]) -> bool {
+        let p = lock(&self.ids);
+        ids.iter().any(|id| p.contains(&key(id)))
+    }
+
+    /// Stops waiting for those of `ids` that wait, and returns them.
+    pub fn take(&self, ids: &[Value]) -> Vec<Value> {
+        let taken: Vec<Value> = {
+            let mut p = lock(&self.ids);
+            ids.iter()
+                .filter(|id| p.remove(&key(id)))
+                .cloned()
+                .collect()
+        };
+        if !taken.is_empty() {
+            self.settled.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        taken
+    }
+
+    /// Stops waiting for every request, and returns them.
+    pub fn drain(&self) -> Vec<Value> {
+        let all: Vec<Value> = lock(&self.ids)
+            .drain()
+            .filter_map(|k| serde_json::from_str(&k).ok())
+            .collect();
+        self.settled.send_modify(|n| *n = n.wrapping_add(1));
+        all
+    }
+
+    /// Completes once none of `ids` waits any more.
+    pub async fn settled(&self, ids: &[Value]) {
+        // Subscribed before looking, so a request settled in between is not missed.
+        let mut changes = self.settled.subscribe();
+        while self.any(ids) {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The ids of the requests in a line (one request, or the requests of a batch).
+pub fn request_ids(line: &[u8]) -> Vec<Value> {
+    match peek(line) {
+        Kind::Request { id, .. } => vec![id],
+        Kind::Batch => match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Array(items)) => items
+                .iter()
+                .filter_map(|item| match peek_value(item) {
+                    Kind::Request { id, .. } => Some(id),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// The key of a request id (ids are strings or numbers, whose JSON text tells them apart).
+pub fn key(id: &Value) -> String {
+    id.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn requests_wait_until_taken_and_no_more_than_the_limit() {
+        let p = Pending::new();
+        let many: Vec<Value> = (0..MAX_PENDING).map(|i| json!(i)).collect();
+        assert!(p.track(&many).is_ok());
+        assert!(matches!(
+            p.track(&[json!("one more")]),
+            Err(RemoteError::Busy)
+        ));
+        // A string id is not the number with the same digits.
+        assert!(p.any(&[json!(5)]) && !p.any(&[json!("5")]));
+        assert_eq!(p.take(&[json!(5), json!("5")]), vec![json!(5)]);
+        assert!(p.track(&[json!("one more")]).is_ok());
+        p.settled(&[json!(5)]).await;
+        assert_eq!(p.drain().len(), MAX_PENDING);
+    }
+}

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""A misbehaving Streamable HTTP server for fsbroker's `proxy --url` tests (standard library only).
+
+usage: remote_evil.py MODE [ARG]
+
+Listens on 127.0.0.1, port 0. The first stdout line is {"port": N}; every later line is one
+event: {"event": "http", ...} per request (method, path, session, lastEventId,
+authorization, rpc: the JSON-RPC method, id: its id), and "closed" when a held stream's
+connection was closed by the client.
+
+Every mode answers like a plain server unless it says otherwise: initialize with a JSON
+result and Mcp-Session-Id "s1" (then "s2"...), other notifications and responses with 202,
+other requests with a JSON result, GET with 405, DELETE with 200.
+
+Modes:
+- plain: only that (also stands in for an HTTP proxy that must never be used: it logs).
+- notif-sse: answers notifications/initialized with an event stream that never ends.
+- init-flood: answers initialize with an event stream carrying 400 roots/list requests
+  before the result.
+- renew-hang: answers requests of session s1 with 404, and every initialize after the first
+  with an event stream that never ends.
+- renew-silent: as renew-hang, but every initialize after the first gets no answer at all.
+- get404: answers every GET with 404.
+- resume-storm: answers tools/call with a stream that carries an event id and closes, and
+  every GET with an event stream that closes at once.
+- legacy-foreign URL: a server of the old transport whose endpoint event names URL.
+- bad-session VALUE: initialize's Mcp-Session-Id is VALUE ("space" for one with a space,
+  "latin1" for one with a byte above 0x7E).
+- redirect URL: answers every POST with 307 to URL.
+- redirects N: answers POSTs with a chain of N same-origin 307s before the real answer.
+- big-length: answers tools/list with a Content-Length of 1 GB and no body.
+- hold: answers tools/call with an event stream held open (keep-alives every 0.2 s).
+"""
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODE = sys.argv[1]
+ARG = sys.argv[2] if len(sys.argv) > 2 else ""
+lock = threading.Lock()
+inits = 0
+
+
+def emit(**kw):
+    with lock:
+        print(json.dumps(kw), flush=True)
+
+
+def init_result(rid):
+    return {"jsonrpc": "2.0", "id": rid, "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+        "serverInfo": {"name": "evil", "version": "1"}}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def note(self, msg=None):
+        rpc = msg.get("method") if isinstance(msg, dict) else None
+        rid = msg.get("id") if isinstance(msg, dict) else None
+        emit(event="http", method=self.command, path=self.path,
+             session=self.headers.get("mcp-session-id"),
+             lastEventId=self.headers.get("last-event-id"),
+             authorization=self.headers.get("authorization"),
+             protocolVersion=self.headers.get("mcp-protocol-version"),
+             rpc=rpc, id=rid, cancels=(msg.get("params") or {}).get("requestId")
+             if rpc == "notifications/cancelled" else None)
+
+    def body(self):
+        n = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(n)
+        try:
+            return json.loads(raw or b"null")
+        except ValueError:
+            return None
+
+    def json(self, status, obj, extra=None):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def empty(self, status, extra=None):
+        self.send_response(status)
+        self.send_header("content-length", "0")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+
+    def sse_start(self, extra=None):
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.close_connection = True
+
+    def sse(self, data=None, id=None, event=None, raw=None):
+        out = raw if raw is not None else ""
+        if raw is None:
+            if event:
+                out += f"event: {event}\n"
+            if id is not None:
+                out += f"id: {id}\n"
+            if data is not None:
+                out += f"data: {json.dumps(data)}\n"
+            out += "\n"
+        self.wfile.write(out.encode())
+        self.wfile.flush()
+
+    def forever(self, every=1.0, what=None):
+        """Keep-alives until the client goes; reports the close as `what`."""
+        try:
+            while True:
+                time.sleep(every)
+                self.sse(raw=": keep-alive\n\n")
+        except OSError:
+            if what is not None:
+                emit(event="closed", what=what)
+
+    def do_DELETE(self):
+        self.note()
+        emit(event="delete", session=self.headers.get("mcp-session-id"))
+        self.empty(200)
+
+    def do_GET(self):
+        self.note()
+        if MODE == "legacy-foreign":
+            self.sse_start()
+            self.sse(raw=f"event: endpoint\ndata: {ARG}\n\n")
+            self.forever()
+        elif MODE == "get404":
+            self.empty(404)
+        elif MODE == "resume-storm":
+            self.sse_start()
+        else:
+            self.empty(405)
+
+    def do_POST(self):
+        global inits
+        if MODE == "redirects" and self.path.startswith("/hop"):
+            hop = int(self.path[4:])
+            if hop < int(ARG):
+                self.body()
+                self.note()
+                self.empty(307, {"location": f"/hop{hop + 1}"})
+                return
+        msg = self.body()
+        self.note(msg)
+        if MODE == "legacy-foreign":
+            self.empty(405)
+            return
+        if MODE == "redirect":
+            self.empty(307, {"location": ARG})
+            return
+        if MODE == "redirects" and not self.path.startswith("/hop"):
+            self.empty(307, {"location": "/hop1"})
+            return
+        method = msg.get("method") if isinstance(msg, dict) else None
+        rid = msg.get("id") if isinstance(msg, dict) else None
+        sid = self.headers.get("mcp-session-id")
+        if method == "initialize":
+            with lock:
+                inits += 1
+                n = inits
+            emit(event="initialize", n=n)
+            session = f"s{n}"
+            if MODE == "bad-session":
+                session = {"space": "bad id", "latin1": "caf\u00e9"}[ARG]
+            if MODE == "renew-silent" and n > 1:
+                time.sleep(60)
+                return
+            if MODE == "renew-hang" and n > 1:
+                self.sse_start({"mcp-session-id": session})
+                self.forever()
+                return
+            if MODE == "init-flood":
+                self.sse_start({"mcp-session-id": session})
+                try:
+                    for i in range(400):
+                        self.sse({"jsonrpc": "2.0", "id": f"r{i}", "method": "roots/list"})
+                    self.sse(init_result(rid))
+                except OSError as e:
+                    emit(event="error", message=str(e))
+                return
+            self.json(200, init_result(rid), {"mcp-session-id": session})
+            return
+        if rid is None or method is None:
+            # A notification or a response.
+            if MODE == "notif-sse" and method == "notifications/initialized":
+                self.sse_start()
+                self.forever()
+                return
+            self.empty(202)
+            return
+        if MODE in ("renew-hang", "renew-silent") and sid == "s1":
+            self.empty(404)
+            return
+        if MODE == "resume-storm" and method == "tools/call":
+            self.sse_start()
+            self.sse(raw="id: ev1\nretry: 0\ndata:\n\n")
+            return
+        if MODE == "big-length" and method == "tools/list":
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(1 << 30))
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(30)
+            return
+        if MODE == "hold" and method == "tools/call":
+            self.sse_start()
+            self.forever(0.2, what=rid)
+            return
+        self.json(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+emit(port=server.server_address[1])
+threading.Thread(target=server.serve_forever, daemon=True).start()
+# The test ends the server by closing its stdin (or killing it).
+sys.stdin.read()
