@@ -78,6 +78,13 @@ fn a_new_session_whose_initialize_streams_forever_does_not_hold_up_requests() {
         "{:#?}",
         server.seen
     );
+    // The session id comes from the answer to initialize only, not from the 202 to the
+    // replayed notifications/initialized.
+    let all = server.stop();
+    assert!(
+        all.iter().all(|e| e["session"] != "not-from-initialize"),
+        "{all:#?}"
+    );
 }
 
 #[test]
@@ -145,6 +152,30 @@ fn streams_that_close_at_once_are_resumed_a_bounded_number_of_times() {
     // three times in a row without bringing anything.
     assert!(resumed <= 2, "{resumed} resumptions: {:#?}", server.seen);
     assert!(fresh <= 3, "{fresh} GET streams: {:#?}", server.seen);
+    let (status, _) = p.finish();
+    assert_eq!(status.code(), Some(0), "{}", p.stderr());
+}
+
+#[test]
+fn an_idle_stream_the_server_closes_now_and_then_is_reopened_for_good() {
+    let f = Fixture::new();
+    // Every GET stream stays open 1.2 s, brings nothing, and closes: longer than the connect
+    // timeout, so none counts against the one retry allowed.
+    let mut server = RemoteServer::evil("get-idle", "");
+    let mut p = proxy(
+        &server.url(),
+        &f,
+        &["--connect-timeout", "1", "--retries", "1"],
+        &[],
+    );
+    initialize(&mut p, json!({}));
+    let gets = std::cell::Cell::new(0);
+    server.wait_for("a fourth GET", |e| {
+        if e["method"] == "GET" {
+            gets.set(gets.get() + 1);
+        }
+        gets.get() >= 4
+    });
     let (status, _) = p.finish();
     assert_eq!(status.code(), Some(0), "{}", p.stderr());
 }

@@ -79,6 +79,28 @@ fn a_server_gone_mid_session_fails_the_requests_in_flight_and_ends_the_proxy() {
 }
 
 #[test]
+fn a_server_that_never_completes_the_connection_costs_one_connect_timeout() {
+    let f = Fixture::new();
+    // Connecting hangs, as with a host that drops packets: five retries of 3 s each (and
+    // their backoff) would take 24 s.
+    let server = RemoteServer::evil("blackhole", "");
+    let mut p = proxy(
+        &server.url(),
+        &f,
+        &["--connect-timeout", "3", "--retries", "5"],
+        &[],
+    );
+    let started = std::time::Instant::now();
+    send_initialize(&mut p, json!({}));
+    let r = p.wait_id(&json!("init"));
+    let took = started.elapsed();
+    assert_eq!(r["error"]["data"]["reason"], "unreachable", "{r}");
+    assert!(took < Duration::from_secs(9), "took {took:?}");
+    let (status, _) = timed_exit(&mut p, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "{}", p.stderr());
+}
+
+#[test]
 fn a_host_that_leaves_before_the_server_is_reached_gets_an_answer_and_exit_1() {
     let f = Fixture::new();
     let url = format!("http://127.0.0.1:{}/mcp", dead_port());

@@ -9,8 +9,9 @@ authorization, rpc: the JSON-RPC method, id: its id), and "closed" when a held s
 connection was closed by the client.
 
 Every mode answers like a plain server unless it says otherwise: initialize with a JSON
-result and Mcp-Session-Id "s1" (then "s2"...), other notifications and responses with 202,
-other requests with a JSON result, GET with 405, DELETE with 200.
+result and Mcp-Session-Id "s1" (then "s2"...), other notifications and responses with 202
+(carrying a bogus Mcp-Session-Id "not-from-initialize", which a client must ignore), other
+requests with a JSON result, GET with 405, DELETE with 200.
 
 Modes:
 - plain: only that (also stands in for an HTTP proxy that must never be used: it logs).
@@ -21,6 +22,8 @@ Modes:
   with an event stream that never ends.
 - renew-silent: as renew-hang, but every initialize after the first gets no answer at all.
 - get404: answers every GET with 404.
+- get-idle: answers every GET with an event stream that brings nothing and closes after
+  1.2 s.
 - resume-storm: answers tools/call with a stream that carries an event id and closes, and
   every GET with an event stream that closes at once.
 - legacy-foreign URL: a server of the old transport whose endpoint event names URL.
@@ -30,8 +33,11 @@ Modes:
 - redirects N: answers POSTs with a chain of N same-origin 307s before the real answer.
 - big-length: answers tools/list with a Content-Length of 1 GB and no body.
 - hold: answers tools/call with an event stream held open (keep-alives every 0.2 s).
+- blackhole: no HTTP at all: a socket whose accept queue is full, so connecting to it hangs
+  as with a host that drops packets.
 """
 import json
+import socket
 import sys
 import threading
 import time
@@ -39,6 +45,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODE = sys.argv[1]
 ARG = sys.argv[2] if len(sys.argv) > 2 else ""
+
+if MODE == "blackhole":
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(0)
+    held = []
+    # Fill the accept queue; the connection that does not complete marks it full.
+    while True:
+        c = socket.socket()
+        c.settimeout(0.5)
+        try:
+            c.connect(hole.getsockname())
+            held.append(c)
+        except OSError:
+            break
+    print(json.dumps({"port": hole.getsockname()[1]}), flush=True)
+    sys.stdin.read()
+    sys.exit(0)
 lock = threading.Lock()
 inits = 0
 
@@ -143,6 +167,9 @@ class Handler(BaseHTTPRequestHandler):
             self.empty(404)
         elif MODE == "resume-storm":
             self.sse_start()
+        elif MODE == "get-idle":
+            self.sse_start()
+            time.sleep(1.2)
         else:
             self.empty(405)
 
@@ -201,7 +228,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.sse_start()
                 self.forever()
                 return
-            self.empty(202)
+            self.empty(202, {"mcp-session-id": "not-from-initialize"})
             return
         if MODE in ("renew-hang", "renew-silent") and sid == "s1":
             self.empty(404)
