@@ -23,11 +23,13 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-/// What the driver runs besides the requests: the GET stream, the old transport's stream.
+/// The driver's tasks: the requests, the streams the server sends on by itself (GET, the old
+/// transport's), and answers of the proxy's own waiting for room towards the host.
 struct Driver {
     shared: Arc<Shared>,
     inflight: InFlight,
     background: JoinSet<()>,
+    answers: JoinSet<()>,
 }
 
 /// Runs the session until the host is gone (`end`, or the end of `outgoing`) or the session
@@ -42,6 +44,7 @@ pub async fn drive(
         shared: shared.clone(),
         inflight: InFlight::default(),
         background: JoinSet::new(),
+        answers: JoinSet::new(),
     };
     // Set when the host leaves: what it sent may still be answered until then.
     let mut deadline = None;
@@ -75,6 +78,7 @@ pub async fn drive(
             }
             Some(()) = d.inflight.join_next(), if !d.inflight.is_empty() => {}
             Some(r) = d.background.join_next(), if !d.background.is_empty() => log_panic(r),
+            Some(r) = d.answers.join_next(), if !d.answers.is_empty() => log_panic(r),
         }
     };
     if !failed {
@@ -93,6 +97,13 @@ pub async fn drive(
     let mut left = Vec::new();
     while let Some(line) = outgoing.try_recv() {
         left.extend(request_ids(&line));
+    }
+    // The proxy's own answers still on their way get a last chance to reach the host.
+    let last = tokio::time::timeout(shared.cfg.connect_timeout, async {
+        while d.answers.join_next().await.is_some() {}
+    });
+    if last.await.is_err() {
+        d.answers.abort_all();
     }
     if failed {
         for id in left {
@@ -168,7 +179,7 @@ impl Driver {
                 }
                 if let Err(e) = shared.pending.track(&ids) {
                     for id in &ids {
-                        shared.pass(e.response_for(id)).await;
+                        self.answer(e.response_for(id));
                     }
                     return;
                 }
@@ -187,7 +198,7 @@ impl Driver {
         let first = shared.begin_initialize(&line, &id);
         let ids = vec![id];
         if let Err(e) = shared.pending.track(&ids) {
-            shared.pass(e.response_for(&ids[0])).await;
+            self.answer(e.response_for(&ids[0]));
             return;
         }
         let body = Bytes::from(line);
@@ -215,9 +226,22 @@ impl Driver {
         match result {
             Ok(resp) => self.inflight.start(&shared, Start::Init(resp), ids),
             Err(e) => {
-                shared.fail(&ids, &e).await;
+                for id in shared.pending.take(&ids) {
+                    tracing::warn!(error = %e, "the remote server's initialize failed");
+                    self.answer(e.response_for(&id));
+                }
                 shared.fatal(e);
             }
+        }
+    }
+
+    /// Gives the host an answer the proxy made up. Never waits here: the queue towards the
+    /// host drains only as fast as the proxy's server reader, which may itself be waiting for
+    /// room in the queue this driver drains.
+    fn answer(&mut self, line: Vec<u8>) {
+        if let Some(line) = self.shared.try_pass(line) {
+            let shared = self.shared.clone();
+            self.answers.spawn(async move { shared.pass(line).await });
         }
     }
 

@@ -6,7 +6,7 @@
 use super::config::RemoteConfig;
 use super::error::RemoteError;
 use super::pending::Pending;
-use crate::lines::LineSender;
+use crate::lines::{LineSender, SendError};
 use crate::locks::lock;
 use crate::proxy::peek::{Kind, peek, peek_value};
 use reqwest::header::HeaderValue;
@@ -237,6 +237,14 @@ impl Shared {
     /// Passes a line to the proxy as it is (an error the proxy made up for the host).
     pub async fn pass(&self, line: Vec<u8>) {
         let _ = self.incoming.send(line).await;
+    }
+
+    /// Passes a line to the proxy if there is room now; gives it back if there is none.
+    pub fn try_pass(&self, line: Vec<u8>) -> Option<Vec<u8>> {
+        match self.incoming.try_send(line) {
+            Ok(()) | Err(SendError::Closed(_)) => None,
+            Err(SendError::Full(line)) => Some(line),
+        }
     }
 
     /// Passes one message from the server to the proxy: responses settle their requests,
