@@ -37,6 +37,11 @@ pub struct LargeRead {
     pub base64: Samples,
     /// `cat FILE > /dev/null`, MiB/s.
     pub cat: Samples,
+    /// `base64 FILE | cat > /dev/null`: the same bytes through a pipe to another process, as
+    /// ours go to the client, MiB/s.
+    pub base64_pipe: Samples,
+    /// Ours ÷ `base64` piped into `cat`, per round.
+    pub ratio_base64_pipe: Samples,
     /// Ours ÷ base64, per round.
     pub ratio_base64: Samples,
     /// The sidecar's VmHWM at the end of each round, MiB.
@@ -90,10 +95,18 @@ pub fn ours_read(b: &Bench, rel: &str, size: u64, window: usize) -> Res<(Duratio
     Ok((took, hwm))
 }
 
-/// Times a shell tool reading `file` with its output to /dev/null.
+/// Times a shell tool reading `file` with its output to /dev/null; `program` may be a
+/// pipeline, which gets the file as `$1`.
 pub fn tool(program: &str, file: &std::path::Path) -> Res<Duration> {
+    let mut cmd = if program.contains(' ') {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(program).arg("sh");
+        c
+    } else {
+        Command::new(program)
+    };
     let t = Instant::now();
-    let status = Command::new(program)
+    let status = cmd
         .arg(file)
         .stdout(std::fs::File::create("/dev/null")?)
         .stderr(Stdio::inherit())
@@ -200,20 +213,24 @@ pub fn large_read(b: &Bench) -> Res<LargeRead> {
         eprintln!("large read: round {} of {}", round + 1, cfg.rounds);
         let mut ours = 0.0;
         let mut base64 = 0.0;
-        for k in 0..3 {
-            match (round + k) % 3 {
+        let mut piped = 0.0;
+        for k in 0..4 {
+            match (round + k) % 4 {
                 0 => {
                     let (t, hwm) = ours_read(b, "large.bin", size, cfg.large_window)?;
                     ours = mib / t.as_secs_f64();
                     r.hwm_mib.push(hwm as f64 / 1024.0);
                 }
                 1 => base64 = mib / tool("base64", &file)?.as_secs_f64(),
+                2 => piped = mib / tool("base64 \"$1\" | cat", &file)?.as_secs_f64(),
                 _ => r.cat.push(mib / tool("cat", &file)?.as_secs_f64()),
             }
         }
         r.ours.push(ours);
         r.base64.push(base64);
         r.ratio_base64.push(ours / base64);
+        r.base64_pipe.push(piped);
+        r.ratio_base64_pipe.push(ours / piped);
     }
     let small_size = cfg.peer_large_mib << 20;
     let small_mib = small_size as f64 / (1 << 20) as f64;
