@@ -98,42 +98,52 @@ pub async fn drive(
     while let Some(line) = outgoing.try_recv() {
         left.extend(request_ids(&line));
     }
-    // The proxy's own answers still on their way get a last chance to reach the host.
-    let last = tokio::time::timeout(shared.cfg.connect_timeout, async {
-        while d.answers.join_next().await.is_some() {}
-    });
-    if last.await.is_err() {
+    // The host gets an answer for every request left, unless it stopped reading: then the
+    // queue towards it stays full, and waiting would keep the proxy from ending.
+    if !failed {
+        left.extend(shared.pending.drain());
+    }
+    let limit = shared.cfg.connect_timeout;
+    if tokio::time::timeout(limit, answer_left(&mut d, &left, failed))
+        .await
+        .is_err()
+    {
+        tracing::warn!("the host is not taking the last answers; they are dropped");
         d.answers.abort_all();
     }
     if failed {
-        for id in left {
-            shared.pass(shared.failure_response(&id)).await;
-        }
-        shared.fail_all().await;
         return 1;
     }
-    left.extend(shared.pending.drain());
-    let shutdown = RemoteError::Shutdown(shared.cfg.grace);
-    for id in &left {
-        shared.pass(shutdown.response_for(id)).await;
-    }
+    let left = left.len();
     shared.delete().await;
     let unreached = shared.never_reached();
-    if left.is_empty() && unreached.is_none() {
+    if left == 0 && unreached.is_none() {
         return 0;
     }
-    if !left.is_empty() {
-        tracing::warn!(
-            requests = left.len(),
-            "requests were left unanswered at the end"
-        );
+    if left > 0 {
+        tracing::warn!(requests = left, "requests were left unanswered at the end");
     }
-    shared.conclude(RemoteError::abandoned(
-        left.len(),
-        shared.cfg.grace,
-        unreached,
-    ));
+    shared.conclude(RemoteError::abandoned(left, shared.cfg.grace, unreached));
     1
+}
+
+/// Answers `left` (requests never answered) with the failure that ended the session, and
+/// every request still waiting as well, or, after a clean end, with `shutdown`; lets the
+/// proxy's own answers on their way arrive first.
+async fn answer_left(d: &mut Driver, left: &[Value], failed: bool) {
+    while d.answers.join_next().await.is_some() {}
+    let shared = &d.shared;
+    if failed {
+        for id in left {
+            shared.pass(shared.failure_response(id)).await;
+        }
+        shared.fail_all().await;
+        return;
+    }
+    let shutdown = RemoteError::Shutdown(shared.cfg.grace);
+    for id in left {
+        shared.pass(shutdown.response_for(id)).await;
+    }
 }
 
 fn log_panic(r: Result<(), tokio::task::JoinError>) {
