@@ -11,9 +11,9 @@
 
 use fs4::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The longest an install may take (a cold npm and pip install takes well under a minute).
 const INSTALL: Duration = Duration::from_secs(900);
@@ -115,39 +115,17 @@ fn reset(dir: &Path) {
 /// Runs an installer to completion within [`INSTALL`]; a failure or a timeout fails the test
 /// with the installer's output.
 fn install(cmd: Command, what: &str) {
-    run(cmd, INSTALL, what, true);
+    run(cmd, INSTALL, what);
 }
 
 /// Runs `cmd` to completion within `limit`, failing the test with its output if it fails or
-/// takes longer. Returns its standard output (standard error joins it when `merge`).
-pub fn run(mut cmd: Command, limit: Duration, what: &str, merge: bool) -> String {
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let err = tempfile::NamedTempFile::new().unwrap();
-    let err_file = if merge { &out } else { &err };
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out.reopen().unwrap())
-        .stderr(err_file.reopen().unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stdout = std::fs::read_to_string(out.path()).unwrap_or_default();
-    let stderr = std::fs::read_to_string(err.path()).unwrap_or_default();
-    match status {
-        Some(s) if s.success() => stdout,
-        Some(s) => panic!("{what} failed ({s}):\n{stdout}\n{stderr}"),
-        None => panic!("{what} took longer than {limit:?}:\n{stdout}\n{stderr}"),
+/// takes longer. Returns its standard output.
+pub fn run(cmd: Command, limit: Duration, what: &str) -> String {
+    let ran = crate::common::run_within(cmd, limit);
+    match ran.status {
+        Some(s) if s.success() => String::from_utf8_lossy(&ran.stdout).into_owned(),
+        Some(s) => panic!("{what} failed ({s}):\n{}", ran.log()),
+        None => panic!("{what} took longer than {limit:?}:\n{}", ran.log()),
     }
 }
 
@@ -184,7 +162,7 @@ pub fn py_host(tool: &str, command: &[std::ffi::OsString]) -> serde_json::Value 
     cmd.arg(sources().join("py_host.py"))
         .arg(tool)
         .args(command);
-    let out = run(cmd, Duration::from_secs(60), "the Python SDK host", false);
+    let out = run(cmd, Duration::from_secs(60), "the Python SDK host");
     serde_json::from_str(out.trim())
         .unwrap_or_else(|e| panic!("the Python SDK host printed no JSON ({e}): {out}"))
 }

@@ -53,28 +53,10 @@ pub fn examples() -> &'static PathBuf {
     })
 }
 
-/// Runs `cmd` to completion within `limit` (killed after), returning success and its stderr.
-pub fn run_bounded(mut cmd: Command, limit: Duration) -> (bool, String) {
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let text = std::fs::read_to_string(log.path()).unwrap_or_default();
-    (status.is_some_and(|s| s.success()), text)
+/// Runs `cmd` to completion within `limit` (killed after), returning success and its output.
+pub fn run_bounded(cmd: Command, limit: Duration) -> (bool, String) {
+    let ran = crate::common::run_within(cmd, limit);
+    (ran.success(), ran.log())
 }
 
 pub fn server_exe() -> PathBuf {
@@ -198,7 +180,6 @@ pub fn host(args: &[&str]) -> (bool, String) {
 
 /// Runs the example host with `args` and environment `env` (which its server inherits).
 pub fn host_with_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
-    let out_file = tempfile::NamedTempFile::new().unwrap();
     let mut cmd = Command::new(examples().join("rmcp_host"));
     cmd.envs(env.iter().copied())
         .args(args)
@@ -206,8 +187,5 @@ pub fn host_with_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
         .arg("30")
         .arg("--")
         .arg(server_exe());
-    cmd.stdout(out_file.reopen().unwrap());
-    let (ok, log) = run_bounded(cmd, STEP * 2);
-    let out = std::fs::read_to_string(out_file.path()).unwrap();
-    (ok, format!("{out}\n--- stderr ---\n{log}"))
+    run_bounded(cmd, STEP * 2)
 }

@@ -303,27 +303,19 @@ pub fn rpc_line(id: impl Into<Value>, method: &str, params: Value) -> Vec<u8> {
 
 /// Runs `fsbroker ARGS...` to completion with stdin closed, within [`WAIT`].
 pub fn run_bounded(args: &[OsString]) -> Output {
-    let mut child = Command::new(crate::common::bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn fsbroker");
-    let collect = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            v
-        })
+    let mut cmd = Command::new(crate::common::bin());
+    cmd.args(args);
+    let ran = crate::common::run_within(cmd, WAIT);
+    let Some(status) = ran.status else {
+        panic!(
+            "fsbroker {args:?} did not exit within {WAIT:?}\n{}",
+            ran.log()
+        );
     };
-    let out = collect(Box::new(child.stdout.take().unwrap()));
-    let err = collect(Box::new(child.stderr.take().unwrap()));
-    let status = wait_child(&mut child, WAIT, &format!("fsbroker {args:?}"));
     Output {
         status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+        stdout: ran.stdout,
+        stderr: ran.stderr,
     }
 }
 
