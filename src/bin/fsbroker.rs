@@ -108,11 +108,12 @@ async fn serve(args: CommonArgs) -> ExitCode {
         broker,
         &server_id,
         tokio::io::stdin(),
-        tokio::io::stdout(),
+        stdout_writer(),
         outbound,
         shutdown_signal(),
     )
     .await;
+    restore_stdout_blocking();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -230,5 +231,31 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => tracing::info!("terminated; shutting down"),
         _ = int.recv() => tracing::info!("interrupted; shutting down"),
+    }
+}
+
+/// Standard output for the protocol. A pipe (what a host gives a sidecar) is written from the
+/// runtime directly, without tokio's stdout copying each response into its own buffer and
+/// handing every write to a blocking thread; anything else (a file, a terminal) goes through
+/// tokio's stdout.
+fn stdout_writer() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
+    use std::os::fd::AsFd;
+    let pipe = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
+    match pipe {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    }
+}
+
+/// Gives standard output back its blocking mode: the pipe writer made the pipe non-blocking,
+/// and the host may hand the same pipe to whatever it runs after us.
+fn restore_stdout_blocking() {
+    use std::os::fd::AsFd;
+    let out = std::io::stdout();
+    if let Ok(flags) = rustix::fs::fcntl_getfl(out.as_fd()) {
+        let _ = rustix::fs::fcntl_setfl(out.as_fd(), flags - rustix::fs::OFlags::NONBLOCK);
     }
 }
