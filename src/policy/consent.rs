@@ -1,0 +1,145 @@
+//! The `[consent]` section: the mode that answers, its fallback, and the rules tried first.
+
+use super::all_servers;
+use crate::path::{MountPath, RequestPath};
+use crate::root::Access;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::num::NonZeroU64;
+use std::path::PathBuf;
+use toml::Spanned;
+
+/// The `[consent]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsentConfig {
+    /// The provider for requests that no rule decides; unset means `tty` where a controlling
+    /// terminal exists, else `deny` (in `fsbroker proxy`, `elicit`).
+    pub mode: Option<ConsentMode>,
+    /// With mode `elicit`, who answers when the host cannot show a form; unset means `tty`
+    /// where a controlling terminal exists, else `deny`.
+    #[serde(default, deserialize_with = "fallback_mode")]
+    pub fallback: Option<ConsentMode>,
+    /// Seconds to wait for a decision before denying.
+    #[serde(default = "default_consent_timeout")]
+    pub timeout_secs: NonZeroU64,
+    /// Rules tried in order before the provider is asked.
+    #[serde(default)]
+    pub rules: Vec<ConsentRule>,
+}
+
+impl Default for ConsentConfig {
+    fn default() -> Self {
+        ConsentConfig {
+            mode: None,
+            fallback: None,
+            timeout_secs: default_consent_timeout(),
+            rules: Vec::new(),
+        }
+    }
+}
+
+/// How consent requests that no rule decides are answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum ConsentMode {
+    /// Approve every path inside the roots.
+    Auto,
+    /// Deny everything.
+    Deny,
+    /// Ask on the controlling terminal (never on stdin).
+    Tty,
+    /// Run a program that reads the request as JSON on stdin and answers on stdout.
+    Command(PathBuf),
+    /// Ask through the host's `elicitation/create` (proxy only).
+    Elicit,
+}
+
+impl TryFrom<String> for ConsentMode {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "auto" => Ok(ConsentMode::Auto),
+            "deny" => Ok(ConsentMode::Deny),
+            "tty" => Ok(ConsentMode::Tty),
+            "elicit" => Ok(ConsentMode::Elicit),
+            _ => match s.strip_prefix("command:") {
+                Some(p) if !p.is_empty() => Ok(ConsentMode::Command(PathBuf::from(p))),
+                _ => Err(format!(
+                    "unknown consent mode {s:?}: expected auto, deny, tty, elicit or command:PROGRAM"
+                )),
+            },
+        }
+    }
+}
+
+impl From<ConsentMode> for String {
+    fn from(m: ConsentMode) -> String {
+        m.to_string()
+    }
+}
+
+impl fmt::Display for ConsentMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConsentMode::Auto => f.write_str("auto"),
+            ConsentMode::Deny => f.write_str("deny"),
+            ConsentMode::Tty => f.write_str("tty"),
+            ConsentMode::Elicit => f.write_str("elicit"),
+            ConsentMode::Command(p) => write!(f, "command:{}", p.display()),
+        }
+    }
+}
+
+/// A `[[consent.rules]]` entry: decides consent for matching paths without asking.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsentRule {
+    /// Server ids the rule applies to; `["*"]` (default) means every server.
+    #[serde(default = "all_servers")]
+    pub servers: Vec<String>,
+    /// Mount-form paths; the rule applies to these and everything beneath them.
+    pub paths: Vec<Spanned<String>>,
+    /// `allow` or `deny`.
+    pub decision: Decision,
+    /// For `allow`: the most the rule grants (default: what the root allows).
+    pub access: Option<Access>,
+}
+
+impl ConsentRule {
+    /// Whether one of the rule's paths is `path` or lies above it.
+    pub fn covers(&self, path: &MountPath) -> bool {
+        self.paths
+            .iter()
+            .any(|p| match RequestPath::parse(p.get_ref()) {
+                Ok(RequestPath::Mount { mount, rel }) => {
+                    mount == path.mount.as_str() && path.rel.starts_with(&rel)
+                }
+                _ => false,
+            })
+    }
+}
+
+/// A rule's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Approve without asking.
+    Allow,
+    /// Deny without asking.
+    Deny,
+}
+
+/// `consent.fallback`: any mode but `elicit`, since it answers when eliciting cannot.
+fn fallback_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ConsentMode>, D::Error> {
+    match ConsentMode::deserialize(d)? {
+        ConsentMode::Elicit => Err(serde::de::Error::custom(
+            "must be auto, deny, tty or command:PROGRAM: it answers when the host cannot elicit",
+        )),
+        mode => Ok(Some(mode)),
+    }
+}
+
+fn default_consent_timeout() -> NonZeroU64 {
+    NonZeroU64::new(120).unwrap_or(NonZeroU64::MIN)
+}

@@ -1,0 +1,273 @@
+//! Loading a policy: TOML text to a [`Policy`], with every error naming the file, the line
+//! and the key, and the checks that types alone cannot make.
+
+use super::{DEFAULT_POLICY, Policy, RootEntry};
+use crate::path::{MountName, RequestPath};
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+use toml::Spanned;
+
+/// A policy that could not be loaded: the file, the line, the key and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    /// The file (or `<command line>`, `<default>`).
+    pub file: String,
+    /// The 1-based line, where known.
+    pub line: Option<usize>,
+    /// The dotted key, such as `limits.timeout_ms` or `roots[1].mount`.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+impl Policy {
+    /// Reads and validates a policy file.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+            file: path.display().to_string(),
+            line: None,
+            key: String::new(),
+            message: format!("cannot read policy: {e}"),
+        })?;
+        Policy::parse(&text, &path.display().to_string())
+    }
+
+    /// The embedded default policy.
+    pub fn embedded_default() -> Result<Policy, PolicyError> {
+        Policy::parse(DEFAULT_POLICY, "<default>")
+    }
+
+    /// Parses and validates policy text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Policy, PolicyError> {
+        let line_of = |offset: usize| text.get(..offset).map(|t| t.matches('\n').count() + 1);
+        let de = toml::Deserializer::parse(text).map_err(|e| PolicyError {
+            file: file.to_owned(),
+            line: e.span().and_then(|s| line_of(s.start)),
+            key: String::new(),
+            message: e.message().to_owned(),
+        })?;
+        let policy: Policy = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            PolicyError {
+                file: file.to_owned(),
+                line: inner.span().and_then(|s| line_of(s.start)),
+                key: if key == "." { String::new() } else { key },
+                message: inner.message().to_owned(),
+            }
+        })?;
+        policy
+            .validate()
+            .map_err(|(key, span, message)| PolicyError {
+                file: file.to_owned(),
+                line: span
+                    .or_else(|| key_span(text, &key))
+                    .and_then(|s| line_of(s.start)),
+                key,
+                message,
+            })?;
+        Ok(policy)
+    }
+
+    /// Validates a policy changed in memory (such as by command-line flags); `file` names
+    /// its origin in errors.
+    pub fn revalidate(&self, file: &str) -> Result<(), PolicyError> {
+        self.validate().map_err(|(key, _, message)| PolicyError {
+            file: file.to_owned(),
+            line: None,
+            key,
+            message,
+        })
+    }
+
+    /// The mount name of root entry `root`: its `mount`, or the directory's final component.
+    pub fn mount_of(root: &RootEntry) -> Result<MountName, String> {
+        match &root.mount {
+            Some(m) => MountName::new(m.get_ref()),
+            None => {
+                let abs = std::path::absolute(root.path.get_ref())
+                    .map_err(|e| format!("cannot make the root path absolute: {e}"))?;
+                let cleaned = path_clean::clean(&abs);
+                let last = cleaned
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .ok_or("the root has no final component to name its mount; set mount")?;
+                MountName::new(last).map_err(|e| format!("{e}; set mount"))
+            }
+        }
+    }
+
+    /// Checks what types alone cannot: root directories exist, mounts are unique, rule and
+    /// grant paths are mount-form paths of declared roots, limits are consistent.
+    fn validate(&self) -> Result<(), (String, Option<std::ops::Range<usize>>, String)> {
+        let mut mounts: Vec<MountName> = Vec::new();
+        for (i, r) in self.roots.iter().enumerate() {
+            let mount = Policy::mount_of(r).map_err(|m| {
+                let span = r.mount.as_ref().map_or(r.path.span(), |m| m.span());
+                (format!("roots[{i}].mount"), Some(span), m)
+            })?;
+            match std::fs::metadata(r.path.get_ref()) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err((
+                        format!("roots[{i}].path"),
+                        Some(r.path.span()),
+                        "not a directory".into(),
+                    ));
+                }
+                Err(e) => {
+                    return Err((
+                        format!("roots[{i}].path"),
+                        Some(r.path.span()),
+                        format!("cannot open root directory: {e}"),
+                    ));
+                }
+            }
+            if mounts.contains(&mount) {
+                let span = r.mount.as_ref().map_or(r.path.span(), |m| m.span());
+                return Err((
+                    format!("roots[{i}].mount"),
+                    Some(span),
+                    format!("mount name {mount} is used by another root"),
+                ));
+            }
+            mounts.push(mount);
+        }
+        let check_path = |key: String, p: &Spanned<String>| match RequestPath::parse(p.get_ref()) {
+            Ok(RequestPath::Mount { mount, .. }) if mounts.iter().any(|m| m.as_str() == mount) => {
+                Ok(())
+            }
+            Ok(_) => Err((
+                key,
+                Some(p.span()),
+                "must be a mount-form path (MOUNT/REL) of a root declared in this policy".into(),
+            )),
+            Err(e) => Err((key, Some(p.span()), e.message().to_owned())),
+        };
+        for (i, rule) in self.consent.rules.iter().enumerate() {
+            for (j, p) in rule.paths.iter().enumerate() {
+                check_path(format!("consent.rules[{i}].paths[{j}]"), p)?;
+            }
+        }
+        for (i, g) in self.grants.iter().enumerate() {
+            check_path(format!("grants[{i}].path"), &g.path)?;
+        }
+        let l = &self.limits;
+        let caps: [(&str, u64, u64); 11] = [
+            ("limits.timeout_ms", l.timeout_ms.get(), 86_400_000),
+            (
+                "limits.max_chunk_bytes",
+                l.max_chunk_bytes.get() as u64,
+                256 << 20,
+            ),
+            (
+                "limits.max_line_bytes",
+                l.max_line_bytes.get() as u64,
+                1 << 30,
+            ),
+            (
+                "limits.max_list_page",
+                l.max_list_page.get() as u64,
+                100_000,
+            ),
+            ("limits.max_in_flight", l.max_in_flight.get() as u64, 1024),
+            ("limits.max_uploads", l.max_uploads.get() as u64, 1024),
+            ("limits.max_watches", l.max_watches.get() as u64, 65_536),
+            ("limits.upload_idle_secs", l.upload_idle_secs.get(), 86_400),
+            (
+                "limits.max_kernel_watches",
+                l.max_kernel_watches.get() as u64,
+                1 << 20,
+            ),
+            (
+                "limits.watch_coalesce_ms",
+                l.watch_coalesce_ms.get(),
+                10_000,
+            ),
+            ("limits.watch_queue", l.watch_queue.get() as u64, 65_536),
+        ];
+        for (key, value, cap) in caps {
+            if value > cap {
+                return Err((key.into(), None, format!("must be at most {cap}")));
+            }
+        }
+        if l.chunk_bytes > l.max_chunk_bytes {
+            return Err((
+                "limits.chunk_bytes".into(),
+                None,
+                "must not exceed limits.max_chunk_bytes".into(),
+            ));
+        }
+        if l.list_page > l.max_list_page {
+            return Err((
+                "limits.list_page".into(),
+                None,
+                "must not exceed limits.max_list_page".into(),
+            ));
+        }
+        if let Some(k) = &self.audit.redact_key
+            && (k.len() != 64 || !k.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            return Err((
+                "audit.redact_key".into(),
+                None,
+                "must be 64 hex digits".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The position of a `section.key` in policy text, for errors found after deserialising
+/// (such as two limits that contradict each other), whose types keep no spans.
+fn key_span(text: &str, key: &str) -> Option<std::ops::Range<usize>> {
+    #[derive(Deserialize)]
+    struct Sections {
+        #[serde(default)]
+        limits: std::collections::BTreeMap<String, Spanned<toml::Value>>,
+        #[serde(default)]
+        audit: std::collections::BTreeMap<String, Spanned<toml::Value>>,
+    }
+    let (section, name) = key.split_once('.')?;
+    if let Ok(sections) = toml::from_str::<Sections>(text) {
+        let table = match section {
+            "limits" => &sections.limits,
+            "audit" => &sections.audit,
+            _ => return None,
+        };
+        return table.get(name).map(Spanned::span);
+    }
+    // A value too large for a TOML value (an integer past i64) still has a line: find the key
+    // in its section by reading the text.
+    let mut in_section = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_section = t.trim_matches(|c| c == '[' || c == ']').trim() == section;
+        } else if in_section
+            && t.strip_prefix(name)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            return Some(offset..offset + line.len());
+        }
+        offset += line.len();
+    }
+    None
+}
