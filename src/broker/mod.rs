@@ -1,226 +1,29 @@
 //! The [`Broker`]: sessions, dispatch of one message, revocation, and the outbound stream.
 
-use crate::atomic::Sweeper;
-use crate::audit::{AuditLog, AuditRecord};
+mod builder;
+mod inner;
+
+pub use builder::BrokerBuilder;
+pub(crate) use inner::Inner;
+pub use inner::{CHANGED, Outbound, OutboundReceiver};
+
+use crate::audit::AuditRecord;
 use crate::config::Config;
-use crate::consent::{ConsentProvider, ConsentSource, Elicitation, Grant};
+use crate::consent::Grant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, Item, Message, Request, Response};
-use crate::locks::LockTable;
 use crate::locks::lock;
 use crate::ops::{self, Ctx};
 use crate::path::{MountPath, RequestPath};
-use crate::policy::{ConsentMode, Policy, PolicyError};
+use crate::policy::Policy;
 use crate::root::Roots;
 use crate::session::Session;
-use crate::watch::{Delivery, WatchHub};
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::mpsc;
 
 /// Most server sessions one broker holds at once.
 pub const MAX_SESSIONS: usize = 1024;
-/// A message the broker sends on its own (a notification) to one server session.
-///
-/// Change notifications hold one of their session's slots (`limits.watch_queue`) until the
-/// host drops the value, so a host that stops reading makes the session owe an `overflow`
-/// instead of making the broker buffer without bound.
-#[derive(Debug)]
-pub struct Outbound {
-    /// The session it is for.
-    pub server_id: String,
-    /// The JSON-RPC notification.
-    pub message: Value,
-    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-/// The receiving end of the broker's outbound notifications. Its size is bounded by the
-/// sessions' notification slots.
-pub type OutboundReceiver = mpsc::UnboundedReceiver<Outbound>;
-
-/// Builds a [`Broker`] from a [`Policy`].
-pub struct BrokerBuilder {
-    policy: Policy,
-    consent: ConsentSource,
-    audit: Option<AuditLog>,
-}
-
-impl BrokerBuilder {
-    /// Uses `provider` for consent requests no rule decides, instead of the policy's mode.
-    pub fn consent_provider(mut self, provider: Arc<dyn ConsentProvider>) -> Self {
-        self.consent.custom = Some(provider);
-        self
-    }
-
-    /// Lets consent mode `elicit` ask the host: `make` builds its provider around the
-    /// fallback the policy names (`consent.fallback`), anew at every reload.
-    pub fn elicitation(mut self, make: Elicitation) -> Self {
-        self.consent.elicitation = Some(make);
-        self
-    }
-
-    /// The consent mode when the policy sets none (the proxy's is `elicit`).
-    pub fn default_consent_mode(mut self, mode: ConsentMode) -> Self {
-        self.consent.default_mode = Some(mode);
-        self
-    }
-
-    /// Uses `log` instead of the audit log the policy names.
-    pub fn audit_log(mut self, log: AuditLog) -> Self {
-        self.audit = Some(log);
-        self
-    }
-
-    /// Opens the roots and builds the broker, with the stream of its outbound notifications.
-    pub fn build(self) -> std::result::Result<(Broker, OutboundReceiver), PolicyError> {
-        let err = |key: String, message: String| PolicyError {
-            file: "<policy>".into(),
-            line: None,
-            key,
-            message,
-        };
-        let audit = match self.audit {
-            Some(a) => a,
-            None => AuditLog::open(&self.policy.audit)
-                .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
-        };
-        let config = Config::open(self.policy, &self.consent, None)?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let inner = Inner {
-            config: RwLock::new(Arc::new(config)),
-            consent: self.consent,
-            audit,
-            sessions: Mutex::new(HashMap::new()),
-            locks: LockTable::default(),
-            sweeper: Sweeper::default(),
-            hub: WatchHub::default(),
-            outbound: tx,
-        };
-        Ok((
-            Broker {
-                inner: Arc::new(inner),
-            },
-            rx,
-        ))
-    }
-}
-
-pub(crate) struct Inner {
-    config: RwLock<Arc<Config>>,
-    pub(crate) consent: ConsentSource,
-    audit: AuditLog,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
-    pub(crate) locks: LockTable,
-    pub(crate) sweeper: Sweeper,
-    pub(crate) hub: WatchHub,
-    outbound: mpsc::UnboundedSender<Outbound>,
-}
-
-impl Inner {
-    /// Every live session.
-    pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
-        lock(&self.sessions).values().cloned().collect()
-    }
-
-    /// The configuration in force.
-    pub(crate) fn config(&self) -> Arc<Config> {
-        match self.config.read() {
-            Ok(g) => g.clone(),
-            Err(p) => p.into_inner().clone(),
-        }
-    }
-
-    /// Puts a new configuration in force.
-    pub(crate) fn set_config(&self, config: Arc<Config>) {
-        match self.config.write() {
-            Ok(mut g) => *g = config,
-            Err(p) => *p.into_inner() = config,
-        }
-    }
-
-    /// Sends a notification to a session. With a slot semaphore, the notification needs a
-    /// free slot and returns false when there is none; without, it is always sent (for the
-    /// rare messages a server must not miss, such as the end of a watch).
-    pub(crate) fn notify(
-        &self,
-        server_id: &str,
-        method: &str,
-        params: Option<Value>,
-        slots: Option<&Arc<tokio::sync::Semaphore>>,
-    ) -> bool {
-        let slot = match slots {
-            Some(s) => match s.clone().try_acquire_owned() {
-                Ok(p) => Some(p),
-                Err(_) => return false,
-            },
-            None => None,
-        };
-        let mut message = json!({"jsonrpc": "2.0", "method": method});
-        if let Some(p) = params {
-            message["params"] = p;
-        }
-        self.outbound
-            .send(Outbound {
-                server_id: server_id.to_owned(),
-                message,
-                _slot: slot,
-            })
-            .is_ok()
-    }
-
-    /// Delivers one change notification, paying any `overflow` the watch owes first.
-    pub(crate) fn deliver(&self, d: &Delivery) {
-        let Some(session) = d.watch.session.upgrade() else {
-            return;
-        };
-        let sid = session.server_id();
-        let slots = Some(&session.notify_slots);
-        if d.watch.take_owed_overflow()
-            && !self.notify(sid, CHANGED, Some(d.watch.overflow_params()), slots)
-        {
-            d.watch.owe_overflow();
-            return;
-        }
-        if !self.notify(sid, CHANGED, Some(d.params.clone()), slots) {
-            d.watch.owe_overflow();
-        }
-    }
-
-    /// Sends every owed `overflow` that a slot can be found for.
-    pub(crate) fn pay_overflows(&self) {
-        for w in self.hub.all() {
-            let Some(session) = w.session.upgrade() else {
-                continue;
-            };
-            if w.take_owed_overflow()
-                && !self.notify(
-                    session.server_id(),
-                    CHANGED,
-                    Some(w.overflow_params()),
-                    Some(&session.notify_slots),
-                )
-            {
-                w.owe_overflow();
-            }
-        }
-    }
-
-    /// Ends a watch and tells its server why.
-    pub(crate) fn end_watch(&self, id: &str, reason: &str) {
-        if let Some(w) = self.hub.remove(id)
-            && let Some(session) = w.session.upgrade()
-        {
-            let params = json!({"watchId": w.id, "path": w.path.to_string(), "event": "unwatched",
-                "reason": reason, "timestamp": crate::watch::now()});
-            self.notify(session.server_id(), CHANGED, Some(params), None);
-        }
-    }
-}
-
-/// The method of change notifications.
-pub const CHANGED: &str = "notifications/files/changed";
 
 /// The filesystem broker: answers one server session's messages at a time.
 ///
@@ -258,15 +61,6 @@ impl std::fmt::Debug for Broker {
 }
 
 impl Broker {
-    /// Starts building a broker for `policy`.
-    pub fn builder(policy: Policy) -> BrokerBuilder {
-        BrokerBuilder {
-            policy,
-            consent: ConsentSource::default(),
-            audit: None,
-        }
-    }
-
     /// The client capabilities to merge into the host's `initialize` request.
     ///
     /// The flag is where the wire contract puts it, `roots.filesystemBrokering`, and again as

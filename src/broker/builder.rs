@@ -1,0 +1,91 @@
+//! [`BrokerBuilder`]: a policy, a consent source and an audit log become a [`Broker`].
+
+use super::{Broker, Inner, OutboundReceiver};
+use crate::atomic::Sweeper;
+use crate::audit::AuditLog;
+use crate::config::Config;
+use crate::consent::{ConsentProvider, ConsentSource, Elicitation};
+use crate::locks::LockTable;
+use crate::policy::{ConsentMode, Policy, PolicyError};
+use crate::watch::WatchHub;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::mpsc;
+
+/// Builds a [`Broker`] from a [`Policy`].
+pub struct BrokerBuilder {
+    policy: Policy,
+    consent: ConsentSource,
+    audit: Option<AuditLog>,
+}
+
+impl Broker {
+    /// Starts building a broker for `policy`.
+    pub fn builder(policy: Policy) -> BrokerBuilder {
+        BrokerBuilder {
+            policy,
+            consent: ConsentSource::default(),
+            audit: None,
+        }
+    }
+}
+
+impl BrokerBuilder {
+    /// Uses `provider` for consent requests no rule decides, instead of the policy's mode.
+    pub fn consent_provider(mut self, provider: Arc<dyn ConsentProvider>) -> Self {
+        self.consent.custom = Some(provider);
+        self
+    }
+
+    /// Lets consent mode `elicit` ask the host: `make` builds its provider around the
+    /// fallback the policy names (`consent.fallback`), anew at every reload.
+    pub fn elicitation(mut self, make: Elicitation) -> Self {
+        self.consent.elicitation = Some(make);
+        self
+    }
+
+    /// The consent mode when the policy sets none (the proxy's is `elicit`).
+    pub fn default_consent_mode(mut self, mode: ConsentMode) -> Self {
+        self.consent.default_mode = Some(mode);
+        self
+    }
+
+    /// Uses `log` instead of the audit log the policy names.
+    pub fn audit_log(mut self, log: AuditLog) -> Self {
+        self.audit = Some(log);
+        self
+    }
+
+    /// Opens the roots and builds the broker, with the stream of its outbound notifications.
+    pub fn build(self) -> std::result::Result<(Broker, OutboundReceiver), PolicyError> {
+        let err = |key: String, message: String| PolicyError {
+            file: "<policy>".into(),
+            line: None,
+            key,
+            message,
+        };
+        let audit = match self.audit {
+            Some(a) => a,
+            None => AuditLog::open(&self.policy.audit)
+                .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
+        };
+        let config = Config::open(self.policy, &self.consent, None)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let inner = Inner {
+            config: RwLock::new(Arc::new(config)),
+            consent: self.consent,
+            audit,
+            sessions: Mutex::new(HashMap::new()),
+            locks: LockTable::default(),
+            sweeper: Sweeper::default(),
+            hub: WatchHub::default(),
+            outbound: tx,
+        };
+        Ok((
+            Broker {
+                inner: Arc::new(inner),
+            },
+            rx,
+        ))
+    }
+}

@@ -1,0 +1,147 @@
+//! The state one broker shares with its operations and background tasks, and the
+//! notifications it sends on its own.
+
+use crate::atomic::Sweeper;
+use crate::audit::AuditLog;
+use crate::config::Config;
+use crate::consent::ConsentSource;
+use crate::locks::{LockTable, lock};
+use crate::session::Session;
+use crate::watch::{Delivery, WatchHub};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::mpsc;
+
+/// A message the broker sends on its own (a notification) to one server session.
+///
+/// Change notifications hold one of their session's slots (`limits.watch_queue`) until the
+/// host drops the value, so a host that stops reading makes the session owe an `overflow`
+/// instead of making the broker buffer without bound.
+#[derive(Debug)]
+pub struct Outbound {
+    /// The session it is for.
+    pub server_id: String,
+    /// The JSON-RPC notification.
+    pub message: Value,
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// The receiving end of the broker's outbound notifications. Its size is bounded by the
+/// sessions' notification slots.
+pub type OutboundReceiver = mpsc::UnboundedReceiver<Outbound>;
+
+pub(crate) struct Inner {
+    pub(super) config: RwLock<Arc<Config>>,
+    pub(crate) consent: ConsentSource,
+    pub(super) audit: AuditLog,
+    pub(super) sessions: Mutex<HashMap<String, Arc<Session>>>,
+    pub(crate) locks: LockTable,
+    pub(crate) sweeper: Sweeper,
+    pub(crate) hub: WatchHub,
+    pub(super) outbound: mpsc::UnboundedSender<Outbound>,
+}
+
+impl Inner {
+    /// Every live session.
+    pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
+        lock(&self.sessions).values().cloned().collect()
+    }
+
+    /// The configuration in force.
+    pub(crate) fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// Puts a new configuration in force.
+    pub(crate) fn set_config(&self, config: Arc<Config>) {
+        match self.config.write() {
+            Ok(mut g) => *g = config,
+            Err(p) => *p.into_inner() = config,
+        }
+    }
+
+    /// Sends a notification to a session. With a slot semaphore, the notification needs a
+    /// free slot and returns false when there is none; without, it is always sent (for the
+    /// rare messages a server must not miss, such as the end of a watch).
+    pub(crate) fn notify(
+        &self,
+        server_id: &str,
+        method: &str,
+        params: Option<Value>,
+        slots: Option<&Arc<tokio::sync::Semaphore>>,
+    ) -> bool {
+        let slot = match slots {
+            Some(s) => match s.clone().try_acquire_owned() {
+                Ok(p) => Some(p),
+                Err(_) => return false,
+            },
+            None => None,
+        };
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(p) = params {
+            message["params"] = p;
+        }
+        self.outbound
+            .send(Outbound {
+                server_id: server_id.to_owned(),
+                message,
+                _slot: slot,
+            })
+            .is_ok()
+    }
+
+    /// Delivers one change notification, paying any `overflow` the watch owes first.
+    pub(crate) fn deliver(&self, d: &Delivery) {
+        let Some(session) = d.watch.session.upgrade() else {
+            return;
+        };
+        let sid = session.server_id();
+        let slots = Some(&session.notify_slots);
+        if d.watch.take_owed_overflow()
+            && !self.notify(sid, CHANGED, Some(d.watch.overflow_params()), slots)
+        {
+            d.watch.owe_overflow();
+            return;
+        }
+        if !self.notify(sid, CHANGED, Some(d.params.clone()), slots) {
+            d.watch.owe_overflow();
+        }
+    }
+
+    /// Sends every owed `overflow` that a slot can be found for.
+    pub(crate) fn pay_overflows(&self) {
+        for w in self.hub.all() {
+            let Some(session) = w.session.upgrade() else {
+                continue;
+            };
+            if w.take_owed_overflow()
+                && !self.notify(
+                    session.server_id(),
+                    CHANGED,
+                    Some(w.overflow_params()),
+                    Some(&session.notify_slots),
+                )
+            {
+                w.owe_overflow();
+            }
+        }
+    }
+
+    /// Ends a watch and tells its server why.
+    pub(crate) fn end_watch(&self, id: &str, reason: &str) {
+        if let Some(w) = self.hub.remove(id)
+            && let Some(session) = w.session.upgrade()
+        {
+            let params = json!({"watchId": w.id, "path": w.path.to_string(), "event": "unwatched",
+                "reason": reason, "timestamp": crate::watch::now()});
+            self.notify(session.server_id(), CHANGED, Some(params), None);
+        }
+    }
+}
+
+/// The method of change notifications.
+pub const CHANGED: &str = "notifications/files/changed";
