@@ -214,6 +214,13 @@ impl Grants {
         }
     }
 
+    /// Whether `path` lies on the way to a grant: some grant is at or beneath it. A walk may
+    /// look at such a place to reach the grant (the grant itself says it is there).
+    pub fn leads_to_grant(&self, path: &MountPath) -> bool {
+        !self.revoked.iter().any(|r| path.starts_with(r))
+            && self.grants.iter().any(|g| g.path.starts_with(path))
+    }
+
     /// Adds a grant, lifting revocation marks at or beneath it. Returns false when the
     /// session already holds [`MAX_GRANTS`] grants.
     pub fn add(&mut self, grant: Grant) -> bool {

@@ -5,19 +5,16 @@
 
 use crate::atomic::{Preconditions, TempFile};
 use crate::path::MountPath;
-use cap_std::fs::Dir;
+use crate::root::Granted;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// One upload in progress.
 #[derive(Debug)]
 pub struct Upload {
-    /// The directory that will hold the target.
-    pub dir: Dir,
-    /// The target's name in `dir`.
-    pub name: String,
-    /// The real path of the target, for locks and grant checks.
-    pub real: MountPath,
+    /// The target as resolved for the first chunk: its directory, name and real path. The
+    /// final chunk resolves the target again and commits only if it is the same place.
+    pub target: Granted,
     /// The staged bytes.
     pub temp: TempFile,
     /// How many bytes are staged.

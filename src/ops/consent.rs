@@ -67,16 +67,8 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             Ok(located
                 .into_iter()
                 .map(|(root, path)| {
-                    let real = match root.resolve_traced(&path.rel, true, false, Some(deadline)) {
-                        // The handle's own directory, or a final name looked at where the
-                        // walk put it, without following it.
-                        Ok(r) => Some((
-                            r.real,
-                            match &r.name {
-                                None => true,
-                                Some(n) => r.dir.symlink_metadata(n).is_ok_and(|m| m.is_dir()),
-                            },
-                        )),
+                    let real = match root.real_path(&path.rel, Some(deadline)) {
+                        Ok(found) => Some(found),
                         Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => None,
                         Err((e, _)) if e.reason() == Some(Reason::SymlinkLoop) => None,
                         // A path that does not exist yet may still be granted, as the place

@@ -3,10 +3,8 @@
 
 use super::{Ctx, params, resolve_granted};
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::root::Access;
+use crate::root::{Access, FollowFinal, Parents};
 use crate::session::Session;
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{OpenOptions, OpenOptionsExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -31,35 +29,32 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let p: Params = params(raw)?;
     let (root, path) = ctx.authorize_entry(session, &p.path, Access::Write)?;
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
-    let (kind, parents) = (p.kind, p.parents);
+    let kind = p.kind;
+    let parents = if p.parents {
+        Parents::Create
+    } else {
+        Parents::Existing
+    };
     ctx.run(session, move |deadline| {
         let r = resolve_granted(
             &root,
             &s,
             &path.rel,
-            false,
+            FollowFinal::No,
             parents,
             Access::Write,
             deadline,
         )?;
-        let Some(name) = &r.name else {
+        if r.name().is_none() {
             return Err(root_itself());
-        };
-        let _lock = inner.locks.lock(&r.real);
+        }
+        let _lock = inner.locks.lock(r.real());
         let io = |e: std::io::Error| Error::from_io(&e, "");
         match kind {
-            Kind::Directory => r.dir.create_dir(name).map_err(io)?,
-            Kind::File => {
-                let mut opts = OpenOptions::new();
-                opts.write(true)
-                    .create_new(true)
-                    .follow(FollowSymlinks::No)
-                    .mode(0o644);
-                let file = r.dir.open_with(name, &opts).map_err(io)?;
-                file.sync_all().map_err(io)?;
-            }
+            Kind::Directory => r.create_dir()?,
+            Kind::File => r.create_file()?.sync_all().map_err(io)?,
         }
-        crate::atomic::sync_dir(&r.dir).map_err(io)?;
+        crate::atomic::sync_dir(r.parent()).map_err(io)?;
         Ok(())
     })
     .await

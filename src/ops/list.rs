@@ -9,7 +9,7 @@ use super::{Ctx, mtime, params, resolve_granted, type_name};
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::Deadline;
 use crate::path::MountPath;
-use crate::root::Access;
+use crate::root::{Access, FollowFinal, Parents};
 use crate::session::Session;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -85,24 +85,23 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let include_hidden = p.include_hidden;
     let walk = ctx
         .run(session, move |deadline| {
-            let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Read, deadline)?;
+            let r = resolve_granted(
+                &root,
+                &s,
+                &path.rel,
+                FollowFinal::Yes,
+                Parents::Existing,
+                Access::Read,
+                deadline,
+            )?;
             let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
-            let dir = match &r.name {
-                None => r.dir.try_clone().map_err(io)?,
-                Some(n) => {
-                    let m = match &r.meta {
-                        Some(m) => m.clone(),
-                        None => r.dir.symlink_metadata(n).map_err(io)?,
-                    };
-                    if !m.is_dir() {
-                        return Err(Error::new(ErrorKind::NotADirectory, "not a directory"));
-                    }
-                    r.dir.open_dir_nofollow(n).map_err(io)?
-                }
-            };
+            if !r.metadata().map_err(io)?.is_dir() {
+                return Err(Error::new(ErrorKind::NotADirectory, "not a directory"));
+            }
+            let dir = r.open_dir().map_err(io)?;
             let mut walk = Walk {
                 base: path.clone(),
-                real: r.real.clone(),
+                real: r.real().clone(),
                 include_hidden,
                 max_depth: max_depth.min(MAX_LIST_DEPTH),
                 limit,

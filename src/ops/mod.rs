@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::limits::Deadline;
 use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
-use crate::root::{Access, Resolved, Root};
+use crate::root::{Access, FollowFinal, Gate, Granted, Parents, Root};
 use crate::session::Session;
 use cap_std::fs::{FileType, Metadata, MetadataExt};
 use serde::de::DeserializeOwned;
@@ -205,29 +205,20 @@ impl Ctx {
     }
 }
 
-/// Resolves `rel` through the root and checks the grant where the path really leads: on the
-/// real path when it resolves, and on the place the walk reached when it fails. So a symlink
-/// cannot carry a grant elsewhere, nor reveal what exists (or not) where no grant reaches.
+/// Resolves `rel` through the root under the session's grants as they stand now: the only way
+/// an operation gets a handle (see [`crate::root::Granted`]). The grants are checked on every
+/// place the walk looks at before it looks, and on the real path before the handle exists.
 fn resolve_granted(
     root: &Root,
     session: &Session,
     rel: &RelPath,
-    follow_final: bool,
-    create_parents: bool,
+    follow: FollowFinal,
+    parents: Parents,
     need: Access,
     deadline: Deadline,
-) -> Result<Resolved> {
-    match root.resolve_traced(rel, follow_final, create_parents, Some(deadline)) {
-        Ok(r) => {
-            session.grants().check(&r.real, need)?;
-            Ok(r)
-        }
-        Err((e, _)) if e.reason() == Some(Reason::OutsideRoot) => Err(e),
-        Err((e, reached)) => {
-            session.grants().check(&reached, need)?;
-            Err(e)
-        }
-    }
+) -> Result<Granted> {
+    let gate = Gate::new(session.grants().clone(), need);
+    root.resolve(rel, &gate, follow, parents, Some(deadline))
 }
 
 /// How file content travels in `files/read` and `files/write`.

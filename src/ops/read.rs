@@ -7,10 +7,8 @@
 use super::{Ctx, Encoding, etag, mime_type, mtime, params, resolve_granted};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::limits::Deadline;
-use crate::root::Access;
+use crate::root::{Access, FollowFinal, Parents};
 use crate::session::Session;
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{OpenOptions, OpenOptionsExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::os::unix::fs::FileExt;
@@ -48,29 +46,30 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let (offset, encoding) = (p.offset, p.encoding);
     let chunk = ctx
         .run(session, move |deadline| {
-            let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Read, deadline)?;
+            let r = resolve_granted(
+                &root,
+                &s,
+                &path.rel,
+                FollowFinal::Yes,
+                Parents::Existing,
+                Access::Read,
+                deadline,
+            )?;
             let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
-            let Some(name) = &r.name else {
+            if r.name().is_none() {
                 return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
-            };
+            }
             // Refuse special files from their metadata, before any open: opening a device
             // can have effects, and opening a FIFO for reading can block.
-            let lmeta = match &r.meta {
-                Some(m) => m.clone(),
-                None => r.dir.symlink_metadata(name).map_err(io)?,
-            };
+            let lmeta = r.metadata().map_err(io)?;
             if lmeta.is_dir() {
                 return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
             }
             if !lmeta.is_file() {
                 return Err(not_regular());
             }
-            // O_NONBLOCK and O_NOFOLLOW guard the window between that check and the open.
-            let mut opts = OpenOptions::new();
-            opts.read(true).follow(FollowSymlinks::No).custom_flags(
-                (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32,
-            );
-            let file = r.dir.open_with(name, &opts).map_err(io)?;
+            // The handle's open guards the window between that check and the open.
+            let file = r.open_read().map_err(io)?;
             let meta = file.metadata().map_err(io)?;
             if !meta.is_file() {
                 return Err(not_regular());

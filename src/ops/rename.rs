@@ -4,9 +4,8 @@
 
 use super::create::root_itself;
 use super::{Ctx, params, resolve_granted};
-use crate::atomic::rename_noreplace;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::root::Access;
+use crate::root::{Access, FollowFinal, Parents};
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -51,30 +50,41 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let overwrite = p.overwrite;
     let shown = old_shown.clone();
     ctx.run(session, move |deadline| {
-        let from = resolve_granted(&root, &s, &old.rel, false, false, Access::Write, deadline)?;
-        let to = resolve_granted(&root, &s, &new.rel, false, false, Access::Write, deadline)?;
-        let (Some(from_name), Some(to_name)) = (&from.name, &to.name) else {
+        let from = resolve_granted(
+            &root,
+            &s,
+            &old.rel,
+            FollowFinal::No,
+            Parents::Existing,
+            Access::Write,
+            deadline,
+        )?;
+        let to = resolve_granted(
+            &root,
+            &s,
+            &new.rel,
+            FollowFinal::No,
+            Parents::Existing,
+            Access::Write,
+            deadline,
+        )?;
+        if from.name().is_none() || to.name().is_none() {
             return Err(root_itself());
-        };
+        }
         // Symlinks on the way may make the target lie beneath the source after all.
-        if to.real != from.real && to.real.starts_with(&from.real) {
+        if to.real() != from.real() && to.real().starts_with(from.real()) {
             return Err(into_itself());
         }
-        let _locks = inner.locks.lock_two(&from.real, &to.real);
+        let _locks = inner.locks.lock_two(from.real(), to.real());
         let io = |e: std::io::Error| Error::from_io(&e, "");
-        from.dir.symlink_metadata(from_name).map_err(io)?;
-        if from.real == to.real {
+        from.metadata().map_err(io)?;
+        if from.real() == to.real() {
             // Renaming an entry onto itself changes nothing, as rename(2) does.
             return Ok(());
         }
-        if overwrite {
-            rustix::fs::renameat(&from.dir, from_name.as_str(), &to.dir, to_name.as_str())
-                .map_err(|e| io(e.into()))?;
-        } else {
-            rename_noreplace(&from.dir, from_name, &to.dir, to_name).map_err(io)?;
-        }
-        crate::atomic::sync_dir(&to.dir).map_err(io)?;
-        crate::atomic::sync_dir(&from.dir).map_err(io)?;
+        from.rename_to(&to, overwrite)?;
+        crate::atomic::sync_dir(to.parent()).map_err(io)?;
+        crate::atomic::sync_dir(from.parent()).map_err(io)?;
         Ok(())
     })
     .await

@@ -2,7 +2,7 @@
 
 use super::{Ctx, etag, mime_type, mtime, params, resolve_granted, type_name};
 use crate::error::{Error, Result};
-use crate::root::Access;
+use crate::root::{Access, FollowFinal, Parents};
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,14 +22,18 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let shown = path.to_string();
     let meta = ctx
         .run(session, move |deadline| {
-            let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Read, deadline)?;
-            match (&r.name, &r.meta) {
-                (None, _) => r.dir.dir_metadata(),
-                (Some(_), Some(m)) => Ok(m.clone()),
-                (Some(n), None) => r.dir.symlink_metadata(n),
-            }
-            .map_err(|e| Error::from_io(&e, &path.to_string()))
-            .map(|m| (m, path))
+            let r = resolve_granted(
+                &root,
+                &s,
+                &path.rel,
+                FollowFinal::Yes,
+                Parents::Existing,
+                Access::Read,
+                deadline,
+            )?;
+            r.metadata()
+                .map_err(|e| Error::from_io(&e, &path.to_string()))
+                .map(|m| (m, path))
         })
         .await;
     let (meta, path) = meta.map_err(|e| e.with_path(shown))?;

@@ -8,7 +8,7 @@ use crate::broker::Inner;
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::Deadline;
 use crate::path::MountPath;
-use crate::root::Access;
+use crate::root::{Access, FollowFinal, Parents};
 use crate::session::Session;
 use crate::watch::{Change, WatchError};
 use cap_fs_ext::DirExt;
@@ -60,22 +60,19 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
     let recursive = p.recursive;
     let id = ctx
         .run(session, move |deadline| {
-            let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Read, deadline)?;
-            let is_dir = match &r.name {
-                None => true,
-                Some(n) => r
-                    .dir
-                    .symlink_metadata(n)
-                    .map_err(|e| Error::from_io(&e, ""))?
-                    .is_dir(),
-            };
+            let r = resolve_granted(
+                &root,
+                &s,
+                &path.rel,
+                FollowFinal::Yes,
+                Parents::Existing,
+                Access::Read,
+                deadline,
+            )?;
+            let is_dir = r.metadata().map_err(|e| Error::from_io(&e, ""))?.is_dir();
             let max_kernel = limits.max_kernel_watches.get();
             let cost = if recursive && is_dir {
-                let dir = match &r.name {
-                    None => r.dir.try_clone(),
-                    Some(n) => r.dir.open_dir_nofollow(n),
-                }
-                .map_err(|e| Error::from_io(&e, ""))?;
+                let dir = r.open_dir().map_err(|e| Error::from_io(&e, ""))?;
                 count_dirs(&dir, max_kernel + 1, deadline)?
             } else {
                 1
@@ -85,7 +82,7 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
             let added = inner.hub.add(
                 &s,
                 root.clone(),
-                r.real.clone(),
+                r.real().clone(),
                 is_dir,
                 recursive,
                 events,
@@ -220,8 +217,12 @@ fn visible(w: &crate::watch::Watch, path: &MountPath) -> bool {
         return true;
     };
     let parent = crate::path::RelPath::from_components(parent.to_vec());
-    match w.root.resolve(&parent, true) {
-        Ok(r) => r.real.rel == parent,
+    let gate = crate::root::Gate::new(session.grants().clone(), Access::Read);
+    match w
+        .root
+        .resolve(&parent, &gate, FollowFinal::Yes, Parents::Existing, None)
+    {
+        Ok(r) => r.real().rel == parent,
         // The parent went away (a deleted tree): nothing can be read through it any more.
         Err(_) => true,
     }

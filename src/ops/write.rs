@@ -11,7 +11,7 @@ use super::{Ctx, Encoding, etag, params, resolve_granted};
 use crate::atomic::{Preconditions, TempFile, check_target};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
-use crate::root::{Access, Root};
+use crate::root::{Access, FollowFinal, Parents, Root};
 use crate::session::Session;
 use crate::upload::Upload;
 use serde::Deserialize;
@@ -109,19 +109,27 @@ async fn one_shot(
 ) -> Result<Outcome> {
     let (s, inner) = (session.clone(), ctx.inner.clone());
     ctx.run(session, move |deadline| {
-        let r = resolve_granted(&root, &s, &path.rel, true, false, Access::Write, deadline)?;
-        let Some(name) = r.name.clone() else {
+        let r = resolve_granted(
+            &root,
+            &s,
+            &path.rel,
+            FollowFinal::Yes,
+            Parents::Existing,
+            Access::Write,
+            deadline,
+        )?;
+        let Some(name) = r.name() else {
             return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
         };
-        inner.sweeper.sweep_once(&r.dir);
-        let _lock = inner.locks.lock(&r.real);
-        let existing = check_target(&r.dir, &name, &pre)?;
-        let temp = TempFile::create(&r.dir).map_err(|e| Error::from_io(&e, ""))?;
+        inner.sweeper.sweep_once(r.parent());
+        let _lock = inner.locks.lock(r.real());
+        let existing = check_target(r.parent(), name, &pre)?;
+        let temp = TempFile::create(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
         write_all_at(temp.file(), 0, &bytes, deadline)?;
         if existing.is_none() {
-            inner.hub.note_created(root.host_path_of(&r.real.rel));
+            inner.hub.note_created(root.host_path_of(&r.real().rel));
         }
-        let done = temp.commit(&r.dir, &name, &pre)?;
+        let done = temp.commit(r.parent(), name, &pre)?;
         Ok((done.meta.len(), Some(etag(&done.meta)), done.created, true))
     })
     .await
@@ -162,6 +170,7 @@ async fn chunk(
         _ => None,
     };
     let (s, inner, key) = (session.clone(), ctx.inner.clone(), path.clone());
+    let rel = path.rel.clone();
     let done = ctx
         .run(session, move |deadline| {
             let mut up = match upload {
@@ -174,13 +183,32 @@ async fn chunk(
             if !last {
                 return Ok((end, None, false, Some(up)));
             }
-            // Grants may have been revoked while the upload was staged.
-            s.grants().check(&up.real, Access::Write)?;
-            let _lock = inner.locks.lock(&up.real);
-            if up.dir.symlink_metadata(&up.name).is_err() {
-                inner.hub.note_created(root.host_path_of(&up.real.rel));
+            // The target is resolved and authorised again: grants may have been revoked, and
+            // its directory may have moved (out of the root, or where no grant reaches) while
+            // the upload was staged. It commits only into the same directory at the same place.
+            let now = resolve_granted(
+                &root,
+                &s,
+                &rel,
+                FollowFinal::Yes,
+                Parents::Existing,
+                Access::Write,
+                deadline,
+            )?;
+            let Some(name) = now.name() else {
+                return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
+            };
+            if !now.same_place(&up.target) {
+                return Err(Error::new(
+                    ErrorKind::ConcurrencyConflict,
+                    "the upload's target moved since its first chunk; start the upload again",
+                ));
             }
-            let done = up.temp.commit(&up.dir, &up.name, &up.pre)?;
+            let _lock = inner.locks.lock(now.real());
+            if !now.exists() {
+                inner.hub.note_created(root.host_path_of(&now.real().rel));
+            }
+            let done = up.temp.commit(now.parent(), name, &up.pre)?;
             Ok((done.meta.len(), Some(etag(&done.meta)), done.created, None))
         })
         .await?;
@@ -205,21 +233,19 @@ fn start(
         root,
         session,
         &path.rel,
-        true,
-        false,
+        FollowFinal::Yes,
+        Parents::Existing,
         Access::Write,
         deadline,
     )?;
-    let Some(name) = r.name.clone() else {
+    let Some(name) = r.name() else {
         return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
     };
-    check_target(&r.dir, &name, &pre)?;
-    inner.sweeper.sweep_once(&r.dir);
-    let temp = TempFile::create(&r.dir).map_err(|e| Error::from_io(&e, ""))?;
+    check_target(r.parent(), name, &pre)?;
+    inner.sweeper.sweep_once(r.parent());
+    let temp = TempFile::create(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
     Ok(Upload {
-        dir: r.dir,
-        name,
-        real: r.real,
+        target: r,
         temp,
         staged: 0,
         pre,

@@ -1,0 +1,298 @@
+//! Grants in the types: the [`Gate`] an operation resolves through, and the [`Granted`]
+//! handle the resolver gives back.
+//!
+//! An operation reaches a file only through a [`Granted`], and the only way to get one is
+//! [`Root::resolve`] with a [`Gate`], which checks the session's grants on the *real* path
+//! before the handle exists (and on every place the walk looks at, before it looks). The
+//! handle's directory is private: the opens, creations and removals an operation needs are
+//! methods here, with the flags that keep them safe (no following a final link, no blocking
+//! on a FIFO, no controlling terminal) set once, in this file.
+
+use super::Root;
+use super::walk::{self, FollowFinal, Parents, Plan};
+use crate::consent::Grants;
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::limits::Deadline;
+use crate::path::MountPath;
+use crate::root::Access;
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, File, Metadata, OpenOptions, OpenOptionsExt};
+use std::ffi::OsStr;
+
+/// What one operation may see and change: the session's grants as they stood when it began,
+/// and the access it needs at its path.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    sight: Sight,
+    need: Access,
+}
+
+#[derive(Debug, Clone)]
+enum Sight {
+    /// A session's grants.
+    Grants(Grants),
+    /// The whole root: only for finding the real path a consent request is about, which
+    /// never yields a handle (see [`Root::real_path`]).
+    Whole,
+}
+
+impl Gate {
+    /// A gate for an operation that needs `need` at its path, under `grants`.
+    pub fn new(grants: Grants, need: Access) -> Self {
+        Gate {
+            sight: Sight::Grants(grants),
+            need,
+        }
+    }
+
+    /// Whether the walk may look at `path` (stat it, open it, read it as a link): a grant
+    /// covers it, or it lies on the way to a grant. Anything else is refused before the
+    /// look, so that what exists there cannot change the answer.
+    pub(super) fn may_look(&self, path: &MountPath) -> Result<()> {
+        match &self.sight {
+            Sight::Whole => Ok(()),
+            Sight::Grants(g) => match g.check(path, Access::Read) {
+                Ok(()) => Ok(()),
+                Err(e) if e.reason() == Some(Reason::Revoked) => Err(e),
+                Err(e) if g.leads_to_grant(path) => {
+                    drop(e);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// Whether the walk may create the directory `path`: a write grant covers it.
+    pub(super) fn may_create(&self, path: &MountPath) -> Result<()> {
+        match &self.sight {
+            Sight::Whole => Err(Error::denied(Reason::NoConsent).with_path(path.to_string())),
+            Sight::Grants(g) => g.check(path, Access::Write),
+        }
+    }
+
+    /// Checks the real path the walk arrived at, and only then makes the handle.
+    pub(super) fn grant(
+        &self,
+        dir: Dir,
+        name: Option<String>,
+        meta: Option<Metadata>,
+        real: MountPath,
+    ) -> Result<Granted> {
+        self.check_final(&real)?;
+        Ok(Granted {
+            dir,
+            name,
+            meta,
+            real,
+        })
+    }
+
+    /// Checks `path` for the access this gate's operation needs.
+    pub(super) fn check_final(&self, path: &MountPath) -> Result<()> {
+        match &self.sight {
+            Sight::Whole => Ok(()),
+            Sight::Grants(g) => g.check(path, self.need),
+        }
+    }
+
+    pub(super) fn whole() -> Self {
+        Gate {
+            sight: Sight::Whole,
+            need: Access::Read,
+        }
+    }
+}
+
+/// A place the session's grants cover, reached through its root's handle: the directory that
+/// holds the final entry (or the directory itself, when the path ends at one), the entry's
+/// name, and the real path after symlinks. Only [`Root::resolve`] makes one.
+#[derive(Debug)]
+pub struct Granted {
+    dir: Dir,
+    name: Option<String>,
+    meta: Option<Metadata>,
+    real: MountPath,
+}
+
+impl Granted {
+    /// The real path after symlinks, in mount form.
+    pub fn real(&self) -> &MountPath {
+        &self.real
+    }
+
+    /// The final component, which need not exist; `None` when the path is a directory reached
+    /// as the handle itself (such as the root).
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The final name as an `OsStr`, or `.` for the handle itself.
+    pub fn name_os(&self) -> &OsStr {
+        OsStr::new(self.name.as_deref().unwrap_or("."))
+    }
+
+    /// The entry's own metadata, never following it (of the directory, for the handle
+    /// itself); the walk's when it looked already.
+    pub fn metadata(&self) -> std::io::Result<Metadata> {
+        match (&self.name, &self.meta) {
+            (None, _) => self.dir.dir_metadata(),
+            (Some(_), Some(m)) => Ok(m.clone()),
+            (Some(n), None) => self.dir.symlink_metadata(n),
+        }
+    }
+
+    /// Whether the entry exists (of any kind, a dangling link included).
+    pub fn exists(&self) -> bool {
+        self.metadata().is_ok()
+    }
+
+    /// Opens the entry, a regular file, for reading: a final link is not followed, and a FIFO
+    /// or device swapped in after the caller's check neither blocks nor becomes a terminal.
+    pub fn open_read(&self) -> std::io::Result<File> {
+        let mut opts = OpenOptions::new();
+        opts.read(true).follow(FollowSymlinks::No).custom_flags(
+            (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32,
+        );
+        self.dir.open_with(self.name_os(), &opts)
+    }
+
+    /// Opens the entry as a directory, never following a link.
+    pub fn open_dir(&self) -> std::io::Result<Dir> {
+        match &self.name {
+            None => self.dir.try_clone(),
+            Some(n) => self.dir.open_dir_nofollow(n),
+        }
+    }
+
+    /// Creates the entry as a new, empty directory.
+    pub fn create_dir(&self) -> Result<()> {
+        let name = self.entry_name()?;
+        self.dir
+            .create_dir(name)
+            .map_err(|e| Error::from_io(&e, ""))
+    }
+
+    /// Creates the entry as a new, empty file (never through a link, never over anything).
+    pub fn create_file(&self) -> Result<File> {
+        let name = self.entry_name()?;
+        let mut opts = OpenOptions::new();
+        opts.write(true)
+            .create_new(true)
+            .follow(FollowSymlinks::No)
+            .mode(0o644);
+        self.dir
+            .open_with(name, &opts)
+            .map_err(|e| Error::from_io(&e, ""))
+    }
+
+    /// Removes the entry: a file or link itself, an empty directory, or with `recursive` a
+    /// directory and everything beneath it (see [`super::tree::remove_tree`]).
+    pub fn remove(&self, recursive: bool, deadline: Deadline) -> Result<()> {
+        let name = self.entry_name()?;
+        let io = |e: std::io::Error| Error::from_io(&e, "");
+        let meta = self.dir.symlink_metadata(name).map_err(io)?;
+        if !meta.is_dir() {
+            return self.dir.remove_file(name).map_err(io);
+        }
+        if recursive {
+            super::tree::remove_tree(&self.dir, name, deadline)
+        } else {
+            self.dir.remove_dir(name).map_err(io)
+        }
+    }
+
+    /// Renames the entry to `to`'s name: over an existing entry when `overwrite`, else
+    /// failing if one exists. Neither name is followed.
+    pub fn rename_to(&self, to: &Granted, overwrite: bool) -> Result<()> {
+        let (from_name, to_name) = (self.entry_name()?, to.entry_name()?);
+        let io = |e: std::io::Error| Error::from_io(&e, "");
+        if overwrite {
+            rustix::fs::renameat(&self.dir, from_name, &to.dir, to_name).map_err(|e| io(e.into()))
+        } else {
+            crate::atomic::rename_noreplace(&self.dir, from_name, &to.dir, to_name).map_err(io)
+        }
+    }
+
+    /// Whether `other` names the same entry in the same directory (the same inode of the
+    /// directory, not only the same path): an upload commits only where it started.
+    pub fn same_place(&self, other: &Granted) -> bool {
+        let id = |d: &Dir| rustix::fs::fstat(d).ok().map(|s| (s.st_dev, s.st_ino));
+        self.real == other.real
+            && self.name == other.name
+            && matches!((id(&self.dir), id(&other.dir)), (Some(a), Some(b)) if a == b)
+    }
+
+    /// The directory that holds the entry, for staging and committing a file beside it.
+    pub(crate) fn parent(&self) -> &Dir {
+        &self.dir
+    }
+
+    fn entry_name(&self) -> Result<&str> {
+        self.name.as_deref().ok_or_else(|| {
+            Error::new(ErrorKind::InvalidPath, "a root itself cannot be used here")
+                .with_reason(Reason::RootItself)
+        })
+    }
+}
+
+impl Root {
+    /// Resolves `rel` beneath this root through directory handles, under `gate`.
+    ///
+    /// Middle symlinks are expanded while they stay beneath the root; the final one when
+    /// `follow` says so. Nothing is looked at that the gate does not let the session see,
+    /// nothing is created that it does not let the session write, and the handle is made only
+    /// after the gate checked the real path.
+    ///
+    /// Errors: `PERMISSION_DENIED` `outside_root` when a `..` or a symlink leads above the
+    /// root, `no_consent`, `read_only` or `revoked` from the gate (on the place the walk
+    /// reached when the walk itself fails, so an error never tells what exists where no grant
+    /// reaches), `IO_ERROR` `symlink_loop` after [`super::MAX_SYMLINK_HOPS`] links,
+    /// `NOT_A_DIRECTORY` when a middle component is a file, and the classified I/O error of
+    /// any step.
+    pub fn resolve(
+        &self,
+        rel: &crate::path::RelPath,
+        gate: &Gate,
+        follow: FollowFinal,
+        parents: Parents,
+        deadline: Option<Deadline>,
+    ) -> Result<Granted> {
+        let plan = Plan {
+            gate,
+            follow,
+            parents,
+            deadline,
+        };
+        match walk::walk(self, rel, &plan) {
+            Ok(g) => Ok(g),
+            Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => Err(e),
+            Err((e, reached)) => {
+                gate.check_final(&reached)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// The real path `rel` leads to and whether it is a directory, for a consent request
+    /// about it: looked up anywhere in the root, since the user decides on the answer, and
+    /// never giving a handle. On failure, the error and where the walk got to.
+    // The error travels once per request; boxing it would only add an allocation.
+    #[allow(clippy::result_large_err)]
+    pub fn real_path(
+        &self,
+        rel: &crate::path::RelPath,
+        deadline: Option<Deadline>,
+    ) -> std::result::Result<(MountPath, bool), (Error, MountPath)> {
+        let gate = Gate::whole();
+        let plan = Plan {
+            gate: &gate,
+            follow: FollowFinal::Yes,
+            parents: Parents::Existing,
+            deadline,
+        };
+        let g = walk::walk(self, rel, &plan)?;
+        let folder = g.metadata().is_ok_and(|m| m.is_dir());
+        Ok((g.real, folder))
+    }
+}

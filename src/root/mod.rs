@@ -1,0 +1,243 @@
+//! Roots: the only ambient authority in the crate.
+//!
+//! A [`Root`] holds an open cap-std [`Dir`] for an approved directory. Every request path
+//! reaches the filesystem through [`Root::resolve`], which walks the path one component at a
+//! time through directory handles opened with `O_NOFOLLOW`, expanding symlinks itself. That
+//! way the kernel never follows a link on our behalf, a `..` or a link that climbs above the
+//! root is refused before any further I/O, and a directory swapped for a symlink in the middle
+//! of an operation makes the next `openat` fail instead of leading outside.
+
+use crate::error::{Error, Reason, Result};
+use crate::path::{MountName, MountPath, RelPath, RequestPath};
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use serde::{Deserialize, Serialize};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+mod granted;
+mod tree;
+mod walk;
+
+pub use granted::{Gate, Granted};
+pub use walk::{FollowFinal, Parents};
+
+/// Most symlinks expanded while resolving one path, as Linux's `MAXSYMLINKS`.
+pub const MAX_SYMLINK_HOPS: usize = 40;
+
+/// What a root or a grant allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Reading, listing, stat and watching.
+    Read,
+    /// Everything `Read` allows, plus changes.
+    Write,
+}
+
+impl Access {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
+    }
+}
+
+/// An approved directory, opened once.
+#[derive(Debug)]
+pub struct Root {
+    mount: MountName,
+    name: String,
+    access: Access,
+    servers: Vec<String>,
+    canonical: Vec<String>,
+    configured: Vec<String>,
+    dir: Dir,
+}
+
+/// How to open a root: the parts of a policy's `[[roots]]` entry.
+#[derive(Debug, Clone)]
+pub struct RootSpec {
+    /// The host directory.
+    pub path: PathBuf,
+    /// The mount name.
+    pub mount: MountName,
+    /// The display name for `roots/list`.
+    pub name: String,
+    /// What the root allows at most.
+    pub access: Access,
+    /// Server ids that see this root; `*` means every server.
+    pub servers: Vec<String>,
+}
+
+impl Root {
+    /// Opens the directory of `spec`. This is the one use of ambient authority: afterwards the
+    /// root is reached only through its handle.
+    pub fn open(spec: RootSpec) -> std::io::Result<Root> {
+        let absolute = if spec.path.is_absolute() {
+            spec.path.clone()
+        } else {
+            std::env::current_dir()?.join(&spec.path)
+        };
+        let canonical_path = std::fs::canonicalize(&absolute)?;
+        let dir = Dir::open_ambient_dir(&canonical_path, ambient_authority())?;
+        let to_components = |p: &Path| -> std::io::Result<Vec<String>> {
+            let cleaned = path_clean::clean(p);
+            cleaned
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(s) => Some(s.to_str().map(str::to_owned).ok_or_else(|| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            "root path is not valid utf-8",
+                        )
+                    })),
+                    _ => None,
+                })
+                .collect()
+        };
+        Ok(Root {
+            canonical: to_components(&canonical_path)?,
+            // A configured path with `..` may not mean, lexically cleaned, what it meant to the
+            // kernel (`/a/link/..`): then only the canonical path counts.
+            configured: if absolute.components().any(|c| c == Component::ParentDir) {
+                to_components(&canonical_path)?
+            } else {
+                to_components(&absolute)?
+            },
+            mount: spec.mount,
+            name: spec.name,
+            access: spec.access,
+            servers: spec.servers,
+            dir,
+        })
+    }
+
+    /// The mount name.
+    pub fn mount(&self) -> &MountName {
+        &self.mount
+    }
+
+    /// The display name.
+    pub fn display_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The most this root allows.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// Whether the server `server_id` sees this root.
+    pub fn visible_to(&self, server_id: &str) -> bool {
+        crate::policy::matches_server(&self.servers, server_id)
+    }
+
+    /// The server ids or `*` patterns that see this root.
+    pub fn servers(&self) -> &[String] {
+        &self.servers
+    }
+
+    /// The host path of `rel` beneath this root, for the kernel watcher, which can only watch
+    /// by path. Callers resolve `rel` through the handle first, so it is a real path.
+    pub fn host_path_of(&self, rel: &RelPath) -> PathBuf {
+        let mut p = PathBuf::from("/");
+        p.extend(&self.canonical);
+        p.extend(rel.components());
+        p
+    }
+
+    /// The root as a `file://` URI, percent-encoded.
+    pub fn uri(&self) -> String {
+        let mut out = String::from("file://");
+        for c in &self.canonical {
+            out.push('/');
+            for b in c.bytes() {
+                if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b) {
+                    out.push(b as char);
+                } else {
+                    out.push_str(&format!("%{b:02X}"));
+                }
+            }
+        }
+        if self.canonical.is_empty() {
+            out.push('/');
+        }
+        out
+    }
+
+    /// The part of absolute `components` beneath this root, if it lies beneath it (compared
+    /// component by component against the canonical and the configured path).
+    fn strip<'a>(&self, components: &'a [String]) -> Option<&'a [String]> {
+        [&self.canonical, &self.configured]
+            .into_iter()
+            .find_map(|prefix| {
+                (components.len() >= prefix.len() && components[..prefix.len()] == prefix[..])
+                    .then(|| &components[prefix.len()..])
+            })
+    }
+}
+
+/// Splits a symlink target into (is absolute, components), keeping `..` for the walk to apply
+/// with the real parent. `None` when the target is not UTF-8.
+fn split_target(target: &Path) -> Option<(bool, Vec<String>)> {
+    let mut parts = Vec::new();
+    for c in target.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => parts.push("..".to_owned()),
+            Component::Normal(s) => parts.push(s.to_str()?.to_owned()),
+        }
+    }
+    Some((target.has_root(), parts))
+}
+
+/// The roots of a policy, in declaration order.
+#[derive(Debug, Default, Clone)]
+pub struct Roots {
+    list: Vec<Arc<Root>>,
+}
+
+impl Roots {
+    /// A set of opened roots. Mount names are unique (checked by the policy loader).
+    pub fn new(list: Vec<Arc<Root>>) -> Self {
+        Roots { list }
+    }
+
+    /// Every root.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Root>> {
+        self.list.iter()
+    }
+
+    /// Matches a parsed request path to a root that `server_id` sees.
+    ///
+    /// A mount-form path names its root directly; an absolute path belongs to the root whose
+    /// directory is its longest component-wise prefix. Anything else is `PERMISSION_DENIED`
+    /// `outside_root`.
+    pub fn locate(&self, path: &RequestPath, server_id: &str) -> Result<(Arc<Root>, MountPath)> {
+        let visible = |r: &&Arc<Root>| r.visible_to(server_id);
+        let found = match path {
+            RequestPath::Mount { mount, rel } => self
+                .list
+                .iter()
+                .filter(visible)
+                .find(|r| r.mount.as_str() == mount)
+                .map(|r| (r.clone(), rel.clone())),
+            RequestPath::Absolute(components) => self
+                .list
+                .iter()
+                .filter(visible)
+                .filter_map(|r| r.strip(components).map(|rest| (r, rest)))
+                .min_by_key(|(_, rest)| rest.len())
+                .map(|(r, rest)| (r.clone(), RelPath::from_components(rest.to_vec()))),
+        };
+        let (root, rel) = found.ok_or_else(|| Error::denied(Reason::OutsideRoot))?;
+        let mount_path = MountPath {
+            mount: root.mount.clone(),
+            rel,
+        };
+        Ok((root, mount_path))
+    }
+}
