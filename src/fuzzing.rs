@@ -163,6 +163,9 @@ fn proxy_relay(data: &[u8]) {
 /// A tree for [`ops_plan`]: `root/project` (the root) holding files, a subdirectory, an
 /// escaping relative symlink, an escaping absolute symlink, a dangling symlink pointing
 /// outside, and a FIFO; and `root/outside`, the canary, which must stay byte-for-byte the same.
+/// Inside the root, `secret` holds a canary of its own, and `sub/tosecret` and `w/up` lead
+/// there and to the root: in the plans that grant only `sub` and `w`, nothing outside those
+/// two may change or be seen.
 struct Tree {
     base: PathBuf,
 }
@@ -187,6 +190,12 @@ impl Tree {
         std::os::unix::fs::symlink("../outside", project.join("link"))?;
         std::os::unix::fs::symlink(&outside, project.join("abslink"))?;
         std::os::unix::fs::symlink("../outside/nothere", project.join("dangling"))?;
+        std::fs::create_dir_all(project.join("secret/inner"))?;
+        std::fs::create_dir_all(project.join("w/d"))?;
+        std::fs::write(project.join("secret/s"), "SECRET-IN-ROOT")?;
+        std::fs::write(project.join("secret/inner/t"), "SECRET-IN-ROOT-2")?;
+        std::os::unix::fs::symlink("../secret", project.join("sub/tosecret"))?;
+        std::os::unix::fs::symlink("..", project.join("w/up"))?;
         let fifo = rustix::fs::mknodat(
             rustix::fs::CWD,
             project.join("fifo"),
@@ -201,19 +210,28 @@ impl Tree {
     /// Everything outside the root: paths, kinds and contents, to compare before and after.
     fn outside_snapshot(&self) -> Vec<(PathBuf, String)> {
         let mut out = Vec::new();
-        snapshot(&self.base, &self.base.join("project"), &mut out);
+        snapshot(&self.base, &[self.base.join("project")], &mut out);
+        out.sort();
+        out
+    }
+
+    /// Everything but the granted areas `project/sub` and `project/w`.
+    fn ungranted_snapshot(&self) -> Vec<(PathBuf, String)> {
+        let project = self.base.join("project");
+        let mut out = Vec::new();
+        snapshot(&self.base, &[project.join("sub"), project.join("w")], &mut out);
         out.sort();
         out
     }
 }
 
-fn snapshot(dir: &Path, skip: &Path, out: &mut Vec<(PathBuf, String)>) {
+fn snapshot(dir: &Path, skip: &[PathBuf], out: &mut Vec<(PathBuf, String)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let p = e.path();
-        if p == skip {
+        if skip.contains(&p) {
             continue;
         }
         let Ok(m) = std::fs::symlink_metadata(&p) else {
@@ -241,18 +259,48 @@ impl Drop for Tree {
 
 const TOKENS: &[&str] = &[
     ".", "..", "a", "sub", "b", "link", "abslink", "dangling", "fifo", "new", "", "/", "\\", "\0",
-    "é", "%2e%2e", "..%2f", "....", "outside", "canary", "project", "project2",
+    "é", "%2e%2e", "..%2f", "....", "outside", "canary", "project", "project2", "secret", "w",
+    "tosecret", "up", "d", "inner", "s",
 ];
 
-/// Runs an arbitrary plan of operations (every method; paths built from tokens such as `.`,
-/// `..`, `link`, `/`, `\`, NUL, long names and Unicode) against a fresh tree with escaping and
-/// dangling symlinks and a FIFO, and checks the oracle: the canary tree outside the root is
-/// unchanged, no response carries canary content, and every error has a documented code.
+/// Whether a plan grants the whole root, or only `project/sub` and `project/w`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Grant {
+    Whole,
+    Areas,
+}
+
+/// Runs an arbitrary plan of operations (every method, chunked uploads, watches, and moves
+/// made behind the broker's back; paths built from tokens such as `.`, `..`, `link`, `/`, `\`,
+/// NUL, long names and Unicode) against a fresh tree with escaping and dangling symlinks and a
+/// FIFO, and checks the oracle: the canary tree outside the root is unchanged, no response or
+/// notification carries canary content, and every error has a documented code. The first byte
+/// picks the grants: the whole root, or only `sub` and `w` (consent for anything else is
+/// denied by rule), in which case nothing else in the root may change or be seen either.
 pub fn ops_plan(data: &[u8]) {
+    let Some((&first, data)) = data.split_first() else {
+        return;
+    };
+    let grant = if first % 2 == 0 {
+        Grant::Whole
+    } else {
+        Grant::Areas
+    };
     let Ok(tree) = Tree::new() else { return };
-    let before = tree.outside_snapshot();
+    let snap = |t: &Tree| match grant {
+        Grant::Whole => t.outside_snapshot(),
+        Grant::Areas => t.ungranted_snapshot(),
+    };
+    let before = snap(&tree);
+    let consent = match grant {
+        Grant::Whole => "[consent]\nmode = \"auto\"\n",
+        Grant::Areas => {
+            "[consent]\nmode = \"deny\"\n[[consent.rules]]\npaths = [\"project/sub\", \"project/w\"]\n\
+             decision = \"allow\"\n"
+        }
+    };
     let text = format!(
-        "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"write\"\n[consent]\nmode = \"auto\"\n\
+        "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"write\"\n{consent}\
          [audit]\nenabled = false\n[limits]\nrequests_per_second = 1000000\nburst = 1000000\ntimeout_ms = 5000\n",
         tree.base.join("project")
     );
@@ -260,12 +308,17 @@ pub fn ops_plan(data: &[u8]) {
         return;
     };
     runtime().block_on(async {
-        let Ok((broker, _rx)) = Broker::builder(policy).build() else {
+        let Ok((broker, mut rx)) = Broker::builder(policy).build() else {
             return;
         };
+        let asked = match grant {
+            Grant::Whole => json!(["project"]),
+            Grant::Areas => json!(["project/sub", "project/w"]),
+        };
         let consent = json!({"jsonrpc": "2.0", "id": 0, "method": "files/consent",
-            "params": {"requestedPaths": ["project"], "access": "write"}});
+            "params": {"requestedPaths": asked, "access": "write"}});
         broker.handle_message("fuzz", consent).await;
+        let project = tree.base.join("project");
         let mut bytes = data.iter().copied();
         let mut next = move || bytes.next();
         for id in 1..64 {
@@ -291,7 +344,29 @@ pub fn ops_plan(data: &[u8]) {
                 }
                 p
             };
-            let (method, params) = match op % 9 {
+            if op % 13 == 12 {
+                // Behind the broker's back, as a server's own tool could: swap a granted
+                // directory with a link to an ungranted one (or back).
+                let a = project.join(if next().is_some_and(|b| b % 2 == 0) {
+                    "sub/tosecret"
+                } else {
+                    "w/up"
+                });
+                let b = project.join(if next().is_some_and(|b| b % 2 == 0) {
+                    "w/d"
+                } else {
+                    "sub/new"
+                });
+                let _ = rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &a,
+                    rustix::fs::CWD,
+                    &b,
+                    rustix::fs::RenameFlags::EXCHANGE,
+                );
+                continue;
+            }
+            let (method, params) = match op % 13 {
                 0 => ("files/read", json!({"path": path()})),
                 1 => ("files/stat", json!({"path": path()})),
                 2 => (
@@ -308,7 +383,22 @@ pub fn ops_plan(data: &[u8]) {
                     "files/rename",
                     json!({"oldPath": path(), "newPath": path(), "overwrite": true}),
                 ),
-                7 => ("files/watch", json!({"path": path()})),
+                7 => (
+                    "files/watch",
+                    json!({"path": path(), "recursive": next().is_some_and(|b| b % 2 == 0)}),
+                ),
+                9 => (
+                    "files/write",
+                    json!({"path": path(), "content": "fuzz", "final": false}),
+                ),
+                10 => (
+                    "files/write",
+                    json!({"path": path(), "content": "more", "offset": 4, "final": true}),
+                ),
+                11 => (
+                    "files/create",
+                    json!({"path": path(), "type": "file", "parents": true}),
+                ),
                 _ => ("files/consent", json!({"requestedPaths": [path()]})),
             };
             let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -316,16 +406,27 @@ pub fn ops_plan(data: &[u8]) {
                 panic!("a request got no response");
             };
             check_response(&resp);
-            assert!(
-                !resp.to_string().contains("CANARY"),
-                "canary content leaked: {resp}"
-            );
+            let text = resp.to_string();
+            assert!(!text.contains("CANARY"), "canary content leaked: {resp}");
+            assert!(!text.contains("SECRET-IN-ROOT"), "ungranted content leaked: {resp}");
+        }
+        // Notifications that arrived meanwhile name only granted places.
+        while let Ok(note) = rx.try_recv() {
+            let text = note.message.to_string();
+            assert!(!text.contains("CANARY"), "canary content notified: {text}");
+            if note.message["method"] != "notifications/files/changed" {
+                continue;
+            }
+            let path = note.message["params"]["path"].as_str().unwrap_or_default();
+            let inside = match grant {
+                Grant::Whole => path == "project" || path.starts_with("project/"),
+                Grant::Areas => ["project/sub", "project/w"]
+                    .iter()
+                    .any(|a| path == *a || path.starts_with(&format!("{a}/"))),
+            };
+            assert!(inside, "a notification names a place without a grant: {text}");
         }
         broker.end_session("fuzz");
     });
-    assert_eq!(
-        tree.outside_snapshot(),
-        before,
-        "the tree outside the root changed"
-    );
+    assert_eq!(snap(&tree), before, "a place without a grant changed");
 }
