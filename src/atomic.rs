@@ -230,10 +230,11 @@ fn lock_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<Lock
             meta: held,
         }));
     }
-    Err(
-        Error::new(ErrorKind::ConcurrencyConflict, "the file keeps being replaced")
-            .with_reason(Reason::Locked),
+    Err(Error::new(
+        ErrorKind::ConcurrencyConflict,
+        "the file keeps being replaced",
     )
+    .with_reason(Reason::Locked))
 }
 
 /// Whether an open failed because the name no longer holds the regular file we saw.

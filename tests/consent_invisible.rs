@@ -126,7 +126,10 @@ fn finding_11_the_elicitation_form_shows_no_invisible_character() {
     let name = "srv\u{E0041}\u{202E}\u{2028}名前";
     let mut p = spawn_proxy(&f.root, &["--consent", "elicit"], &[("SERVER_NAME", name)]);
     initialize(&mut p, "2025-06-18", json!({"elicitation": {}}));
-    let paths = [format!("project/{}", odd_name()), "project/plain.txt".into()];
+    let paths = [
+        format!("project/{}", odd_name()),
+        "project/plain.txt".into(),
+    ];
     start_ask(
         &mut p,
         1,
@@ -211,4 +214,56 @@ async fn finding_11_the_tty_prompt_shows_no_invisible_character() {
         "{text:?}"
     );
     assert!(text.contains("  project/plain.txt\r\n"), "{text:?}");
+}
+
+/// An executable script at `path` that saves its input next to itself and denies. It is
+/// written by a child shell, so that no descriptor open for writing it is ever in this
+/// process (where a concurrent spawn could inherit it and make the exec fail as busy).
+fn saving_script(path: &std::path::Path) {
+    let body = "#!/bin/sh\ncat > \"$0.in\"\necho '{\"granted\": false}'\n";
+    let status = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf '%s' \"$1\" > \"$2\" && chmod 755 \"$2\"",
+            "sh",
+            body,
+        ])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn finding_11_the_command_provider_is_given_a_sanitised_copy_to_show() {
+    use mcp_fsbroker::consent::CommandConsent;
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = tmp.path().join("save.sh");
+    saving_script(&prog);
+    let req = ConsentRequest {
+        server_id: "srv\u{E0041}\u{202E}名前".into(),
+        message: Some(message()),
+        paths: vec![mount_path(&odd_name()), mount_path("plain.txt")],
+        folders: Vec::new(),
+        access: Access::Read,
+    };
+    let decision = CommandConsent::new(prog.clone()).decide(&req).await;
+    assert!(decision.approved.is_empty());
+    let seen: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("save.sh.in")).unwrap()).unwrap();
+    // The exact fields stay exact: the program matches and answers with them.
+    assert_eq!(seen["message"], message());
+    assert_eq!(seen["paths"][0], format!("project/{}", odd_name()));
+    // What it may show has nothing hidden.
+    assert_nothing_hidden(&seen["shown"].to_string(), "command's shown fields");
+    let shown_fields = &seen["shown"];
+    assert_eq!(shown_fields["message"], shown(&message()));
+    assert_eq!(shown_fields["serverId"], "srv??名前");
+    assert_eq!(
+        shown_fields["paths"],
+        json!([
+            format!("project/{}", shown(&odd_name())),
+            "project/plain.txt"
+        ])
+    );
 }
