@@ -150,18 +150,20 @@ impl TempFile {
 
     /// Checks `pre` against the current target `name` in `dir`, then moves the temporary into
     /// place. The caller holds the in-process lock for the target.
+    ///
+    /// Checking, locking and renaming are one critical section against other processes: the
+    /// existing target is locked first, the lock is shown to be on the file the name holds
+    /// now, `pre` (the etag above all) is compared on that locked file, and the lock is held
+    /// until the new file has replaced it. A writer in another process that compared the same
+    /// etag is either refused the lock (`locked`) or, once it gets the lock on the old file,
+    /// finds the name holding the new one and fails with `etag_mismatch`.
     pub fn commit(mut self, dir: &Dir, name: &str, pre: &Preconditions) -> Result<Committed> {
         let io = |e: std::io::Error| Error::from_io(&e, "");
-        let existing = check_target(dir, name, pre)?;
-        // Another process that takes an advisory lock on the file is kept out while we
-        // replace it; the lock is held until the rename is done.
-        let _advisory = match &existing {
-            Some(_) => Some(advisory_lock(dir, name)?),
-            None => None,
-        };
-        if let Some(m) = &existing {
+        // Held to the end of this function: released only after the rename (and its flush).
+        let target = lock_target(dir, name, pre)?;
+        if let Some(t) = &target {
             self.file
-                .set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))
+                .set_permissions(std::fs::Permissions::from_mode(t.meta.mode() & 0o7777))
                 .map_err(io)?;
         }
         self.file.sync_all().map_err(io)?;
@@ -177,42 +179,105 @@ impl TempFile {
         let meta = Metadata::from_file(&self.file).map_err(io)?;
         Ok(Committed {
             meta,
-            created: existing.is_none(),
+            created: target.is_none(),
         })
     }
 }
 
+/// The existing target, locked, with the metadata of the locked file.
+struct LockedTarget {
+    /// Holds the advisory lock until dropped.
+    _file: std::fs::File,
+    meta: Metadata,
+}
+
+/// Times the name may be found holding another file than the one just locked before the
+/// write gives up with a conflict. Each retry means another writer committed in between.
+const LOCK_ATTEMPTS: usize = 8;
+
+/// Checks `pre` and, when the target exists, locks it: the critical section's entry. Answers
+/// `None` when there is no target (and `pre` allows creating one); then nothing is locked,
+/// and the rename itself decides (`rename_noreplace` refuses a target that appeared).
+fn lock_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<LockedTarget>> {
+    for _ in 0..LOCK_ATTEMPTS {
+        if check_target(dir, name, pre)?.is_none() {
+            return Ok(None);
+        }
+        let file = match open_for_lock(dir, name) {
+            Ok(f) => f,
+            // The name changed between the look and the open (removed, or replaced by a link
+            // or a directory): look again.
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(Error::from_io(&e, "")),
+        };
+        try_lock(&file)?;
+        let held = Metadata::from_file(&file).map_err(|e| Error::from_io(&e, ""))?;
+        let named = match dir.symlink_metadata(name) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::from_io(&e, "")),
+        };
+        if (held.dev(), held.ino()) != (named.dev(), named.ino()) {
+            // Another writer replaced the file after we looked: our lock is on a file that
+            // is no longer the target. Look again; an `ifMatch` now fails on the new file.
+            continue;
+        }
+        // The locked file is the target, and stays so against every writer that locks
+        // before replacing; `pre` is decided on it, not on what the name showed earlier.
+        check_meta(Some(&held), pre)?;
+        return Ok(Some(LockedTarget {
+            _file: file,
+            meta: held,
+        }));
+    }
+    Err(Error::new(
+        ErrorKind::ConcurrencyConflict,
+        "the file keeps being replaced",
+    )
+    .with_reason(Reason::Locked))
+}
+
+/// Whether an open failed because the name no longer holds the regular file we saw.
+fn gone(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+        || matches!(
+            e.raw_os_error().map(rustix::io::Errno::from_raw_os_error),
+            Some(rustix::io::Errno::LOOP | rustix::io::Errno::ISDIR)
+        )
+}
+
 /// Checks `pre` against the current target: its metadata when it exists as a regular file.
+/// This looks at the name only; [`TempFile::commit`] decides again on the locked file.
 pub fn check_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<Metadata>> {
-    let io = |e: std::io::Error| Error::from_io(&e, "");
     let existing = match dir.symlink_metadata(name) {
-        Ok(m) if m.is_dir() => {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::from_io(&e, "")),
+    };
+    check_meta(existing.as_ref(), pre)?;
+    Ok(existing)
+}
+
+/// Checks `pre` against a target's metadata (`None`: no target).
+fn check_meta(existing: Option<&Metadata>, pre: &Preconditions) -> Result<()> {
+    match existing {
+        Some(m) if m.is_dir() => {
             return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
         }
-        Ok(m) if !m.is_file() => {
+        Some(m) if !m.is_file() => {
             return Err(Error::new(ErrorKind::InvalidPath, "not a regular file")
                 .with_reason(Reason::NotRegularFile));
         }
-        Ok(m) => Some(m),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(e)),
-    };
-    match (&existing, pre) {
-        (
-            Some(_),
-            Preconditions {
-                overwrite: false, ..
-            },
-        ) => {
+        Some(_) if !pre.overwrite => {
             return Err(Error::new(ErrorKind::AlreadyExists, "already exists"));
         }
-        (None, Preconditions { create: false, .. }) => {
+        None if !pre.create => {
             return Err(Error::new(ErrorKind::FileNotFound, "no such file"));
         }
         _ => {}
     }
     if let Some(expected) = &pre.if_match {
-        let current = existing.as_ref().map(crate::ops::etag);
+        let current = existing.map(crate::ops::etag);
         if current.as_deref() != Some(expected.as_str()) {
             return Err(
                 Error::new(ErrorKind::ConcurrencyConflict, "etag does not match")
@@ -220,7 +285,7 @@ pub fn check_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option
             );
         }
     }
-    Ok(existing)
+    Ok(())
 }
 
 impl Drop for TempFile {
@@ -233,20 +298,22 @@ impl Drop for TempFile {
     }
 }
 
-/// Takes an exclusive advisory lock on the existing target, refusing with `locked` when another
-/// process holds one.
-fn advisory_lock(dir: &Dir, name: &str) -> Result<std::fs::File> {
+/// Opens the existing target for its advisory lock: never following a link, never blocking
+/// (a FIFO put in its place must not hang the write).
+fn open_for_lock(dir: &Dir, name: &str) -> std::io::Result<std::fs::File> {
     let mut opts = OpenOptions::new();
     opts.read(true)
         .follow(FollowSymlinks::No)
         .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32);
-    let file = dir
-        .open_with(name, &opts)
-        .map_err(|e| Error::from_io(&e, ""))?
-        .into_std();
+    Ok(dir.open_with(name, &opts)?.into_std())
+}
+
+/// Takes an exclusive advisory lock on `file`, refusing with `locked` when another process
+/// holds one.
+fn try_lock(file: &std::fs::File) -> Result<()> {
     // Named through fs4: std's inherent `File::try_lock` would otherwise shadow it.
-    match fs4::FileExt::try_lock(&file) {
-        Ok(()) => Ok(file),
+    match fs4::FileExt::try_lock(file) {
+        Ok(()) => Ok(()),
         Err(fs4::TryLockError::WouldBlock) => Err(Error::new(
             ErrorKind::ConcurrencyConflict,
             "file is locked by another process",

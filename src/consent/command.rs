@@ -2,11 +2,13 @@
 //! on its stdin, and reads the decision as one JSON object from its stdout.
 //!
 //! Request: `{"serverId", "message", "paths": [mount-form], "folders": [those of `paths`
-//! that are directories], "access"}`. Answer:
+//! that are directories], "access", "shown": {"serverId", "message", "paths"}}`; `shown`
+//! holds what a program may put on a screen (the same fields through the one sanitiser of
+//! consent prompts), the others are exact, for deciding and answering. Answer:
 //! `{"granted": bool}` to approve or deny everything, or `{"approvedPaths": [...],
 //! "access"?: "read"|"write"}`. A program that fails, times out or answers nonsense denies.
 
-use super::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest};
+use super::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest, sanitise};
 use crate::root::Access;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -15,6 +17,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Largest answer read from the program.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+/// Characters of the server's message in `shown`, as on the other prompts.
+const MAX_MESSAGE_CHARS: usize = 500;
 
 /// Runs an external program for each decision.
 #[derive(Debug, Clone)]
@@ -41,6 +45,7 @@ impl CommandConsent {
             "paths": request.paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             "folders": request.folders.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             "access": request.access.as_str(),
+            "shown": shown(request),
         });
         if let Some(mut stdin) = child.stdin.take() {
             // A program that exits without reading its input still gets to answer.
@@ -56,6 +61,21 @@ impl CommandConsent {
         }
         Ok(parse_answer(&out, request))
     }
+}
+
+/// What a program may show the user: the server's name, its message and the paths, with
+/// every character a user cannot see as it is replaced (the exact fields are for matching
+/// and answering, and may hold invisible or reordering characters).
+fn shown(request: &ConsentRequest) -> Value {
+    json!({
+        "serverId": sanitise(&request.server_id, 100),
+        "message": request.message.as_deref().map(|m| sanitise(m, MAX_MESSAGE_CHARS)),
+        "paths": request
+            .paths
+            .iter()
+            .map(|p| sanitise(&p.to_string(), 4096))
+            .collect::<Vec<_>>(),
+    })
 }
 
 fn parse_answer(out: &[u8], request: &ConsentRequest) -> ConsentDecision {
