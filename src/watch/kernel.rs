@@ -214,7 +214,9 @@ impl Kernel {
             return if n.place.host == host && (n.place.dev, n.place.ino) == (dev, ino) {
                 Ok(wd)
             } else {
-                Err(PlaceError::Other("directory watched under another path".into()))
+                Err(PlaceError::Other(
+                    "directory watched under another path".into(),
+                ))
             };
         }
         if self.nodes.len() >= self.max {
@@ -408,7 +410,9 @@ impl Kernel {
         }
         let mut complete = true;
         let mut budget = SCAN_ENTRIES;
-        let start = self.reopen(parent).and_then(|p| p.open_dir_nofollow(name).ok());
+        let start = self
+            .reopen(parent)
+            .and_then(|p| p.open_dir_nofollow(name).ok());
         let Some(parent_node) = self.nodes.get(&parent) else {
             return;
         };
@@ -469,6 +473,43 @@ impl Kernel {
                 if let Some(u) = self.uses.get(id) {
                     u.watch.owe_overflow();
                 }
+            }
+        }
+    }
+
+    /// After the kernel queue overflowed, directories may have appeared unseen: every
+    /// directory under a recursive watch is read again, and each subdirectory without a kernel
+    /// watch gets one (and its scan), as if it had just appeared. Watches are owed an
+    /// `overflow` already, so what the scans report twice does no harm.
+    fn resync(&mut self) {
+        let wds: Vec<i32> = self
+            .nodes
+            .keys()
+            .copied()
+            .filter(|wd| {
+                self.uses
+                    .values()
+                    .any(|u| u.watch.recursive && u.dirs.contains(wd))
+            })
+            .collect();
+        for wd in wds {
+            // A directory that is not at its place any more is left alone: its changes are
+            // dropped at delivery.
+            let Some(d) = self.reopen(wd) else { continue };
+            let Ok(entries) = d.entries() else { continue };
+            let missing: Vec<String> = entries
+                .flatten()
+                .take(SCAN_ENTRIES)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| {
+                    self.nodes
+                        .get(&wd)
+                        .is_some_and(|node| !node.children.contains_key(n))
+                })
+                .collect();
+            for name in missing {
+                self.grow(wd, &name);
             }
         }
     }
@@ -543,33 +584,31 @@ impl Kernel {
         }
         if ev.mask.contains(ReadFlags::QUEUE_OVERFLOW) {
             self.shared.lost.store(true, Ordering::Relaxed);
+            self.resync();
             return;
         }
         let Some(node) = self.nodes.get(&ev.wd) else {
             return;
         };
         let place = node.place.clone();
-        let (root, rel) = (node.root.clone(), node.rel.clone());
         let child = ev.name.as_ref().and_then(|n| node.children.get(n).copied());
-        if ev.mask.contains(ReadFlags::IGNORED) {
-            // The kernel dropped the watch (its directory is gone): nothing more comes.
+        // The directory itself was renamed or deleted, or the kernel dropped its watch: it
+        // left its place at least for a moment (even if it is back), so whatever it reports
+        // from now on could come from anywhere. Its watches end.
+        if ev.mask.intersects(
+            ReadFlags::IGNORED | ReadFlags::MOVE_SELF | ReadFlags::DELETE_SELF | ReadFlags::UNMOUNT,
+        ) {
             self.detach(ev.wd);
-            return;
-        }
-        if ev
-            .mask
-            .intersects(ReadFlags::MOVE_SELF | ReadFlags::DELETE_SELF | ReadFlags::UNMOUNT)
-        {
-            if !at_place(&root, &rel, &place) {
-                self.detach(ev.wd);
-            }
             return;
         }
         let Some(name) = ev.name else {
             return;
         };
         let is_dir = ev.mask.contains(ReadFlags::ISDIR);
-        if ev.mask.intersects(ReadFlags::MOVED_FROM | ReadFlags::DELETE) {
+        if ev
+            .mask
+            .intersects(ReadFlags::MOVED_FROM | ReadFlags::DELETE)
+        {
             if let Some(set) = self.scanned.get_mut(&ev.wd) {
                 set.remove(&name);
             }

@@ -37,7 +37,9 @@ impl WatchHub {
         let fresh: HashSet<PathBuf> = {
             let mut created = lock(&self.created);
             raw.iter()
-                .filter(|ev| matches!(&ev.kind, RawKind::MovedFrom { from, .. } if is_our_temp(from)))
+                .filter(
+                    |ev| matches!(&ev.kind, RawKind::MovedFrom { from, .. } if is_our_temp(from)),
+                )
                 .map(|ev| ev.dir.host.join(&ev.name))
                 .filter(|p| created.remove(p).is_some())
                 .collect()
