@@ -380,6 +380,13 @@ impl Kernel {
         }
     }
 
+    /// Whether the directory `wd` is, right now, the inode at its recorded place.
+    fn still_there(&self, wd: i32) -> bool {
+        self.nodes
+            .get(&wd)
+            .is_some_and(|n| at_place(&n.root, &n.rel, &n.place))
+    }
+
     /// The directory `wd` opened again through its root, if it is still the inode it was,
     /// at the place it was.
     fn reopen(&self, wd: i32) -> Option<Dir> {
@@ -612,7 +619,11 @@ impl Kernel {
             if let Some(set) = self.scanned.get_mut(&ev.wd) {
                 set.remove(&name);
             }
-            if let Some(c) = child {
+            // The directory that had the name left it, unless it is back already (the second
+            // half of an exchange reports the name it has now).
+            if let Some(c) = child
+                && !self.still_there(c)
+            {
                 self.detach(c);
             }
             if ev.mask.contains(ReadFlags::MOVED_FROM) {
@@ -639,7 +650,9 @@ impl Kernel {
                     }
                 }
             }
-            if let Some(c) = child {
+            if let Some(c) = child
+                && !self.still_there(c)
+            {
                 // The name now holds another entry: the old directory is not there.
                 self.detach(c);
             }
