@@ -1,18 +1,16 @@
 //! `files/watch` and `files/unwatch`. The watched path is resolved through the root's handle
-//! (a final symlink is followed only inside the root); a recursive watch counts the kernel
-//! watches it needs first, so that inotify's per-user limit fails the request with
-//! `QUOTA_EXCEEDED` instead of silently missing changes.
+//! (a final symlink is followed only inside the root), and the directory handle the resolver
+//! opened is what the kernel watch is placed on (the watched directory, or a watched file's
+//! parent). Kernel watches past `max_kernel_watches` or inotify's per-user limit fail the
+//! request with `QUOTA_EXCEEDED` instead of silently missing changes.
 
 use super::{Ctx, params, resolve_granted};
 use crate::broker::Inner;
 use crate::error::{Error, ErrorKind, Result};
-use crate::limits::Deadline;
 use crate::path::MountPath;
 use crate::root::{Access, FollowFinal, Parents};
 use crate::session::Session;
-use crate::watch::{Change, WatchError};
-use cap_fs_ext::DirExt;
-use cap_std::fs::Dir;
+use crate::watch::{Change, RawEvent, WatchError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -71,12 +69,9 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
             )?;
             let is_dir = r.metadata().map_err(|e| Error::from_io(&e, ""))?.is_dir();
             let max_kernel = limits.max_kernel_watches.get();
-            let cost = if recursive && is_dir {
-                let dir = r.open_dir().map_err(|e| Error::from_io(&e, ""))?;
-                count_dirs(&dir, max_kernel + 1, deadline)?
-            } else {
-                1
-            };
+            // The handle the watch is placed on, from the authorised one: never following a
+            // link.
+            let dir = r.watch_dir(is_dir).map_err(|e| Error::from_io(&e, ""))?;
             let window = Duration::from_millis(limits.watch_coalesce_ms.get());
             let weak = Arc::downgrade(&inner);
             let added = inner.hub.add(
@@ -86,8 +81,9 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
                 is_dir,
                 recursive,
                 events,
-                cost,
+                dir,
                 max_kernel,
+                deadline,
                 || start_dispatcher(weak, window),
             );
             match added {
@@ -129,31 +125,8 @@ pub(super) fn unwatch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<V
     Ok(json!({}))
 }
 
-/// Counts the directories of a tree (itself included), never following symlinks, stopping at
-/// `stop`: what a recursive kernel watch of it costs.
-fn count_dirs(dir: &Dir, stop: usize, deadline: Deadline) -> Result<usize> {
-    let mut count = 1;
-    let mut stack: Vec<Dir> = vec![dir.try_clone().map_err(|e| Error::from_io(&e, ""))?];
-    while let Some(d) = stack.pop() {
-        deadline.check()?;
-        let Ok(entries) = d.entries() else { continue };
-        for entry in entries.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                count += 1;
-                if count >= stop {
-                    return Ok(count);
-                }
-                if let Ok(sub) = d.open_dir_nofollow(entry.file_name()) {
-                    stack.push(sub);
-                }
-            }
-        }
-    }
-    Ok(count)
-}
-
 /// Starts the task that turns raw events into notifications; returns its input.
-fn start_dispatcher(inner: Weak<Inner>, window: Duration) -> mpsc::Sender<notify::Event> {
+fn start_dispatcher(inner: Weak<Inner>, window: Duration) -> mpsc::Sender<RawEvent> {
     let (tx, rx) = mpsc::channel(crate::watch::RAW_CAPACITY);
     // The watch is added from the blocking pool; the task belongs to the broker's runtime.
     match tokio::runtime::Handle::try_current() {
@@ -165,14 +138,14 @@ fn start_dispatcher(inner: Weak<Inner>, window: Duration) -> mpsc::Sender<notify
     tx
 }
 
-async fn dispatch(inner: Weak<Inner>, mut rx: mpsc::Receiver<notify::Event>, window: Duration) {
+async fn dispatch(inner: Weak<Inner>, mut rx: mpsc::Receiver<RawEvent>, window: Duration) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         let first = tokio::select! {
             ev = rx.recv() => match ev { Some(e) => Some(e), None => return },
             _ = tick.tick() => None,
         };
-        let mut batch: Vec<notify::Event> = first.into_iter().collect();
+        let mut batch: Vec<RawEvent> = first.into_iter().collect();
         if !batch.is_empty() {
             let until = tokio::time::Instant::now() + window;
             while let Ok(Some(ev)) = tokio::time::timeout_at(until, rx.recv()).await {
@@ -193,6 +166,10 @@ async fn dispatch(inner: Weak<Inner>, mut rx: mpsc::Receiver<notify::Event>, win
             for d in &deliveries {
                 broker.deliver(d);
             }
+            // Watches whose directory left its place end, and their servers are told.
+            for id in broker.hub.take_moved_out() {
+                broker.end_watch(&id, "moved_out");
+            }
             // Overflows owed while slots were taken are paid as soon as slots free up.
             broker.pay_overflows();
         })
@@ -203,27 +180,12 @@ async fn dispatch(inner: Weak<Inner>, mut rx: mpsc::Receiver<notify::Event>, win
     }
 }
 
-/// Whether a change at `path` may be shown to the watch's session: a grant covers it, and it
-/// was not reached through a symlink (its parent resolves to itself through the root).
+/// Whether a change at `path` may be shown to the watch's session: the session is alive and a
+/// grant covers the path. That the change's directory is still the one watched, at its place,
+/// was checked by the hub before.
 fn visible(w: &crate::watch::Watch, path: &MountPath) -> bool {
     let Some(session) = w.session.upgrade() else {
         return false;
     };
-    if session.grants().check(path, Access::Read).is_err() {
-        return false;
-    }
-    let comps = path.rel.components();
-    let Some((_, parent)) = comps.split_last() else {
-        return true;
-    };
-    let parent = crate::path::RelPath::from_components(parent.to_vec());
-    let gate = crate::root::Gate::new(session.grants().clone(), Access::Read);
-    match w
-        .root
-        .resolve(&parent, &gate, FollowFinal::Yes, Parents::Existing, None)
-    {
-        Ok(r) => r.real().rel == parent,
-        // The parent went away (a deleted tree): nothing can be read through it any more.
-        Err(_) => true,
-    }
+    session.grants().check(path, Access::Read).is_ok()
 }

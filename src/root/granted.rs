@@ -31,8 +31,7 @@ pub struct Gate {
 enum Sight {
     /// A session's grants.
     Grants(Grants),
-    /// The whole root: only for finding the real path a consent request is about, which
-    /// never yields a handle (see [`Root::real_path`]).
+    /// The whole root: see [`Gate::whole`].
     Whole,
 }
 
@@ -96,7 +95,11 @@ impl Gate {
         }
     }
 
-    pub(super) fn whole() -> Self {
+    /// A gate that sees the whole root and creates nothing: for the broker's own questions
+    /// about where a directory is (consent finding the real path it asks about, the watcher
+    /// checking that a watched directory is still at its place), never for a request's
+    /// operation, whose gate is always a session's grants.
+    pub(crate) fn whole() -> Self {
         Gate {
             sight: Sight::Whole,
             need: Access::Read,
@@ -162,6 +165,17 @@ impl Granted {
         match &self.name {
             None => self.dir.try_clone(),
             Some(n) => self.dir.open_dir_nofollow(n),
+        }
+    }
+
+    /// The directory a watch of the entry is placed on, never following a link: the entry
+    /// itself when it is a directory (`is_dir`, from its metadata), else the directory that
+    /// holds it, so that replacing a watched file keeps being seen.
+    pub fn watch_dir(&self, is_dir: bool) -> std::io::Result<Dir> {
+        if is_dir {
+            self.open_dir()
+        } else {
+            self.dir.try_clone()
         }
     }
 

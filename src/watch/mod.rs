@@ -1,21 +1,28 @@
-//! Watching: one notify watcher shared by every session, kernel watches counted and shared,
-//! events coalesced and fanned out as `notifications/files/changed`.
+//! Watching: one inotify instance shared by every session, one kernel watch per verified
+//! directory, events coalesced and fanned out as `notifications/files/changed`.
 //!
-//! The flow runs the other way from requests: the notify thread hands raw events to a bounded
-//! channel; a dispatcher task collects them for the coalescing window, maps each host path back
-//! to the mount-form paths of the watches that cover it, drops what is hidden, reached through
-//! a symlink, or no longer granted, and sends each session its notifications. A session's
-//! notifications in flight are bounded by permits; when they run out, or raw events are lost,
-//! the watch owes the server one `overflow` event, so it rescans.
+//! The flow runs the other way from requests: the reader thread (`kernel.rs`) turns kernel
+//! events into raw events (a name in a verified directory) and hands them to a bounded
+//! channel; a dispatcher task collects them for the coalescing window, checks that each
+//! change's directory is still the inode it was at the place it was (`map.rs`), maps it to
+//! the mount-form paths of the watches that cover it, drops what is hidden or no longer
+//! granted, and sends each session its notifications. A session's notifications in flight are
+//! bounded by permits; when they run out, or raw events are lost, the watch owes the server
+//! one `overflow` event, so it rescans. A watch whose own directory leaves its place ends with
+//! `unwatched` (`moved_out`).
 
+mod kernel;
 mod map;
 
+pub use kernel::{Place, RawEvent, RawKind};
+
+use crate::limits::Deadline;
 use crate::locks::lock;
 use crate::path::MountPath;
 use crate::root::Root;
 use crate::session::Session;
-use notify::event::EventKind;
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use cap_std::fs::Dir;
+use kernel::Kernel;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -24,7 +31,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Raw events buffered between the notify thread and the dispatcher; more are counted as lost.
+/// Raw events buffered between the reader thread and the dispatcher; more are counted as lost.
 pub const RAW_CAPACITY: usize = 8192;
 /// How long a creation by the broker's own write is remembered for its notification.
 const CREATED_MEMORY: Duration = Duration::from_secs(10);
@@ -82,28 +89,25 @@ pub struct Watch {
     only: Option<String>,
     /// Whether the server is owed an `overflow` event.
     owed_overflow: AtomicBool,
+    /// Whether the watch has ended (its directory moved): nothing more is delivered.
+    ended: AtomicBool,
 }
 
+/// What the reader thread shares with the hub.
 #[derive(Debug, Default)]
-struct KernelWatch {
-    recursive: usize,
-    flat: usize,
-    cost: usize,
-}
-
-#[derive(Default)]
-struct HubState {
-    watcher: Option<RecommendedWatcher>,
-    watches: HashMap<String, Arc<Watch>>,
-    kernel: HashMap<PathBuf, KernelWatch>,
-    kernel_used: usize,
+pub(crate) struct Shared {
+    /// Whether raw events were lost since the dispatcher last looked.
+    lost: AtomicBool,
+    /// Watches whose directory moved, to be ended and told.
+    moved_out: Mutex<Vec<String>>,
 }
 
 /// The registry of watches and the shared kernel watcher.
 pub struct WatchHub {
-    state: Mutex<HubState>,
+    watches: Mutex<HashMap<String, Arc<Watch>>>,
+    kernel: Arc<Mutex<Option<Kernel>>>,
     created: Mutex<HashMap<PathBuf, std::time::Instant>>,
-    lost: Arc<AtomicBool>,
+    shared: Arc<Shared>,
     next_id: AtomicU64,
 }
 
@@ -134,18 +138,23 @@ pub struct Delivery {
 impl Default for WatchHub {
     fn default() -> Self {
         WatchHub {
-            state: Mutex::new(HubState::default()),
+            watches: Mutex::new(HashMap::new()),
+            kernel: Arc::new(Mutex::new(None)),
             created: Mutex::new(HashMap::new()),
-            lost: Arc::new(AtomicBool::new(false)),
+            shared: Arc::new(Shared::default()),
             next_id: AtomicU64::new(1),
         }
     }
 }
 
 impl WatchHub {
-    /// Registers a watch. `kernel_cost` is how many kernel watches a recursive watch of the
-    /// directory needs (its directories, counted by the caller through the root's handle);
-    /// `raw` is where the shared watcher sends events, used when it is first created.
+    /// Registers a watch of `path` (a real path of `root`, as the resolver found it). `dir` is
+    /// the directory handle the resolver opened: the watched directory itself, or a watched
+    /// file's parent. The kernel watch is placed on that very inode; a recursive watch also
+    /// watches every directory beneath, each opened through its parent's handle without
+    /// following links. Kernel watches are shared between watches of the same directory, and
+    /// together they may not pass `max_kernel`. `raw` is where the reader thread sends events,
+    /// used when it is first started.
     #[allow(clippy::too_many_arguments)]
     pub fn add(
         &self,
@@ -155,142 +164,64 @@ impl WatchHub {
         is_dir: bool,
         recursive: bool,
         events: HashSet<Change>,
-        kernel_cost: usize,
+        dir: Dir,
         max_kernel: usize,
-        raw: impl FnOnce() -> mpsc::Sender<notify::Event>,
+        deadline: Deadline,
+        raw: impl FnOnce() -> mpsc::Sender<RawEvent>,
     ) -> Result<Arc<Watch>, WatchError> {
-        let host = root.host_path_of(&path.rel);
-        let (kernel_dir, only, recursive) = match (is_dir, host.parent(), path.rel.file_name()) {
-            (false, Some(parent), Some(name)) => {
-                (parent.to_path_buf(), Some(name.to_owned()), false)
+        let (dir_rel, only, recursive) = match (is_dir, path.rel.file_name()) {
+            (false, Some(name)) => {
+                let parent = path.rel.components();
+                let parent = parent[..parent.len().saturating_sub(1)].to_vec();
+                (
+                    crate::path::RelPath::from_components(parent),
+                    Some(name.to_owned()),
+                    false,
+                )
             }
-            _ => (host, None, recursive && is_dir),
+            _ => (path.rel.clone(), None, recursive && is_dir),
         };
-        let mut st = lock(&self.state);
-        if st.watcher.is_none() {
-            let tx = raw();
-            let lost = self.lost.clone();
-            let handler = move |res: notify::Result<notify::Event>| match res {
-                // Opens and closes change nothing, and notify's own walk of a new recursive
-                // watch opens every directory: left in, they would flood the queue.
-                Ok(ev) if matches!(ev.kind, EventKind::Access(_)) => {}
-                Ok(ev) => {
-                    if tx.try_send(ev).is_err() {
-                        lost.store(true, Ordering::Relaxed);
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "watch error; reporting overflow");
-                    lost.store(true, Ordering::Relaxed);
-                }
-            };
-            let config = notify::Config::default().with_follow_symlinks(false);
-            let watcher = RecommendedWatcher::new(handler, config)
-                .map_err(|e| WatchError::Os(e.to_string(), false))?;
-            st.watcher = Some(watcher);
-        }
-        let cost = if recursive { kernel_cost.max(1) } else { 1 };
-        let entry_exists = st.kernel.contains_key(&kernel_dir);
-        let needs_upgrade =
-            recursive && st.kernel.get(&kernel_dir).is_none_or(|k| k.recursive == 0);
-        if (!entry_exists || needs_upgrade) && st.kernel_used + cost > max_kernel {
-            return Err(WatchError::KernelLimit(max_kernel));
-        }
-        if !entry_exists || needs_upgrade {
-            let mode = if recursive {
-                RecursiveMode::Recursive
-            } else {
-                RecursiveMode::NonRecursive
-            };
-            let st = &mut *st;
-            if let Some(w) = st.watcher.as_mut() {
-                if needs_upgrade && entry_exists {
-                    let _ = w.unwatch(&kernel_dir);
-                }
-                w.watch(&kernel_dir, mode).map_err(|e| {
-                    let limit = matches!(e.kind, notify::ErrorKind::MaxFilesWatch);
-                    WatchError::Os(e.to_string(), limit)
-                })?;
-            }
-            let old_cost = st.kernel.get(&kernel_dir).map_or(0, |k| k.cost);
-            st.kernel_used = st.kernel_used.saturating_sub(old_cost) + cost;
-        }
-        let k = st.kernel.entry(kernel_dir.clone()).or_default();
-        if recursive {
-            k.recursive += 1;
-            k.cost = k.cost.max(cost);
-        } else {
-            k.flat += 1;
-            k.cost = k.cost.max(1);
-        }
         let id = format!("w{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let watch = Arc::new(Watch {
             id: id.clone(),
+            kernel_dir: root.host_path_of(&dir_rel),
             path,
             root,
             recursive,
             events,
             session: Arc::downgrade(session),
-            kernel_dir,
             only,
             owed_overflow: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
         });
-        st.watches.insert(id, watch.clone());
+        let mut guard = lock(&self.kernel);
+        if guard.is_none() {
+            let k = Kernel::start(&self.kernel, raw(), self.shared.clone(), max_kernel)
+                .map_err(|e| WatchError::Os(e.to_string(), false))?;
+            *guard = Some(k);
+        }
+        let Some(k) = guard.as_mut() else {
+            return Err(WatchError::Os("no watcher".into(), false));
+        };
+        k.max = max_kernel;
+        k.add(&watch, dir, dir_rel, deadline)?;
+        lock(&self.watches).insert(id, watch.clone());
         Ok(watch)
     }
 
-    /// Removes a watch, releasing its kernel watch when no other watch needs it.
+    /// Removes a watch, releasing its kernel watches when no other watch needs them.
     pub fn remove(&self, id: &str) -> Option<Arc<Watch>> {
-        let mut st = lock(&self.state);
-        let watch = st.watches.remove(id)?;
-        let st = &mut *st;
-        let mut drop_kernel = false;
-        let mut downgrade = false;
-        if let Some(k) = st.kernel.get_mut(&watch.kernel_dir) {
-            if watch.recursive {
-                k.recursive = k.recursive.saturating_sub(1);
-                downgrade = k.recursive == 0 && k.flat > 0;
-            } else {
-                k.flat = k.flat.saturating_sub(1);
-            }
-            drop_kernel = k.recursive == 0 && k.flat == 0;
-        }
-        if drop_kernel || downgrade {
-            if let Some(w) = st.watcher.as_mut() {
-                let _ = w.unwatch(&watch.kernel_dir);
-                if downgrade {
-                    let _ = w.watch(&watch.kernel_dir, RecursiveMode::NonRecursive);
-                }
-            }
-            if let Some(k) = st.kernel.get_mut(&watch.kernel_dir) {
-                st.kernel_used = st.kernel_used.saturating_sub(k.cost);
-                k.cost = if downgrade { 1 } else { 0 };
-                st.kernel_used += k.cost;
-            }
-            if drop_kernel {
-                st.kernel.remove(&watch.kernel_dir);
-            }
-            // A watch removed from inside another recursive one took that one's kernel watches
-            // for the subtree with it: restore the covering ones.
-            let covering: Vec<PathBuf> = st
-                .kernel
-                .iter()
-                .filter(|(p, k)| k.recursive > 0 && watch.kernel_dir.starts_with(p))
-                .map(|(p, _)| p.clone())
-                .collect();
-            if let Some(w) = st.watcher.as_mut() {
-                for p in covering {
-                    let _ = w.watch(&p, RecursiveMode::Recursive);
-                }
-            }
+        let watch = lock(&self.watches).remove(id)?;
+        watch.end();
+        if let Some(k) = lock(&self.kernel).as_mut() {
+            k.release(id);
         }
         Some(watch)
     }
 
     /// The watches of one session.
     pub fn of_session(&self, session: &Session) -> Vec<Arc<Watch>> {
-        lock(&self.state)
-            .watches
+        lock(&self.watches)
             .values()
             .filter(|w| {
                 w.session
@@ -303,17 +234,17 @@ impl WatchHub {
 
     /// Every watch.
     pub fn all(&self) -> Vec<Arc<Watch>> {
-        lock(&self.state).watches.values().cloned().collect()
+        lock(&self.watches).values().cloned().collect()
     }
 
-    /// Kernel watches in use (as counted when watches were added).
+    /// Kernel watches in use.
     pub fn kernel_used(&self) -> usize {
-        lock(&self.state).kernel_used
+        lock(&self.kernel).as_ref().map_or(0, Kernel::used)
     }
 
     /// Records that raw events were lost, so every watch is owed an `overflow`.
     pub fn mark_lost(&self) {
-        self.lost.store(true, Ordering::Relaxed);
+        self.shared.lost.store(true, Ordering::Relaxed);
     }
 
     /// Records that the broker's own write created `host` (a new file), so its commit, which
@@ -328,11 +259,34 @@ impl WatchHub {
 
     /// Whether raw events were lost since the last call.
     pub fn take_lost(&self) -> bool {
-        self.lost.swap(false, Ordering::Relaxed)
+        self.shared.lost.swap(false, Ordering::Relaxed)
+    }
+
+    /// The ids of watches whose directory left its place since the last call: each is to be
+    /// ended with `unwatched` (`moved_out`).
+    pub fn take_moved_out(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.shared.moved_out))
+    }
+
+    /// Records that watch `w` ended because its directory left its place.
+    fn moved_out(&self, w: &Watch) {
+        if !w.ended.swap(true, Ordering::Relaxed) {
+            lock(&self.shared.moved_out).push(w.id.clone());
+        }
     }
 }
 
 impl Watch {
+    /// Marks the watch as ended: nothing more is delivered for it.
+    fn end(&self) {
+        self.ended.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the watch has ended.
+    pub fn is_ended(&self) -> bool {
+        self.ended.load(Ordering::Relaxed)
+    }
+
     /// Whether the server is owed an `overflow` event; clears the debt.
     pub fn take_owed_overflow(&self) -> bool {
         self.owed_overflow.swap(false, Ordering::Relaxed)
