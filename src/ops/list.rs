@@ -5,11 +5,11 @@
 //! as JSON), so the next page resumes after it by comparing paths, with no server-side state.
 //! Recursion opens each directory with `O_NOFOLLOW` and never follows a symlink.
 
-use super::{Ctx, mtime, params, resolve_granted, type_name};
+use super::{Ctx, mtime, params, resolve_target, type_name};
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::Deadline;
 use crate::path::MountPath;
-use crate::root::{Access, FollowFinal, Parents};
+use crate::root::Access;
 use crate::session::Session;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -85,15 +85,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let include_hidden = p.include_hidden;
     let walk = ctx
         .run(session, move |deadline| {
-            let r = resolve_granted(
-                &root,
-                &s,
-                &path.rel,
-                FollowFinal::Yes,
-                Parents::Existing,
-                Access::Read,
-                deadline,
-            )?;
+            let r = resolve_target(&root, &s, &path.rel, Access::Read, deadline)?;
             let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
             if !r.metadata().map_err(io)?.is_dir() {
                 return Err(Error::new(ErrorKind::NotADirectory, "not a directory"));

@@ -221,6 +221,26 @@ fn resolve_granted(
     root.resolve(rel, &gate, follow, parents, Some(deadline))
 }
 
+/// [`resolve_granted`] for the methods that act on what a path leads to: a final symlink is
+/// followed (inside the root), and nothing is created on the way.
+fn resolve_target(
+    root: &Root,
+    session: &Session,
+    rel: &RelPath,
+    need: Access,
+    deadline: Deadline,
+) -> Result<Granted> {
+    resolve_granted(
+        root,
+        session,
+        rel,
+        FollowFinal::Yes,
+        Parents::Existing,
+        need,
+        deadline,
+    )
+}
+
 /// How file content travels in `files/read` and `files/write`.
 #[derive(serde::Deserialize, Clone, Copy, PartialEq, Eq)]
 enum Encoding {

@@ -4,10 +4,10 @@
 //! character) are read, in steps that check the deadline. A UTF-8 chunk never ends inside a
 //! character: the cut character is left for the next chunk.
 
-use super::{Ctx, Encoding, etag, mime_type, mtime, params, resolve_granted};
+use super::{Ctx, Encoding, etag, mime_type, mtime, params, resolve_target};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::limits::Deadline;
-use crate::root::{Access, FollowFinal, Parents};
+use crate::root::Access;
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -46,15 +46,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let (offset, encoding) = (p.offset, p.encoding);
     let chunk = ctx
         .run(session, move |deadline| {
-            let r = resolve_granted(
-                &root,
-                &s,
-                &path.rel,
-                FollowFinal::Yes,
-                Parents::Existing,
-                Access::Read,
-                deadline,
-            )?;
+            let r = resolve_target(&root, &s, &path.rel, Access::Read, deadline)?;
             let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
             if r.name().is_none() {
                 return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));

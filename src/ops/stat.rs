@@ -1,8 +1,8 @@
 //! `files/stat`: type, size, times and etag of one path, following symlinks inside the root.
 
-use super::{Ctx, etag, mime_type, mtime, params, resolve_granted, type_name};
+use super::{Ctx, etag, mime_type, mtime, params, resolve_target, type_name};
 use crate::error::{Error, Result};
-use crate::root::{Access, FollowFinal, Parents};
+use crate::root::Access;
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,15 +22,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let shown = path.to_string();
     let meta = ctx
         .run(session, move |deadline| {
-            let r = resolve_granted(
-                &root,
-                &s,
-                &path.rel,
-                FollowFinal::Yes,
-                Parents::Existing,
-                Access::Read,
-                deadline,
-            )?;
+            let r = resolve_target(&root, &s, &path.rel, Access::Read, deadline)?;
             r.metadata()
                 .map_err(|e| Error::from_io(&e, &path.to_string()))
                 .map(|m| (m, path))

@@ -4,11 +4,11 @@
 //! parent). Kernel watches past `max_kernel_watches` or inotify's per-user limit fail the
 //! request with `QUOTA_EXCEEDED` instead of silently missing changes.
 
-use super::{Ctx, params, resolve_granted};
+use super::{Ctx, params, resolve_target};
 use crate::broker::Inner;
 use crate::error::{Error, ErrorKind, Result};
 use crate::path::MountPath;
-use crate::root::{Access, FollowFinal, Parents};
+use crate::root::Access;
 use crate::session::Session;
 use crate::watch::{Change, RawEvent, WatchError};
 use serde::Deserialize;
@@ -58,15 +58,7 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
     let recursive = p.recursive;
     let id = ctx
         .run(session, move |deadline| {
-            let r = resolve_granted(
-                &root,
-                &s,
-                &path.rel,
-                FollowFinal::Yes,
-                Parents::Existing,
-                Access::Read,
-                deadline,
-            )?;
+            let r = resolve_target(&root, &s, &path.rel, Access::Read, deadline)?;
             let is_dir = r.metadata().map_err(|e| Error::from_io(&e, ""))?.is_dir();
             let max_kernel = limits.max_kernel_watches.get();
             // The handle the watch is placed on, from the authorised one: never following a

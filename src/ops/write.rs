@@ -7,11 +7,11 @@
 //! upload starts, so it fails fast, and again at commit under the per-file lock, where they
 //! decide.
 
-use super::{Ctx, Encoding, etag, params, resolve_granted};
+use super::{Ctx, Encoding, etag, params, resolve_target};
 use crate::atomic::{Preconditions, TempFile, check_target};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
-use crate::root::{Access, FollowFinal, Parents, Root};
+use crate::root::{Access, Root};
 use crate::session::Session;
 use crate::upload::Upload;
 use serde::Deserialize;
@@ -109,15 +109,7 @@ async fn one_shot(
 ) -> Result<Outcome> {
     let (s, inner) = (session.clone(), ctx.inner.clone());
     ctx.run(session, move |deadline| {
-        let r = resolve_granted(
-            &root,
-            &s,
-            &path.rel,
-            FollowFinal::Yes,
-            Parents::Existing,
-            Access::Write,
-            deadline,
-        )?;
+        let r = resolve_target(&root, &s, &path.rel, Access::Write, deadline)?;
         let Some(name) = r.name() else {
             return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
         };
@@ -186,15 +178,7 @@ async fn chunk(
             // The target is resolved and authorised again: grants may have been revoked, and
             // its directory may have moved (out of the root, or where no grant reaches) while
             // the upload was staged. It commits only into the same directory at the same place.
-            let now = resolve_granted(
-                &root,
-                &s,
-                &rel,
-                FollowFinal::Yes,
-                Parents::Existing,
-                Access::Write,
-                deadline,
-            )?;
+            let now = resolve_target(&root, &s, &rel, Access::Write, deadline)?;
             let Some(name) = now.name() else {
                 return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
             };
@@ -229,15 +213,7 @@ fn start(
     pre: Preconditions,
     deadline: crate::limits::Deadline,
 ) -> Result<Upload> {
-    let r = resolve_granted(
-        root,
-        session,
-        &path.rel,
-        FollowFinal::Yes,
-        Parents::Existing,
-        Access::Write,
-        deadline,
-    )?;
+    let r = resolve_target(root, session, &path.rel, Access::Write, deadline)?;
     let Some(name) = r.name() else {
         return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
     };
