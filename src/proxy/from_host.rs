@@ -4,6 +4,7 @@
 
 use super::host::{HostChannel, add_capabilities};
 use super::peek::{self, Kind};
+use super::strict::BatchItems;
 use super::{State, lock};
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc;
@@ -82,28 +83,34 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
 
 /// Takes out of a host batch the answers to the proxy's requests (which complete them) and
 /// roots notifications; returns what remains for the server, unchanged when nothing was
-/// taken out, `None` when nothing remains.
+/// taken out, `None` when nothing remains. Each item is judged by the strict reader exactly
+/// as a single line of the host is, and what remains is the items as the host wrote them.
 fn keep_for_server(line: Vec<u8>, host: &HostChannel) -> Option<Vec<u8>> {
-    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) else {
-        // Not a batch we can read: the server judges it, as it would without the proxy.
-        return Some(line);
-    };
-    let total = items.len();
-    let mut rest = Vec::with_capacity(total);
-    for item in items {
-        match peek::peek_value(&item) {
+    let mut rest = Vec::new();
+    let mut taken = false;
+    for item in BatchItems::new(&line) {
+        let Ok(item) = item else {
+            // Not a batch we can read: the server judges it, as it would without the proxy.
+            return Some(line);
+        };
+        match peek::peek(item) {
             Kind::Response { id } if host.is_reserved(&id) => {
-                host.complete(&id, item);
+                host.complete(&id, serde_json::from_slice(item).unwrap_or(Value::Null));
+                taken = true;
             }
-            Kind::Notification { method } if method == ROOTS_CHANGED => {}
-            _ => rest.push(item),
+            Kind::Notification { method } if method == ROOTS_CHANGED => taken = true,
+            _ => {
+                rest.push(if rest.is_empty() { b'[' } else { b',' });
+                rest.extend_from_slice(item);
+            }
         }
     }
-    if rest.len() == total {
+    if !taken {
         Some(line)
     } else if rest.is_empty() {
         None
     } else {
-        serde_json::to_vec(&Value::Array(rest)).ok()
+        rest.push(b']');
+        Some(rest)
     }
 }
