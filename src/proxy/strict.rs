@@ -24,6 +24,9 @@ pub(super) struct Envelope {
     pub(super) method: Option<String>,
     /// `id`, when the object names `id` once.
     pub(super) id: Option<Value>,
+    /// Every `id` the object names when it names more than one (empty otherwise): each is the
+    /// id to some reader.
+    pub(super) ids: Vec<Value>,
     /// Whether some object of the message, at any depth, names a key twice. Readers differ on
     /// which of the two counts, so such a message is never relayed.
     pub(super) duplicated: bool,
@@ -54,6 +57,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
         let mut method = None;
         let mut id = None;
+        let mut ids = Vec::new();
         let mut keys = Keys::default();
         let mut duplicated = false;
         while let Some(Key(key)) = map.next_key::<Key>()? {
@@ -75,7 +79,12 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                     } = map.next_value::<Tree>()?;
                     duplicated |= d;
                     // An id named twice is no id: a refusal then answers `null`.
-                    id = if first { Some(value) } else { None };
+                    if first {
+                        id = Some(value);
+                    } else {
+                        ids.extend(id.take());
+                        ids.push(value);
+                    }
                 }
                 _ => duplicated |= map.next_value::<Checked>()?.0,
             }
@@ -83,6 +92,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
         Ok(Envelope {
             method,
             id,
+            ids,
             duplicated,
         })
     }
@@ -427,25 +437,36 @@ mod tests {
         for (line, id) in [
             (r#"{"id":1,"id":2}"#, None),
             (r#"{"method":"a","method":"b"}"#, None),
-            (r#"{"id":3,"method":"a","m\u0065thod":"b"}"#, Some(3)),
-            (r#"{"jsonrpc":"2.0","jsonrpc":"1.0","id":4}"#, Some(4)),
-            (r#"{"id":5,"params":{},"params":{}}"#, Some(5)),
-            (r#"{"id":6,"result":1,"error":{},"result":2}"#, Some(6)),
-            (r#"{"id":7,"params":{"a":[{"b":1,"b":2}]}}"#, Some(7)),
-            (r#"{"id":{"x":1,"x":2},"method":"a"}"#, None),
+            (r#"{"id":3,"method":"a","m\u0065thod":"b"}"#, Some(3.into())),
+            (
+                r#"{"jsonrpc":"2.0","jsonrpc":"1.0","id":4}"#,
+                Some(4.into()),
+            ),
+            (r#"{"id":5,"params":{},"params":{}}"#, Some(5.into())),
+            (
+                r#"{"id":6,"result":1,"error":{},"result":2}"#,
+                Some(6.into()),
+            ),
+            (r#"{"id":7,"params":{"a":[{"b":1,"b":2}]}}"#, Some(7.into())),
+            (
+                r#"{"id":{"x":1,"x":2},"method":"a"}"#,
+                Some(serde_json::json!({"x": 1})),
+            ),
         ] {
             let e = read(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
             assert!(e.duplicated, "{line}");
-            let want = id.map(Value::from);
-            if let Some(want) = want {
-                assert_eq!(e.id, Some(want), "{line}");
-            }
+            assert_eq!(e.id, id, "{line}");
         }
         let wide: String = (0..100).map(|i| format!("\"k{i}\":{i},")).collect();
         let once = format!(r#"{{{wide}"id":1}}"#);
         assert!(!read(once.as_bytes()).unwrap().duplicated);
         let twice = format!(r#"{{{wide}"id":1,"k77":0}}"#);
         assert!(read(twice.as_bytes()).unwrap().duplicated);
+        let three = read(br#"{"id":1,"id":"b","method":"x","id":3}"#).unwrap();
+        assert_eq!(
+            (three.id, three.ids),
+            (None, vec![1.into(), "b".into(), 3.into()])
+        );
         assert_eq!(has_duplicated_key(br#"[{"a":1},{"a":2}]"#), Some(false));
         assert_eq!(has_duplicated_key(br#"[{"a":1,"a":2}]"#), Some(true));
         assert_eq!(has_duplicated_key(b"{"), None);
