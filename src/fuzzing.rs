@@ -70,8 +70,18 @@ fn check_response(v: &Value) {
 }
 
 /// Sends arbitrary bytes as one line to a broker and checks that the answer is nothing or a
-/// well-formed response (or a batch of them), and that the session still answers afterwards.
+/// well-formed response (or a batch of them, never over the line limit), and that the session
+/// still answers afterwards. The same bytes are then sent again as an item of a batch, between
+/// two ordinary items, since a batch item must be judged exactly as a single line is.
 pub fn jsonrpc(data: &[u8]) {
+    jsonrpc_line(data);
+    let mut batch = br#"[{"jsonrpc":"2.0","id":"b1","method":"ping"},"#.to_vec();
+    batch.extend_from_slice(data);
+    batch.extend_from_slice(br#",{"jsonrpc":"2.0","method":"notifications/x"}]"#);
+    jsonrpc_line(&batch);
+}
+
+fn jsonrpc_line(data: &[u8]) {
     static BROKER: OnceLock<Broker> = OnceLock::new();
     let broker = BROKER.get_or_init(|| {
         let text = "[consent]\nmode = \"deny\"\n[audit]\nenabled = false\n\
@@ -96,6 +106,8 @@ pub fn jsonrpc(data: &[u8]) {
             match &v {
                 Value::Array(items) => {
                     assert!(!items.is_empty());
+                    let limit = broker.policy().limits.max_line_bytes.get();
+                    assert!(out.len() <= limit, "a batch's answer passed the line limit");
                     items.iter().for_each(check_response);
                 }
                 other => check_response(other),
@@ -123,7 +135,7 @@ fn proxy_peek(data: &[u8]) {
                 assert_eq!(method, &r.method);
                 assert_eq!(id, r.id.as_value());
             }
-            // Duplicate keys: the proxy reads no message there (and so never relays it to
+            // A key named twice: the proxy reads no message there (and so never relays it to
             // a host), where the broker's decode takes the last duplicate.
             Kind::Other => {}
             other => panic!("peek saw {other:?} for a request to {}", r.method),
@@ -134,6 +146,9 @@ fn proxy_peek(data: &[u8]) {
     }
 }
 
+/// What the proxy would relay to the host, read twice: by a reader that keeps the first of
+/// two equal keys and by one that keeps the last (serde_json's `Value`). Both must see the
+/// same message, and neither a brokered method in it.
 fn proxy_relay(data: &[u8]) {
     let Some(out) = crate::proxy::host_part(data) else {
         return;
@@ -142,21 +157,86 @@ fn proxy_relay(data: &[u8]) {
         Ok(t) => t,
         Err(e) => panic!("relayed a line that is not utf-8: {e}"),
     };
-    let value: Value = match serde_json::from_str(text) {
+    let last: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => panic!("relayed a line that is not json: {e}"),
     };
-    let items = match value {
-        Value::Array(items) => items,
-        one => vec![one],
+    let first = match serde_json::from_str::<FirstKeyWins>(text) {
+        Ok(v) => v.0,
+        Err(e) => panic!("relayed a line the first-key reader cannot read: {e}"),
     };
-    for item in &items {
-        if let Some(method) = item.get("method").and_then(Value::as_str) {
-            assert!(
-                !crate::proxy::is_brokered(method),
-                "relayed a brokered message to the host: {item}"
-            );
+    assert_eq!(
+        first, last,
+        "two readers see two messages in what reaches the host: {text:.300}"
+    );
+    for reading in [first, last] {
+        let items = match reading {
+            Value::Array(items) => items,
+            one => vec![one],
+        };
+        for item in &items {
+            if let Some(method) = item.get("method").and_then(Value::as_str) {
+                assert!(
+                    !crate::proxy::is_brokered(method),
+                    "relayed a brokered message to the host: {item}"
+                );
+            }
         }
+    }
+}
+
+/// A JSON value read by a parser that keeps the first of two equal keys in an object, as some
+/// hosts' parsers do (serde_json's `Value` keeps the last).
+struct FirstKeyWins(Value);
+
+impl<'de> serde::Deserialize<'de> for FirstKeyWins {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(FirstKeyVisitor)
+    }
+}
+
+struct FirstKeyVisitor;
+
+impl<'de> serde::de::Visitor<'de> for FirstKeyVisitor {
+    type Value = FirstKeyWins;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any json value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<FirstKeyWins, E> {
+        Ok(FirstKeyWins(v.into()))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<FirstKeyWins, E> {
+        Ok(FirstKeyWins(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<FirstKeyWins, E> {
+        Ok(FirstKeyWins(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<FirstKeyWins, E> {
+        Ok(FirstKeyWins(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<FirstKeyWins, E> {
+        Ok(FirstKeyWins(v.into()))
+    }
+    fn visit_unit<E>(self) -> Result<FirstKeyWins, E> {
+        Ok(FirstKeyWins(Value::Null))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<FirstKeyWins, A::Error> {
+        let mut items = Vec::new();
+        while let Some(FirstKeyWins(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(FirstKeyWins(Value::Array(items)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<FirstKeyWins, A::Error> {
+        let mut obj = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let FirstKeyWins(v) = map.next_value()?;
+            obj.entry(key).or_insert(v);
+        }
+        Ok(FirstKeyWins(Value::Object(obj)))
     }
 }
 
@@ -444,4 +524,24 @@ pub fn ops_plan(data: &[u8]) {
         broker.end_session("fuzz");
     });
     assert_eq!(snap(&tree), before, "a place without a grant changed");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_two_readers_differ_on_a_key_named_twice() {
+        let text = r#"[{"method":"ping","id":1,"method":"roots/list","p":{"a":1,"a":2}}]"#;
+        let first = serde_json::from_str::<FirstKeyWins>(text).map(|v| v.0).ok();
+        let last = serde_json::from_str::<Value>(text).ok();
+        assert_eq!(
+            first,
+            Some(json!([{"method": "ping", "id": 1, "p": {"a": 1}}]))
+        );
+        assert_eq!(
+            last,
+            Some(json!([{"method": "roots/list", "id": 1, "p": {"a": 2}}]))
+        );
+    }
 }

@@ -2,9 +2,12 @@
 //!
 //! The reader takes one line at a time and hands it to a task; a semaphore bounds how many
 //! lines are queued or running, so a peer that floods requests is slowed by backpressure on
-//! its own pipe rather than by our memory. Reads run concurrently and may be answered out of
-//! order; changes are barriers (see [`run`]). One writer task owns the output: responses and the
-//! session's notifications are written whole, one per line, and nothing else goes to it.
+//! its own pipe rather than by our memory. At most `limits.max_in_flight` answers are in the
+//! making or waiting for the output queue at once, and that queue is bounded in bytes, so a
+//! peer that stops reading holds up its answers without making them pile up. Reads run
+//! concurrently and may be answered out of order; changes are barriers (see [`run`]). One
+//! writer task owns the output: responses and the session's notifications are written whole,
+//! one per line, and nothing else goes to it.
 
 use crate::broker::{Broker, OutboundReceiver};
 use crate::framing::{Frame, next_frame};
@@ -133,6 +136,7 @@ pub struct Dispatcher {
     tx: LineSender,
     queue: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
+    answers: Arc<Semaphore>,
     tasks: JoinSet<()>,
 }
 
@@ -151,6 +155,10 @@ impl Dispatcher {
             tx,
             queue: Arc::new(Semaphore::new(limits.max_in_flight.get().saturating_mul(4))),
             bytes: Arc::new(Semaphore::new(budget_kib)),
+            // Answers in the making or waiting for room in the output queue are bounded by
+            // the cap on operations in flight: each may be a maximal line (a large read, or a
+            // batch's line), and a peer that stops reading must not make them pile up.
+            answers: Arc::new(Semaphore::new(limits.max_in_flight.get())),
             tasks: JoinSet::new(),
         }
     }
@@ -190,11 +198,17 @@ impl Dispatcher {
             return false;
         };
         let (b, id, tx) = (self.broker.clone(), self.server_id.clone(), self.tx.clone());
+        let answers = self.answers.clone();
         self.tasks.spawn(async move {
+            // The slot is held until the answer is in the output queue, whose own budget in
+            // bytes then bounds it.
+            let Ok(slot) = answers.acquire_owned().await else {
+                return;
+            };
             if let Some(resp) = b.handle_decoded(&id, decoded).await {
                 let _ = tx.send(resp).await;
             }
-            drop((permit, held));
+            drop((slot, permit, held));
         });
         true
     }

@@ -1,5 +1,6 @@
 //! The [`Broker`]: sessions, dispatch of one message, revocation, and the outbound stream.
 
+mod batch;
 mod builder;
 mod inner;
 
@@ -100,7 +101,9 @@ impl Broker {
         decoded: Result<Message, Response>,
     ) -> Option<Vec<u8>> {
         let response = match decoded {
-            Ok(msg) => self.handle_parsed(server_id, msg).await,
+            // A batch's answer is built as a line, within the line limit.
+            Ok(Message::Batch(items)) => return self.answer_batch(server_id, items).await,
+            Ok(Message::Single(item)) => self.handle_item(server_id, item).await,
             Err(resp) => {
                 self.audit_fault(server_id, resp.outcome.as_ref().err());
                 Some(resp.into_json())
@@ -119,14 +122,12 @@ impl Broker {
     async fn handle_parsed(&self, server_id: &str, message: Message) -> Option<Value> {
         match message {
             Message::Single(item) => self.handle_item(server_id, item).await,
+            // Items run one after another: a batch takes one session's turn, so it cannot
+            // multiply the session's cap on operations in flight. Its answer is the same
+            // bounded line a transport gets (see `batch`).
             Message::Batch(items) => {
-                // Items run one after another: a batch takes one session's turn, so it cannot
-                // multiply the session's cap on operations in flight.
-                let mut out = Vec::new();
-                for item in items {
-                    out.extend(self.handle_item(server_id, item).await);
-                }
-                (!out.is_empty()).then_some(Value::Array(out))
+                let line = self.answer_batch(server_id, items).await?;
+                serde_json::from_slice(&line).ok()
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use super::host::{HostChannel, add_capabilities};
 use super::peek::{self, Kind};
+use super::strict::{self, BatchItems};
 use super::{State, lock};
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc;
@@ -68,6 +69,10 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
                 tracing::debug!("dropped the host's roots/list_changed: the broker owns the roots");
                 continue;
             }
+            Kind::Other if maybe_ours(&line, &host) => {
+                tracing::warn!("dropped an ambiguous answer to the proxy's request from the host");
+                continue;
+            }
             Kind::Batch => match keep_for_server(line, &host) {
                 Some(rest) => rest,
                 None => continue,
@@ -82,28 +87,92 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
 
 /// Takes out of a host batch the answers to the proxy's requests (which complete them) and
 /// roots notifications; returns what remains for the server, unchanged when nothing was
-/// taken out, `None` when nothing remains.
+/// taken out, `None` when nothing remains. Each item is judged by the strict reader exactly
+/// as a single line of the host is, and what remains is the items as the host wrote them.
 fn keep_for_server(line: Vec<u8>, host: &HostChannel) -> Option<Vec<u8>> {
-    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) else {
-        // Not a batch we can read: the server judges it, as it would without the proxy.
-        return Some(line);
-    };
-    let total = items.len();
-    let mut rest = Vec::with_capacity(total);
-    for item in items {
-        match peek::peek_value(&item) {
+    let mut rest = Vec::new();
+    let mut taken = false;
+    for item in BatchItems::new(&line) {
+        let Ok(item) = item else {
+            // Not a batch we can read: the server judges it, as it would without the proxy.
+            return Some(line);
+        };
+        match peek::peek(item) {
             Kind::Response { id } if host.is_reserved(&id) => {
-                host.complete(&id, item);
+                host.complete(&id, serde_json::from_slice(item).unwrap_or(Value::Null));
+                taken = true;
             }
-            Kind::Notification { method } if method == ROOTS_CHANGED => {}
-            _ => rest.push(item),
+            Kind::Notification { method } if method == ROOTS_CHANGED => taken = true,
+            Kind::Other if maybe_ours(item, host) => {
+                tracing::warn!("dropped an ambiguous answer to the proxy's request from the host");
+                taken = true;
+            }
+            _ => {
+                rest.push(if rest.is_empty() { b'[' } else { b',' });
+                rest.extend_from_slice(item);
+            }
         }
     }
-    if rest.len() == total {
+    if !taken {
         Some(line)
     } else if rest.is_empty() {
         None
     } else {
-        serde_json::to_vec(&Value::Array(rest)).ok()
+        rest.push(b']');
+        Some(rest)
+    }
+}
+
+/// Whether a host message that the strict reader finds ambiguous (a key named twice) names
+/// one of the proxy's request ids under some reading. Such a message is dropped: taken as the
+/// answer it might be read differently, and relayed it might hand the server an answer meant
+/// for the proxy. The proxy's question then goes unanswered, which is a refusal.
+fn maybe_ours(message: &[u8], host: &HostChannel) -> bool {
+    strict::read(message)
+        .is_ok_and(|e| e.duplicated && e.id.iter().chain(&e.ids).any(|id| host.is_reserved(id)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lines::line_channel;
+
+    #[test]
+    fn host_batch_items_are_judged_like_host_lines() {
+        let (tx, _rx) = line_channel(8, 1 << 20);
+        let host = HostChannel::new(tx);
+        // A reserved id: the proxy's own, whatever its number.
+        let ours = host.reserved_example();
+        let other = r#"{"jsonrpc":"2.0","id":5,"result":{}}"#;
+        let cases = [
+            // An answer to the proxy: taken out.
+            (
+                format!(r#"[{other},{{"jsonrpc":"2.0","id":"{ours}","result":{{}}}}]"#),
+                Some(format!("[{other}]")),
+            ),
+            // The same with its id doubled, either order, or a key doubled inside: dropped.
+            (
+                format!(r#"[{other},{{"jsonrpc":"2.0","id":"{ours}","result":{{}},"id":7}}]"#),
+                Some(format!("[{other}]")),
+            ),
+            (
+                format!(r#"[{{"jsonrpc":"2.0","id":7,"result":{{}},"id":"{ours}"}},{other}]"#),
+                Some(format!("[{other}]")),
+            ),
+            (
+                format!(r#"[{{"jsonrpc":"2.0","id":"{ours}","result":{{"a":1,"a":2}}}}]"#),
+                None,
+            ),
+            // Nothing of the proxy's: relayed as written, even when ambiguous.
+            (
+                format!(r#"[{other}, {{"id":1,"id":2}}]"#),
+                Some(format!(r#"[{other}, {{"id":1,"id":2}}]"#)),
+            ),
+            ("[1,".to_owned(), Some("[1,".to_owned())),
+        ];
+        for (batch, want) in cases {
+            let got = keep_for_server(batch.clone().into_bytes(), &host);
+            assert_eq!(got.map(|g| String::from_utf8(g).unwrap()), want, "{batch}");
+        }
     }
 }

@@ -10,9 +10,10 @@
 
 use super::host::HostChannel;
 use super::peek::{self, Kind, is_brokered};
+use super::strict::{self, BatchItems};
 use super::{State, lock};
 use crate::error::{Error, ErrorKind};
-use crate::jsonrpc::{Id, Response};
+use crate::jsonrpc::{Id, MAX_BATCH, Response};
 use crate::lines::{LineReceiver, LineSender, SendError};
 use serde_json::Value;
 use std::sync::Arc;
@@ -175,22 +176,20 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
             ..Routed::default()
         },
         Kind::Batch => split_batch(line, host),
-        Kind::Other => Routed::refused(refusal(None, unreadable(&line))),
+        Kind::Other => {
+            let id = peek::refusal_id(&line);
+            Routed::refused(refusal(id.as_ref(), unreadable(&line)))
+        }
     }
 }
 
-/// Splits a server's batch into brokered requests, the rest, and refusals. The broker's
-/// answers come back as a batch of their own. A batch with nothing to take out is relayed
-/// as the server wrote it, byte for byte.
+/// Splits a server's batch into brokered requests, the rest, and refusals. Each item is
+/// judged by the strict reader exactly as a single line is, and kept as the bytes the server
+/// wrote: what goes on is never a re-encoding of what we read. The broker's answers come back
+/// as a batch of their own. A batch with nothing to take out is relayed as the server wrote
+/// it, byte for byte. A batch of more than [`MAX_BATCH`] items is refused whole, as the broker
+/// refuses one, so the proxy's own answers to a batch are bounded too.
 fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
-    let items = match serde_json::from_slice::<Value>(&line) {
-        Ok(Value::Array(items)) => items,
-        Ok(_) | Err(_) => return Routed::refused(refusal(None, unreadable(&line))),
-    };
-    if items.is_empty() {
-        let empty = Error::new(ErrorKind::InvalidRequest, "empty batch");
-        return Routed::refused(refusal(None, empty));
-    }
     let mut theirs = Vec::new();
     let mut ours = Vec::new();
     let mut ids = Vec::new();
@@ -199,11 +198,23 @@ fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
         batch: true,
     };
     let mut changed = false;
-    for item in items {
-        match peek::peek_value(&item) {
+    let mut count = 0;
+    for item in BatchItems::new(&line) {
+        let Ok(item) = item else {
+            return Routed::refused(refusal(None, unreadable(&line)));
+        };
+        count += 1;
+        if count > MAX_BATCH {
+            let e = Error::new(
+                ErrorKind::InvalidRequest,
+                format!("batch has more than {MAX_BATCH} items"),
+            );
+            return Routed::refused(refusal(None, e));
+        }
+        match peek::peek(item) {
             Kind::Request { method, id } if is_brokered(&method) => {
                 ids.push(id);
-                ours.push(item);
+                append(&mut ours, item);
                 changed = true;
             }
             Kind::Request { id, .. } if host.is_reserved(&id) => {
@@ -212,35 +223,45 @@ fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
             }
             Kind::Notification { method } if is_brokered(&method) => changed = true,
             Kind::Other | Kind::Batch => {
-                let e = Error::new(ErrorKind::InvalidRequest, "not a json-rpc message");
-                refusals.items.push(refusal(None, e));
+                let id = peek::refusal_id(item);
+                refusals.items.push(refusal(id.as_ref(), unreadable(item)));
                 changed = true;
             }
             Kind::Request { .. } | Kind::Notification { .. } | Kind::Response { .. } => {
-                theirs.push(item)
+                append(&mut theirs, item)
             }
         }
     }
-    let host_line = if !changed {
-        Some(line)
-    } else if theirs.is_empty() {
-        None
-    } else {
-        serde_json::to_vec(&Value::Array(theirs)).ok()
-    };
-    let lane = (!ours.is_empty())
-        .then(|| serde_json::to_vec(&Value::Array(ours)).ok())
-        .flatten()
-        .map(|line| ForLane {
-            line,
-            ids,
-            batch: true,
-        });
+    if count == 0 {
+        let empty = Error::new(ErrorKind::InvalidRequest, "empty batch");
+        return Routed::refused(refusal(None, empty));
+    }
+    let host_line = if !changed { Some(line) } else { close(theirs) };
+    let lane = close(ours).map(|line| ForLane {
+        line,
+        ids,
+        batch: true,
+    });
     Routed {
         lane,
         host: host_line,
         refusals,
     }
+}
+
+/// Adds one item, as written, to a batch being built (`[` and `,` included).
+fn append(batch: &mut Vec<u8>, item: &[u8]) {
+    batch.push(if batch.is_empty() { b'[' } else { b',' });
+    batch.extend_from_slice(item);
+}
+
+/// Ends a batch being built; `None` when it has no item.
+fn close(mut batch: Vec<u8>) -> Option<Vec<u8>> {
+    if batch.is_empty() {
+        return None;
+    }
+    batch.push(b']');
+    Some(batch)
 }
 
 /// An error response of the proxy's own to the request `id` (null when unknown).
@@ -263,15 +284,21 @@ fn parse_error(message: &str) -> Error {
     Error::new(ErrorKind::ParseError, message)
 }
 
-/// The error for a line that is not a JSON-RPC message we can read: a parse error when it
-/// is not JSON we can read in full (a number out of range included).
-fn unreadable(line: &[u8]) -> Error {
-    match serde_json::from_slice::<Value>(line) {
+/// The error for a message (a line or an item of a batch) that is not a JSON-RPC message we
+/// can read: a parse error when it is not JSON we can read in full (a number out of range
+/// included), and an invalid request when an object in it names a key twice or it is no
+/// JSON-RPC message.
+fn unreadable(message: &[u8]) -> Error {
+    match serde_json::from_slice::<Value>(message) {
         Err(e) => parse_error(&format!(
             "parse error at line {} column {}",
             e.line(),
             e.column()
         )),
+        Ok(_) if strict::has_duplicated_key(message) == Some(true) => Error::new(
+            ErrorKind::InvalidRequest,
+            "an object in the message names a key twice",
+        ),
         Ok(_) => Error::new(ErrorKind::InvalidRequest, "not a json-rpc message"),
     }
 }

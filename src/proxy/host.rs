@@ -64,6 +64,12 @@ impl HostChannel {
         id.as_str().is_some_and(|s| s.starts_with(&self.prefix))
     }
 
+    /// An id of the proxy's own, for tests.
+    #[cfg(test)]
+    pub(super) fn reserved_example(&self) -> String {
+        format!("{}1", self.prefix)
+    }
+
     /// Takes the host's response to one of the proxy's requests. Returns false when `id` is
     /// not one of ours (the response is for the server).
     pub fn complete(&self, id: &Value, response: Value) -> bool {

@@ -1,8 +1,9 @@
-//! A cheap look at a relayed line: is it a request, a notification or a response, with which
-//! method and id. The rest of the line is read in full but kept as nothing (see
-//! [`super::strict`]), so relaying a large tool result costs one pass and no tree of values.
+//! A cheap look at a relayed line, or at one item of a batch: is it a request, a notification
+//! or a response, with which method and id. The rest of the message is read in full but kept
+//! as nothing (see [`super::strict`]), so relaying a large tool result costs one pass and no
+//! tree of values.
 
-use super::strict::Envelope;
+use super::strict;
 use serde_json::Value;
 
 /// What a relayed line is.
@@ -31,27 +32,34 @@ pub enum Kind {
     Other,
 }
 
-/// Classifies one line.
+/// Classifies one line, or one item of a batch (the same reader judges both).
 pub fn peek(line: &[u8]) -> Kind {
     let first = line.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
         return Kind::Batch;
     }
-    match serde_json::from_slice::<Envelope>(line) {
-        Ok(e) => classify(e.method, e.id),
-        // Not JSON we read exactly, or a duplicated `method` or `id` (parsers differ on which
-        // duplicate wins): `Other`, which the proxy never relays from a server to its host.
-        Err(_) => Kind::Other,
+    match strict::read(line) {
+        Ok(e) if !e.duplicated => classify(e.method, e.id),
+        // Not JSON we read exactly, or a key named twice in some object (parsers differ on
+        // which of the two counts): `Other`, which the proxy never relays from a server to
+        // its host.
+        Ok(_) | Err(_) => Kind::Other,
     }
 }
 
-/// Classifies one already parsed item (of a batch).
-pub fn peek_value(item: &Value) -> Kind {
-    let Some(obj) = item.as_object() else {
-        return Kind::Other;
-    };
-    let method = obj.get("method").and_then(Value::as_str).map(str::to_owned);
-    classify(method, obj.get("id").cloned())
+/// The kinds of a batch's items, each judged as a single line is; empty when the line is not
+/// a batch we can read.
+pub(crate) fn batch_kinds(line: &[u8]) -> Vec<Kind> {
+    strict::BatchItems::new(line)
+        .map(|item| item.map(peek))
+        .collect::<Result<Vec<Kind>, _>>()
+        .unwrap_or_default()
+}
+
+/// The id to answer a refused message with: its `id` when the message is exact JSON naming
+/// `id` once, whatever else is wrong with it (an id named twice is none).
+pub(super) fn refusal_id(line: &[u8]) -> Option<Value> {
+    strict::read(line).ok().and_then(|e| e.id)
 }
 
 fn classify(method: Option<String>, id: Option<Value>) -> Kind {
@@ -98,6 +106,15 @@ mod tests {
             peek(br#"{"id":1,"method":"ping","method":"files/read"}"#),
             Kind::Other
         );
+        assert_eq!(
+            peek(br#"{"id":1,"method":"ping","params":{"a":{"b":1,"b":2}}}"#),
+            Kind::Other
+        );
+        assert_eq!(
+            refusal_id(br#"{"id":1,"method":"ping","method":"files/read"}"#),
+            Some(1.into())
+        );
+        assert_eq!(refusal_id(br#"{"id":1,"method":"a","id":2}"#), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::error::RemoteError;
 use crate::locks::lock;
-use crate::proxy::peek::{Kind, peek, peek_value};
+use crate::proxy::peek::{Kind, batch_kinds, peek};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -84,16 +84,13 @@ impl Pending {
 pub fn request_ids(line: &[u8]) -> Vec<Value> {
     match peek(line) {
         Kind::Request { id, .. } => vec![id],
-        Kind::Batch => match serde_json::from_slice::<Value>(line) {
-            Ok(Value::Array(items)) => items
-                .iter()
-                .filter_map(|item| match peek_value(item) {
-                    Kind::Request { id, .. } => Some(id),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        },
+        Kind::Batch => batch_kinds(line)
+            .into_iter()
+            .filter_map(|item| match item {
+                Kind::Request { id, .. } => Some(id),
+                _ => None,
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }

@@ -8,7 +8,7 @@ use super::error::RemoteError;
 use super::pending::Pending;
 use crate::lines::{LineSender, SendError};
 use crate::locks::lock;
-use crate::proxy::peek::{Kind, peek, peek_value};
+use crate::proxy::peek::{Kind, batch_kinds, peek};
 use reqwest::header::HeaderValue;
 use serde_json::Value;
 use std::future::Future;
@@ -266,16 +266,14 @@ impl Shared {
                 }
             }
             Kind::Batch => {
-                if let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) {
-                    let ids: Vec<Value> = items
-                        .iter()
-                        .filter_map(|item| match peek_value(item) {
-                            Kind::Response { id } => Some(id),
-                            _ => None,
-                        })
-                        .collect();
-                    self.pending.take(&ids);
-                }
+                let ids: Vec<Value> = batch_kinds(&line)
+                    .into_iter()
+                    .filter_map(|item| match item {
+                        Kind::Response { id } => Some(id),
+                        _ => None,
+                    })
+                    .collect();
+                self.pending.take(&ids);
             }
             Kind::Other => {
                 tracing::debug!("dropped an event that is not a JSON-RPC message");
