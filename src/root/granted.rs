@@ -2,14 +2,12 @@
 //! handle the resolver gives back.
 //!
 //! An operation reaches a file only through a [`Granted`], and the only way to get one is
-//! [`Root::resolve`] with a [`Gate`], which checks the session's grants on the *real* path
+//! [`super::Root::resolve`] with a [`Gate`], which checks the session's grants on the *real* path
 //! before the handle exists (and on every place the walk looks at, before it looks). The
 //! handle's directory is private: the opens, creations and removals an operation needs are
 //! methods here, with the flags that keep them safe (no following a final link, no blocking
 //! on a FIFO, no controlling terminal) set once, in this file.
 
-use super::Root;
-use super::walk::{self, FollowFinal, Parents, Plan};
 use crate::consent::Grants;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::limits::Deadline;
@@ -109,7 +107,7 @@ impl Gate {
 
 /// A place the session's grants cover, reached through its root's handle: the directory that
 /// holds the final entry (or the directory itself, when the path ends at one), the entry's
-/// name, and the real path after symlinks. Only [`Root::resolve`] makes one.
+/// name, and the real path after symlinks. Only [`super::Root::resolve`] makes one.
 #[derive(Debug)]
 pub struct Granted {
     dir: Dir,
@@ -247,66 +245,5 @@ impl Granted {
             Error::new(ErrorKind::InvalidPath, "a root itself cannot be used here")
                 .with_reason(Reason::RootItself)
         })
-    }
-}
-
-impl Root {
-    /// Resolves `rel` beneath this root through directory handles, under `gate`.
-    ///
-    /// Middle symlinks are expanded while they stay beneath the root; the final one when
-    /// `follow` says so. Nothing is looked at that the gate does not let the session see,
-    /// nothing is created that it does not let the session write, and the handle is made only
-    /// after the gate checked the real path.
-    ///
-    /// Errors: `PERMISSION_DENIED` `outside_root` when a `..` or a symlink leads above the
-    /// root, `no_consent`, `read_only` or `revoked` from the gate (on the place the walk
-    /// reached when the walk itself fails, so an error never tells what exists where no grant
-    /// reaches), `IO_ERROR` `symlink_loop` after [`super::MAX_SYMLINK_HOPS`] links,
-    /// `NOT_A_DIRECTORY` when a middle component is a file, and the classified I/O error of
-    /// any step.
-    pub fn resolve(
-        &self,
-        rel: &crate::path::RelPath,
-        gate: &Gate,
-        follow: FollowFinal,
-        parents: Parents,
-        deadline: Option<Deadline>,
-    ) -> Result<Granted> {
-        let plan = Plan {
-            gate,
-            follow,
-            parents,
-            deadline,
-        };
-        match walk::walk(self, rel, &plan) {
-            Ok(g) => Ok(g),
-            Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => Err(e),
-            Err((e, reached)) => {
-                gate.check_final(&reached)?;
-                Err(e)
-            }
-        }
-    }
-
-    /// The real path `rel` leads to and whether it is a directory, for a consent request
-    /// about it: looked up anywhere in the root, since the user decides on the answer, and
-    /// never giving a handle. On failure, the error and where the walk got to.
-    // The error travels once per request; boxing it would only add an allocation.
-    #[allow(clippy::result_large_err)]
-    pub fn real_path(
-        &self,
-        rel: &crate::path::RelPath,
-        deadline: Option<Deadline>,
-    ) -> std::result::Result<(MountPath, bool), (Error, MountPath)> {
-        let gate = Gate::whole();
-        let plan = Plan {
-            gate: &gate,
-            follow: FollowFinal::Yes,
-            parents: Parents::Existing,
-            deadline,
-        };
-        let g = walk::walk(self, rel, &plan)?;
-        let folder = g.metadata().is_ok_and(|m| m.is_dir());
-        Ok((g.real, folder))
     }
 }

@@ -7,7 +7,8 @@
 //! root is refused before any further I/O, and a directory swapped for a symlink in the middle
 //! of an operation makes the next `openat` fail instead of leading outside.
 
-use crate::error::{Error, Reason, Result};
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::limits::Deadline;
 use crate::path::{MountName, MountPath, RelPath, RequestPath};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
@@ -20,6 +21,7 @@ mod tree;
 mod walk;
 
 pub use granted::{Gate, Granted};
+use walk::Plan;
 pub use walk::{FollowFinal, Parents};
 
 /// Most symlinks expanded while resolving one path, as Linux's `MAXSYMLINKS`.
@@ -177,6 +179,67 @@ impl Root {
                 (components.len() >= prefix.len() && components[..prefix.len()] == prefix[..])
                     .then(|| &components[prefix.len()..])
             })
+    }
+}
+
+impl Root {
+    /// Resolves `rel` beneath this root through directory handles, under `gate`.
+    ///
+    /// Middle symlinks are expanded while they stay beneath the root; the final one when
+    /// `follow` says so. Nothing is looked at that the gate does not let the session see,
+    /// nothing is created that it does not let the session write, and the handle is made only
+    /// after the gate checked the real path.
+    ///
+    /// Errors: `PERMISSION_DENIED` `outside_root` when a `..` or a symlink leads above the
+    /// root, `no_consent`, `read_only` or `revoked` from the gate (on the place the walk
+    /// reached when the walk itself fails, so an error never tells what exists where no grant
+    /// reaches), `IO_ERROR` `symlink_loop` after [`super::MAX_SYMLINK_HOPS`] links,
+    /// `NOT_A_DIRECTORY` when a middle component is a file, and the classified I/O error of
+    /// any step.
+    pub fn resolve(
+        &self,
+        rel: &RelPath,
+        gate: &Gate,
+        follow: FollowFinal,
+        parents: Parents,
+        deadline: Option<Deadline>,
+    ) -> Result<Granted> {
+        let plan = Plan {
+            gate,
+            follow,
+            parents,
+            deadline,
+        };
+        match walk::walk(self, rel, &plan) {
+            Ok(g) => Ok(g),
+            Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => Err(e),
+            Err((e, reached)) => {
+                gate.check_final(&reached)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// The real path `rel` leads to and whether it is a directory, for a consent request
+    /// about it: looked up anywhere in the root, since the user decides on the answer, and
+    /// never giving a handle. On failure, the error and where the walk got to.
+    // The error travels once per request; boxing it would only add an allocation.
+    #[allow(clippy::result_large_err)]
+    pub fn real_path(
+        &self,
+        rel: &RelPath,
+        deadline: Option<Deadline>,
+    ) -> std::result::Result<(MountPath, bool), (Error, MountPath)> {
+        let gate = Gate::whole();
+        let plan = Plan {
+            gate: &gate,
+            follow: FollowFinal::Yes,
+            parents: Parents::Existing,
+            deadline,
+        };
+        let g = walk::walk(self, rel, &plan)?;
+        let folder = g.metadata().is_ok_and(|m| m.is_dir());
+        Ok((g.real().clone(), folder))
     }
 }
 
