@@ -17,13 +17,15 @@ use crate::root::Root;
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
-use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
+use rustix::fs::inotify::{self, WatchFlags};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+
+mod events;
+mod scan;
 
 /// Entries a scan of newly appeared directories reads at most; past it, the watches that
 /// needed the scan are owed an `overflow`.
@@ -181,7 +183,7 @@ impl Kernel {
         let (weak, thread_fd) = (Arc::downgrade(me), fd.clone());
         std::thread::Builder::new()
             .name("fsbroker-watch".into())
-            .spawn(move || read_loop(&weak, &thread_fd))?;
+            .spawn(move || events::read_loop(&weak, &thread_fd))?;
         Ok(Kernel {
             fd,
             nodes: HashMap::new(),
@@ -405,125 +407,6 @@ impl Kernel {
         (identity(&d).ok()? == (n.place.dev, n.place.ino)).then_some(d)
     }
 
-    /// A directory `name` appeared in `parent`: under a recursive watch it gets its own
-    /// kernel watch first, then it is scanned (its subdirectories likewise), and what the
-    /// scan finds is reported as created. A scan that cannot complete owes an `overflow`.
-    fn grow(&mut self, parent: i32, name: &str) {
-        let growing: Vec<String> = self
-            .uses
-            .iter()
-            .filter(|(_, u)| u.watch.recursive && u.dirs.contains(&parent))
-            .map(|(id, _)| id.clone())
-            .collect();
-        if growing.is_empty() {
-            return;
-        }
-        let mut complete = true;
-        let mut budget = SCAN_ENTRIES;
-        let start = self
-            .reopen(parent)
-            .and_then(|p| p.open_dir_nofollow(name).ok());
-        let Some(parent_node) = self.nodes.get(&parent) else {
-            return;
-        };
-        let (root, parent_rel) = (parent_node.root.clone(), parent_node.rel.clone());
-        let Some(start) = start else {
-            // Gone or not a directory (a link swapped in): nothing to watch.
-            return;
-        };
-        let mut queue: VecDeque<(Dir, RelPath, i32, String)> =
-            VecDeque::from([(start, parent_rel.join(name), parent, name.to_owned())]);
-        while let Some((d, rel, parent, name)) = queue.pop_front() {
-            let host = root.host_path_of(&rel);
-            let wd = match self.place(&d, &root, rel.clone(), host) {
-                Ok(wd) => wd,
-                Err(_) => {
-                    complete = false;
-                    continue;
-                }
-            };
-            self.link(parent, &name, wd);
-            for id in &growing {
-                self.take(id, wd);
-            }
-            let Some(place) = self.nodes.get(&wd).map(|n| n.place.clone()) else {
-                continue;
-            };
-            let Ok(entries) = d.entries() else {
-                complete = false;
-                continue;
-            };
-            for entry in entries {
-                let Ok(entry) = entry else {
-                    complete = false;
-                    break;
-                };
-                if budget == 0 {
-                    complete = false;
-                    break;
-                }
-                budget -= 1;
-                let Ok(child) = entry.file_name().into_string() else {
-                    continue;
-                };
-                self.emit(&place, child.clone(), RawKind::Created);
-                if self.scanned_count < SCANNED_MEMORY {
-                    self.scanned.entry(wd).or_default().insert(child.clone());
-                    self.scanned_count += 1;
-                }
-                if entry.file_type().is_ok_and(|t| t.is_dir())
-                    && let Ok(sub) = d.open_dir_nofollow(&child)
-                {
-                    queue.push_back((sub, rel.join(&child), wd, child));
-                }
-            }
-        }
-        if !complete {
-            for id in &growing {
-                if let Some(u) = self.uses.get(id) {
-                    u.watch.owe_overflow();
-                }
-            }
-        }
-    }
-
-    /// After the kernel queue overflowed, directories may have appeared unseen: every
-    /// directory under a recursive watch is read again, and each subdirectory without a kernel
-    /// watch gets one (and its scan), as if it had just appeared. Watches are owed an
-    /// `overflow` already, so what the scans report twice does no harm.
-    fn resync(&mut self) {
-        let wds: Vec<i32> = self
-            .nodes
-            .keys()
-            .copied()
-            .filter(|wd| {
-                self.uses
-                    .values()
-                    .any(|u| u.watch.recursive && u.dirs.contains(wd))
-            })
-            .collect();
-        for wd in wds {
-            // A directory that is not at its place any more is left alone: its changes are
-            // dropped at delivery.
-            let Some(d) = self.reopen(wd) else { continue };
-            let Ok(entries) = d.entries() else { continue };
-            let missing: Vec<String> = entries
-                .flatten()
-                .take(SCAN_ENTRIES)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| {
-                    self.nodes
-                        .get(&wd)
-                        .is_some_and(|node| !node.children.contains_key(n))
-                })
-                .collect();
-            for name in missing {
-                self.grow(wd, &name);
-            }
-        }
-    }
-
     /// The directory `wd` (with everything beneath it) is no longer where it was: its kernel
     /// watches go, and every watch whose own directory was among them ends (`moved_out`).
     fn detach(&mut self, wd: i32) {
@@ -584,104 +467,6 @@ impl Kernel {
             kind: RawKind::Wake,
         });
     }
-
-    /// Handles one kernel event. `pending` holds the old name of a rename until its new name
-    /// (the next event, with the same cookie) arrives.
-    fn handle(&mut self, ev: Event, pending: &mut Option<(Arc<Place>, String, u32)>) {
-        let is_to = ev.mask.contains(ReadFlags::MOVED_TO);
-        if !is_to {
-            self.flush(pending);
-        }
-        if ev.mask.contains(ReadFlags::QUEUE_OVERFLOW) {
-            self.shared.lost.store(true, Ordering::Relaxed);
-            self.resync();
-            return;
-        }
-        let Some(node) = self.nodes.get(&ev.wd) else {
-            return;
-        };
-        let place = node.place.clone();
-        let child = ev.name.as_ref().and_then(|n| node.children.get(n).copied());
-        // The directory itself was renamed or deleted, or the kernel dropped its watch: it
-        // left its place at least for a moment (even if it is back), so whatever it reports
-        // from now on could come from anywhere. Its watches end.
-        if ev.mask.intersects(
-            ReadFlags::IGNORED | ReadFlags::MOVE_SELF | ReadFlags::DELETE_SELF | ReadFlags::UNMOUNT,
-        ) {
-            self.detach(ev.wd);
-            return;
-        }
-        let Some(name) = ev.name else {
-            return;
-        };
-        let is_dir = ev.mask.contains(ReadFlags::ISDIR);
-        if ev
-            .mask
-            .intersects(ReadFlags::MOVED_FROM | ReadFlags::DELETE)
-        {
-            if let Some(set) = self.scanned.get_mut(&ev.wd) {
-                set.remove(&name);
-            }
-            // The directory that had the name left it, unless it is back already (the second
-            // half of an exchange reports the name it has now).
-            if let Some(c) = child
-                && !self.still_there(c)
-            {
-                self.detach(c);
-            }
-            if ev.mask.contains(ReadFlags::MOVED_FROM) {
-                *pending = Some((place, name, ev.cookie));
-            } else {
-                self.emit(&place, name, RawKind::Deleted);
-            }
-            return;
-        }
-        if is_to || ev.mask.contains(ReadFlags::CREATE) {
-            let seen = self
-                .scanned
-                .get_mut(&ev.wd)
-                .is_some_and(|set| set.remove(&name));
-            match pending.take() {
-                Some((from_dir, from, cookie)) if is_to && cookie == ev.cookie => {
-                    self.emit(&place, name.clone(), RawKind::MovedFrom { from_dir, from });
-                }
-                other => {
-                    *pending = other;
-                    self.flush(pending);
-                    if !seen {
-                        self.emit(&place, name.clone(), RawKind::Created);
-                    }
-                }
-            }
-            if let Some(c) = child
-                && !self.still_there(c)
-            {
-                // The name now holds another entry: the old directory is not there.
-                self.detach(c);
-            }
-            if is_dir && !seen {
-                self.grow(ev.wd, &name);
-            }
-            return;
-        }
-        if ev.mask.intersects(ReadFlags::MODIFY | ReadFlags::ATTRIB) {
-            self.emit(&place, name, RawKind::Modified);
-        }
-    }
-
-    /// Reports a rename's old name whose new name never came (it left the watched tree).
-    fn flush(&self, pending: &mut Option<(Arc<Place>, String, u32)>) {
-        if let Some((dir, name, _)) = pending.take() {
-            self.emit(&dir, name, RawKind::Deleted);
-        }
-    }
-
-    /// The kernel queue was read empty: every event from before the last scan is handled.
-    fn drained(&mut self, pending: &mut Option<(Arc<Place>, String, u32)>) {
-        self.flush(pending);
-        self.scanned.clear();
-        self.scanned_count = 0;
-    }
 }
 
 fn to_watch_error(e: PlaceError, max: usize) -> super::WatchError {
@@ -689,82 +474,5 @@ fn to_watch_error(e: PlaceError, max: usize) -> super::WatchError {
         PlaceError::Limit => super::WatchError::KernelLimit(max),
         PlaceError::SystemLimit(m) => super::WatchError::Os(m, true),
         PlaceError::Other(m) => super::WatchError::Os(m, false),
-    }
-}
-
-/// One kernel event, copied out of the read buffer.
-struct Event {
-    wd: i32,
-    mask: ReadFlags,
-    cookie: u32,
-    /// The entry's name; events for names that are not UTF-8 are never reported.
-    name: Option<String>,
-}
-
-/// The thread: waits for the instance to become readable, then handles what it holds, one
-/// buffer per hold of the lock, so that adding and removing watches never waits long. It
-/// ends when the hub is gone.
-fn read_loop(kernel: &Weak<Mutex<Option<Kernel>>>, fd: &OwnedFd) {
-    let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
-    let mut pending: Option<(Arc<Place>, String, u32)> = None;
-    let timeout = rustix::time::Timespec {
-        tv_sec: 0,
-        tv_nsec: 500_000_000,
-    };
-    loop {
-        let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
-        let _ = rustix::event::poll(&mut fds, Some(&timeout));
-        loop {
-            let Some(k) = kernel.upgrade() else {
-                return;
-            };
-            let mut guard = lock(&k);
-            let Some(state) = guard.as_mut() else {
-                return;
-            };
-            let mut reader = inotify::Reader::new(fd, &mut buf);
-            let mut drained = false;
-            loop {
-                let ev = match reader.next() {
-                    Ok(ev) => Event {
-                        wd: ev.wd(),
-                        mask: ev.events(),
-                        cookie: ev.cookie(),
-                        name: ev
-                            .file_name()
-                            .and_then(|n| n.to_str().ok())
-                            .map(str::to_owned),
-                    },
-                    Err(rustix::io::Errno::INTR) => continue,
-                    Err(rustix::io::Errno::WOULDBLOCK) => {
-                        drained = true;
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "reading watch events failed; reporting overflow");
-                        state.shared.lost.store(true, Ordering::Relaxed);
-                        drained = true;
-                        break;
-                    }
-                };
-                let unnamed_but_named = ev.name.is_none()
-                    && ev.mask.intersects(
-                        ReadFlags::CREATE
-                            | ReadFlags::DELETE
-                            | ReadFlags::MOVED_FROM
-                            | ReadFlags::MOVED_TO,
-                    );
-                if !unnamed_but_named {
-                    state.handle(ev, &mut pending);
-                }
-                if reader.is_buffer_empty() {
-                    break;
-                }
-            }
-            if drained {
-                state.drained(&mut pending);
-                break;
-            }
-        }
     }
 }
