@@ -248,3 +248,46 @@ async fn an_upload_whose_directory_stayed_put_commits() {
         "first last"
     );
 }
+
+// ---- from the review after the fixes ----
+
+/// `readonly` in `files/stat` is about the real path too: a link from a writable grant to a
+/// file under a read grant is read-only.
+#[tokio::test]
+async fn stat_through_a_link_into_a_read_grant_says_readonly() {
+    let f = Fixture::new();
+    f.dir("pub");
+    f.file("ro/f", "x");
+    f.symlink("../ro/f", "pub/l");
+    let b = granted(&f, &[("project/pub", "write"), ("project/ro", "read")]).await;
+    let r = call(&b, "s", "files/stat", json!({"path": "project/pub/l"})).await;
+    assert_eq!(ok(&r)["readonly"], true, "{r}");
+    let w = call(
+        &b,
+        "s",
+        "files/write",
+        json!({"path": "project/pub/l", "content": "y"}),
+    )
+    .await;
+    assert_eq!(triple(&w).2, "read_only", "{w}");
+}
+
+/// `parents: true` creates every missing directory of a long path, however many: nothing
+/// races it, so nothing is left half made.
+#[tokio::test]
+async fn create_parents_makes_a_path_of_two_thousand_directories() {
+    let f = Fixture::new();
+    f.dir("pub");
+    let b = granted(&f, &[("project/pub", "write")]).await;
+    let path = format!("project/pub/{}", ["d"; 2000].join("/"));
+    let r = call(
+        &b,
+        "s",
+        "files/create",
+        json!({"path": path, "type": "directory", "parents": true}),
+    )
+    .await;
+    ok(&r);
+    let r = call(&b, "s", "files/stat", json!({"path": path})).await;
+    assert_eq!(ok(&r)["type"], "directory", "{r}");
+}

@@ -9,8 +9,8 @@ use super::{Ctx, params};
 use crate::consent::{ConsentDecision, ConsentRequest, Grant};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
-use crate::policy::{Decision, matches_server};
-use crate::root::{Access, Root};
+use crate::policy::{ConsentMode, Decision, matches_server};
+use crate::root::{Access, Gate, Root, Said};
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -62,18 +62,22 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
     }
     // Resolve each path through its root: a symlink that leads outside is never approved,
     // and what the user is asked about (and what the grant covers) is the real path.
+    let grants = session.grants().clone();
+    let said = said(ctx, session.server_id());
     let resolved = ctx
         .run(session, move |deadline| {
             Ok(located
                 .into_iter()
                 .map(|(root, path)| {
-                    let real = match root.real_path(&path.rel, Some(deadline)) {
+                    let gate = Gate::asking(grants.clone(), path.clone(), said.clone());
+                    let real = match root.real_path(&path.rel, &gate, Some(deadline)) {
                         Ok(found) => Some(found),
                         Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => None,
                         Err((e, _)) if e.reason() == Some(Reason::SymlinkLoop) => None,
                         // A path that does not exist yet may still be granted, as the place
-                        // it would be: where the walk got to, plus the rest of the path.
-                        Err((_, reached)) => Some((reached, false)),
+                        // it would be: where the walk got to, plus the rest of the path. When
+                        // that place is unknown (a `..` was still to come), it is denied.
+                        Err((_, reached)) => reached.map(|r| (r, false)),
                     };
                     (root.access(), path, real)
                 })
@@ -202,4 +206,31 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
         "deniedPaths": denied,
         "access": access.as_str(),
     }))
+}
+
+/// What the policy says of a place for `server` without asking anyone: closed by a deny rule,
+/// open by an allow rule or mode `auto` (when no embedder's provider replaces the mode), else
+/// unknown. The consent walk looks only where the answer would not tell the server anything
+/// it could not learn by asking for the place itself.
+fn said(ctx: &Ctx, server: &str) -> Said {
+    let config = ctx.config.clone();
+    let auto = ctx.inner.consent.custom.is_none()
+        && matches!(config.policy.consent.mode, Some(ConsentMode::Auto));
+    let server = server.to_owned();
+    Said::new(move |place| {
+        let mut covering = config
+            .policy
+            .consent
+            .rules
+            .iter()
+            .filter(|r| matches_server(&r.servers, &server) && r.covers(place))
+            .peekable();
+        if covering.clone().any(|r| r.decision == Decision::Deny) {
+            return Some(false);
+        }
+        if covering.peek().is_some() || auto {
+            return Some(true);
+        }
+        None
+    })
 }

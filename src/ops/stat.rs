@@ -16,19 +16,24 @@ struct Params {
 pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
     let p: Params = params(raw)?;
     let (root, path) = ctx.authorize(session, &p.path, Access::Read)?;
-    let can_write =
-        root.access() == Access::Write && session.grants().check(&path, Access::Write).is_ok();
     let s = session.clone();
     let shown = path.to_string();
     let meta = ctx
         .run(session, move |deadline| {
             let r = resolve_target(&root, &s, &path.rel, Access::Read, deadline)?;
+            // Writable only where a write would be allowed: on the path as requested and on
+            // the real path it leads to.
+            let can_write = root.access() == Access::Write && {
+                let grants = s.grants();
+                grants.check(&path, Access::Write).is_ok()
+                    && grants.check(r.real(), Access::Write).is_ok()
+            };
             r.metadata()
                 .map_err(|e| Error::from_io(&e, &path.to_string()))
-                .map(|m| (m, path))
+                .map(|m| (m, path, can_write))
         })
         .await;
-    let (meta, path) = meta.map_err(|e| e.with_path(shown))?;
+    let (meta, path, can_write) = meta.map_err(|e| e.with_path(shown))?;
     let mut out = json!({
         "path": path.to_string(),
         "type": type_name(&meta.file_type()),

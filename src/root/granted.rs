@@ -31,6 +31,34 @@ enum Sight {
     Grants(Grants),
     /// The whole root: see [`Gate::whole`].
     Whole,
+    /// What a consent request may look at: see [`Gate::asking`].
+    Asking {
+        /// The session's grants.
+        grants: Grants,
+        /// The path the request asks about.
+        asked: MountPath,
+        /// What the policy says of a place without asking anyone.
+        said: Said,
+    },
+}
+
+/// What a consent policy says of a place without asking anyone: `Some(true)` when it is
+/// granted to this server on request (an allow rule, or mode `auto`), `Some(false)` when it
+/// never is (a deny rule), `None` when someone would be asked.
+#[derive(Clone)]
+pub struct Said(std::sync::Arc<dyn Fn(&MountPath) -> Option<bool> + Send + Sync>);
+
+impl Said {
+    /// Wraps the policy's answer.
+    pub fn new(f: impl Fn(&MountPath) -> Option<bool> + Send + Sync + 'static) -> Self {
+        Said(std::sync::Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Said(..)")
+    }
 }
 
 impl Gate {
@@ -48,6 +76,27 @@ impl Gate {
     pub(super) fn may_look(&self, path: &MountPath) -> Result<()> {
         match &self.sight {
             Sight::Whole => Ok(()),
+            Sight::Asking {
+                grants,
+                asked,
+                said,
+            } => {
+                if asked.starts_with(path) || path.starts_with(asked) {
+                    return Ok(());
+                }
+                match (said.0)(path) {
+                    Some(true) => return Ok(()),
+                    Some(false) => {
+                        return Err(Error::denied(Reason::NoConsent).with_path(path.to_string()));
+                    }
+                    None => {}
+                }
+                let granted = Gate {
+                    sight: Sight::Grants(grants.clone()),
+                    need: Access::Read,
+                };
+                granted.may_look(path)
+            }
             Sight::Grants(g) => match g.check(path, Access::Read) {
                 Ok(()) => Ok(()),
                 Err(e) if e.reason() == Some(Reason::Revoked) => Err(e),
@@ -63,7 +112,9 @@ impl Gate {
     /// Whether the walk may create the directory `path`: a write grant covers it.
     pub(super) fn may_create(&self, path: &MountPath) -> Result<()> {
         match &self.sight {
-            Sight::Whole => Err(Error::denied(Reason::NoConsent).with_path(path.to_string())),
+            Sight::Whole | Sight::Asking { .. } => {
+                Err(Error::denied(Reason::NoConsent).with_path(path.to_string()))
+            }
             Sight::Grants(g) => g.check(path, Access::Write),
         }
     }
@@ -88,15 +139,33 @@ impl Gate {
     /// Checks `path` for the access this gate's operation needs.
     pub(super) fn check_final(&self, path: &MountPath) -> Result<()> {
         match &self.sight {
-            Sight::Whole => Ok(()),
+            // What a consent request may be granted is decided by its rules and provider.
+            Sight::Whole | Sight::Asking { .. } => Ok(()),
             Sight::Grants(g) => g.check(path, self.need),
         }
     }
 
-    /// A gate that sees the whole root and creates nothing: for the broker's own questions
-    /// about where a directory is (consent finding the real path it asks about, the watcher
-    /// checking that a watched directory is still at its place), never for a request's
-    /// operation, whose gate is always a session's grants.
+    /// A gate that sees the whole root and creates nothing: for the broker's own question
+    /// where a watched directory is (the watcher checking that it is still at its place, for
+    /// every session that watches it), never for a request, whose gate is always built from
+    /// its session's grants.
+    /// A gate for finding the real path a consent request for `asked` is about: it may look
+    /// along the way to `asked` and beneath it, where the policy grants this server a place on
+    /// request anyway (`said`), and wherever the session's grants already reach; nowhere
+    /// else, and never where a deny rule closes a place. So the answer to a consent request
+    /// never depends on what exists where the server could not be granted without asking. It
+    /// creates nothing.
+    pub fn asking(grants: Grants, asked: MountPath, said: Said) -> Self {
+        Gate {
+            sight: Sight::Asking {
+                grants,
+                asked,
+                said,
+            },
+            need: Access::Read,
+        }
+    }
+
     pub(crate) fn whole() -> Self {
         Gate {
             sight: Sight::Whole,

@@ -20,7 +20,7 @@ mod granted;
 mod tree;
 mod walk;
 
-pub use granted::{Gate, Granted};
+pub use granted::{Gate, Granted, Said};
 use walk::Plan;
 pub use walk::{FollowFinal, Parents};
 
@@ -214,30 +214,35 @@ impl Root {
             Ok(g) => Ok(g),
             Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => Err(e),
             Err((e, reached)) => {
-                gate.check_final(&reached)?;
+                gate.check_final(&reached.path)?;
                 Err(e)
             }
         }
     }
 
     /// The real path `rel` leads to and whether it is a directory, for a consent request
-    /// about it: looked up anywhere in the root, since the user decides on the answer, and
-    /// never giving a handle. On failure, the error and where the walk got to.
+    /// about it, never giving a handle. The walk looks only where `gate` (see
+    /// [`Gate::asking`]) lets it; a link that leads anywhere else stops it with `no_consent`,
+    /// whatever is there.
+    ///
+    /// On failure, the error and, when it is known, the place the path would name: where the
+    /// walk got to and the rest of the path (`None` when a `..` was still to come).
     // The error travels once per request; boxing it would only add an allocation.
     #[allow(clippy::result_large_err)]
     pub fn real_path(
         &self,
         rel: &RelPath,
+        gate: &Gate,
         deadline: Option<Deadline>,
-    ) -> std::result::Result<(MountPath, bool), (Error, MountPath)> {
-        let gate = Gate::whole();
+    ) -> std::result::Result<(MountPath, bool), (Error, Option<MountPath>)> {
         let plan = Plan {
-            gate: &gate,
+            gate,
             follow: FollowFinal::Yes,
             parents: Parents::Existing,
             deadline,
         };
-        let g = walk::walk(self, rel, &plan)?;
+        let g = walk::walk(self, rel, &plan)
+            .map_err(|(e, reached)| (e, reached.exact.then_some(reached.path)))?;
         let folder = g.metadata().is_ok_and(|m| m.is_dir());
         Ok((g.real().clone(), folder))
     }

@@ -47,9 +47,9 @@ pub enum Parents {
 /// Directory handles one walk keeps open; deeper levels keep only their identity.
 const HELD: usize = 32;
 
-/// Most directories one walk may create: a server racing creation against removal cannot
-/// keep a walk busy.
-const MAX_CREATED: usize = 256;
+/// Most times one walk creates a directory that is gone again when it looks: a server racing
+/// creation against removal cannot keep a walk busy.
+const MAX_CHURN: usize = 16;
 
 /// A directory's identity: device and inode.
 type FileId = (u64, u64);
@@ -108,20 +108,12 @@ impl<'r> Walk<'r> {
         }
     }
 
-    /// The real path of `name` in the current directory.
-    fn child(&self, name: &str) -> MountPath {
-        let mut p = self.real.clone();
-        p.rel.push(name);
-        p
-    }
-
     fn io(&self, e: &std::io::Error, at: &MountPath) -> Error {
         Error::from_io(e, &at.to_string())
     }
 
-    /// Enters `dir`, the directory `name` in the current one.
-    fn descend(&mut self, name: &str, dir: Dir) -> Result<()> {
-        self.real.rel.push(name);
+    /// Enters `dir`, the directory whose name the walk's path already ends with.
+    fn descend(&mut self, dir: Dir) -> Result<()> {
         self.levels.push(Level {
             dir: Some(dir),
             id: None,
@@ -221,25 +213,48 @@ pub(super) struct Plan<'g> {
     pub(super) deadline: Option<Deadline>,
 }
 
+/// Where a failed walk got to.
+pub(super) struct Reached {
+    /// The real path reached, the name the walk failed on, and the plain components after it.
+    pub(super) path: MountPath,
+    /// False when a `..` was still to come: the place the path would name is unknown.
+    pub(super) exact: bool,
+}
+
 /// Walks `rel` beneath `root`. On failure it also returns where the walk was: the real path it
-/// had reached, followed by the components it had not resolved yet.
+/// had reached (the name it failed on included), followed by the plain components it had not
+/// resolved yet, up to the first `..` (what a `..` would mean there is unknown).
 // The error travels once per operation; boxing it would only add an allocation.
 #[allow(clippy::result_large_err)]
 pub(super) fn walk(
     root: &Root,
     rel: &RelPath,
     plan: &Plan<'_>,
-) -> std::result::Result<Granted, (Error, MountPath)> {
+) -> std::result::Result<Granted, (Error, Reached)> {
     let mut pending: VecDeque<String> = rel.components().iter().cloned().collect();
     let mut w = Walk::new(root);
     match steps(&mut w, &mut pending, plan) {
         Ok(g) => Ok(g),
         Err(e) => {
             let mut reached = w.real.clone();
-            for p in pending {
-                reached.rel.push(&p);
+            let mut exact = true;
+            for p in pending.iter() {
+                match p.as_str() {
+                    "" | "." => {}
+                    ".." => {
+                        exact = false;
+                        break;
+                    }
+                    _ => reached.rel.push(p),
+                }
             }
-            Err((e, reached))
+            Err((
+                e,
+                Reached {
+                    path: reached,
+                    exact,
+                },
+            ))
         }
     }
 }
@@ -247,7 +262,8 @@ pub(super) fn walk(
 fn steps(w: &mut Walk<'_>, pending: &mut VecDeque<String>, plan: &Plan<'_>) -> Result<Granted> {
     let gate = plan.gate;
     let mut hops = 0usize;
-    let mut created = 0usize;
+    let mut churn = 0usize;
+    let mut just_created = false;
     while let Some(name) = pending.pop_front() {
         if let Some(d) = plan.deadline {
             d.check()?;
@@ -259,27 +275,32 @@ fn steps(w: &mut Walk<'_>, pending: &mut VecDeque<String>, plan: &Plan<'_>) -> R
             w.ascend()?;
             continue;
         }
-        let at = w.child(&name);
+        // From here on the walk's path names this entry; it is taken off again only when the
+        // entry turns out to be a link. One path is kept up to date, never copied per step.
+        w.real.rel.push(&name);
         let is_last = pending.is_empty();
         if is_last && plan.follow == FollowFinal::No {
+            let at = w.real.clone();
             let dir = w.take_here()?;
             return gate.grant(dir, Some(name), None, at);
         }
         // Asked before the name is looked up at all: a place without a grant is not probed.
-        gate.may_look(&at)?;
+        gate.may_look(&w.real)?;
         let here = w.here()?;
         // A middle component is nearly always a plain directory: opening it without following
         // links, and as a directory, proves that in one call. Anything else (a symlink, a
         // file, a missing entry) fails here and takes the full path below.
         counted();
         if !is_last && let Ok(next) = here.open_dir_nofollow(&name) {
-            w.descend(&name, next)?;
+            w.descend(next)?;
+            just_created = false;
             continue;
         }
         counted();
         let meta = match here.symlink_metadata(&name) {
             Ok(m) => m,
             Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
+                let at = w.real.clone();
                 let dir = w.take_here()?;
                 return gate.grant(dir, Some(name), None, at);
             }
@@ -287,41 +308,51 @@ fn steps(w: &mut Walk<'_>, pending: &mut VecDeque<String>, plan: &Plan<'_>) -> R
                 if plan.parents == Parents::Create && e.kind() == std::io::ErrorKind::NotFound =>
             {
                 // Created only where a write grant covers the real place, checked first.
-                gate.may_create(&at)?;
-                created += 1;
-                if created > MAX_CREATED {
-                    return Err(Error::new(
-                        ErrorKind::Io,
-                        "the path keeps changing while its directories are created",
-                    )
-                    .with_path(at.to_string()));
+                gate.may_create(&w.real)?;
+                if just_created {
+                    churn += 1;
+                    if churn > MAX_CHURN {
+                        return Err(Error::new(
+                            ErrorKind::Io,
+                            "the path keeps changing while its directories are created",
+                        )
+                        .with_path(w.real.to_string()));
+                    }
                 }
                 match here.create_dir(&name) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(w.io(&e, &at)),
+                    Err(e) => return Err(w.io(&e, &w.real)),
                 }
+                just_created = true;
                 // Look again: whatever is there now is walked like any other entry.
+                w.real.rel.pop();
                 pending.push_front(name);
                 continue;
             }
-            Err(e) => return Err(w.io(&e, &at)),
+            Err(e) => return Err(w.io(&e, &w.real)),
         };
+        just_created = false;
         if meta.file_type().is_symlink() {
             hops += 1;
             if hops > MAX_SYMLINK_HOPS {
                 return Err(
                     Error::new(ErrorKind::Io, "too many levels of symbolic links")
                         .with_reason(Reason::SymlinkLoop)
-                        .with_path(at.to_string()),
+                        .with_path(w.real.to_string()),
                 );
             }
             counted();
-            let target = here.read_link_contents(&name).map_err(|e| w.io(&e, &at))?;
+            let target = here
+                .read_link_contents(&name)
+                .map_err(|e| w.io(&e, &w.real))?;
             let (absolute, parts) = split_target(&target).ok_or_else(|| {
                 Error::new(ErrorKind::Io, "symlink target is not valid utf-8")
                     .with_reason(Reason::NotUtf8)
             })?;
+            // The link is not a place the walk stays in: its target continues from its
+            // directory.
+            w.real.rel.pop();
             if absolute {
                 let inside = w.root.strip(&parts).ok_or_else(|| {
                     Error::denied(Reason::OutsideRoot).with_path(w.real.to_string())
@@ -338,17 +369,19 @@ fn steps(w: &mut Walk<'_>, pending: &mut VecDeque<String>, plan: &Plan<'_>) -> R
             continue;
         }
         if is_last {
+            let at = w.real.clone();
             let dir = w.take_here()?;
             return gate.grant(dir, Some(name), Some(meta), at);
         }
         if !meta.is_dir() {
-            return Err(
-                Error::new(ErrorKind::NotADirectory, "not a directory").with_path(at.to_string())
-            );
+            return Err(Error::new(ErrorKind::NotADirectory, "not a directory")
+                .with_path(w.real.to_string()));
         }
         counted();
-        let next = here.open_dir_nofollow(&name).map_err(|e| w.io(&e, &at))?;
-        w.descend(&name, next)?;
+        let next = here
+            .open_dir_nofollow(&name)
+            .map_err(|e| w.io(&e, &w.real))?;
+        w.descend(next)?;
     }
     let at = w.real.clone();
     let dir = w.take_here()?;
