@@ -46,7 +46,10 @@ enum Sight {
 /// granted to this server on request (an allow rule, or mode `auto`), `Some(false)` when it
 /// never is (a deny rule), `None` when someone would be asked.
 #[derive(Clone)]
-pub struct Said(std::sync::Arc<dyn Fn(&MountPath) -> Option<bool> + Send + Sync>);
+pub struct Said(std::sync::Arc<SaidFn>);
+
+/// The function behind [`Said`].
+type SaidFn = dyn Fn(&MountPath) -> Option<bool> + Send + Sync;
 
 impl Said {
     /// Wraps the policy's answer.
