@@ -14,7 +14,6 @@ use super::{Shared, Watch};
 use crate::locks::lock;
 use crate::path::RelPath;
 use crate::root::Root;
-use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::inotify::{self, WatchFlags};
@@ -330,34 +329,66 @@ impl Kernel {
             if !watch.recursive {
                 return Ok(());
             }
-            let mut queue: VecDeque<(Dir, RelPath, i32)> = VecDeque::from([(dir, rel, top)]);
-            while let Some((d, rel, wd)) = queue.pop_front() {
+            // Every directory beneath is opened through its parent's verified handle when its
+            // turn comes, never held in the queue: any breadth costs a few descriptors. One
+            // that cannot be watched fails the watch, rather than leave changes unreported.
+            let incomplete = || {
+                WatchError::Os(
+                    "cannot watch every directory beneath this path".into(),
+                    false,
+                )
+            };
+            let mut queue: VecDeque<scan::Pending> = VecDeque::new();
+            let mut cache = Some((top, dir));
+            let mut next = Some(top);
+            loop {
+                if let Some(wd) = next.take() {
+                    let Some((_, d)) = cache.as_ref() else {
+                        return Err(incomplete());
+                    };
+                    let entries = d.entries().map_err(|_| incomplete())?;
+                    let here = self
+                        .nodes
+                        .get(&wd)
+                        .map(|n| n.rel.clone())
+                        .ok_or_else(incomplete)?;
+                    for entry in entries {
+                        let entry = entry.map_err(|_| incomplete())?;
+                        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                            continue;
+                        }
+                        let Ok(name) = entry.file_name().into_string() else {
+                            continue;
+                        };
+                        queue.push_back(scan::Pending {
+                            parent: wd,
+                            rel: here.join(&name),
+                            name,
+                        });
+                    }
+                }
+                let Some(p) = queue.pop_front() else {
+                    break;
+                };
                 deadline
                     .check()
                     .map_err(|_| WatchError::Os("timed out".into(), false))?;
-                let Ok(entries) = d.entries() else { continue };
-                for entry in entries.flatten() {
-                    if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                        continue;
+                let sub = match self.open_child(&mut cache, p.parent, &p.name) {
+                    Ok(Some(d)) => d,
+                    // Opened without following: a name swapped for a link is not entered.
+                    Ok(None) => continue,
+                    Err(()) => return Err(incomplete()),
+                };
+                let sub_host = root.host_path_of(&p.rel);
+                match self.place(&sub, &root, p.rel.clone(), sub_host) {
+                    Ok(child) => {
+                        self.link(p.parent, &p.name, child);
+                        self.take(&id, child);
+                        cache = Some((child, sub));
+                        next = Some(child);
                     }
-                    let Ok(name) = entry.file_name().into_string() else {
-                        continue;
-                    };
-                    // Opened without following: a name swapped for a link is skipped.
-                    let Ok(sub) = d.open_dir_nofollow(&name) else {
-                        continue;
-                    };
-                    let sub_rel = rel.join(&name);
-                    let sub_host = root.host_path_of(&sub_rel);
-                    match self.place(&sub, &root, sub_rel.clone(), sub_host) {
-                        Ok(child) => {
-                            self.link(wd, &name, child);
-                            self.take(&id, child);
-                            queue.push_back((sub, sub_rel, child));
-                        }
-                        Err(PlaceError::Other(_)) => {}
-                        Err(e) => return Err(to_watch_error(e, self.max)),
-                    }
+                    Err(PlaceError::Other(_)) => return Err(incomplete()),
+                    Err(e) => return Err(to_watch_error(e, self.max)),
                 }
             }
             Ok(())

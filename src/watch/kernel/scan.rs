@@ -4,6 +4,14 @@
 
 use super::{Kernel, RawKind, SCAN_ENTRIES, SCANNED_MEMORY};
 use crate::path::RelPath;
+
+/// A directory still to be watched and scanned: the entry `name` of the watched directory
+/// `parent`, at `rel` of its root.
+pub(super) struct Pending {
+    pub(super) parent: i32,
+    pub(super) name: String,
+    pub(super) rel: RelPath,
+}
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use std::collections::VecDeque;
@@ -22,31 +30,37 @@ impl Kernel {
         if growing.is_empty() {
             return;
         }
-        let mut complete = true;
-        let mut budget = SCAN_ENTRIES;
-        let start = self
-            .reopen(parent)
-            .and_then(|p| p.open_dir_nofollow(name).ok());
         let Some(parent_node) = self.nodes.get(&parent) else {
             return;
         };
         let (root, parent_rel) = (parent_node.root.clone(), parent_node.rel.clone());
-        let Some(start) = start else {
-            // Gone or not a directory (a link swapped in): nothing to watch.
-            return;
-        };
-        let mut queue: VecDeque<(Dir, RelPath, i32, String)> =
-            VecDeque::from([(start, parent_rel.join(name), parent, name.to_owned())]);
-        while let Some((d, rel, parent, name)) = queue.pop_front() {
-            let host = root.host_path_of(&rel);
-            let wd = match self.place(&d, &root, rel.clone(), host) {
+        let mut complete = true;
+        let mut budget = SCAN_ENTRIES;
+        let mut cache = None;
+        let mut queue: VecDeque<Pending> = VecDeque::from([Pending {
+            parent,
+            rel: parent_rel.join(name),
+            name: name.to_owned(),
+        }]);
+        while let Some(p) = queue.pop_front() {
+            let d = match self.open_child(&mut cache, p.parent, &p.name) {
+                Ok(Some(d)) => d,
+                // Gone or not a directory (a link swapped in): nothing to watch.
+                Ok(None) => continue,
+                Err(()) => {
+                    complete = false;
+                    continue;
+                }
+            };
+            let host = root.host_path_of(&p.rel);
+            let wd = match self.place(&d, &root, p.rel.clone(), host) {
                 Ok(wd) => wd,
                 Err(_) => {
                     complete = false;
                     continue;
                 }
             };
-            self.link(parent, &name, wd);
+            self.link(p.parent, &p.name, wd);
             for id in &growing {
                 self.take(id, wd);
             }
@@ -75,10 +89,12 @@ impl Kernel {
                     self.scanned.entry(wd).or_default().insert(child.clone());
                     self.scanned_count += 1;
                 }
-                if entry.file_type().is_ok_and(|t| t.is_dir())
-                    && let Ok(sub) = d.open_dir_nofollow(&child)
-                {
-                    queue.push_back((sub, rel.join(&child), wd, child));
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    queue.push_back(Pending {
+                        parent: wd,
+                        rel: p.rel.join(&child),
+                        name: child,
+                    });
                 }
             }
         }
@@ -86,6 +102,47 @@ impl Kernel {
             for id in &growing {
                 if let Some(u) = self.uses.get(id) {
                     u.watch.owe_overflow();
+                }
+            }
+        }
+    }
+
+    /// Opens the entry `name` of the watched directory `parent` without following it, through
+    /// the parent's handle opened again through the root and shown to be the same inode at
+    /// the same place. `cache` keeps the last parent's handle, since siblings come one after
+    /// another in a queue; nothing else is held, so a tree of any breadth costs a few
+    /// descriptors. `Ok(None)`: no directory there any more (gone, a link, a file), nothing to
+    /// watch. `Err`: the question could not be answered (out of descriptors, no permission,
+    /// the parent moved), so whatever scan asked is incomplete.
+    pub(super) fn open_child(
+        &self,
+        cache: &mut Option<(i32, Dir)>,
+        parent: i32,
+        name: &str,
+    ) -> Result<Option<Dir>, ()> {
+        if cache.as_ref().is_none_or(|(wd, _)| *wd != parent) {
+            *cache = None;
+            let d = self.reopen(parent).ok_or(())?;
+            *cache = Some((parent, d));
+        }
+        let Some((_, d)) = cache.as_ref() else {
+            return Err(());
+        };
+        match d.open_dir_nofollow(name) {
+            Ok(sub) => Ok(Some(sub)),
+            Err(e) => {
+                let gone = [
+                    rustix::io::Errno::NOENT,
+                    rustix::io::Errno::NOTDIR,
+                    rustix::io::Errno::LOOP,
+                ];
+                if gone
+                    .iter()
+                    .any(|g| e.raw_os_error() == Some(g.raw_os_error()))
+                {
+                    Ok(None)
+                } else {
+                    Err(())
                 }
             }
         }
