@@ -123,8 +123,9 @@ fn tally(outcomes: &mut BTreeMap<String, usize>, r: &Value) {
     *outcomes.entry(label).or_default() += 1;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn uploads_racing_their_directory_exchanged_with_links_never_write_elsewhere() {
+/// Runs `round` for every iteration while the mover exchanges `up` with the links, tallying
+/// the answers; then checks that nothing in `secret` or outside the root changed.
+async fn race(what: &str, round: impl AsyncFn(&Broker, usize) -> Vec<Value>) {
     let f = Fixture::new();
     let b = setup(&f).await;
     let secret_before = entries(&f.root.join("secret"));
@@ -132,29 +133,12 @@ async fn uploads_racing_their_directory_exchanged_with_links_never_write_elsewhe
     let mover = Mover::start(&f.root);
     let mut outcomes = BTreeMap::new();
     for i in 0..iterations() {
-        let path = format!("project/up/f{i}.txt");
-        let first = call(
-            &b,
-            "s",
-            "files/write",
-            json!({"path": path, "content": "first ", "final": false}),
-        )
-        .await;
-        tally(&mut outcomes, &first);
-        if first.get("error").is_some() {
-            continue;
+        for r in round(&b, i).await {
+            tally(&mut outcomes, &r);
         }
-        let last = call(
-            &b,
-            "s",
-            "files/write",
-            json!({"path": path, "content": "last", "offset": 6, "final": true}),
-        )
-        .await;
-        tally(&mut outcomes, &last);
     }
     let swaps = mover.stop();
-    eprintln!("uploads: {outcomes:?}, {swaps} exchanges");
+    eprintln!("{what}: {outcomes:?}, {swaps} exchanges");
     assert_eq!(entries(&f.root.join("secret")), secret_before);
     assert_eq!(entries(&elsewhere(&f)), outside_before);
     assert!(swaps > 0);
@@ -162,27 +146,44 @@ async fn uploads_racing_their_directory_exchanged_with_links_never_write_elsewhe
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finding_5_create_parents_racing_its_directory_exchanged_with_links_creates_only_there() {
-    let f = Fixture::new();
-    let b = setup(&f).await;
-    let secret_before = entries(&f.root.join("secret"));
-    let outside_before = entries(&elsewhere(&f));
-    let mover = Mover::start(&f.root);
-    let mut outcomes = BTreeMap::new();
-    for i in 0..iterations() {
-        let r = call(
-            &b,
+async fn uploads_racing_their_directory_exchanged_with_links_never_write_elsewhere() {
+    race("uploads", async |b, i| {
+        let path = format!("project/up/f{i}.txt");
+        let first = call(
+            b,
             "s",
-            "files/create",
-            json!({"path": format!("project/up/n{i}/m/f.txt"), "type": "file", "parents": true}),
+            "files/write",
+            json!({"path": path, "content": "first ", "final": false}),
         )
         .await;
-        tally(&mut outcomes, &r);
-    }
-    let swaps = mover.stop();
-    eprintln!("create: {outcomes:?}, {swaps} exchanges");
-    assert_eq!(entries(&f.root.join("secret")), secret_before);
-    assert_eq!(entries(&elsewhere(&f)), outside_before);
-    assert!(swaps > 0);
-    f.assert_canary_intact();
+        if first.get("error").is_some() {
+            return vec![first];
+        }
+        let last = call(
+            b,
+            "s",
+            "files/write",
+            json!({"path": path, "content": "last", "offset": 6, "final": true}),
+        )
+        .await;
+        vec![first, last]
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding_5_create_parents_racing_its_directory_exchanged_with_links_creates_only_there() {
+    race("create", async |b, i| {
+        let path = format!("project/up/n{i}/m/f.txt");
+        vec![
+            call(
+                b,
+                "s",
+                "files/create",
+                json!({"path": path, "type": "file", "parents": true}),
+            )
+            .await,
+        ]
+    })
+    .await;
 }
