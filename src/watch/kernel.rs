@@ -124,6 +124,8 @@ pub enum PlaceError {
 
 pub(super) struct Kernel {
     fd: Arc<OwnedFd>,
+    /// Written once when this state goes: the reading thread ends.
+    stop: Arc<OwnedFd>,
     nodes: HashMap<i32, Node>,
     uses: HashMap<String, Use>,
     /// The limit on kernel watches, as last given by a new watch.
@@ -168,6 +170,12 @@ fn locate(root: &Root, rel: &RelPath) -> crate::error::Result<crate::root::Grant
     )
 }
 
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let _ = rustix::io::write(&*self.stop, &1u64.to_ne_bytes());
+    }
+}
+
 impl Kernel {
     /// A new inotify instance and the thread that reads it.
     pub(super) fn start(
@@ -179,12 +187,19 @@ impl Kernel {
         let fd = Arc::new(inotify::init(
             inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK,
         )?);
-        let (weak, thread_fd) = (Arc::downgrade(me), fd.clone());
+        // Written when the kernel state goes, so that its thread ends at once rather than at
+        // its next poll timeout.
+        let stop = Arc::new(rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )?);
+        let (weak, thread_fd, thread_stop) = (Arc::downgrade(me), fd.clone(), stop.clone());
         std::thread::Builder::new()
             .name("fsbroker-watch".into())
-            .spawn(move || events::read_loop(&weak, &thread_fd))?;
+            .spawn(move || events::read_loop(&weak, &thread_fd, &thread_stop))?;
         Ok(Kernel {
             fd,
+            stop,
             nodes: HashMap::new(),
             uses: HashMap::new(),
             max,

@@ -120,8 +120,8 @@ struct Event {
 
 /// The thread: waits for the instance to become readable, then handles what it holds, one
 /// buffer per hold of the lock, so that adding and removing watches never waits long. It
-/// ends when the hub is gone.
-pub(super) fn read_loop(kernel: &Weak<Mutex<Option<Kernel>>>, fd: &OwnedFd) {
+/// ends when the hub is gone, at once since the kernel state's drop writes `stop`.
+pub(super) fn read_loop(kernel: &Weak<Mutex<Option<Kernel>>>, fd: &OwnedFd, stop: &OwnedFd) {
     let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
     let mut pending: Option<(Arc<Place>, String, u32)> = None;
     let timeout = rustix::time::Timespec {
@@ -129,8 +129,14 @@ pub(super) fn read_loop(kernel: &Weak<Mutex<Option<Kernel>>>, fd: &OwnedFd) {
         tv_nsec: 500_000_000,
     };
     loop {
-        let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+        let mut fds = [
+            rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN),
+            rustix::event::PollFd::new(stop, rustix::event::PollFlags::IN),
+        ];
         let _ = rustix::event::poll(&mut fds, Some(&timeout));
+        if !fds[1].revents().is_empty() {
+            return;
+        }
         loop {
             let Some(k) = kernel.upgrade() else {
                 return;
