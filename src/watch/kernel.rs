@@ -126,6 +126,8 @@ pub(super) struct Kernel {
     fd: Arc<OwnedFd>,
     /// Written once when this state goes: the reading thread ends.
     stop: Arc<OwnedFd>,
+    /// The reading thread, joined when this state goes.
+    reader: Option<std::thread::JoinHandle<()>>,
     nodes: HashMap<i32, Node>,
     uses: HashMap<String, Use>,
     /// The limit on kernel watches, as last given by a new watch.
@@ -171,8 +173,16 @@ fn locate(root: &Root, rel: &RelPath) -> crate::error::Result<crate::root::Grant
 }
 
 impl Drop for Kernel {
+    /// Stops the reading thread and waits for it, so that nothing of a broker outlives it.
+    /// The thread itself may be the one letting the state go (it holds it while it reads);
+    /// then it ends by itself right after.
     fn drop(&mut self) {
         let _ = rustix::io::write(&*self.stop, &1u64.to_ne_bytes());
+        if let Some(reader) = self.reader.take()
+            && reader.thread().id() != std::thread::current().id()
+        {
+            let _ = reader.join();
+        }
     }
 }
 
@@ -194,12 +204,13 @@ impl Kernel {
             rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
         )?);
         let (weak, thread_fd, thread_stop) = (Arc::downgrade(me), fd.clone(), stop.clone());
-        std::thread::Builder::new()
+        let reader = std::thread::Builder::new()
             .name("fsbroker-watch".into())
             .spawn(move || events::read_loop(&weak, &thread_fd, &thread_stop))?;
         Ok(Kernel {
             fd,
             stop,
+            reader: Some(reader),
             nodes: HashMap::new(),
             uses: HashMap::new(),
             max,
