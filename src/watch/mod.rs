@@ -135,6 +135,16 @@ pub struct Delivery {
     pub params: Value,
 }
 
+impl Drop for WatchHub {
+    /// Lets the kernel state go here, outside its lock, so that it stops and joins its
+    /// reading thread from this thread; never from the reader, which may hold the last
+    /// reference while it reads and could not wait for itself.
+    fn drop(&mut self) {
+        let kernel = lock(&self.kernel).take();
+        drop(kernel);
+    }
+}
+
 impl Default for WatchHub {
     fn default() -> Self {
         WatchHub {
