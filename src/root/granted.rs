@@ -94,21 +94,9 @@ impl Gate {
                     }
                     None => {}
                 }
-                let granted = Gate {
-                    sight: Sight::Grants(grants.clone()),
-                    need: Access::Read,
-                };
-                granted.may_look(path)
+                granted_sight(grants, path)
             }
-            Sight::Grants(g) => match g.check(path, Access::Read) {
-                Ok(()) => Ok(()),
-                Err(e) if e.reason() == Some(Reason::Revoked) => Err(e),
-                Err(e) if g.leads_to_grant(path) => {
-                    drop(e);
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            },
+            Sight::Grants(g) => granted_sight(g, path),
         }
     }
 
@@ -174,6 +162,17 @@ impl Gate {
             sight: Sight::Whole,
             need: Access::Read,
         }
+    }
+}
+
+/// Whether `grants` let a walk look at `path`: a grant covers it, or it lies on the way to
+/// one (and no revocation mark covers it).
+fn granted_sight(grants: &Grants, path: &MountPath) -> Result<()> {
+    match grants.check(path, Access::Read) {
+        Ok(()) => Ok(()),
+        Err(e) if e.reason() == Some(Reason::Revoked) => Err(e),
+        Err(_) if grants.leads_to_grant(path) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
