@@ -277,7 +277,7 @@ fn check_meta(existing: Option<&Metadata>, pre: &Preconditions) -> Result<()> {
         _ => {}
     }
     if let Some(expected) = &pre.if_match {
-        let current = existing.map(crate::ops::etag);
+        let current = existing.map(etag);
         if current.as_deref() != Some(expected.as_str()) {
             return Err(
                 Error::new(ErrorKind::ConcurrencyConflict, "etag does not match")
@@ -351,4 +351,18 @@ pub fn sync_dir(dir: &Dir) -> std::io::Result<()> {
     )?;
     rustix::fs::fsync(&fd)?;
     Ok(())
+}
+
+/// An etag that changes when the file is replaced or its size or modification time changes.
+pub(crate) fn etag(m: &cap_std::fs::Metadata) -> String {
+    use cap_std::fs::MetadataExt;
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    m.dev().hash(&mut h);
+    m.ino().hash(&mut h);
+    m.len().hash(&mut h);
+    if let Ok(t) = m.modified() {
+        t.into_std().hash(&mut h);
+    }
+    format!("\"{:016x}\"", h.finish())
 }

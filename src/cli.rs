@@ -3,9 +3,9 @@
 //! The flags build the same [`Policy`] a file would: `--root` adds roots to the embedded
 //! default (or the `--policy` file), `--consent` sets the consent mode.
 
+use crate::access::Access;
 use crate::path::MountName;
 use crate::policy::{ConsentMode, Policy, PolicyError, RootEntry};
-use crate::root::Access;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use toml::Spanned;

@@ -4,10 +4,10 @@
 //! Revocation leaves a mark, so that an operation under a revoked path fails with `revoked`
 //! rather than `no_consent` until a new grant lifts the mark.
 
+use crate::access::Access;
 use crate::error::{Error, Reason, Result};
 use crate::path::MountPath;
 use crate::policy::ConsentMode;
-use crate::root::Access;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -41,12 +41,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod atomic;
 pub mod audit;
 pub mod broker;
 pub mod cli;
 pub mod config;
 pub mod consent;
+pub mod deadline;
 pub mod error;
 pub mod framing;
 pub mod fuzzing;
@@ -64,6 +66,7 @@ pub mod rmcp_adapter;
 pub mod root;
 pub mod serve;
 pub mod session;
+mod state;
 pub mod upload;
 pub mod watch;
 
@@ -75,8 +78,8 @@ pub use ops::{METHODS, ORDERED, is_ordered};
 pub mod ops_limits {
     pub use crate::ops::MAX_LIST_DEPTH;
 }
+pub use access::Access;
 pub use policy::Policy;
-pub use root::Access;
 
 /// The README's code blocks, compiled by `cargo test` so that they match the API.
 #[cfg(all(doctest, feature = "rmcp"))]

@@ -1,4 +1,4 @@
-//! Rate limits, and the deadline that bounds what a caller waits for.
+//! Rate limits.
 //!
 //! One keyed governor limiter serves every session, keyed by server id. Its key space is
 //! bounded because sessions are (see [`crate::broker::MAX_SESSIONS`]), and keys of ended
@@ -8,7 +8,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::policy::Limits;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use std::time::Instant;
 
 /// The per-session request rate limiter.
 #[derive(Debug)]
@@ -42,26 +41,5 @@ impl RateLimits {
     pub fn prune(&self) {
         self.limiter.retain_recent();
         self.limiter.shrink_to_fit();
-    }
-}
-
-/// The point in time by which an operation must finish. Blocking work checks it between
-/// bounded steps so that a timed-out operation stops, not only its caller.
-#[derive(Debug, Clone, Copy)]
-pub struct Deadline(Instant);
-
-impl Deadline {
-    /// A deadline at `at`.
-    pub fn at(at: Instant) -> Self {
-        Deadline(at)
-    }
-
-    /// `TIMEOUT` once the deadline has passed.
-    pub fn check(self) -> Result<()> {
-        if Instant::now() >= self.0 {
-            Err(Error::new(ErrorKind::Timeout, "operation timed out"))
-        } else {
-            Ok(())
-        }
     }
 }

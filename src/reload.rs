@@ -2,11 +2,12 @@
 //! sidecar reload on SIGHUP and when the policy file changes. A policy that does not load is
 //! refused with a log line, and the old one stays in force.
 
+use crate::access::Access;
 use crate::broker::{Broker, standing_grants};
 use crate::config::Config;
 use crate::path::{MountPath, RelPath};
 use crate::policy::{Policy, PolicyError};
-use crate::root::Access;
+use crate::watch::Sink;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

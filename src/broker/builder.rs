@@ -1,12 +1,13 @@
 //! [`BrokerBuilder`]: a policy, a consent source and an audit log become a [`Broker`].
 
-use super::{Broker, Inner, OutboundReceiver};
+use super::{Broker, OutboundReceiver};
 use crate::atomic::Sweeper;
 use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::consent::{ConsentProvider, ConsentSource, Elicitation};
 use crate::locks::LockTable;
 use crate::policy::{ConsentMode, Policy, PolicyError};
+use crate::state::Shared;
 use crate::watch::WatchHub;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -71,7 +72,7 @@ impl BrokerBuilder {
         };
         let config = Config::open(self.policy, &self.consent, None)?;
         let (tx, rx) = mpsc::unbounded_channel();
-        let inner = Inner {
+        let inner = Shared {
             config: RwLock::new(Arc::new(config)),
             consent: self.consent,
             audit,

@@ -2,11 +2,10 @@
 
 mod batch;
 mod builder;
-mod inner;
 
+pub use crate::state::{Outbound, OutboundReceiver};
+pub use crate::watch::CHANGED;
 pub use builder::BrokerBuilder;
-pub(crate) use inner::Inner;
-pub use inner::{CHANGED, Outbound, OutboundReceiver};
 
 use crate::audit::AuditRecord;
 use crate::config::Config;
@@ -19,6 +18,8 @@ use crate::path::{MountPath, RequestPath};
 use crate::policy::Policy;
 use crate::root::Roots;
 use crate::session::Session;
+use crate::state::Shared;
+use crate::watch::Sink;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,7 +51,7 @@ pub const MAX_SESSIONS: usize = 1024;
 /// ```
 #[derive(Clone)]
 pub struct Broker {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) inner: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -262,7 +263,10 @@ impl Broker {
             removed += s.grants().revoke(target.as_ref());
             // A watch whose path is no longer covered ends, and its server is told.
             for w in self.inner.hub.of_session(&s) {
-                if s.grants().check(&w.path, crate::Access::Read).is_err() {
+                if s.grants()
+                    .check(&w.path, crate::access::Access::Read)
+                    .is_err()
+                {
                     self.inner.end_watch(&w.id, "revoked");
                 }
             }
@@ -280,7 +284,7 @@ impl Broker {
 pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
     let mut out = Vec::new();
     for g in &config.policy.grants {
-        if !crate::policy::matches_server(&g.servers, server_id) {
+        if !crate::access::matches_server(&g.servers, server_id) {
             continue;
         }
         let located =

@@ -9,7 +9,7 @@
 //! "access"?: "read"|"write"}`. A program that fails, times out or answers nonsense denies.
 
 use super::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest, sanitise};
-use crate::root::Access;
+use crate::access::Access;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! limit (see [`super::provider_for`]).
 
 use super::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest, sanitise};
-use crate::root::Access;
+use crate::access::Access;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::PathBuf;

@@ -6,11 +6,13 @@
 //! is a result with `granted: false`, not an error.
 
 use super::{Ctx, params};
+use crate::access::Access;
+use crate::access::matches_server;
 use crate::consent::{ConsentDecision, ConsentRequest, Grant};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
-use crate::policy::{ConsentMode, Decision, matches_server};
-use crate::root::{Access, Gate, Root, Said};
+use crate::policy::{ConsentMode, Decision};
+use crate::root::{Gate, Root, Said};
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -2,8 +2,9 @@
 //! `ALREADY_EXISTS`), optionally creating missing parents. The final name is never followed.
 
 use super::{Ctx, params, resolve_granted};
+use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::root::{Access, FollowFinal, Parents};
+use crate::root::{FollowFinal, Parents};
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -4,8 +4,9 @@
 
 use super::create::root_itself;
 use super::{Ctx, params, resolve_granted};
+use crate::access::Access;
 use crate::error::{Error, Result};
-use crate::root::{Access, FollowFinal, Parents};
+use crate::root::{FollowFinal, Parents};
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -6,10 +6,10 @@
 //! Recursion opens each directory with `O_NOFOLLOW` and never follows a symlink.
 
 use super::{Ctx, mtime, params, resolve_target, type_name};
+use crate::access::Access;
+use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
-use crate::limits::Deadline;
 use crate::path::MountPath;
-use crate::root::Access;
 use crate::session::Session;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -6,17 +6,17 @@
 //! before any I/O, so that a server without consent cannot probe what exists; and on the real
 //! path after symlinks, so that a link cannot carry a grant to a place it does not cover.
 
-use crate::broker::Inner;
+use crate::access::Access;
+use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::limits::Deadline;
 use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
-use crate::root::{Access, FollowFinal, Gate, Granted, Parents, Root};
+use crate::root::{FollowFinal, Gate, Granted, Parents, Root};
 use crate::session::Session;
-use cap_std::fs::{FileType, Metadata, MetadataExt};
+use crate::state::Shared;
+use cap_std::fs::{FileType, Metadata};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -98,7 +98,7 @@ pub(crate) async fn dispatch(
 /// What one request carries through its operation: the broker, the server, and what the audit
 /// line will say.
 pub(crate) struct Ctx {
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
     /// The configuration this request works with, start to end.
     pub(crate) config: Arc<crate::config::Config>,
     server_id: String,
@@ -106,7 +106,7 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn new(inner: Arc<Inner>, server_id: &str) -> Self {
+    pub(crate) fn new(inner: Arc<Shared>, server_id: &str) -> Self {
         Ctx {
             config: inner.config(),
             inner,
@@ -284,18 +284,6 @@ fn mtime(m: &Metadata) -> Option<String> {
     time::OffsetDateTime::from(t)
         .format(&time::format_description::well_known::Rfc3339)
         .ok()
-}
-
-/// An etag that changes when the file is replaced or its size or modification time changes.
-pub(crate) fn etag(m: &Metadata) -> String {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    m.dev().hash(&mut h);
-    m.ino().hash(&mut h);
-    m.len().hash(&mut h);
-    if let Ok(t) = m.modified() {
-        t.into_std().hash(&mut h);
-    }
-    format!("\"{:016x}\"", h.finish())
 }
 
 /// The MIME type guessed from the name.

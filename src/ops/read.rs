@@ -4,10 +4,11 @@
 //! character) are read, in steps that check the deadline. A UTF-8 chunk never ends inside a
 //! character: the cut character is left for the next chunk.
 
-use super::{Ctx, Encoding, etag, mime_type, mtime, params, resolve_target};
+use super::{Ctx, Encoding, mime_type, mtime, params, resolve_target};
+use crate::access::Access;
+use crate::atomic::etag;
+use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::limits::Deadline;
-use crate::root::Access;
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -1,8 +1,9 @@
 //! `files/stat`: type, size, times and etag of one path, following symlinks inside the root.
 
-use super::{Ctx, etag, mime_type, mtime, params, resolve_target, type_name};
+use super::{Ctx, mime_type, mtime, params, resolve_target, type_name};
+use crate::access::Access;
+use crate::atomic::etag;
 use crate::error::{Error, Result};
-use crate::root::Access;
 use crate::session::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};

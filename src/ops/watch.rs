@@ -5,18 +5,15 @@
 //! request with `QUOTA_EXCEEDED` instead of silently missing changes.
 
 use super::{Ctx, params, resolve_target};
-use crate::broker::Inner;
+use crate::access::Access;
 use crate::error::{Error, ErrorKind, Result};
-use crate::path::MountPath;
-use crate::root::Access;
 use crate::session::Session;
-use crate::watch::{Change, RawEvent, WatchError};
+use crate::watch::{Change, WatchError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 #[derive(Deserialize)]
 struct WatchParams {
@@ -76,7 +73,7 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
                 dir,
                 max_kernel,
                 deadline,
-                || start_dispatcher(weak, window),
+                || crate::watch::start_fanout(weak, window),
             );
             match added {
                 Ok(w) => Ok(w.id.clone()),
@@ -115,69 +112,4 @@ pub(super) fn unwatch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<V
     }
     ctx.inner.hub.remove(&p.watch_id);
     Ok(json!({}))
-}
-
-/// Starts the task that turns raw events into notifications; returns its input.
-fn start_dispatcher(inner: Weak<Inner>, window: Duration) -> mpsc::Sender<RawEvent> {
-    let (tx, rx) = mpsc::channel(crate::watch::RAW_CAPACITY);
-    // The watch is added from the blocking pool; the task belongs to the broker's runtime.
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) => {
-            h.spawn(dispatch(inner, rx, window));
-        }
-        Err(_) => tracing::error!("no runtime for the watch dispatcher"),
-    }
-    tx
-}
-
-async fn dispatch(inner: Weak<Inner>, mut rx: mpsc::Receiver<RawEvent>, window: Duration) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        let first = tokio::select! {
-            ev = rx.recv() => match ev { Some(e) => Some(e), None => return },
-            _ = tick.tick() => None,
-        };
-        let mut batch: Vec<RawEvent> = first.into_iter().collect();
-        if !batch.is_empty() {
-            let until = tokio::time::Instant::now() + window;
-            while let Ok(Some(ev)) = tokio::time::timeout_at(until, rx.recv()).await {
-                if batch.len() < crate::watch::RAW_CAPACITY {
-                    batch.push(ev);
-                } else if let Some(b) = inner.upgrade() {
-                    // Dropped here means lost: the watches owe their servers a rescan.
-                    b.hub.mark_lost();
-                }
-            }
-        }
-        let Some(broker) = inner.upgrade() else {
-            return;
-        };
-        let mapped = tokio::task::spawn_blocking(move || {
-            let lost = broker.hub.take_lost();
-            let deliveries = broker.hub.map(&batch, lost, visible);
-            for d in &deliveries {
-                broker.deliver(d);
-            }
-            // Watches whose directory left its place end, and their servers are told.
-            for id in broker.hub.take_moved_out() {
-                broker.end_watch(&id, "moved_out");
-            }
-            // Overflows owed while slots were taken are paid as soon as slots free up.
-            broker.pay_overflows();
-        })
-        .await;
-        if mapped.is_err() {
-            tracing::warn!("watch dispatch failed");
-        }
-    }
-}
-
-/// Whether a change at `path` may be shown to the watch's session: the session is alive and a
-/// grant covers the path. That the change's directory is still the one watched, at its place,
-/// was checked by the hub before.
-fn visible(w: &crate::watch::Watch, path: &MountPath) -> bool {
-    let Some(session) = w.session.upgrade() else {
-        return false;
-    };
-    session.grants().check(path, Access::Read).is_ok()
 }

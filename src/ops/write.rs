@@ -7,11 +7,12 @@
 //! upload starts, so it fails fast, and again at commit under the per-file lock, where they
 //! decide.
 
-use super::{Ctx, Encoding, etag, params, resolve_target};
-use crate::atomic::{Preconditions, TempFile, check_target};
+use super::{Ctx, Encoding, params, resolve_target};
+use crate::access::Access;
+use crate::atomic::{Preconditions, TempFile, check_target, etag};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
-use crate::root::{Access, Root};
+use crate::root::Root;
 use crate::session::Session;
 use crate::upload::Upload;
 use serde::Deserialize;
@@ -206,12 +207,12 @@ async fn chunk(
 
 /// Opens a new upload: resolves the target, checks grant and preconditions, stages a temp.
 fn start(
-    inner: &crate::broker::Inner,
+    inner: &crate::state::Shared,
     session: &Session,
     root: &Root,
     path: &MountPath,
     pre: Preconditions,
-    deadline: crate::limits::Deadline,
+    deadline: crate::deadline::Deadline,
 ) -> Result<Upload> {
     let r = resolve_target(root, session, &path.rel, Access::Write, deadline)?;
     let Some(name) = r.name() else {
@@ -236,7 +237,7 @@ fn write_all_at(
     file: &std::fs::File,
     offset: u64,
     bytes: &[u8],
-    deadline: crate::limits::Deadline,
+    deadline: crate::deadline::Deadline,
 ) -> Result<()> {
     for (i, piece) in bytes.chunks(STEP).enumerate() {
         deadline.check()?;

@@ -1,8 +1,8 @@
 //! The `[consent]` section: the mode that answers, its fallback, and the rules tried first.
 
 use super::all_servers;
+use crate::access::Access;
 use crate::path::{MountPath, RequestPath};
-use crate::root::Access;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::num::NonZeroU64;

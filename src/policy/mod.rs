@@ -12,7 +12,7 @@ pub use consent::{ConsentConfig, ConsentMode, ConsentRule, Decision};
 pub use describe::describe;
 pub use load::PolicyError;
 
-use crate::root::Access;
+use crate::access::Access;
 use serde::{Deserialize, Serialize};
 use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
@@ -175,9 +175,4 @@ pub fn file_stamp(path: &Path) -> Option<(u64, u64, std::time::SystemTime)> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
     Some((m.ino(), m.len(), m.modified().ok()?))
-}
-
-/// Whether `server_id` is named by a list of ids where `*` means every server.
-pub fn matches_server(list: &[String], server_id: &str) -> bool {
-    list.iter().any(|s| s == "*" || s == server_id)
 }

@@ -3,10 +3,10 @@
 //! elicitation gets the fallback provider instead.
 
 use super::host::HostChannel;
+use crate::access::Access;
 use crate::consent::{
     BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest, describe, sanitise,
 };
-use crate::root::Access;
 use serde_json::{Value, json};
 use std::sync::Arc;
 

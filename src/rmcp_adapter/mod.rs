@@ -45,13 +45,14 @@ pub use router::NotificationRouter;
 use crate::Broker;
 use crate::proxy::{DEFAULT_SERVER_ID, is_brokered};
 use crate::session::server_name;
+use registry::{Refusal, Wanted};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CustomRequest, CustomResult, ErrorCode, Implementation,
     ListRootsResult, ProtocolVersion, RequestId, RootsCapabilities,
 };
 use rmcp::service::{RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
-use router::{Refusal, Ticket, Wanted};
+use router::Ticket;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 

@@ -12,7 +12,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::mpsc;
 
-use super::router::{Refusal, Wanted};
+/// The name a connection asks for at its server's first request.
+pub(super) enum Wanted {
+    /// Given by the host: used as it is, and shared with the host's other handlers given it.
+    Host(String),
+    /// Taken from the server's name: held by this connection alone.
+    Server(String),
+}
+
+/// Why a connection cannot make a request.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// The connection's session has ended.
+    Ended,
+    /// The host's id is held by another connection that took it from its server's name.
+    Held,
+}
 
 const ROOTS_CHANGED: &str = "notifications/roots/list_changed";
 

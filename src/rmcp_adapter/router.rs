@@ -1,7 +1,7 @@
 //! [`NotificationRouter`]: one broker's rmcp connections, the session each holds, and the
 //! delivery of the broker's notifications to the connection they belong to.
 
-use super::registry::{Connection, Registry};
+use super::registry::{Connection, Refusal, Registry, Wanted};
 use crate::locks::lock;
 use crate::{Broker, OutboundReceiver};
 use rmcp::Peer;
@@ -97,23 +97,6 @@ impl NotificationRouter {
             session: OnceLock::new(),
         })
     }
-}
-
-/// The name a connection asks for at its server's first request.
-pub(super) enum Wanted {
-    /// Given by the host: used as it is, and shared with the host's other handlers given it.
-    Host(String),
-    /// Taken from the server's name: held by this connection alone.
-    Server(String),
-}
-
-/// Why a connection cannot make a request.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Refusal {
-    /// The connection's session has ended.
-    Ended,
-    /// The host's id is held by another connection that took it from its server's name.
-    Held,
 }
 
 /// One connection's place in its router, shared by the handler and its clones.

@@ -8,11 +8,11 @@
 //! methods here, with the flags that keep them safe (no following a final link, no blocking
 //! on a FIFO, no controlling terminal) set once, in this file.
 
+use crate::access::Access;
 use crate::consent::Grants;
+use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::limits::Deadline;
 use crate::path::MountPath;
-use crate::root::Access;
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, File, Metadata, OpenOptions, OpenOptionsExt};
 use std::ffi::OsStr;

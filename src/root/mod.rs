@@ -7,15 +7,16 @@
 //! root is refused before any further I/O, and a directory swapped for a symlink in the middle
 //! of an operation makes the next `openat` fail instead of leading outside.
 
+use crate::access::Access;
+use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::limits::Deadline;
 use crate::path::{MountName, MountPath, RelPath, RequestPath};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+mod dirs;
 mod granted;
 mod tree;
 mod walk;
@@ -26,26 +27,6 @@ pub use walk::{FollowFinal, Parents};
 
 /// Most symlinks expanded while resolving one path, as Linux's `MAXSYMLINKS`.
 pub const MAX_SYMLINK_HOPS: usize = 40;
-
-/// What a root or a grant allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Access {
-    /// Reading, listing, stat and watching.
-    Read,
-    /// Everything `Read` allows, plus changes.
-    Write,
-}
-
-impl Access {
-    /// The wire string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Access::Read => "read",
-            Access::Write => "write",
-        }
-    }
-}
 
 /// An approved directory, opened once.
 #[derive(Debug)]
@@ -134,7 +115,7 @@ impl Root {
 
     /// Whether the server `server_id` sees this root.
     pub fn visible_to(&self, server_id: &str) -> bool {
-        crate::policy::matches_server(&self.servers, server_id)
+        crate::access::matches_server(&self.servers, server_id)
     }
 
     /// The server ids or `*` patterns that see this root.

@@ -7,9 +7,9 @@
 //! elsewhere. Every directory is opened `O_NOFOLLOW` from its parent's handle: a directory
 //! swapped for a symlink is unlinked as a link, never entered.
 
-use super::walk::{FileIdOf, open_parent};
+use super::dirs::{FileIdOf, open_parent};
+use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
-use crate::limits::Deadline;
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use std::ffi::OsString;

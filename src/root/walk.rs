@@ -15,10 +15,11 @@
 //!   same directory (a directory moved away in the meantime fails the walk). A path costs at
 //!   most one step per component, and at most `HELD` descriptors.
 
+use super::dirs::{FileId, FileIdOf, open_parent};
 use super::granted::{Gate, Granted};
 use super::{MAX_SYMLINK_HOPS, Root, split_target};
+use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::limits::Deadline;
 use crate::path::{MountPath, RelPath};
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
@@ -50,22 +51,6 @@ const HELD: usize = 32;
 /// Most times one walk creates a directory that is gone again when it looks: a server racing
 /// creation against removal cannot keep a walk busy.
 const MAX_CHURN: usize = 16;
-
-/// A directory's identity: device and inode.
-type FileId = (u64, u64);
-
-/// The identity of an open directory.
-pub(super) trait FileIdOf {
-    /// Device and inode, from the descriptor itself.
-    fn file_id(&self) -> std::io::Result<FileId>;
-}
-
-impl FileIdOf for Dir {
-    fn file_id(&self) -> std::io::Result<FileId> {
-        let st = rustix::fs::fstat(self)?;
-        Ok((st.st_dev, st.st_ino))
-    }
-}
 
 /// One directory the walk went through, beneath the root (its name is in the walk's path).
 struct Level {
@@ -191,18 +176,6 @@ thread_local! {
 fn counted() {
     #[cfg(test)]
     LOOKUPS.with(|c| c.set(c.get() + 1));
-}
-
-/// Opens the parent of `dir` as a path handle, without following a final link (`..` is none).
-pub(super) fn open_parent(dir: &Dir) -> std::io::Result<Dir> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::openat(
-        dir,
-        "..",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        Mode::empty(),
-    )?;
-    Ok(Dir::from_std_file(std::fs::File::from(fd)))
 }
 
 /// How one resolution goes: what it may see, what it does at the end, and its deadline.
@@ -392,9 +365,10 @@ fn steps(w: &mut Walk<'_>, pending: &mut VecDeque<String>, plan: &Plan<'_>) -> R
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
     use super::*;
+    use crate::access::Access;
     use crate::consent::{Grant, Grants};
     use crate::path::MountName;
-    use crate::root::{Access, Gate, RootSpec};
+    use crate::root::{Gate, RootSpec};
 
     /// The directory `path` as root `m`, and a gate that may read all of it.
     fn readable(path: &std::path::Path) -> (Root, Gate) {

@@ -325,7 +325,7 @@ impl Kernel {
         watch: &Arc<Watch>,
         dir: Dir,
         rel: RelPath,
-        deadline: crate::limits::Deadline,
+        deadline: crate::deadline::Deadline,
     ) -> Result<(), super::WatchError> {
         use super::WatchError;
         let root = watch.root.clone();

@@ -11,12 +11,16 @@
 //! one `overflow` event, so it rescans. A watch whose own directory leaves its place ends with
 //! `unwatched` (`moved_out`).
 
+mod fanout;
 mod kernel;
 mod map;
 
+pub use fanout::CHANGED;
+pub(crate) use fanout::{Sink, start as start_fanout};
+
 pub use kernel::{Place, RawEvent, RawKind};
 
-use crate::limits::Deadline;
+use crate::deadline::Deadline;
 use crate::locks::lock;
 use crate::path::MountPath;
 use crate::root::Root;

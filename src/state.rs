@@ -1,5 +1,6 @@
-//! The state one broker shares with its operations and background tasks, and the
-//! notifications it sends on its own.
+//! The state one broker shares with its operations and background tasks, and the stream of
+//! notifications it sends on its own. It sits below the operations and the broker, so that
+//! both take it as a value handed down and neither reaches up into the other.
 
 use crate::atomic::Sweeper;
 use crate::audit::AuditLog;
@@ -7,7 +8,7 @@ use crate::config::Config;
 use crate::consent::ConsentSource;
 use crate::locks::{LockTable, lock};
 use crate::session::Session;
-use crate::watch::{Delivery, WatchHub};
+use crate::watch::{Sink, WatchHub};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -31,18 +32,19 @@ pub struct Outbound {
 /// sessions' notification slots.
 pub type OutboundReceiver = mpsc::UnboundedReceiver<Outbound>;
 
-pub(crate) struct Inner {
-    pub(super) config: RwLock<Arc<Config>>,
+/// What every operation and background task of one broker works with.
+pub(crate) struct Shared {
+    pub(crate) config: RwLock<Arc<Config>>,
     pub(crate) consent: ConsentSource,
-    pub(super) audit: AuditLog,
-    pub(super) sessions: Mutex<HashMap<String, Arc<Session>>>,
+    pub(crate) audit: AuditLog,
+    pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
     pub(crate) locks: LockTable,
     pub(crate) sweeper: Sweeper,
     pub(crate) hub: WatchHub,
-    pub(super) outbound: mpsc::UnboundedSender<Outbound>,
+    pub(crate) outbound: mpsc::UnboundedSender<Outbound>,
 }
 
-impl Inner {
+impl Shared {
     /// Every live session.
     pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
         lock(&self.sessions).values().cloned().collect()
@@ -93,55 +95,20 @@ impl Inner {
             })
             .is_ok()
     }
-
-    /// Delivers one change notification, paying any `overflow` the watch owes first.
-    pub(crate) fn deliver(&self, d: &Delivery) {
-        let Some(session) = d.watch.session.upgrade() else {
-            return;
-        };
-        let sid = session.server_id();
-        let slots = Some(&session.notify_slots);
-        if d.watch.take_owed_overflow()
-            && !self.notify(sid, CHANGED, Some(d.watch.overflow_params()), slots)
-        {
-            d.watch.owe_overflow();
-            return;
-        }
-        if !self.notify(sid, CHANGED, Some(d.params.clone()), slots) {
-            d.watch.owe_overflow();
-        }
-    }
-
-    /// Sends every owed `overflow` that a slot can be found for.
-    pub(crate) fn pay_overflows(&self) {
-        for w in self.hub.all() {
-            let Some(session) = w.session.upgrade() else {
-                continue;
-            };
-            if w.take_owed_overflow()
-                && !self.notify(
-                    session.server_id(),
-                    CHANGED,
-                    Some(w.overflow_params()),
-                    Some(&session.notify_slots),
-                )
-            {
-                w.owe_overflow();
-            }
-        }
-    }
-
-    /// Ends a watch and tells its server why.
-    pub(crate) fn end_watch(&self, id: &str, reason: &str) {
-        if let Some(w) = self.hub.remove(id)
-            && let Some(session) = w.session.upgrade()
-        {
-            let params = json!({"watchId": w.id, "path": w.path.to_string(), "event": "unwatched",
-                "reason": reason, "timestamp": crate::watch::now()});
-            self.notify(session.server_id(), CHANGED, Some(params), None);
-        }
-    }
 }
 
-/// The method of change notifications.
-pub const CHANGED: &str = "notifications/files/changed";
+impl Sink for Shared {
+    fn hub(&self) -> &WatchHub {
+        &self.hub
+    }
+
+    fn notify(
+        &self,
+        server_id: &str,
+        method: &str,
+        params: Option<Value>,
+        slots: Option<&Arc<tokio::sync::Semaphore>>,
+    ) -> bool {
+        Shared::notify(self, server_id, method, params, slots)
+    }
+}
