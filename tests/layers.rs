@@ -1,0 +1,194 @@
+//! The modules of `src/` stand in layers, and a module names only modules below it: no import
+//! runs upward and no two modules import each other. The order is the table below, bottom
+//! first; a module added to `src/` must be placed in it, and a new import that runs upward
+//! fails here, with the file and the line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Every top-level module of the crate, from the ground up. A module may use the modules
+/// before it in this list, never those after it.
+const LAYERS: &[&str] = &[
+    // Leaves: types and text, no I/O beyond their own.
+    "error",
+    "lines",
+    "framing",
+    "access",
+    "deadline",
+    "path",
+    "jsonrpc",
+    "atomic",
+    "locks",
+    // The policy and what is opened from it.
+    "policy",
+    "limits",
+    "audit",
+    "cli",
+    "consent",
+    "root",
+    "upload",
+    "config",
+    "session",
+    // Watching, the shared state, and the operations over it.
+    "watch",
+    "state",
+    "ops",
+    // The broker and its faces.
+    "broker",
+    "serve",
+    "reload",
+    "proxy",
+    "fuzzing",
+    "rmcp_adapter",
+];
+
+/// Names the crate root re-exports, and the module each comes from.
+const REEXPORTS: &[(&str, &str)] = &[
+    ("Access", "access"),
+    ("Broker", "broker"),
+    ("BrokerBuilder", "broker"),
+    ("Outbound", "broker"),
+    ("OutboundReceiver", "broker"),
+    ("Error", "error"),
+    ("ErrorKind", "error"),
+    ("Reason", "error"),
+    ("Policy", "policy"),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read src") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// The top-level module a file of `src/` belongs to; `None` for the crate root and the binary.
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    if first == "lib.rs" || first == "bin" {
+        return None;
+    }
+    Some(first.trim_end_matches(".rs").to_owned())
+}
+
+/// The modules a line of code names through `crate::`, with `crate::{A, b::C}` opened.
+fn named(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        let group = rest
+            .strip_prefix('{')
+            .map(|g| g.split('}').next().unwrap_or(""));
+        let items: Vec<&str> = match group {
+            Some(g) => g.split(',').collect(),
+            None => vec![rest],
+        };
+        for item in items {
+            let word: String = item
+                .trim()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if word.is_empty() {
+                continue;
+            }
+            match REEXPORTS.iter().find(|(name, _)| *name == word) {
+                Some((_, module)) => out.push((*module).to_owned()),
+                None => out.push(word),
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_import_in_src_runs_downward() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let rank: BTreeMap<&str, usize> = LAYERS.iter().enumerate().map(|(i, m)| (*m, i)).collect();
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for file in &files {
+        let Some(module) = module_of(&src, file) else {
+            continue;
+        };
+        let Some(&mine) = rank.get(module.as_str()) else {
+            wrong.push(format!(
+                "{}: module `{module}` is not placed in LAYERS",
+                file.display()
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(file).expect("read file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            // Doc links and comments name modules without importing them.
+            if code.starts_with("//") {
+                continue;
+            }
+            for other in named(code) {
+                seen += 1;
+                if other == module {
+                    continue;
+                }
+                match rank.get(other.as_str()) {
+                    Some(&theirs) if theirs < mine => {}
+                    Some(_) => wrong.push(format!(
+                        "{}:{}: `{module}` uses `{other}`, which stands above it",
+                        file.display(),
+                        n + 1
+                    )),
+                    None => wrong.push(format!(
+                        "{}:{}: `{module}` uses `crate::{other}`, which LAYERS does not place",
+                        file.display(),
+                        n + 1
+                    )),
+                }
+            }
+        }
+    }
+    assert!(seen > 50, "too few imports found ({seen}): is src/ read?");
+    assert!(
+        wrong.is_empty(),
+        "imports that run upward:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn every_module_in_lib_rs_is_placed() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .expect("read lib.rs");
+    let declared: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let l = l
+                .strip_prefix("pub(crate) ")
+                .or(l.strip_prefix("pub "))
+                .unwrap_or(l);
+            l.strip_prefix("mod ")?.strip_suffix(';')
+        })
+        .collect();
+    assert!(
+        declared.len() > 10,
+        "modules of lib.rs not found: {declared:?}"
+    );
+    for m in declared {
+        assert!(
+            LAYERS.contains(&m),
+            "`{m}` is declared in lib.rs but not placed in LAYERS"
+        );
+    }
+}
