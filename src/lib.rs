@@ -25,6 +25,7 @@
 //! - [`locks`]: in-process per-path locks for writers.
 //! - [`upload`]: staged chunked uploads of a session.
 //! - [`watch`]: the shared notify watcher, kernel-watch accounting, coalescing and fan-out.
+//! - [`Method`]: the methods, named once: wire name, ordered or not, brokered or not.
 //! - `ops`: one file per method.
 //! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
 //! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading;
@@ -56,6 +57,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod lines;
 pub mod locks;
+mod method;
 mod ops;
 pub mod path;
 pub mod policy;
@@ -72,7 +74,7 @@ pub mod watch;
 
 pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
 pub use error::{Error, ErrorKind, Reason};
-pub use ops::{METHODS, ORDERED, is_ordered};
+pub use method::Method;
 
 /// Limits of the operations that are fixed rather than configured.
 pub mod ops_limits {

@@ -26,7 +26,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Serves `server_id`'s session on `input`/`output` until end of input or `shutdown`
 /// completes; then ends the session.
 ///
-/// A message holding one of [`crate::ORDERED`] (consent and the write side) is a barrier: it
+/// A message holding an ordered method ([`crate::Method::is_ordered`]: consent and the write side) is a barrier: it
 /// is handled after every earlier request has been answered, and no later line is read until
 /// it is answered. So a server may pipeline consent and the reads that depend on it, or the
 /// chunks of an upload, and sees its own changes in order.
@@ -182,7 +182,7 @@ impl Dispatcher {
         while self.tasks.try_join_next().is_some() {}
         let ordered = decoded
             .as_ref()
-            .is_ok_and(|m| m.methods().any(crate::ops::is_ordered));
+            .is_ok_and(|m| m.methods().any(crate::method::is_ordered));
         if ordered {
             // A change (consent, write, create, delete, rename) starts after every earlier
             // request has been answered, and nothing after it starts before it is answered.

@@ -43,7 +43,9 @@ pub use crate::session::MAX_SERVER_NAME_CHARS;
 pub use router::NotificationRouter;
 
 use crate::Broker;
-use crate::proxy::{DEFAULT_SERVER_ID, is_brokered};
+use crate::method::Method;
+use crate::method::is_brokered;
+use crate::proxy::DEFAULT_SERVER_ID;
 use crate::session::server_name;
 use registry::{Refusal, Wanted};
 use rmcp::model::{
@@ -177,7 +179,8 @@ impl BrokerClientHandler {
             .ticket
             .begin(&context.peer, method, || self.wanted(context))
             .map_err(|refusal| refused(refusal, self.server_id.as_deref()))?;
-        let unwatch = (method == "files/unwatch")
+        let known = Method::parse(method);
+        let unwatch = (known == Some(Method::Unwatch))
             .then(|| params.as_ref().and_then(|p| p.get("watchId")).cloned())
             .flatten();
         let response = self
@@ -193,9 +196,13 @@ impl BrokerClientHandler {
             )),
         };
         if let Ok(result) = &outcome {
-            match method {
-                "files/watch" => request.watched(result.get("watchId").and_then(Value::as_str)),
-                "files/unwatch" => request.unwatched(unwatch.as_ref().and_then(Value::as_str)),
+            match known {
+                Some(Method::Watch) => {
+                    request.watched(result.get("watchId").and_then(Value::as_str));
+                }
+                Some(Method::Unwatch) => {
+                    request.unwatched(unwatch.as_ref().and_then(Value::as_str));
+                }
                 _ => {}
             }
         }
@@ -237,7 +244,9 @@ impl ClientHandler for BrokerClientHandler {
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let result = self.answer(&context, "roots/list", None).await?;
+        let result = self
+            .answer(&context, Method::RootsList.name(), None)
+            .await?;
         serde_json::from_value(result).map_err(|e| {
             // The text of a conversion error may quote a root's URI; it stays in the host's log.
             tracing::warn!(error = %e, "cannot convert the broker's roots for rmcp");

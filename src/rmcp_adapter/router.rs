@@ -3,6 +3,7 @@
 
 use super::registry::{Connection, Refusal, Registry, Wanted};
 use crate::locks::lock;
+use crate::method::Method;
 use crate::{Broker, OutboundReceiver};
 use rmcp::Peer;
 use rmcp::service::RoleClient;
@@ -131,7 +132,7 @@ impl Ticket {
     ) -> Result<InFlight, Refusal> {
         let shared = &self.router.shared;
         let mut registry = lock(&shared.registry);
-        let watch_start = (method == "files/watch").then_some(registry.routed);
+        let watch_start = (Method::parse(method) == Some(Method::Watch)).then_some(registry.routed);
         if !registry.connections.contains_key(&self.id) {
             // A connection whose name was given up never takes another: its server would
             // otherwise come back under a name the host no longer expects.
