@@ -28,6 +28,8 @@
 //! - [`Method`]: the methods, named once: wire name, ordered or not, brokered or not.
 //! - `ops`: one file per method.
 //! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
+//! - `order`: the order of a session's requests (changes alone and in order), the same for
+//!   every face.
 //! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading;
 //!   [`lines`]: queues of lines bounded in bytes.
 //! - [`proxy`]: the `fsbroker proxy` transport between a host and a server it starts.
@@ -59,6 +61,7 @@ pub mod lines;
 pub mod locks;
 mod method;
 mod ops;
+mod order;
 pub mod path;
 pub mod policy;
 pub mod proxy;

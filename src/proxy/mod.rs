@@ -39,7 +39,7 @@ use crate::broker::{Broker, OutboundReceiver};
 use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, budget, line_channel};
 use crate::locks::lock;
-use crate::serve::SHUTDOWN_GRACE;
+use crate::order::SHUTDOWN_GRACE;
 use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -76,10 +76,14 @@ pub const BROKERING_CAPABILITY: &str = "filesystemBrokering";
 /// `NAME#2` (and so on), a session of its own that the policy's per-server entries do not
 /// match. [`NotificationRouter`] says when a connection lets go of its name.
 ///
-/// rmcp runs each server request in a task of its own, so requests of one session reach the
-/// broker concurrently, as with any embedding host: a server that sends `files/consent` and
-/// a read without awaiting the consent's answer may see the read refused. Servers written
-/// with an SDK await each request, which is enough.
+/// A connection's requests run in the order `fsbroker serve` keeps: a change
+/// ([`Method::is_ordered`](crate::Method::is_ordered)) runs alone, after the requests before
+/// it and before those after it, so a server may send `files/consent` and a read without
+/// awaiting the consent's answer. rmcp runs each server request in a task of its own, and a
+/// request takes its place in the order when its task first runs: on a current-thread
+/// runtime, that is the order the requests arrived in; on a multi-thread runtime, two
+/// requests that arrive together may start in either order, so a server that needs one to
+/// see the other awaits the first, as servers written with an SDK do.
 #[derive(Clone)]
 pub struct BrokerClientHandler {
     ticket: Arc<Ticket>,
@@ -175,11 +179,18 @@ impl BrokerClientHandler {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, ErrorData> {
+        let known = Method::parse(method);
+        // The turn is taken when the request's task first runs, before anything is awaited,
+        // and ends when the answer is made.
+        let turn = self
+            .ticket
+            .orderer
+            .enter(known.is_some_and(Method::is_ordered));
         let mut request = self
             .ticket
             .begin(&context.peer, method, || self.wanted(context))
             .map_err(|refusal| refused(refusal, self.server_id.as_deref()))?;
-        let known = Method::parse(method);
+        turn.ready().await;
         let unwatch = (known == Some(Method::Unwatch))
             .then(|| params.as_ref().and_then(|p| p.get("watchId")).cloned())
             .flatten();
@@ -206,6 +217,7 @@ impl BrokerClientHandler {
                 _ => {}
             }
         }
+        drop(turn);
         outcome
     }
 }

@@ -4,6 +4,7 @@
 use super::registry::{Connection, Refusal, Registry, Wanted};
 use crate::locks::lock;
 use crate::method::Method;
+use crate::order::Orderer;
 use crate::{Broker, OutboundReceiver};
 use rmcp::Peer;
 use rmcp::service::RoleClient;
@@ -96,6 +97,7 @@ impl NotificationRouter {
             id: registry.next_connection,
             router: self.clone(),
             session: OnceLock::new(),
+            orderer: Orderer::new(),
         })
     }
 }
@@ -106,6 +108,8 @@ pub(super) struct Ticket {
     router: NotificationRouter,
     /// The session name, fixed at the server's first request.
     pub(super) session: OnceLock<String>,
+    /// The order of this connection's requests, as every face keeps it.
+    pub(super) orderer: Arc<Orderer>,
 }
 
 impl Drop for Ticket {
