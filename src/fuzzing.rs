@@ -177,7 +177,7 @@ fn proxy_relay(data: &[u8]) {
         for item in &items {
             if let Some(method) = item.get("method").and_then(Value::as_str) {
                 assert!(
-                    !crate::proxy::is_brokered(method),
+                    !crate::method::is_brokered(method),
                     "relayed a brokered message to the host: {item}"
                 );
             }

@@ -25,8 +25,11 @@
 //! - [`locks`]: in-process per-path locks for writers.
 //! - [`upload`]: staged chunked uploads of a session.
 //! - [`watch`]: the shared notify watcher, kernel-watch accounting, coalescing and fan-out.
+//! - [`Method`]: the methods, named once: wire name, ordered or not, brokered or not.
 //! - `ops`: one file per method.
 //! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
+//! - `order`: the order of a session's requests (changes alone and in order), the same for
+//!   every face.
 //! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading;
 //!   [`lines`]: queues of lines bounded in bytes.
 //! - [`proxy`]: the `fsbroker proxy` transport between a host and a server it starts.
@@ -56,7 +59,9 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod lines;
 pub mod locks;
+mod method;
 mod ops;
+mod order;
 pub mod path;
 pub mod policy;
 pub mod proxy;
@@ -72,7 +77,7 @@ pub mod watch;
 
 pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
 pub use error::{Error, ErrorKind, Reason};
-pub use ops::{METHODS, ORDERED, is_ordered};
+pub use method::Method;
 
 /// Limits of the operations that are fixed rather than configured.
 pub mod ops_limits {

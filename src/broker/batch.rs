@@ -78,7 +78,7 @@ impl Broker {
                     // What this answer may take: all but the comma before it, the closing
                     // bracket, and the room kept for the items after it.
                     let room = limit.saturating_sub(line.len() + 2 + kept);
-                    let needed = if crate::ops::is_ordered(&req.method) {
+                    let needed = if crate::method::is_ordered(&req.method) {
                         change_room
                     } else {
                         0

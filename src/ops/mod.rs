@@ -32,39 +32,6 @@ mod stat;
 mod watch;
 mod write;
 
-/// The methods this broker answers.
-pub const METHODS: &[&str] = &[
-    "ping",
-    "roots/list",
-    "files/consent",
-    "files/read",
-    "files/list",
-    "files/stat",
-    "files/write",
-    "files/create",
-    "files/delete",
-    "files/rename",
-    "files/watch",
-    "files/unwatch",
-];
-
-/// Methods that change what later requests see (grants, files). A transport that runs a
-/// session's requests concurrently runs these alone and in order: see [`crate::serve`].
-pub const ORDERED: &[&str] = &[
-    "files/consent",
-    "files/write",
-    "files/create",
-    "files/delete",
-    "files/rename",
-    "files/watch",
-    "files/unwatch",
-];
-
-/// Whether `method` is one of [`ORDERED`].
-pub fn is_ordered(method: &str) -> bool {
-    ORDERED.contains(&method)
-}
-
 /// Calls the method's operation.
 pub(crate) async fn dispatch(
     ctx: &Ctx,
@@ -72,26 +39,27 @@ pub(crate) async fn dispatch(
     method: &str,
     params: Value,
 ) -> Result<Value> {
+    use crate::method::Method;
+    let Some(method) = Method::parse(method) else {
+        let shown: String = method.chars().take(64).collect();
+        return Err(Error::new(
+            ErrorKind::MethodNotFound,
+            format!("method not found: {shown}"),
+        ));
+    };
     match method {
-        "ping" => Ok(serde_json::json!({})),
-        "roots/list" => roots_list::run(ctx, session, params),
-        "files/consent" => consent::run(ctx, session, params).await,
-        "files/read" => read::run(ctx, session, params).await,
-        "files/list" => list::run(ctx, session, params).await,
-        "files/stat" => stat::run(ctx, session, params).await,
-        "files/write" => write::run(ctx, session, params).await,
-        "files/create" => create::run(ctx, session, params).await,
-        "files/delete" => delete::run(ctx, session, params).await,
-        "files/rename" => rename::run(ctx, session, params).await,
-        "files/watch" => watch::watch(ctx, session, params).await,
-        "files/unwatch" => watch::unwatch(ctx, session, params),
-        other => {
-            let shown: String = other.chars().take(64).collect();
-            Err(Error::new(
-                ErrorKind::MethodNotFound,
-                format!("method not found: {shown}"),
-            ))
-        }
+        Method::Ping => Ok(serde_json::json!({})),
+        Method::RootsList => roots_list::run(ctx, session, params),
+        Method::Consent => consent::run(ctx, session, params).await,
+        Method::Read => read::run(ctx, session, params).await,
+        Method::List => list::run(ctx, session, params).await,
+        Method::Stat => stat::run(ctx, session, params).await,
+        Method::Write => write::run(ctx, session, params).await,
+        Method::Create => create::run(ctx, session, params).await,
+        Method::Delete => delete::run(ctx, session, params).await,
+        Method::Rename => rename::run(ctx, session, params).await,
+        Method::Watch => watch::watch(ctx, session, params).await,
+        Method::Unwatch => watch::unwatch(ctx, session, params),
     }
 }
 

@@ -9,12 +9,13 @@
 //! child's stdin writer, the remote transport's driver) never waits for this reader.
 
 use super::host::HostChannel;
-use super::peek::{self, Kind, is_brokered};
+use super::peek::{self, Kind};
 use super::strict::{self, BatchItems};
 use super::{State, lock};
 use crate::error::{Error, ErrorKind};
 use crate::jsonrpc::{Id, MAX_BATCH, Response};
 use crate::lines::{LineReceiver, LineSender, SendError};
+use crate::method::is_brokered;
 use serde_json::Value;
 use std::sync::Arc;
 

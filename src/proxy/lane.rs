@@ -1,11 +1,12 @@
 //! The broker's lane: the server's brokered requests, answered in order as `fsbroker serve`
-//! would (reads concurrently, changes as barriers, bounded in number and bytes).
+//! would, through the same `order::Dispatcher` (reads concurrently, changes as barriers,
+//! bounded in number and bytes).
 
 use super::State;
 use crate::broker::Broker;
 use crate::jsonrpc;
 use crate::lines::{LineReceiver, LineSender};
-use crate::serve::Dispatcher;
+use crate::order::Dispatcher;
 use std::sync::Arc;
 use tokio::sync::watch;
 

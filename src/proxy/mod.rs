@@ -33,13 +33,13 @@ pub use elicit::ElicitConsent;
 pub use from_server::host_part;
 pub use host::{HostChannel, HostError, add_capabilities};
 pub use link::{Link, QUEUE_LINES, SpawnError, exit_code, spawn_child};
-pub use peek::{Kind, is_brokered, peek};
+pub use peek::{Kind, peek};
 
 use crate::broker::{Broker, OutboundReceiver};
 use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, budget, line_channel};
 use crate::locks::lock;
-use crate::serve::SHUTDOWN_GRACE;
+use crate::order::SHUTDOWN_GRACE;
 use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -71,11 +71,6 @@ fn classify(method: Option<String>, id: Option<Value>) -> Kind {
     }
 }
 
-/// Whether the broker answers `method` when a server sends it: `roots/list` and `files/*`.
-pub fn is_brokered(method: &str) -> bool {
-    method == "roots/list" || method.starts_with("files/")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,13 +110,5 @@ mod tests {
             Some(1.into())
         );
         assert_eq!(refusal_id(br#"{"id":1,"method":"a","id":2}"#), None);
-    }
-
-    #[test]
-    fn brokered_methods() {
-        assert!(is_brokered("roots/list"));
-        assert!(is_brokered("files/read"));
-        assert!(!is_brokered("sampling/createMessage"));
-        assert!(!is_brokered("roots/listx"));
     }
 }

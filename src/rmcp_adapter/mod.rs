@@ -43,7 +43,9 @@ pub use crate::session::MAX_SERVER_NAME_CHARS;
 pub use router::NotificationRouter;
 
 use crate::Broker;
-use crate::proxy::{DEFAULT_SERVER_ID, is_brokered};
+use crate::method::Method;
+use crate::method::is_brokered;
+use crate::proxy::DEFAULT_SERVER_ID;
 use crate::session::server_name;
 use registry::{Refusal, Wanted};
 use rmcp::model::{
@@ -74,10 +76,14 @@ pub const BROKERING_CAPABILITY: &str = "filesystemBrokering";
 /// `NAME#2` (and so on), a session of its own that the policy's per-server entries do not
 /// match. [`NotificationRouter`] says when a connection lets go of its name.
 ///
-/// rmcp runs each server request in a task of its own, so requests of one session reach the
-/// broker concurrently, as with any embedding host: a server that sends `files/consent` and
-/// a read without awaiting the consent's answer may see the read refused. Servers written
-/// with an SDK await each request, which is enough.
+/// A connection's requests run in the order `fsbroker serve` keeps: a change
+/// ([`Method::is_ordered`](crate::Method::is_ordered)) runs alone, after the requests before
+/// it and before those after it, so a server may send `files/consent` and a read without
+/// awaiting the consent's answer. rmcp runs each server request in a task of its own, and a
+/// request takes its place in the order when its task first runs: on a current-thread
+/// runtime, that is the order the requests arrived in; on a multi-thread runtime, two
+/// requests that arrive together may start in either order, so a server that needs one to
+/// see the other awaits the first, as servers written with an SDK do.
 #[derive(Clone)]
 pub struct BrokerClientHandler {
     ticket: Arc<Ticket>,
@@ -173,11 +179,19 @@ impl BrokerClientHandler {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, ErrorData> {
+        let known = Method::parse(method);
+        // The turn is taken when the request's task first runs, before anything is awaited,
+        // and ends when the answer is made.
+        let turn = self
+            .ticket
+            .orderer
+            .enter(known.is_some_and(Method::is_ordered));
         let mut request = self
             .ticket
             .begin(&context.peer, method, || self.wanted(context))
             .map_err(|refusal| refused(refusal, self.server_id.as_deref()))?;
-        let unwatch = (method == "files/unwatch")
+        turn.ready().await;
+        let unwatch = (known == Some(Method::Unwatch))
             .then(|| params.as_ref().and_then(|p| p.get("watchId")).cloned())
             .flatten();
         let response = self
@@ -193,12 +207,17 @@ impl BrokerClientHandler {
             )),
         };
         if let Ok(result) = &outcome {
-            match method {
-                "files/watch" => request.watched(result.get("watchId").and_then(Value::as_str)),
-                "files/unwatch" => request.unwatched(unwatch.as_ref().and_then(Value::as_str)),
+            match known {
+                Some(Method::Watch) => {
+                    request.watched(result.get("watchId").and_then(Value::as_str));
+                }
+                Some(Method::Unwatch) => {
+                    request.unwatched(unwatch.as_ref().and_then(Value::as_str));
+                }
                 _ => {}
             }
         }
+        drop(turn);
         outcome
     }
 }
@@ -237,7 +256,9 @@ impl ClientHandler for BrokerClientHandler {
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let result = self.answer(&context, "roots/list", None).await?;
+        let result = self
+            .answer(&context, Method::RootsList.name(), None)
+            .await?;
         serde_json::from_value(result).map_err(|e| {
             // The text of a conversion error may quote a root's URI; it stays in the host's log.
             tracing::warn!(error = %e, "cannot convert the broker's roots for rmcp");

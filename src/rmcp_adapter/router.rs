@@ -3,6 +3,8 @@
 
 use super::registry::{Connection, Refusal, Registry, Wanted};
 use crate::locks::lock;
+use crate::method::Method;
+use crate::order::Orderer;
 use crate::{Broker, OutboundReceiver};
 use rmcp::Peer;
 use rmcp::service::RoleClient;
@@ -95,6 +97,7 @@ impl NotificationRouter {
             id: registry.next_connection,
             router: self.clone(),
             session: OnceLock::new(),
+            orderer: Orderer::new(),
         })
     }
 }
@@ -105,6 +108,8 @@ pub(super) struct Ticket {
     router: NotificationRouter,
     /// The session name, fixed at the server's first request.
     pub(super) session: OnceLock<String>,
+    /// The order of this connection's requests, as every face keeps it.
+    pub(super) orderer: Arc<Orderer>,
 }
 
 impl Drop for Ticket {
@@ -131,7 +136,7 @@ impl Ticket {
     ) -> Result<InFlight, Refusal> {
         let shared = &self.router.shared;
         let mut registry = lock(&shared.registry);
-        let watch_start = (method == "files/watch").then_some(registry.routed);
+        let watch_start = (Method::parse(method) == Some(Method::Watch)).then_some(registry.routed);
         if !registry.connections.contains_key(&self.id) {
             // A connection whose name was given up never takes another: its server would
             // otherwise come back under a name the host no longer expects.

@@ -1,0 +1,248 @@
+//! The order of one session's requests, the same for every face (`fsbroker serve`, the proxy,
+//! the rmcp adapter): a change ([`Method::is_ordered`](crate::Method::is_ordered): consent and
+//! the write side) runs alone, after every request that arrived before it has been answered,
+//! and nothing that arrived after it starts before it is answered; other requests run
+//! concurrently. So a server may pipeline consent and the reads that depend on it, or the
+//! chunks of an upload, and sees its own changes in order.
+//!
+//! [`Orderer`] is the rule: each request takes a [`Turn`] in the order it arrived and waits
+//! until the turn may run. [`Dispatcher`] drives it for the faces that read lines (serve and
+//! the proxy's lane), with the number and bytes of queued or running lines bounded.
+
+use crate::broker::Broker;
+use crate::jsonrpc::{Message, Response};
+use crate::lines::LineSender;
+use crate::locks::lock;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+/// How long a shutdown waits for operations in flight before giving up on them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The order of one session's (or one connection's) requests: see the module documentation.
+#[derive(Default)]
+pub(crate) struct Orderer {
+    turns: Mutex<Turns>,
+    /// Woken whenever a turn ends, so that the turns waiting look again.
+    ended: Notify,
+}
+
+/// The turns taken and not yet ended, by arrival number.
+#[derive(Default)]
+struct Turns {
+    next: u64,
+    open: BTreeSet<u64>,
+    /// Those of `open` that are changes.
+    changes: BTreeSet<u64>,
+}
+
+impl Orderer {
+    /// An orderer with no turns taken.
+    pub(crate) fn new() -> Arc<Orderer> {
+        Arc::new(Orderer::default())
+    }
+
+    /// Takes the next turn, for a change when `ordered`. Call it in the order the requests
+    /// arrived; the turn ends when it is dropped, once the request has been answered.
+    pub(crate) fn enter(self: &Arc<Self>, ordered: bool) -> Turn {
+        let mut turns = lock(&self.turns);
+        let number = turns.next;
+        turns.next += 1;
+        turns.open.insert(number);
+        if ordered {
+            turns.changes.insert(number);
+        }
+        Turn {
+            orderer: self.clone(),
+            number,
+            ordered,
+        }
+    }
+}
+
+/// One request's place in its session's order; dropping it ends the turn.
+pub(crate) struct Turn {
+    orderer: Arc<Orderer>,
+    number: u64,
+    ordered: bool,
+}
+
+impl Turn {
+    /// Whether the turn may run now: a change once every earlier turn has ended, anything
+    /// else once every earlier change has.
+    fn may_run(&self) -> bool {
+        let turns = lock(&self.orderer.turns);
+        let earlier = if self.ordered {
+            &turns.open
+        } else {
+            &turns.changes
+        };
+        earlier.range(..self.number).next().is_none()
+    }
+
+    /// Waits until the turn may run.
+    pub(crate) async fn ready(&self) {
+        loop {
+            let ended = self.orderer.ended.notified();
+            tokio::pin!(ended);
+            // Registered before looking, so a turn that ends in between still wakes us.
+            ended.as_mut().enable();
+            if self.may_run() {
+                return;
+            }
+            ended.await;
+        }
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut turns = lock(&self.orderer.turns);
+        turns.open.remove(&self.number);
+        turns.changes.remove(&self.number);
+        drop(turns);
+        self.orderer.ended.notify_waiters();
+    }
+}
+
+/// Runs one session's lines through its [`Orderer`]: other requests concurrently, each change
+/// alone (see the module documentation), with the number and bytes of queued or running lines
+/// bounded. A change is answered before [`Dispatcher::submit`] returns, so no later line is
+/// read until then. Used by `serve` and the proxy's lane.
+pub(crate) struct Dispatcher {
+    broker: Broker,
+    server_id: String,
+    tx: LineSender,
+    orderer: Arc<Orderer>,
+    queue: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+    answers: Arc<Semaphore>,
+    tasks: JoinSet<()>,
+}
+
+impl Dispatcher {
+    /// A dispatcher for `server_id` whose response lines go to `tx`.
+    pub(crate) fn new(broker: Broker, server_id: &str, tx: LineSender) -> Dispatcher {
+        let limits = broker.policy().limits;
+        let max_line = limits.max_line_bytes.get();
+        // Lines queued or running are bounded twice: in number, and in bytes (KiB permits,
+        // taken before a line is decoded), so a flood of maximal lines cannot hold more than
+        // the budget.
+        let budget_kib = (crate::lines::budget(max_line) / 1024).min(Semaphore::MAX_PERMITS);
+        Dispatcher {
+            broker,
+            server_id: server_id.to_owned(),
+            tx,
+            orderer: Orderer::new(),
+            queue: Arc::new(Semaphore::new(limits.max_in_flight.get().saturating_mul(4))),
+            bytes: Arc::new(Semaphore::new(budget_kib)),
+            // Answers in the making or waiting for room in the output queue are bounded by
+            // the cap on operations in flight: each may be a maximal line (a large read, or a
+            // batch's line), and a peer that stops reading must not make them pile up.
+            answers: Arc::new(Semaphore::new(limits.max_in_flight.get())),
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Waits for room for a line of `len` bytes; the permit is held until it is answered.
+    /// `None` once the dispatcher is closed.
+    pub(crate) async fn reserve(&self, len: usize) -> Option<OwnedSemaphorePermit> {
+        let kib = u32::try_from(1 + len / 1024).unwrap_or(u32::MAX);
+        self.bytes.clone().acquire_many_owned(kib).await.ok()
+    }
+
+    /// Hands over one decoded line. A line holding a change (a batch holding one is one
+    /// change) waits for every earlier line to be answered and is answered before this
+    /// returns; anything else runs concurrently. Returns false once the dispatcher cannot
+    /// take more.
+    pub(crate) async fn submit(
+        &mut self,
+        decoded: std::result::Result<Message, Response>,
+        held: OwnedSemaphorePermit,
+    ) -> bool {
+        // Reap finished tasks so the set does not grow with the session's length.
+        while self.tasks.try_join_next().is_some() {}
+        let ordered = decoded
+            .as_ref()
+            .is_ok_and(|m| m.methods().any(crate::method::is_ordered));
+        let turn = self.orderer.enter(ordered);
+        if ordered {
+            turn.ready().await;
+            let answered = self.broker.handle_decoded(&self.server_id, decoded).await;
+            drop(held);
+            if let Some(resp) = answered {
+                let _ = self.tx.send(resp).await;
+            }
+            drop(turn);
+            return true;
+        }
+        let Ok(permit) = self.queue.clone().acquire_owned().await else {
+            return false;
+        };
+        let (b, id, tx) = (self.broker.clone(), self.server_id.clone(), self.tx.clone());
+        let answers = self.answers.clone();
+        self.tasks.spawn(async move {
+            // Every earlier change was answered before this line was read, so the turn is
+            // ready at once; it ends only once the answer is in the output queue.
+            turn.ready().await;
+            // The slot is held until the answer is in the output queue, whose own budget in
+            // bytes then bounds it.
+            let Ok(slot) = answers.acquire_owned().await else {
+                return;
+            };
+            if let Some(resp) = b.handle_decoded(&id, decoded).await {
+                let _ = tx.send(resp).await;
+            }
+            drop((slot, permit, held, turn));
+        });
+        true
+    }
+
+    /// Waits for the messages in flight (at most [`SHUTDOWN_GRACE`] when `stopped`, after
+    /// which they are abandoned).
+    pub(crate) async fn finish(mut self, stopped: bool) {
+        let drain = async { while self.tasks.join_next().await.is_some() {} };
+        if stopped {
+            if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+                tracing::warn!("operations still running at shutdown were abandoned");
+            }
+        } else {
+            drain.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    /// Whether `turn` may run now, without waiting.
+    fn ready_now(turn: &Turn) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        matches!(pin!(turn.ready()).poll(&mut cx), Poll::Ready(()))
+    }
+
+    #[test]
+    fn a_change_waits_for_what_came_before_and_holds_up_what_comes_after() {
+        let orderer = Orderer::new();
+        let read = orderer.enter(false);
+        let change = orderer.enter(true);
+        let later = orderer.enter(false);
+        let other = orderer.enter(false);
+        assert!(ready_now(&read));
+        assert!(!ready_now(&change));
+        assert!(!ready_now(&later));
+        drop(read);
+        assert!(ready_now(&change));
+        assert!(!ready_now(&later));
+        drop(change);
+        assert!(ready_now(&later));
+        assert!(ready_now(&other));
+    }
+}
