@@ -15,6 +15,7 @@ const LAYERS: &[&str] = &[
     "framing",
     "access",
     "deadline",
+    "method",
     "path",
     "jsonrpc",
     "atomic",
@@ -35,6 +36,7 @@ const LAYERS: &[&str] = &[
     "ops",
     // The broker and its faces.
     "broker",
+    "order",
     "serve",
     "reload",
     "proxy",
