@@ -5,6 +5,7 @@
 //! symlinks), and an approval grants both the path as requested and the real path. A refusal
 //! is a result with `granted: false`, not an error.
 
+use super::wire::{ConsentParams, ConsentResult};
 use super::{Ctx, params};
 use crate::access::Access;
 use crate::access::matches_server;
@@ -14,8 +15,7 @@ use crate::path::MountPath;
 use crate::policy::{ConsentMode, Decision};
 use crate::root::{Gate, Root, Said};
 use crate::session::Session;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,16 +31,8 @@ struct Candidate {
     folder: bool,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Params {
-    message: Option<String>,
-    requested_paths: Vec<String>,
-    access: Option<Access>,
-}
-
-pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<ConsentResult> {
+    let p: ConsentParams = params(raw)?;
     if p.requested_paths.is_empty() || p.requested_paths.len() > MAX_REQUESTED {
         return Err(Error::invalid_params(format!(
             "requestedPaths must name 1 to {MAX_REQUESTED} paths"
@@ -202,12 +194,15 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
         denied = denied.len(),
         "consent decided"
     );
-    Ok(json!({
-        "granted": !approved.is_empty(),
-        "approvedPaths": approved.iter().map(|(c, _)| c.requested.to_string()).collect::<Vec<_>>(),
-        "deniedPaths": denied,
-        "access": access.as_str(),
-    }))
+    Ok(ConsentResult {
+        granted: !approved.is_empty(),
+        approved_paths: approved
+            .iter()
+            .map(|(c, _)| c.requested.to_string())
+            .collect(),
+        denied_paths: denied,
+        access,
+    })
 }
 
 /// What the policy says of a place for `server` without asking anyone: closed by a deny rule,

@@ -15,10 +15,12 @@ use crate::root::{FollowFinal, Gate, Granted, Parents, Root};
 use crate::session::Session;
 use crate::state::Shared;
 use cap_std::fs::{FileType, Metadata};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use wire::EntryType;
 
 mod consent;
 mod create;
@@ -30,6 +32,7 @@ mod rename;
 mod roots_list;
 mod stat;
 mod watch;
+mod wire;
 mod write;
 
 /// The methods this broker answers.
@@ -73,18 +76,18 @@ pub(crate) async fn dispatch(
     params: Value,
 ) -> Result<Value> {
     match method {
-        "ping" => Ok(serde_json::json!({})),
-        "roots/list" => roots_list::run(ctx, session, params),
-        "files/consent" => consent::run(ctx, session, params).await,
-        "files/read" => read::run(ctx, session, params).await,
-        "files/list" => list::run(ctx, session, params).await,
-        "files/stat" => stat::run(ctx, session, params).await,
-        "files/write" => write::run(ctx, session, params).await,
-        "files/create" => create::run(ctx, session, params).await,
-        "files/delete" => delete::run(ctx, session, params).await,
-        "files/rename" => rename::run(ctx, session, params).await,
-        "files/watch" => watch::watch(ctx, session, params).await,
-        "files/unwatch" => watch::unwatch(ctx, session, params),
+        "ping" => reply(wire::Empty {}),
+        "roots/list" => roots_list::run(ctx, session, params).and_then(reply),
+        "files/consent" => consent::run(ctx, session, params).await.and_then(reply),
+        "files/read" => read::run(ctx, session, params).await.and_then(reply),
+        "files/list" => list::run(ctx, session, params).await.and_then(reply),
+        "files/stat" => stat::run(ctx, session, params).await.and_then(reply),
+        "files/write" => write::run(ctx, session, params).await.and_then(reply),
+        "files/create" => create::run(ctx, session, params).await.and_then(reply),
+        "files/delete" => delete::run(ctx, session, params).await.and_then(reply),
+        "files/rename" => rename::run(ctx, session, params).await.and_then(reply),
+        "files/watch" => watch::watch(ctx, session, params).await.and_then(reply),
+        "files/unwatch" => watch::unwatch(ctx, session, params).and_then(reply),
         other => {
             let shown: String = other.chars().take(64).collect();
             Err(Error::new(
@@ -93,6 +96,16 @@ pub(crate) async fn dispatch(
             ))
         }
     }
+}
+
+/// A method's typed result (see [`wire`]) as the JSON value that is sent. Encoding one of
+/// these types cannot fail, but should it ever, the request is answered with an internal
+/// error rather than a panic.
+fn reply<T: Serialize>(result: T) -> Result<Value> {
+    serde_json::to_value(result).map_err(|e| {
+        tracing::error!(error = %e, "cannot encode a result");
+        Error::new(ErrorKind::Internal, "cannot encode the result")
+    })
 }
 
 /// What one request carries through its operation: the broker, the server, and what the audit
@@ -241,15 +254,6 @@ fn resolve_target(
     )
 }
 
-/// How file content travels in `files/read` and `files/write`.
-#[derive(serde::Deserialize, Clone, Copy, PartialEq, Eq)]
-enum Encoding {
-    #[serde(rename = "utf-8")]
-    Utf8,
-    #[serde(rename = "base64")]
-    Base64,
-}
-
 /// Parses a method's params; absent params are an empty object.
 pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T> {
     let value = match value {
@@ -266,15 +270,15 @@ pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T> {
 }
 
 /// The wire name of a file type, never following links.
-fn type_name(t: &FileType) -> &'static str {
+fn type_name(t: &FileType) -> EntryType {
     if t.is_symlink() {
-        "symlink"
+        EntryType::Symlink
     } else if t.is_dir() {
-        "directory"
+        EntryType::Directory
     } else if t.is_file() {
-        "file"
+        EntryType::File
     } else {
-        "other"
+        EntryType::Other
     }
 }
 
