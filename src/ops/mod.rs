@@ -1,5 +1,6 @@
 //! One file per method: each parses its params, checks path and grant, and does its work
-//! through the root's handle under the operation deadline.
+//! through the root's handle under the operation deadline. Every method's params and result
+//! are types in [`wire`], the one place that shows what goes over the wire.
 //!
 //! Checks run in the order of the wire contract: (message and rate limit in the broker)
 //! params, path, consent, then the work. Consent is checked twice: on the path as requested,
