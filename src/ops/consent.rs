@@ -5,17 +5,16 @@
 //! symlinks), and an approval grants both the path as requested and the real path. A refusal
 //! is a result with `granted: false`, not an error.
 
+use super::wire::{ConsentParams, ConsentResult};
 use super::{Ctx, params};
 use crate::access::Access;
-use crate::access::matches_server;
-use crate::consent::{ConsentDecision, ConsentRequest, Grant};
+use crate::consent::{ConsentDecision, ConsentRequest, Grant, MAX_GRANTS};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
-use crate::policy::{ConsentMode, Decision};
+use crate::policy::{ConsentMode, Ruling};
 use crate::root::{Gate, Root, Said};
 use crate::session::Session;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,22 +30,69 @@ struct Candidate {
     folder: bool,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Params {
-    message: Option<String>,
-    requested_paths: Vec<String>,
-    access: Option<Access>,
+impl Candidate {
+    /// The access this path asks for: as requested, else the most its root allows.
+    fn wanted(&self, asked: Option<Access>) -> Access {
+        asked.unwrap_or(self.root_access)
+    }
 }
 
-pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+/// Where the decision stands: the paths approved (with the access each gets) and denied.
+#[derive(Default)]
+struct Tally {
+    approved: Vec<(Candidate, Access)>,
+    denied: Vec<String>,
+}
+
+pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<ConsentResult> {
+    let p: ConsentParams = params(raw)?;
     if p.requested_paths.is_empty() || p.requested_paths.len() > MAX_REQUESTED {
         return Err(Error::invalid_params(format!(
             "requestedPaths must name 1 to {MAX_REQUESTED} paths"
         )));
     }
-    let mut denied: Vec<String> = Vec::new();
+    let mut tally = Tally::default();
+    let located = locate(ctx, &p, &mut tally.denied);
+    let candidates = resolve(ctx, session, located, &mut tally.denied).await?;
+    // Without an explicit access, the provider is asked for the most any root allows.
+    let overall = p.access.unwrap_or_else(|| {
+        let most = candidates.iter().map(|c| c.root_access).max();
+        most.unwrap_or(Access::Read)
+    });
+    let ask = apply_rules(ctx, session.server_id(), candidates, p.access, &mut tally);
+    if !ask.is_empty() {
+        let decision = ask_provider(ctx, session, &p, &ask, overall).await;
+        for c in ask {
+            if decision.approved.contains(&c.real) {
+                let access = decision.access.min(c.wanted(p.access));
+                tally.approved.push((c, access));
+            } else {
+                tally.denied.push(c.requested.to_string());
+            }
+        }
+    }
+    record(session, &tally.approved)?;
+    let access = tally.approved.iter().map(|(_, a)| *a).max();
+    tracing::info!(
+        server = session.server_id(),
+        approved = tally.approved.len(),
+        denied = tally.denied.len(),
+        "consent decided"
+    );
+    Ok(ConsentResult {
+        granted: !tally.approved.is_empty(),
+        approved_paths: tally
+            .approved
+            .iter()
+            .map(|(c, _)| c.requested.to_string())
+            .collect(),
+        denied_paths: tally.denied,
+        access: access.unwrap_or(overall),
+    })
+}
+
+/// Finds each requested path's root, once per path; a path no root could grant is denied.
+fn locate(ctx: &Ctx, p: &ConsentParams, denied: &mut Vec<String>) -> Vec<(Arc<Root>, MountPath)> {
     let mut located: Vec<(Arc<Root>, MountPath)> = Vec::new();
     for raw_path in &p.requested_paths {
         match ctx.locate(raw_path) {
@@ -62,8 +108,17 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             Err(_) => denied.push(raw_path.clone()),
         }
     }
-    // Resolve each path through its root: a symlink that leads outside is never approved,
-    // and what the user is asked about (and what the grant covers) is the real path.
+    located
+}
+
+/// Resolves each path through its root: a symlink that leads outside is never approved, and
+/// what the user is asked about (and what the grant covers) is the real path.
+async fn resolve(
+    ctx: &Ctx,
+    session: &Session,
+    located: Vec<(Arc<Root>, MountPath)>,
+    denied: &mut Vec<String>,
+) -> Result<Vec<Candidate>> {
     let grants = session.grants().clone();
     let said = said(ctx, session.server_id());
     let resolved = ctx
@@ -98,83 +153,76 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             None => denied.push(requested.to_string()),
         }
     }
-    // Without an explicit access, each path asks for the most its root allows.
-    let wanted = |c: &Candidate| p.access.unwrap_or(c.root_access);
-    let overall = p.access.unwrap_or_else(|| {
-        candidates
-            .iter()
-            .map(|c| c.root_access)
-            .max()
-            .unwrap_or(Access::Read)
-    });
+    Ok(candidates)
+}
 
-    let mut approved: Vec<(Candidate, Access)> = Vec::new();
-    let mut ask: Vec<Candidate> = Vec::new();
-    let rules = &ctx.config.policy.consent.rules;
+/// Lets the policy's rules decide what they cover (see
+/// [`crate::policy::ConsentConfig::rule_on`]) and returns the paths left for the provider.
+fn apply_rules(
+    ctx: &Ctx,
+    server: &str,
+    candidates: Vec<Candidate>,
+    asked: Option<Access>,
+    tally: &mut Tally,
+) -> Vec<Candidate> {
+    let consent = &ctx.config.policy.consent;
+    let mut ask = Vec::new();
     for c in candidates {
-        // A deny rule on either the requested or the real path wins; otherwise the first rule
-        // covering the real path decides.
-        let sid = session.server_id();
-        let deny = rules.iter().any(|r| {
-            r.decision == Decision::Deny
-                && matches_server(&r.servers, sid)
-                && (r.covers(&c.requested) || r.covers(&c.real))
-        });
-        let rule = rules
+        match consent.rule_on(server, &c.requested, &c.real) {
+            Ruling::Deny => tally.denied.push(c.requested.to_string()),
+            Ruling::Allow(cap) => {
+                let wanted = c.wanted(asked);
+                let access = cap.map_or(wanted, |x| x.min(wanted));
+                tally.approved.push((c, access));
+            }
+            Ruling::Ask => ask.push(c),
+        }
+    }
+    ask
+}
+
+/// Asks the consent provider about the real paths of `ask`, denying all when it does not
+/// answer within the policy's time limit.
+async fn ask_provider(
+    ctx: &Ctx,
+    session: &Session,
+    p: &ConsentParams,
+    ask: &[Candidate],
+    access: Access,
+) -> ConsentDecision {
+    let request = ConsentRequest {
+        server_id: session.server_id().to_owned(),
+        message: p.message.clone(),
+        paths: ask.iter().map(|c| c.real.clone()).collect(),
+        folders: ask
             .iter()
-            .find(|r| matches_server(&r.servers, sid) && r.covers(&c.real));
-        match rule.map(|r| (r.decision, r.access)) {
-            _ if deny => denied.push(c.requested.to_string()),
-            Some((Decision::Deny, _)) => denied.push(c.requested.to_string()),
-            Some((Decision::Allow, cap)) => {
-                let a = cap.map_or(wanted(&c), |x| x.min(wanted(&c)));
-                approved.push((c, a));
-            }
-            None => ask.push(c),
-        }
-    }
+            .filter(|c| c.folder)
+            .map(|c| c.real.clone())
+            .collect(),
+        access,
+    };
+    let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
+    tokio::time::timeout(wait, ctx.config.consent.decide(&request))
+        .await
+        .unwrap_or_else(|_| {
+            tracing::warn!(server = session.server_id(), "consent timed out; denying");
+            ConsentDecision::deny()
+        })
+}
 
-    if !ask.is_empty() {
-        let request = ConsentRequest {
-            server_id: session.server_id().to_owned(),
-            message: p.message.clone(),
-            paths: ask.iter().map(|c| c.real.clone()).collect(),
-            folders: ask
-                .iter()
-                .filter(|c| c.folder)
-                .map(|c| c.real.clone())
-                .collect(),
-            access: overall,
-        };
-        let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
-        let decision = tokio::time::timeout(wait, ctx.config.consent.decide(&request))
-            .await
-            .unwrap_or_else(|_| {
-                tracing::warn!(server = session.server_id(), "consent timed out; denying");
-                ConsentDecision::deny()
-            });
-        for c in ask {
-            if decision.approved.contains(&c.real) {
-                let access = decision.access.min(wanted(&c));
-                approved.push((c, access));
-            } else {
-                denied.push(c.requested.to_string());
-            }
-        }
-    }
-
+/// Adds the grants for the approved paths (the real path, and the path as requested when
+/// it differs), all or none: a session with too little room left gets `QUOTA_EXCEEDED`.
+fn record(session: &Session, approved: &[(Candidate, Access)]) -> Result<()> {
+    let too_many = || Error::quota("too many grants in this session", MAX_GRANTS as u64);
     let mut grants = session.grants();
     let needed: usize = approved
         .iter()
         .map(|(c, _)| if c.requested == c.real { 1 } else { 2 })
         .sum();
     if grants.room() < needed {
-        return Err(Error::quota(
-            "too many grants in this session",
-            crate::consent::MAX_GRANTS as u64,
-        ));
+        return Err(too_many());
     }
-    for (c, access) in &approved {
+    for (c, access) in approved {
         let mut added = grants.add(Grant {
             path: c.real.clone(),
             access: *access,
@@ -188,26 +236,10 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Valu
             });
         }
         if !added {
-            return Err(Error::quota(
-                "too many grants in this session",
-                crate::consent::MAX_GRANTS as u64,
-            ));
+            return Err(too_many());
         }
     }
-    drop(grants);
-    let access = approved.iter().map(|(_, a)| *a).max().unwrap_or(overall);
-    tracing::info!(
-        server = session.server_id(),
-        approved = approved.len(),
-        denied = denied.len(),
-        "consent decided"
-    );
-    Ok(json!({
-        "granted": !approved.is_empty(),
-        "approvedPaths": approved.iter().map(|(c, _)| c.requested.to_string()).collect::<Vec<_>>(),
-        "deniedPaths": denied,
-        "access": access.as_str(),
-    }))
+    Ok(())
 }
 
 /// What the policy says of a place for `server` without asking anyone: closed by a deny rule,
@@ -220,19 +252,7 @@ fn said(ctx: &Ctx, server: &str) -> Said {
         && matches!(config.policy.consent.mode, Some(ConsentMode::Auto));
     let server = server.to_owned();
     Said::new(move |place| {
-        let mut covering = config
-            .policy
-            .consent
-            .rules
-            .iter()
-            .filter(|r| matches_server(&r.servers, &server) && r.covers(place))
-            .peekable();
-        if covering.clone().any(|r| r.decision == Decision::Deny) {
-            return Some(false);
-        }
-        if covering.peek().is_some() || auto {
-            return Some(true);
-        }
-        None
+        let ruled = config.policy.consent.rules_say(&server, place);
+        ruled.or(auto.then_some(true))
     })
 }

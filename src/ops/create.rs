@@ -1,33 +1,17 @@
 //! `files/create`: a new empty file or directory, exclusively (an existing entry of any kind is
 //! `ALREADY_EXISTS`), optionally creating missing parents. The final name is never followed.
 
+use super::wire::{CreateKind, CreateParams, CreateResult};
 use super::{Ctx, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::{FollowFinal, Parents};
 use crate::session::Session;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum Kind {
-    File,
-    Directory,
-}
-
-#[derive(Deserialize)]
-struct Params {
-    path: String,
-    #[serde(rename = "type")]
-    kind: Kind,
-    #[serde(default)]
-    parents: bool,
-}
-
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<CreateResult> {
+    let p: CreateParams = params(raw)?;
     let (root, path) = ctx.authorize_entry(session, &p.path, Access::Write)?;
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
     let kind = p.kind;
@@ -52,19 +36,18 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
         let _lock = inner.locks.lock(r.real());
         let io = |e: std::io::Error| Error::from_io(&e, "");
         match kind {
-            Kind::Directory => r.create_dir()?,
-            Kind::File => r.create_file()?.sync_all().map_err(io)?,
+            CreateKind::Directory => r.create_dir()?,
+            CreateKind::File => r.create_file()?.sync_all().map_err(io)?,
         }
         crate::atomic::sync_dir(r.parent()).map_err(io)?;
         Ok(())
     })
     .await
     .map_err(|e| e.with_path(shown.clone()))?;
-    let kind = match p.kind {
-        Kind::File => "file",
-        Kind::Directory => "directory",
-    };
-    Ok(json!({"path": shown, "type": kind}))
+    Ok(CreateResult {
+        path: shown,
+        kind: p.kind,
+    })
 }
 
 pub(super) fn root_itself() -> Error {

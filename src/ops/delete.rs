@@ -3,24 +3,17 @@
 //! [`crate::root::Granted::remove`]). A root is never deleted.
 
 use super::create::root_itself;
+use super::wire::{DeleteParams, DeleteResult};
 use super::{Ctx, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, Result};
 use crate::root::{FollowFinal, Parents};
 use crate::session::Session;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
-#[derive(Deserialize)]
-struct Params {
-    path: String,
-    #[serde(default)]
-    recursive: bool,
-}
-
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<DeleteResult> {
+    let p: DeleteParams = params(raw)?;
     let (root, path) = ctx.authorize_entry(session, &p.path, Access::Write)?;
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
     let recursive = p.recursive;
@@ -44,5 +37,5 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     })
     .await
     .map_err(|e| e.with_path(shown.clone()))?;
-    Ok(json!({ "path": shown }))
+    Ok(DeleteResult { path: shown })
 }

@@ -5,6 +5,7 @@
 //! as JSON), so the next page resumes after it by comparing paths, with no server-side state.
 //! Recursion opens each directory with `O_NOFOLLOW` and never follows a symlink.
 
+use super::wire::{ListEntry, ListParams, ListResult};
 use super::{Ctx, mtime, params, resolve_target, type_name};
 use crate::access::Access;
 use crate::deadline::Deadline;
@@ -15,22 +16,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Params {
-    path: String,
-    #[serde(default)]
-    recursive: bool,
-    #[serde(default)]
-    include_hidden: bool,
-    max_depth: Option<usize>,
-    limit: Option<usize>,
-    cursor: Option<String>,
-}
 
 struct Walk {
     /// The listed directory as requested (entries' paths are shown under it).
@@ -41,7 +28,7 @@ struct Walk {
     max_depth: usize,
     limit: usize,
     cursor: Option<Vec<String>>,
-    entries: Vec<Value>,
+    entries: Vec<ListEntry>,
     last: Vec<String>,
     more: bool,
 }
@@ -57,8 +44,8 @@ struct Frame {
     names: std::vec::IntoIter<String>,
 }
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<ListResult> {
+    let p: ListParams = params(raw)?;
     let max_page = ctx.limits().max_list_page.get();
     let limit = p.limit.unwrap_or(ctx.limits().list_page.get());
     if limit == 0 {
@@ -107,12 +94,13 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
         })
         .await
         .map_err(|e| e.with_path(shown))?;
-    let mut out = json!({ "entries": walk.entries });
-    if walk.more {
-        let encoded = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&walk.last).unwrap_or_default());
-        out["nextCursor"] = json!(encoded);
-    }
-    Ok(out)
+    let next_cursor = walk
+        .more
+        .then(|| URL_SAFE_NO_PAD.encode(serde_json::to_vec(&walk.last).unwrap_or_default()));
+    Ok(ListResult {
+        entries: walk.entries,
+        next_cursor,
+    })
 }
 
 fn decode_cursor(c: &str) -> Result<Vec<String>> {
@@ -178,13 +166,13 @@ impl Walk {
                     self.more = true;
                     return Ok(());
                 }
-                self.entries.push(json!({
-                    "name": name,
-                    "path": shown,
-                    "type": type_name(&meta.file_type()),
-                    "size": meta.len(),
-                    "mtime": mtime(&meta),
-                }));
+                self.entries.push(ListEntry {
+                    name: name.to_owned(),
+                    path: shown.clone(),
+                    kind: type_name(&meta.file_type()),
+                    size: meta.len(),
+                    mtime: mtime(&meta),
+                });
                 self.last.clone_from(&at);
             }
             let descend = granted && may_descend && meta.is_dir() && at.len() < self.max_depth;

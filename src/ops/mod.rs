@@ -1,5 +1,6 @@
 //! One file per method: each parses its params, checks path and grant, and does its work
-//! through the root's handle under the operation deadline.
+//! through the root's handle under the operation deadline. Every method's params and result
+//! are types in [`wire`], the one place that shows what goes over the wire.
 //!
 //! Checks run in the order of the wire contract: (message and rate limit in the broker)
 //! params, path, consent, then the work. Consent is checked twice: on the path as requested,
@@ -9,16 +10,19 @@
 use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::method::Method;
 use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
 use crate::root::{FollowFinal, Gate, Granted, Parents, Root};
 use crate::session::Session;
 use crate::state::Shared;
 use cap_std::fs::{FileType, Metadata};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use wire::EntryType;
 
 mod consent;
 mod create;
@@ -30,6 +34,7 @@ mod rename;
 mod roots_list;
 mod stat;
 mod watch;
+mod wire;
 mod write;
 
 /// Calls the method's operation.
@@ -39,7 +44,6 @@ pub(crate) async fn dispatch(
     method: &str,
     params: Value,
 ) -> Result<Value> {
-    use crate::method::Method;
     let Some(method) = Method::parse(method) else {
         let shown: String = method.chars().take(64).collect();
         return Err(Error::new(
@@ -48,19 +52,29 @@ pub(crate) async fn dispatch(
         ));
     };
     match method {
-        Method::Ping => Ok(serde_json::json!({})),
-        Method::RootsList => roots_list::run(ctx, session, params),
-        Method::Consent => consent::run(ctx, session, params).await,
-        Method::Read => read::run(ctx, session, params).await,
-        Method::List => list::run(ctx, session, params).await,
-        Method::Stat => stat::run(ctx, session, params).await,
-        Method::Write => write::run(ctx, session, params).await,
-        Method::Create => create::run(ctx, session, params).await,
-        Method::Delete => delete::run(ctx, session, params).await,
-        Method::Rename => rename::run(ctx, session, params).await,
-        Method::Watch => watch::watch(ctx, session, params).await,
-        Method::Unwatch => watch::unwatch(ctx, session, params),
+        Method::Ping => reply(wire::Empty {}),
+        Method::RootsList => roots_list::run(ctx, session, params).and_then(reply),
+        Method::Consent => consent::run(ctx, session, params).await.and_then(reply),
+        Method::Read => read::run(ctx, session, params).await.and_then(reply),
+        Method::List => list::run(ctx, session, params).await.and_then(reply),
+        Method::Stat => stat::run(ctx, session, params).await.and_then(reply),
+        Method::Write => write::run(ctx, session, params).await.and_then(reply),
+        Method::Create => create::run(ctx, session, params).await.and_then(reply),
+        Method::Delete => delete::run(ctx, session, params).await.and_then(reply),
+        Method::Rename => rename::run(ctx, session, params).await.and_then(reply),
+        Method::Watch => watch::watch(ctx, session, params).await.and_then(reply),
+        Method::Unwatch => watch::unwatch(ctx, session, params).and_then(reply),
     }
+}
+
+/// A method's typed result (see [`wire`]) as the JSON value that is sent. Encoding one of
+/// these types cannot fail, but should it ever, the request is answered with an internal
+/// error rather than a panic.
+fn reply<T: Serialize>(result: T) -> Result<Value> {
+    serde_json::to_value(result).map_err(|e| {
+        tracing::error!(error = %e, "cannot encode a result");
+        Error::new(ErrorKind::Internal, "cannot encode the result")
+    })
 }
 
 /// What one request carries through its operation: the broker, the server, and what the audit
@@ -209,15 +223,6 @@ fn resolve_target(
     )
 }
 
-/// How file content travels in `files/read` and `files/write`.
-#[derive(serde::Deserialize, Clone, Copy, PartialEq, Eq)]
-enum Encoding {
-    #[serde(rename = "utf-8")]
-    Utf8,
-    #[serde(rename = "base64")]
-    Base64,
-}
-
 /// Parses a method's params; absent params are an empty object.
 pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T> {
     let value = match value {
@@ -234,15 +239,15 @@ pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T> {
 }
 
 /// The wire name of a file type, never following links.
-fn type_name(t: &FileType) -> &'static str {
+fn type_name(t: &FileType) -> EntryType {
     if t.is_symlink() {
-        "symlink"
+        EntryType::Symlink
     } else if t.is_dir() {
-        "directory"
+        EntryType::Directory
     } else if t.is_file() {
-        "file"
+        EntryType::File
     } else {
-        "other"
+        EntryType::Other
     }
 }
 

@@ -4,28 +4,19 @@
 //! character) are read, in steps that check the deadline. A UTF-8 chunk never ends inside a
 //! character: the cut character is left for the next chunk.
 
-use super::{Ctx, Encoding, mime_type, mtime, params, resolve_target};
+use super::wire::{Encoding, ReadParams, ReadResult};
+use super::{Ctx, mime_type, mtime, params, resolve_target};
 use crate::access::Access;
 use crate::atomic::etag;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::session::Session;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 /// Bytes read between two deadline checks.
 const STEP: usize = 1 << 20;
-
-#[derive(Deserialize)]
-struct Params {
-    path: String,
-    encoding: Option<Encoding>,
-    #[serde(default)]
-    offset: u64,
-    length: Option<u64>,
-}
 
 struct Chunk {
     bytes: Vec<u8>,
@@ -34,8 +25,8 @@ struct Chunk {
     meta: cap_std::fs::Metadata,
 }
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<ReadResult> {
+    let p: ReadParams = params(raw)?;
     let max = ctx.limits().max_chunk_bytes.get() as u64;
     let length = p.length.unwrap_or(ctx.limits().chunk_bytes.get() as u64);
     if length > max {
@@ -97,26 +88,29 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     let len = chunk.bytes.len() as u64;
     ctx.note(None, len);
     let (content, encoding) = if chunk.utf8 {
-        (String::from_utf8(chunk.bytes).unwrap_or_default(), "utf-8")
+        (
+            String::from_utf8(chunk.bytes).unwrap_or_default(),
+            Encoding::Utf8,
+        )
     } else {
         // The same alphabet and padding as everywhere else, with SIMD: encoding was a sixth
         // of the sidecar's time in a large read.
         (
             base64_simd::STANDARD.encode_to_string(&chunk.bytes),
-            "base64",
+            Encoding::Base64,
         )
     };
-    Ok(json!({
-        "content": content,
-        "encoding": encoding,
-        "size": chunk.size,
-        "offset": offset,
-        "length": len,
-        "eof": offset + len >= chunk.size,
-        "mimeType": mime_type(&path),
-        "etag": etag(&chunk.meta),
-        "mtime": mtime(&chunk.meta),
-    }))
+    Ok(ReadResult {
+        content,
+        encoding,
+        size: chunk.size,
+        offset,
+        length: len,
+        eof: offset + len >= chunk.size,
+        mime_type: mime_type(&path),
+        etag: etag(&chunk.meta),
+        mtime: mtime(&chunk.meta),
+    })
 }
 
 fn not_regular() -> Error {

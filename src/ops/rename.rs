@@ -3,23 +3,14 @@
 //! could be replaced. Both ends act on names: neither final component is followed.
 
 use super::create::root_itself;
+use super::wire::{RenameParams, RenameResult};
 use super::{Ctx, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::{FollowFinal, Parents};
 use crate::session::Session;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Params {
-    old_path: String,
-    new_path: String,
-    #[serde(default)]
-    overwrite: bool,
-}
 
 fn into_itself() -> Error {
     Error::new(
@@ -29,8 +20,8 @@ fn into_itself() -> Error {
     .with_reason(Reason::IntoItself)
 }
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<RenameResult> {
+    let p: RenameParams = params(raw)?;
     let (root, old) = ctx.authorize(session, &p.old_path, Access::Write)?;
     let (_, new) = ctx.authorize(session, &p.new_path, Access::Write)?;
     let (old_shown, new_shown) = (old.to_string(), new.to_string());
@@ -90,5 +81,8 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     })
     .await
     .map_err(|e| e.with_path(shown))?;
-    Ok(json!({"oldPath": old_shown, "newPath": new_shown}))
+    Ok(RenameResult {
+        old_path: old_shown,
+        new_path: new_shown,
+    })
 }

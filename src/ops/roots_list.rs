@@ -1,17 +1,21 @@
 //! `roots/list`: the roots this server session sees, as `file://` URIs with display names.
 
 use super::Ctx;
+use super::wire::{RootInfo, RootsListResult};
 use crate::error::Result;
 use crate::session::Session;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-pub(super) fn run(ctx: &Ctx, session: &Session, _params: Value) -> Result<Value> {
-    let roots: Vec<Value> = ctx
+pub(super) fn run(ctx: &Ctx, session: &Session, _params: Value) -> Result<RootsListResult> {
+    let roots = ctx
         .config
         .roots
         .iter()
         .filter(|r| r.visible_to(session.server_id()))
-        .map(|r| json!({"uri": r.uri(), "name": r.display_name()}))
+        .map(|r| RootInfo {
+            uri: r.uri(),
+            name: r.display_name().to_owned(),
+        })
         .collect();
-    Ok(json!({ "roots": roots }))
+    Ok(RootsListResult { roots })
 }

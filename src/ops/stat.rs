@@ -1,21 +1,16 @@
 //! `files/stat`: type, size, times and etag of one path, following symlinks inside the root.
 
+use super::wire::{StatParams, StatResult};
 use super::{Ctx, mime_type, mtime, params, resolve_target, type_name};
 use crate::access::Access;
 use crate::atomic::etag;
 use crate::error::{Error, Result};
 use crate::session::Session;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
-#[derive(Deserialize)]
-struct Params {
-    path: String,
-}
-
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<StatResult> {
+    let p: StatParams = params(raw)?;
     let (root, path) = ctx.authorize(session, &p.path, Access::Read)?;
     let s = session.clone();
     let shown = path.to_string();
@@ -35,16 +30,13 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
         })
         .await;
     let (meta, path, can_write) = meta.map_err(|e| e.with_path(shown))?;
-    let mut out = json!({
-        "path": path.to_string(),
-        "type": type_name(&meta.file_type()),
-        "size": meta.len(),
-        "mtime": mtime(&meta),
-        "etag": etag(&meta),
-        "readonly": !can_write || meta.permissions().readonly(),
-    });
-    if meta.is_file() {
-        out["mimeType"] = json!(mime_type(&path));
-    }
-    Ok(out)
+    Ok(StatResult {
+        path: path.to_string(),
+        kind: type_name(&meta.file_type()),
+        size: meta.len(),
+        mtime: mtime(&meta),
+        etag: etag(&meta),
+        readonly: !can_write || meta.permissions().readonly(),
+        mime_type: meta.is_file().then(|| mime_type(&path)),
+    })
 }

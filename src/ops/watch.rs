@@ -4,32 +4,18 @@
 //! parent). Kernel watches past `max_kernel_watches` or inotify's per-user limit fail the
 //! request with `QUOTA_EXCEEDED` instead of silently missing changes.
 
+use super::wire::{Empty, UnwatchParams, WatchParams, WatchResult};
 use super::{Ctx, params, resolve_target};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Result};
 use crate::session::Session;
 use crate::watch::{Change, WatchError};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[derive(Deserialize)]
-struct WatchParams {
-    path: String,
-    #[serde(default)]
-    recursive: bool,
-    events: Option<Vec<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct UnwatchParams {
-    watch_id: String,
-}
-
-pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
+pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<WatchResult> {
     let p: WatchParams = params(raw)?;
     let events: HashSet<Change> = match &p.events {
         None => [Change::Modified, Change::Created, Change::Deleted].into(),
@@ -96,10 +82,10 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
         })
         .await
         .map_err(|e| e.with_path(shown))?;
-    Ok(json!({ "watchId": id }))
+    Ok(WatchResult { watch_id: id })
 }
 
-pub(super) fn unwatch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
+pub(super) fn unwatch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Empty> {
     let p: UnwatchParams = params(raw)?;
     let mine = ctx
         .inner
@@ -111,5 +97,5 @@ pub(super) fn unwatch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<V
         return Err(Error::invalid_params("no such watch in this session"));
     }
     ctx.inner.hub.remove(&p.watch_id);
-    Ok(json!({}))
+    Ok(Empty {})
 }

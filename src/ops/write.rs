@@ -7,43 +7,22 @@
 //! upload starts, so it fails fast, and again at commit under the per-file lock, where they
 //! decide.
 
-use super::{Ctx, Encoding, params, resolve_target};
+use super::wire::{Encoding, WriteParams, WriteResult};
+use super::{Ctx, params, resolve_target};
 use crate::access::Access;
-use crate::atomic::{Preconditions, TempFile, check_target, etag};
+use crate::atomic::{Committed, Preconditions, TempFile, check_target, etag};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
 use crate::root::Root;
 use crate::session::Session;
 use crate::upload::Upload;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn yes() -> bool {
-    true
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Params {
-    path: String,
-    content: String,
-    encoding: Option<Encoding>,
-    #[serde(default = "yes")]
-    create: bool,
-    #[serde(default = "yes")]
-    overwrite: bool,
-    if_match: Option<String>,
-    #[serde(default)]
-    offset: u64,
-    #[serde(default = "yes", rename = "final")]
-    last: bool,
-}
-
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Value> {
-    let p: Params = params(raw)?;
+pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<WriteResult> {
+    let p: WriteParams = params(raw)?;
     let idle = Duration::from_secs(ctx.limits().upload_idle_secs.get());
     let purged = session.uploads().purge_idle(idle);
     if purged > 0 {
@@ -60,7 +39,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     result
 }
 
-async fn write(ctx: &Ctx, session: &Arc<Session>, p: Params) -> Result<Value> {
+async fn write(ctx: &Ctx, session: &Arc<Session>, p: WriteParams) -> Result<WriteResult> {
     let bytes = match p.encoding.unwrap_or(Encoding::Utf8) {
         Encoding::Utf8 => p.content.into_bytes(),
         // SIMD decoding, which accepts exactly what the `base64` crate's standard engine does
@@ -83,31 +62,78 @@ async fn write(ctx: &Ctx, session: &Arc<Session>, p: Params) -> Result<Value> {
     };
     let shown = path.to_string();
     ctx.note(None, bytes.len() as u64);
-    let result = if p.offset == 0 && p.last {
-        // A one-shot write replaces any upload staged for the same path.
-        drop(session.uploads().take(&path));
-        one_shot(ctx, session, root, path, bytes, pre).await
-    } else {
-        chunk(ctx, session, root, path, bytes, pre, p.offset, p.last, end).await
+    let job = Job {
+        root,
+        path,
+        bytes,
+        pre,
+        offset: p.offset,
+        end,
+        last: p.last,
     };
-    let (size, etag, created, committed) = result.map_err(|e| e.with_path(shown.clone()))?;
-    let mut out = json!({"path": shown, "size": size, "etag": etag, "created": created});
-    if !committed {
-        out["final"] = json!(false);
-    }
-    Ok(out)
+    let result = if job.offset == 0 && job.last {
+        // A one-shot write replaces any upload staged for the same path.
+        drop(session.uploads().take(&job.path));
+        one_shot(ctx, session, job).await
+    } else {
+        chunk(ctx, session, job).await
+    };
+    let done = result.map_err(|e| e.with_path(shown.clone()))?;
+    Ok(WriteResult {
+        path: shown,
+        size: done.size,
+        etag: done.etag,
+        created: done.created,
+        committed: done.committed,
+    })
 }
 
-type Outcome = (u64, Option<String>, bool, bool);
-
-async fn one_shot(
-    ctx: &Ctx,
-    session: &Arc<Session>,
+/// One write request, checked and authorised: what it writes, where, and on what terms.
+struct Job {
     root: Arc<Root>,
     path: MountPath,
     bytes: Vec<u8>,
     pre: Preconditions,
-) -> Result<Outcome> {
+    /// Where the bytes go in the file.
+    offset: u64,
+    /// `offset` plus the bytes: what an upload has staged after this chunk.
+    end: u64,
+    /// Whether this chunk commits the write.
+    last: bool,
+}
+
+/// What a write did.
+struct Outcome {
+    /// The file's size after the commit, or the bytes staged so far.
+    size: u64,
+    /// The file's new etag, once committed.
+    etag: Option<String>,
+    /// Whether the commit created the file.
+    created: bool,
+    /// Whether the write is committed; false while an upload stays open.
+    committed: bool,
+}
+
+impl Outcome {
+    /// A committed write, from what the commit left at the path.
+    fn committed(done: &Committed) -> Outcome {
+        Outcome {
+            size: done.meta.len(),
+            etag: Some(etag(&done.meta)),
+            created: done.created,
+            committed: true,
+        }
+    }
+}
+
+async fn one_shot(ctx: &Ctx, session: &Arc<Session>, job: Job) -> Result<Outcome> {
+    let Job {
+        root,
+        path,
+        bytes,
+        pre,
+        ..
+    } = job;
     let (s, inner) = (session.clone(), ctx.inner.clone());
     ctx.run(session, move |deadline| {
         let r = resolve_target(&root, &s, &path.rel, Access::Write, deadline)?;
@@ -123,23 +149,21 @@ async fn one_shot(
             inner.hub.note_created(root.host_path_of(&r.real().rel));
         }
         let done = temp.commit(r.parent(), name, &pre)?;
-        Ok((done.meta.len(), Some(etag(&done.meta)), done.created, true))
+        Ok(Outcome::committed(&done))
     })
     .await
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn chunk(
-    ctx: &Ctx,
-    session: &Arc<Session>,
-    root: Arc<Root>,
-    path: MountPath,
-    bytes: Vec<u8>,
-    pre: Preconditions,
-    offset: u64,
-    last: bool,
-    end: u64,
-) -> Result<Outcome> {
+async fn chunk(ctx: &Ctx, session: &Arc<Session>, job: Job) -> Result<Outcome> {
+    let Job {
+        root,
+        path,
+        bytes,
+        pre,
+        offset,
+        end,
+        last,
+    } = job;
     let limits = ctx.limits();
     let existing = {
         let mut uploads = session.uploads();
@@ -174,7 +198,13 @@ async fn chunk(
             up.staged = end;
             up.last = Instant::now();
             if !last {
-                return Ok((end, None, false, Some(up)));
+                let staged = Outcome {
+                    size: end,
+                    etag: None,
+                    created: false,
+                    committed: false,
+                };
+                return Ok((staged, Some(up)));
             }
             // The target is resolved and authorised again: grants may have been revoked, and
             // its directory may have moved (out of the root, or where no grant reaches) while
@@ -194,15 +224,14 @@ async fn chunk(
                 inner.hub.note_created(root.host_path_of(&now.real().rel));
             }
             let done = up.temp.commit(now.parent(), name, &up.pre)?;
-            Ok((done.meta.len(), Some(etag(&done.meta)), done.created, None))
+            Ok((Outcome::committed(&done), None))
         })
         .await?;
-    let (size, etag, created, open) = done;
-    let committed = open.is_none();
+    let (outcome, open) = done;
     if let Some(up) = open {
         session.uploads().put(key, up);
     }
-    Ok((size, etag, created, committed))
+    Ok(outcome)
 }
 
 /// Opens a new upload: resolves the target, checks grant and preconditions, stages a temp.

@@ -1,7 +1,7 @@
 //! The `[consent]` section: the mode that answers, its fallback, and the rules tried first.
 
 use super::all_servers;
-use crate::access::Access;
+use crate::access::{Access, matches_server};
 use crate::path::{MountPath, RequestPath};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -26,6 +26,55 @@ pub struct ConsentConfig {
     /// Rules tried in order before the provider is asked.
     #[serde(default)]
     pub rules: Vec<ConsentRule>,
+}
+
+/// What the rules decide of one requested path, before anyone is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ruling {
+    /// A deny rule covers it.
+    Deny,
+    /// An allow rule decides it, granting at most its cap (none: what was asked for).
+    Allow(Option<Access>),
+    /// No rule covers it: the provider decides.
+    Ask,
+}
+
+impl ConsentConfig {
+    /// The rules that apply to `server` and cover `path`, in order.
+    fn covering<'a>(
+        &'a self,
+        server: &'a str,
+        path: &'a MountPath,
+    ) -> impl Iterator<Item = &'a ConsentRule> + Clone + 'a {
+        self.rules
+            .iter()
+            .filter(move |r| matches_server(&r.servers, server) && r.covers(path))
+    }
+
+    /// What the rules decide for `server` of a path asked for as `requested` that leads to
+    /// `real`. A deny rule on either path wins, so a link cannot lead around one; otherwise
+    /// the first rule covering the real path decides, since that is what a grant would open.
+    pub(crate) fn rule_on(&self, server: &str, requested: &MountPath, real: &MountPath) -> Ruling {
+        let denies = |r: &ConsentRule| r.decision == Decision::Deny;
+        if self.covering(server, requested).any(denies) || self.covering(server, real).any(denies) {
+            return Ruling::Deny;
+        }
+        match self.covering(server, real).next() {
+            Some(r) if r.decision == Decision::Allow => Ruling::Allow(r.access),
+            Some(_) => Ruling::Deny,
+            None => Ruling::Ask,
+        }
+    }
+
+    /// What the rules say of `place` for `server` without asking anyone: closed (`false`)
+    /// when a deny rule covers it, open (`true`) when only allow rules do, unknown otherwise.
+    pub(crate) fn rules_say(&self, server: &str, place: &MountPath) -> Option<bool> {
+        let mut covering = self.covering(server, place);
+        if covering.clone().any(|r| r.decision == Decision::Deny) {
+            return Some(false);
+        }
+        covering.next().map(|_| true)
+    }
 }
 
 impl Default for ConsentConfig {

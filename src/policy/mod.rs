@@ -8,6 +8,7 @@ mod consent;
 mod describe;
 mod load;
 
+pub(crate) use consent::Ruling;
 pub use consent::{ConsentConfig, ConsentMode, ConsentRule, Decision};
 pub use describe::describe;
 pub use load::PolicyError;
