@@ -9,6 +9,7 @@
 use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::locks::lock;
 use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
 use crate::root::{FollowFinal, Gate, Granted, Parents, Root};
@@ -116,10 +117,7 @@ impl Ctx {
     }
 
     pub(crate) fn audit_info(&self) -> (Option<String>, u64) {
-        match self.audit.lock() {
-            Ok(g) => g.clone(),
-            Err(p) => p.into_inner().clone(),
-        }
+        lock(&self.audit).clone()
     }
 
     fn note(&self, path: Option<&MountPath>, bytes: u64) {
