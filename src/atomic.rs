@@ -8,6 +8,7 @@
 //! into that directory by any broker removes temporaries whose writer is gone.
 
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::locks::lock;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
 use std::collections::HashSet;
@@ -57,10 +58,7 @@ impl Sweeper {
     pub fn sweep_once(&self, dir: &Dir) {
         let Ok(meta) = dir.dir_metadata() else { return };
         {
-            let mut swept = match self.swept.lock() {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            let mut swept = lock(&self.swept);
             if swept.len() >= SWEPT_MAX {
                 swept.clear();
             }

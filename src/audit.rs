@@ -1,5 +1,6 @@
 //! The audit log: one JSON line per operation, never file contents.
 
+use crate::locks::lock;
 use crate::policy::AuditConfig;
 use serde::Serialize;
 use std::io::Write;
@@ -121,10 +122,7 @@ impl AuditLog {
             }
         };
         buf.push(b'\n');
-        let mut guard = match sink.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut guard = lock(sink);
         if let Err(e) = guard.write_all(&buf).and_then(|()| guard.flush()) {
             tracing::warn!(error = %e, "cannot write audit log");
         }

@@ -4,7 +4,9 @@
 
 use crate::path::MountPath;
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{
+    Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak,
+};
 
 /// Entries kept before dead ones are pruned.
 const PRUNE_AT: usize = 1024;
@@ -29,15 +31,8 @@ pub struct PathLock {
 
 impl Drop for PathLock {
     fn drop(&mut self) {
-        *relock(&self.slot.held) = false;
+        *lock(&self.slot.held) = false;
         self.slot.freed.notify_one();
-    }
-}
-
-fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 
@@ -45,7 +40,7 @@ impl LockTable {
     /// Locks `path`, waiting for another holder to finish. Callers run on the blocking pool.
     pub fn lock(&self, path: &MountPath) -> PathLock {
         let slot = {
-            let mut map = relock(&self.map);
+            let mut map = lock(&self.map);
             if map.len() >= PRUNE_AT {
                 map.retain(|_, w| w.strong_count() > 0);
             }
@@ -58,12 +53,9 @@ impl LockTable {
                 }
             }
         };
-        let mut held = relock(&slot.held);
+        let mut held = lock(&slot.held);
         while *held {
-            held = match slot.freed.wait(held) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            held = wait(&slot.freed, held);
         }
         *held = true;
         drop(held);
@@ -87,12 +79,27 @@ impl LockTable {
     }
 }
 
-/// Locks `m`, taking the data even if a thread panicked while holding it: every structure
-/// guarded this way stays consistent between statements, and a broker that stopped serving
-/// because one request panicked would hand a peer a way to stop it.
+// The helpers below are how the crate takes a std lock. Each takes the data even if a thread
+// panicked while holding it: every structure guarded this way stays consistent between
+// statements, and a broker that stopped serving because one request panicked would hand a
+// peer a way to stop it.
+
+/// Locks `m`, whether or not a panic poisoned it.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits on `cv` with `guard`, whether or not a panic poisoned the mutex meanwhile.
+pub(crate) fn wait<'a, T>(cv: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    cv.wait(guard).unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Locks `l` for reading, whether or not a panic poisoned it.
+pub(crate) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Locks `l` for writing, whether or not a panic poisoned it.
+pub(crate) fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
 }

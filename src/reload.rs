@@ -25,7 +25,20 @@ pub struct ReloadReport {
     pub watches_ended: usize,
 }
 
-type Seen = (String, String, String, Access, Vec<String>);
+/// One root as a session sees it: two views are the same when every field is.
+#[derive(Debug, PartialEq, Eq)]
+struct Seen {
+    /// The mount name.
+    mount: String,
+    /// The root's URI.
+    uri: String,
+    /// The display name.
+    name: String,
+    /// The access the root allows.
+    access: Access,
+    /// The servers that see the root (empty in a session's own view).
+    servers: Vec<String>,
+}
 
 /// The roots as a session sees them (all roots, with their servers, for `None`), for telling
 /// what changed.
@@ -39,8 +52,13 @@ fn seen(config: &Config, server_id: Option<&str>) -> Vec<Seen> {
                 Some(_) => Vec::new(),
                 None => r.servers().to_vec(),
             };
-            let name = r.display_name().to_owned();
-            (r.mount().to_string(), r.uri(), name, r.access(), servers)
+            Seen {
+                mount: r.mount().to_string(),
+                uri: r.uri(),
+                name: r.display_name().to_owned(),
+                access: r.access(),
+                servers,
+            }
         })
         .collect()
 }
@@ -61,12 +79,12 @@ impl Broker {
         let all_new = seen(&new, None);
         for r in &all_new {
             if !all_old.contains(r) {
-                report.roots_changed.push(r.0.clone());
+                report.roots_changed.push(r.mount.clone());
             }
         }
         for r in &all_old {
-            if !all_new.iter().any(|n| n.0 == r.0) {
-                report.roots_removed.push(r.0.clone());
+            if !all_new.iter().any(|n| n.mount == r.mount) {
+                report.roots_removed.push(r.mount.clone());
             }
         }
         for session in inner.sessions() {
@@ -92,8 +110,11 @@ impl Broker {
                 for g in fresh {
                     grants.add(g);
                 }
-                for (mount, ..) in before.iter().filter(|b| !after.iter().any(|a| a.0 == b.0)) {
-                    if let Ok(m) = crate::path::MountName::new(mount) {
+                for gone in before
+                    .iter()
+                    .filter(|b| !after.iter().any(|a| a.mount == b.mount))
+                {
+                    if let Ok(m) = crate::path::MountName::new(&gone.mount) {
                         grants.revoke(Some(&MountPath {
                             mount: m,
                             rel: RelPath::root(),

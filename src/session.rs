@@ -1,6 +1,7 @@
 //! One server session: its grants and its cap on operations in flight.
 
 use crate::consent::{Grant, Grants};
+use crate::locks::lock;
 use crate::upload::Uploads;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Semaphore;
@@ -70,18 +71,12 @@ impl Session {
     /// The grants, locked. A poisoned lock still holds consistent data (every change is a
     /// single push or retain), so it is used as is.
     pub(crate) fn grants(&self) -> MutexGuard<'_, Grants> {
-        match self.grants.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        lock(&self.grants)
     }
 
     /// The staged uploads, locked.
     pub(crate) fn uploads(&self) -> MutexGuard<'_, Uploads> {
-        match self.uploads.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        lock(&self.uploads)
     }
 }
 

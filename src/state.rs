@@ -6,7 +6,7 @@ use crate::atomic::Sweeper;
 use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::consent::ConsentSource;
-use crate::locks::{LockTable, lock};
+use crate::locks::{LockTable, lock, read, write};
 use crate::session::Session;
 use crate::watch::{Sink, WatchHub};
 use serde_json::{Value, json};
@@ -52,18 +52,12 @@ impl Shared {
 
     /// The configuration in force.
     pub(crate) fn config(&self) -> Arc<Config> {
-        match self.config.read() {
-            Ok(g) => g.clone(),
-            Err(p) => p.into_inner().clone(),
-        }
+        read(&self.config).clone()
     }
 
     /// Puts a new configuration in force.
     pub(crate) fn set_config(&self, config: Arc<Config>) {
-        match self.config.write() {
-            Ok(mut g) => *g = config,
-            Err(p) => *p.into_inner() = config,
-        }
+        *write(&self.config) = config;
     }
 
     /// Sends a notification to a session. With a slot semaphore, the notification needs a

@@ -13,6 +13,7 @@
 mod common;
 use common::confinement::{OUTSIDE_ROOT, assert_no_canary, assert_refused};
 use common::fs::present;
+use common::wire::DOCUMENTED;
 use common::write::writable;
 use common::*;
 use mcp_fsbroker::Broker;
@@ -21,22 +22,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// The filesystem error codes of PROTOCOL.md, with their `data.code`.
-const DOCUMENTED: &[(i64, &str)] = &[
-    (-31001, "FILE_NOT_FOUND"),
-    (-31002, "PERMISSION_DENIED"),
-    (-31003, "INVALID_PATH"),
-    (-31004, "IO_ERROR"),
-    (-31005, "TIMEOUT"),
-    (-31006, "CONCURRENCY_CONFLICT"),
-    (-31007, "QUOTA_EXCEEDED"),
-    (-31008, "ALREADY_EXISTS"),
-    (-31009, "NOT_A_DIRECTORY"),
-    (-31010, "IS_A_DIRECTORY"),
-    (-31011, "DIRECTORY_NOT_EMPTY"),
-    (-31012, "RATE_LIMITED"),
-];
 
 const UNTHROTTLED: &str = "[limits]\nrequests_per_second = 1000000\nburst = 1000000\n";
 

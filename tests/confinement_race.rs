@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
 use common::confinement::assert_no_canary;
+use common::wire::DOCUMENTED;
 use common::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -21,22 +22,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 const INSIDE: &str = "inside";
 const MIN_SWAPS: usize = 100;
-
-/// The filesystem error codes of PROTOCOL.md, with their `data.code`.
-const DOCUMENTED: &[(i64, &str)] = &[
-    (-31001, "FILE_NOT_FOUND"),
-    (-31002, "PERMISSION_DENIED"),
-    (-31003, "INVALID_PATH"),
-    (-31004, "IO_ERROR"),
-    (-31005, "TIMEOUT"),
-    (-31006, "CONCURRENCY_CONFLICT"),
-    (-31007, "QUOTA_EXCEEDED"),
-    (-31008, "ALREADY_EXISTS"),
-    (-31009, "NOT_A_DIRECTORY"),
-    (-31010, "IS_A_DIRECTORY"),
-    (-31011, "DIRECTORY_NOT_EMPTY"),
-    (-31012, "RATE_LIMITED"),
-];
 
 fn iterations() -> usize {
     std::env::var("FSBROKER_RACE_ITERS")

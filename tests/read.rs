@@ -2,6 +2,7 @@
 mod common;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use common::wire::is_rfc3339_utc;
 use common::*;
 use mcp_fsbroker::Broker;
 use serde_json::{Value, json};
@@ -46,28 +47,6 @@ async fn read_all(b: &Broker, path: &str, length: u64) -> (Vec<u8>, usize) {
     }
 }
 
-/// Checks the shape `YYYY-MM-DDTHH:MM:SS[.frac]Z`.
-fn assert_rfc3339_utc(t: &str) {
-    let b = t.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
-    assert!(
-        b.len() >= 20
-            && digits(0..4)
-            && b[4] == b'-'
-            && digits(5..7)
-            && b[7] == b'-'
-            && digits(8..10)
-            && b[10] == b'T'
-            && digits(11..13)
-            && b[13] == b':'
-            && digits(14..16)
-            && b[16] == b':'
-            && digits(17..19)
-            && t.ends_with('Z'),
-        "not RFC 3339 UTC: {t}"
-    );
-}
-
 #[tokio::test]
 async fn whole_small_file_is_utf8_with_size_mime_etag_and_mtime() {
     let f = Fixture::new();
@@ -85,7 +64,7 @@ async fn whole_small_file_is_utf8_with_size_mime_etag_and_mtime() {
     assert_eq!(r["mimeType"], "application/json");
     assert!(!r["etag"].as_str().unwrap().is_empty(), "etag: {r}");
     let mtime = r["mtime"].as_str().expect("mtime string");
-    assert_rfc3339_utc(mtime);
+    assert!(is_rfc3339_utc(mtime), "not RFC 3339 UTC: {mtime}");
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, initialize, proxy, start_tool};
+use remote::{RemoteServer, connected, start_tool};
 use serde_json::json;
 
 /// The proxy lets at most this many requests wait for the server.
@@ -29,8 +29,7 @@ fn too_many_waiting_requests_are_busy_and_cancelling_them_frees_their_slots() {
     // The old transport answers every POST with 202 at once, so a thousand requests wait
     // without a thousand connections.
     let server = RemoteServer::start(&["--legacy"]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     let never = json!({"method": "notifications/never", "timeoutMs": 600000});
     for id in 0..MAX_PENDING {
         start_tool(&mut p, id, "notes", never.clone());
@@ -61,8 +60,7 @@ fn a_cancelled_requests_stream_is_let_go_and_the_cancellation_follows_the_reques
     let f = Fixture::new();
     // The tool call's answer is an event stream held open with keep-alives.
     let mut server = RemoteServer::evil("hold", "");
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     // The cancellation is written right behind its request.
     start_tool(&mut p, 7, "slow", json!({}));
     cancel(&mut p, 7);

@@ -12,7 +12,7 @@ mod remote;
 mod sidecar;
 
 use common::{Fixture, SECRET};
-use remote::{RemoteServer, ask, error_of, initialize, ok, proxy};
+use remote::{RemoteServer, ask, connected, error_of, ok};
 use serde_json::json;
 
 #[test]
@@ -22,8 +22,7 @@ fn escapes_from_a_remote_server_are_refused_and_the_secret_never_travels() {
     f.symlink(f.outside.join("secret.txt"), "link-out");
     f.symlink("../outside", "dir-out");
     let server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &["--writable"], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &["--writable"]);
     let outside = f.outside.join("secret.txt");
     let outside = outside.to_str().unwrap();
     let sibling = f.sibling.join("secret.txt");

@@ -12,7 +12,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, ask, initialize, ok, proxy, tool};
+use remote::{RemoteServer, ask, connected, initialize, ok, proxy, tool};
 use serde_json::json;
 use sidecar::file_uri;
 
@@ -66,8 +66,7 @@ fn changes_under_a_watch_reach_the_remote_server() {
     let f = Fixture::new();
     f.file("w/a.txt", "one");
     let server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     let a = ask(
         &mut p,
         1,
@@ -95,12 +94,9 @@ fn requests_on_the_servers_own_get_stream_are_answered() {
     let f = Fixture::new();
     f.file("a.txt", "via get");
     let mut server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     // The proxy opens the GET stream once the session is initialized.
-    server.wait_for("GET stream", |e| {
-        e["event"] == "http" && e["method"] == "GET"
-    });
+    server.wait_for_get_stream();
     let a = tool(
         &mut p,
         1,

@@ -12,7 +12,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, ask, initialize, proxy, send_initialize};
+use remote::{RemoteServer, ask, connected, initialize, proxy, send_initialize};
 use serde_json::json;
 
 const TOKEN: &str = "tok-7f3a9c-not-for-logs";
@@ -98,12 +98,7 @@ fn a_proxy_named_by_the_environment_never_carries_traffic_to_loopback() {
     assert!(r["result"].is_object(), "{r}");
     let (status, _) = p.finish();
     assert_eq!(status.code(), Some(0), "{}", p.stderr());
-    let leaked: Vec<_> = corporate
-        .stop()
-        .iter()
-        .filter(|e| e["event"] == "http")
-        .cloned()
-        .collect();
+    let leaked = corporate.stop_http();
     assert!(
         leaked.is_empty(),
         "the proxy variable's listener got: {leaked:#?}"
@@ -134,12 +129,7 @@ fn a_redirect_to_another_origin_is_not_followed() {
     assert_eq!(r["error"]["data"]["status"], 307, "{r}");
     let status = p.wait_exit(sidecar::WAIT);
     assert_eq!(status.code(), Some(1), "{}", p.stderr());
-    let reached: Vec<_> = elsewhere
-        .stop()
-        .iter()
-        .filter(|e| e["event"] == "http")
-        .cloned()
-        .collect();
+    let reached = elsewhere.stop_http();
     assert!(reached.is_empty(), "{reached:#?}");
 }
 
@@ -147,8 +137,7 @@ fn a_redirect_to_another_origin_is_not_followed() {
 fn redirects_within_the_origin_are_followed_five_times_and_no_more() {
     let f = Fixture::new();
     let server = RemoteServer::evil("redirects", "5");
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     let r = p.request("tools/list", json!({}));
     assert!(r["result"].is_object(), "{r}");
     let (status, _) = p.finish();

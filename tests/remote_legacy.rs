@@ -12,7 +12,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, ask, error_of, initialize, ok, proxy, send_initialize};
+use remote::{RemoteServer, ask, connected, error_of, initialize, ok, proxy, send_initialize};
 use serde_json::json;
 
 #[test]
@@ -62,8 +62,7 @@ fn an_old_http_sse_server_is_reached_through_the_fallback() {
 fn the_end_of_the_old_transports_stream_ends_the_proxy_with_an_error() {
     let f = Fixture::new();
     let mut server = RemoteServer::start(&["--legacy"]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     server.kill();
     let status = p.wait_exit(sidecar::WAIT);
     assert_eq!(status.code(), Some(1), "{}", p.stderr());
@@ -93,11 +92,6 @@ fn an_endpoint_on_another_origin_is_refused() {
     let status = p.wait_exit(sidecar::WAIT);
     assert_eq!(status.code(), Some(1), "{}", p.stderr());
     assert!(p.stderr().contains("another origin"), "{}", p.stderr());
-    let reached: Vec<_> = elsewhere
-        .stop()
-        .iter()
-        .filter(|e| e["event"] == "http")
-        .cloned()
-        .collect();
+    let reached = elsewhere.stop_http();
     assert!(reached.is_empty(), "{reached:#?}");
 }

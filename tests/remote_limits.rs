@@ -12,7 +12,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, ask, error_of, initialize, ok, proxy};
+use remote::{RemoteServer, ask, connected, error_of, initialize, ok, proxy};
 use serde_json::{Value, json};
 use sidecar::Sidecar;
 use std::path::Path;
@@ -167,8 +167,7 @@ fn a_json_body_whose_length_is_over_the_limit_is_refused_before_it_is_read() {
     // tools/list is answered with `Content-Length: 1073741824` and no body at all: waiting
     // for it would take the request timeout.
     let server = RemoteServer::evil("big-length", "");
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     let r = p.request("tools/list", json!({}));
     assert_eq!(r["error"]["data"]["reason"], "too_large", "{r}");
     let r = p.request("ping", json!({}));

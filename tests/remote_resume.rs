@@ -11,7 +11,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, initialize, ok, proxy, tool};
+use remote::{RemoteServer, connected, ok, tool};
 use serde_json::json;
 
 fn requests() -> serde_json::Value {
@@ -29,8 +29,7 @@ fn a_tool_calls_stream_closed_midway_is_resumed_and_replayed() {
     // The server advises a 300 ms reconnection delay, so what it sends right after closing
     // the stream is stored before the proxy comes back for it: it must be replayed.
     let mut server = RemoteServer::start(&["--retry-ms", "300"]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     let a = tool(
         &mut p,
         1,
@@ -60,11 +59,8 @@ fn the_servers_own_stream_closed_midway_is_resumed_and_replayed() {
     let f = Fixture::new();
     f.file("a.txt", "after the drop");
     let mut server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
-    server.wait_for("GET stream", |e| {
-        e["event"] == "http" && e["method"] == "GET"
-    });
+    let mut p = connected(&server, &f, &[]);
+    server.wait_for_get_stream();
     let a = tool(
         &mut p,
         1,

@@ -11,15 +11,14 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, ask, initialize, ok, proxy, send_initialize, tool};
+use remote::{RemoteServer, ask, connected, ok, proxy, send_initialize, tool};
 use serde_json::json;
 
 #[test]
 fn every_request_carries_the_accept_header_session_id_and_protocol_version() {
     let f = Fixture::new();
     let mut server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     ask(&mut p, 1, json!([["roots/list", {}]]));
     let (status, _) = p.finish();
     assert!(status.success(), "{}", p.stderr());
@@ -51,8 +50,7 @@ fn a_forgotten_session_is_replaced_and_the_request_still_succeeds() {
     let f = Fixture::new();
     f.file("a.txt", "still here");
     let mut server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     let a = ask(
         &mut p,
         1,
@@ -159,10 +157,9 @@ fn a_session_id_outside_visible_ascii_ends_the_session() {
         );
         // Nothing was sent with it.
         let later: Vec<_> = server
-            .stop()
-            .iter()
-            .filter(|e| e["event"] == "http" && e["rpc"] != "initialize")
-            .cloned()
+            .stop_http()
+            .into_iter()
+            .filter(|e| e["rpc"] != "initialize")
             .collect();
         assert!(later.is_empty(), "{value}: {later:#?}");
     }
@@ -173,8 +170,7 @@ fn a_server_without_a_stream_of_its_own_is_asked_once() {
     let f = Fixture::new();
     // GET is answered 405.
     let mut server = RemoteServer::evil("plain", "");
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     server.wait_for("GET", |e| e["method"] == "GET");
     let r = p.request("tools/list", json!({}));
     assert!(r["result"].is_object(), "{r}");
@@ -191,8 +187,7 @@ fn a_server_without_a_stream_of_its_own_is_asked_once() {
 fn sigterm_ends_the_remote_session_with_a_delete() {
     let f = Fixture::new();
     let mut server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     let session = server.wait_for("initialize", |e| e["event"] == "initialize")["session"].clone();
     let pid = rustix::process::Pid::from_raw(p.pid() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();

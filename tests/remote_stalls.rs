@@ -13,7 +13,7 @@ mod remote;
 mod sidecar;
 
 use common::Fixture;
-use remote::{RemoteServer, initialize, proxy, send_initialize, start_tool};
+use remote::{RemoteServer, connected, initialize, proxy, send_initialize, start_tool};
 use serde_json::json;
 use std::time::Duration;
 
@@ -33,9 +33,8 @@ fn traffic_flows_and_the_end_is_clean(p: &mut sidecar::Sidecar) {
 fn an_endless_answer_to_a_notification_holds_nothing_up() {
     let f = Fixture::new();
     let mut server = RemoteServer::evil("notif-sse", "");
-    let mut p = proxy(&server.url(), &f, &[], &[]);
     // The server answers `notifications/initialized` with an event stream that never ends.
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     server.wait_for("initialized", |e| e["rpc"] == "notifications/initialized");
     traffic_flows_and_the_end_is_clean(&mut p);
 }
@@ -63,8 +62,7 @@ fn requests_before_the_initialize_result_do_not_wedge_the_proxy() {
 fn a_new_session_whose_initialize_streams_forever_does_not_hold_up_requests() {
     let f = Fixture::new();
     let mut server = RemoteServer::evil("renew-hang", "");
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     // Session s1 is forgotten at once (404); the second initialize is answered with an event
     // stream that never brings its result. Its headers carry the new session id, which is
     // all the proxy waits for.
@@ -91,8 +89,7 @@ fn a_new_session_whose_initialize_streams_forever_does_not_hold_up_requests() {
 fn a_new_session_that_never_starts_fails_within_the_request_timeout() {
     let f = Fixture::new();
     let server = RemoteServer::evil("renew-silent", "");
-    let mut p = proxy(&server.url(), &f, &["--request-timeout", "2"], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &["--request-timeout", "2"]);
     // The second initialize gets no answer at all.
     p.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}));
     let r = p.wait_id(&json!(1));
@@ -110,8 +107,7 @@ fn a_new_session_that_never_starts_fails_within_the_request_timeout() {
 fn a_get_stream_that_always_says_404_is_given_up_after_one_new_session() {
     let f = Fixture::new();
     let mut server = RemoteServer::evil("get404", "");
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     // The first GET's 404 starts a new session, whose GET is refused the same way.
     let gets = std::cell::Cell::new(0);
     server.wait_for("a second GET", |e| {
@@ -142,8 +138,7 @@ fn a_get_stream_that_always_says_404_is_given_up_after_one_new_session() {
 fn streams_that_close_at_once_are_resumed_a_bounded_number_of_times() {
     let f = Fixture::new();
     let mut server = RemoteServer::evil("resume-storm", "");
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     // The tool call's stream carries an event id and closes; every GET (the resumption and
     // the server's own stream) is an event stream that closes at once, with `retry: 0`.
     start_tool(&mut p, 1, "anything", json!({}));

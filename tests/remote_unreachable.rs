@@ -13,7 +13,7 @@ mod sidecar;
 
 use common::Fixture;
 use remote::{
-    RemoteServer, dead_port, initialize, proxy, proxy_defaults, send_initialize, start_tool,
+    RemoteServer, connected, dead_port, proxy, proxy_defaults, send_initialize, start_tool,
     timed_exit,
 };
 use serde_json::json;
@@ -48,8 +48,7 @@ fn an_endpoint_unreachable_at_the_start_is_an_error_and_an_exit() {
 fn a_server_gone_mid_session_fails_the_requests_in_flight_and_ends_the_proxy() {
     let f = Fixture::new();
     let mut server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &[], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &[]);
     // A tool call that waits on the server, its stream open: the notification it sends
     // first on that stream reaching the host shows the proxy has the stream.
     start_tool(
@@ -124,8 +123,7 @@ fn a_host_that_leaves_before_the_server_is_reached_gets_an_answer_and_exit_1() {
 fn requests_still_waiting_when_the_grace_runs_out_are_answered_and_the_exit_is_1() {
     let f = Fixture::new();
     let mut server = RemoteServer::start(&[]);
-    let mut p = proxy(&server.url(), &f, &["--shutdown-grace", "1"], &[]);
-    initialize(&mut p, json!({}));
+    let mut p = connected(&server, &f, &["--shutdown-grace", "1"]);
     start_tool(
         &mut p,
         1,

@@ -12,6 +12,7 @@ mod common;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
+use common::wire::is_rfc3339_utc;
 use common::*;
 use serde_json::{Value, json};
 use sidecar::*;
@@ -116,30 +117,6 @@ fn quiet_then_sentinel(s: &mut Sidecar, f: &Fixture, id: &str, rel: &str) -> Vec
     f.file(rel, "sentinel");
     seen.extend(expect(s, id, &format!("project/{rel}"), "created"));
     seen
-}
-
-/// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`.
-fn is_rfc3339_utc(ts: &str) -> bool {
-    let b = ts.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    let frac_ok = match &b.get(19..) {
-        Some([b'Z']) => true,
-        Some([b'.', rest @ .., b'Z']) => !rest.is_empty() && rest.iter().all(u8::is_ascii_digit),
-        _ => false,
-    };
-    digits(0..4)
-        && b[4] == b'-'
-        && digits(5..7)
-        && b[7] == b'-'
-        && digits(8..10)
-        && b[10] == b'T'
-        && digits(11..13)
-        && b[13] == b':'
-        && digits(14..16)
-        && b[16] == b':'
-        && digits(17..19)
-        && frac_ok
 }
 
 /// Seconds since the epoch of an RFC 3339 UTC timestamp.

@@ -164,7 +164,7 @@ impl Broker {
             },
             Err(e) => Err(e),
         };
-        let (path, bytes) = ctx.audit_info();
+        let ops::Noted { path, bytes } = ctx.audit_info();
         let err_path = outcome
             .as_ref()
             .err()

@@ -10,6 +10,7 @@
 use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::locks::lock;
 use crate::method::Method;
 use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
@@ -84,7 +85,16 @@ pub(crate) struct Ctx {
     /// The configuration this request works with, start to end.
     pub(crate) config: Arc<crate::config::Config>,
     server_id: String,
-    audit: Mutex<(Option<String>, u64)>,
+    audit: Mutex<Noted>,
+}
+
+/// What an operation noted for its audit line: the path it worked on and the bytes it moved.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Noted {
+    /// The real path, in mount form.
+    pub(crate) path: Option<String>,
+    /// Bytes read or written.
+    pub(crate) bytes: u64,
 }
 
 impl Ctx {
@@ -93,24 +103,20 @@ impl Ctx {
             config: inner.config(),
             inner,
             server_id: server_id.to_owned(),
-            audit: Mutex::new((None, 0)),
+            audit: Mutex::new(Noted::default()),
         }
     }
 
-    pub(crate) fn audit_info(&self) -> (Option<String>, u64) {
-        match self.audit.lock() {
-            Ok(g) => g.clone(),
-            Err(p) => p.into_inner().clone(),
-        }
+    pub(crate) fn audit_info(&self) -> Noted {
+        lock(&self.audit).clone()
     }
 
     fn note(&self, path: Option<&MountPath>, bytes: u64) {
-        if let Ok(mut g) = self.audit.lock() {
-            if let Some(p) = path {
-                g.0 = Some(p.to_string());
-            }
-            g.1 += bytes;
+        let mut g = lock(&self.audit);
+        if let Some(p) = path {
+            g.path = Some(p.to_string());
         }
+        g.bytes += bytes;
     }
 
     fn limits(&self) -> &Limits {

@@ -9,7 +9,7 @@ use super::{Ctx, params, resolve_target};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Result};
 use crate::session::Session;
-use crate::watch::{Change, WatchError};
+use crate::watch::{Change, NewWatch, WatchError};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -49,32 +49,31 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
             let dir = r.watch_dir(is_dir).map_err(|e| Error::from_io(&e, ""))?;
             let window = Duration::from_millis(limits.watch_coalesce_ms.get());
             let weak = Arc::downgrade(&inner);
-            let added = inner.hub.add(
-                &s,
-                root.clone(),
-                r.real().clone(),
+            let new = NewWatch {
+                root: root.clone(),
+                path: r.real().clone(),
                 is_dir,
                 recursive,
                 events,
                 dir,
-                max_kernel,
-                deadline,
-                || crate::watch::start_fanout(weak, window),
-            );
+            };
+            let added = inner.hub.add(&s, new, max_kernel, deadline, || {
+                crate::watch::start_fanout(weak, window)
+            });
             match added {
                 Ok(w) => Ok(w.id.clone()),
                 Err(WatchError::KernelLimit(limit)) => Err(Error::quota(
                     "watching this tree needs more kernel watches than the limit",
                     limit as u64,
                 )),
-                Err(WatchError::Os(msg, true)) => {
+                Err(WatchError::SystemLimit(msg)) => {
                     tracing::warn!(error = %msg, "inotify watch limit reached");
                     Err(Error::quota(
                         "the system's limit on file watches is reached",
                         limits.max_kernel_watches.get() as u64,
                     ))
                 }
-                Err(WatchError::Os(msg, false)) => {
+                Err(WatchError::Os(msg)) => {
                     tracing::warn!(error = %msg, "cannot add watch");
                     Err(Error::new(ErrorKind::Io, "cannot watch this path"))
                 }

@@ -1,7 +1,7 @@
 //! Loading a policy: TOML text to a [`Policy`], with every error naming the file, the line
 //! and the key, and the checks that types alone cannot make.
 
-use super::{DEFAULT_POLICY, Policy, RootEntry};
+use super::{DEFAULT_POLICY, Limits, Policy, RootEntry};
 use crate::path::{MountName, RequestPath};
 use serde::Deserialize;
 use std::fmt;
@@ -74,7 +74,7 @@ impl Policy {
         })?;
         policy
             .validate()
-            .map_err(|(key, span, message)| PolicyError {
+            .map_err(|Invalid { key, span, message }| PolicyError {
                 file: file.to_owned(),
                 line: span
                     .or_else(|| key_span(text, &key))
@@ -88,12 +88,13 @@ impl Policy {
     /// Validates a policy changed in memory (such as by command-line flags); `file` names
     /// its origin in errors.
     pub fn revalidate(&self, file: &str) -> Result<(), PolicyError> {
-        self.validate().map_err(|(key, _, message)| PolicyError {
-            file: file.to_owned(),
-            line: None,
-            key,
-            message,
-        })
+        self.validate()
+            .map_err(|Invalid { key, message, .. }| PolicyError {
+                file: file.to_owned(),
+                line: None,
+                key,
+                message,
+            })
     }
 
     /// The mount name of root entry `root`: its `mount`, or the directory's final component.
@@ -115,50 +116,61 @@ impl Policy {
 
     /// Checks what types alone cannot: root directories exist, mounts are unique, rule and
     /// grant paths are mount-form paths of declared roots, limits are consistent.
-    fn validate(&self) -> Result<(), (String, Option<std::ops::Range<usize>>, String)> {
+    fn validate(&self) -> Result<(), Invalid> {
+        let mounts = self.validate_roots()?;
+        self.validate_paths(&mounts)?;
+        self.limits.validate()?;
+        self.validate_audit()
+    }
+
+    /// Each root's mount is valid and its own, and its directory exists; returns the mounts.
+    fn validate_roots(&self) -> Result<Vec<MountName>, Invalid> {
         let mut mounts: Vec<MountName> = Vec::new();
         for (i, r) in self.roots.iter().enumerate() {
-            let mount = Policy::mount_of(r).map_err(|m| {
-                let span = r.mount.as_ref().map_or(r.path.span(), |m| m.span());
-                (format!("roots[{i}].mount"), Some(span), m)
-            })?;
+            let mount_span = || r.mount.as_ref().map_or(r.path.span(), |m| m.span());
+            let mount = Policy::mount_of(r)
+                .map_err(|m| Invalid::at(format!("roots[{i}].mount"), mount_span(), m))?;
             match std::fs::metadata(r.path.get_ref()) {
                 Ok(m) if m.is_dir() => {}
                 Ok(_) => {
-                    return Err((
+                    return Err(Invalid::at(
                         format!("roots[{i}].path"),
-                        Some(r.path.span()),
+                        r.path.span(),
                         "not a directory".into(),
                     ));
                 }
                 Err(e) => {
-                    return Err((
+                    return Err(Invalid::at(
                         format!("roots[{i}].path"),
-                        Some(r.path.span()),
+                        r.path.span(),
                         format!("cannot open root directory: {e}"),
                     ));
                 }
             }
             if mounts.contains(&mount) {
-                let span = r.mount.as_ref().map_or(r.path.span(), |m| m.span());
-                return Err((
+                return Err(Invalid::at(
                     format!("roots[{i}].mount"),
-                    Some(span),
+                    mount_span(),
                     format!("mount name {mount} is used by another root"),
                 ));
             }
             mounts.push(mount);
         }
+        Ok(mounts)
+    }
+
+    /// Every consent rule path and grant path is a mount-form path of one of `mounts`.
+    fn validate_paths(&self, mounts: &[MountName]) -> Result<(), Invalid> {
         let check_path = |key: String, p: &Spanned<String>| match RequestPath::parse(p.get_ref()) {
             Ok(RequestPath::Mount { mount, .. }) if mounts.iter().any(|m| m.as_str() == mount) => {
                 Ok(())
             }
-            Ok(_) => Err((
+            Ok(_) => Err(Invalid::at(
                 key,
-                Some(p.span()),
+                p.span(),
                 "must be a mount-form path (MOUNT/REL) of a root declared in this policy".into(),
             )),
-            Err(e) => Err((key, Some(p.span()), e.message().to_owned())),
+            Err(e) => Err(Invalid::at(key, p.span(), e.message().to_owned())),
         };
         for (i, rule) in self.consent.rules.iter().enumerate() {
             for (j, p) in rule.paths.iter().enumerate() {
@@ -168,7 +180,27 @@ impl Policy {
         for (i, g) in self.grants.iter().enumerate() {
             check_path(format!("grants[{i}].path"), &g.path)?;
         }
-        let l = &self.limits;
+        Ok(())
+    }
+
+    /// The redaction key, when there is one, is 64 hex digits.
+    fn validate_audit(&self) -> Result<(), Invalid> {
+        if let Some(k) = &self.audit.redact_key
+            && (k.len() != 64 || !k.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            return Err(Invalid::unplaced(
+                "audit.redact_key",
+                "must be 64 hex digits".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Limits {
+    /// Each limit is below its cap, and each default is within its maximum.
+    fn validate(&self) -> Result<(), Invalid> {
+        let l = self;
         let caps: [(&str, u64, u64); 11] = [
             ("limits.timeout_ms", l.timeout_ms.get(), 86_400_000),
             (
@@ -204,33 +236,50 @@ impl Policy {
         ];
         for (key, value, cap) in caps {
             if value > cap {
-                return Err((key.into(), None, format!("must be at most {cap}")));
+                return Err(Invalid::unplaced(key, format!("must be at most {cap}")));
             }
         }
         if l.chunk_bytes > l.max_chunk_bytes {
-            return Err((
-                "limits.chunk_bytes".into(),
-                None,
+            return Err(Invalid::unplaced(
+                "limits.chunk_bytes",
                 "must not exceed limits.max_chunk_bytes".into(),
             ));
         }
         if l.list_page > l.max_list_page {
-            return Err((
-                "limits.list_page".into(),
-                None,
+            return Err(Invalid::unplaced(
+                "limits.list_page",
                 "must not exceed limits.max_list_page".into(),
             ));
         }
-        if let Some(k) = &self.audit.redact_key
-            && (k.len() != 64 || !k.bytes().all(|b| b.is_ascii_hexdigit()))
-        {
-            return Err((
-                "audit.redact_key".into(),
-                None,
-                "must be 64 hex digits".into(),
-            ));
-        }
         Ok(())
+    }
+}
+
+/// What validation found wrong: the dotted key, its place in the text where the value kept
+/// one, and the message.
+struct Invalid {
+    key: String,
+    span: Option<std::ops::Range<usize>>,
+    message: String,
+}
+
+impl Invalid {
+    /// A fault in a value whose place in the text is known.
+    fn at(key: String, span: std::ops::Range<usize>, message: String) -> Invalid {
+        Invalid {
+            key,
+            span: Some(span),
+            message,
+        }
+    }
+
+    /// A fault in a value whose type keeps no place (it is found from the key later).
+    fn unplaced(key: &str, message: String) -> Invalid {
+        Invalid {
+            key: key.to_owned(),
+            span: None,
+            message,
+        }
     }
 }
 

@@ -37,14 +37,16 @@ pub use peek::{Kind, peek};
 
 use crate::broker::{Broker, OutboundReceiver};
 use crate::consent::{ConsentProvider, Elicitation};
-use crate::lines::{LineReceiver, budget, line_channel};
+use crate::lines::{LineReceiver, LineSender, budget, line_channel};
 use crate::locks::lock;
 use crate::order::SHUTDOWN_GRACE;
 use serde_json::Value;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// How long the end of a session waits for the last messages to pass.
 pub const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(5);
@@ -90,7 +92,7 @@ impl Proxy {
     pub async fn run<R, W, S>(
         self,
         broker: Broker,
-        mut outbound: OutboundReceiver,
+        outbound: OutboundReceiver,
         host_in: R,
         host_out: W,
         link: Link,
@@ -110,13 +112,12 @@ impl Proxy {
             to_server,
             from_server,
             end,
-            exit,
+            mut exit,
         } = link;
         let max_line = broker.policy().limits.max_line_bytes.get();
         let state = Arc::new(State::new());
 
-        let mut writer = tokio::spawn(write_host(host_out, to_host_rx));
-
+        let writer = tokio::spawn(write_host(host_out, to_host_rx));
         let (lane_tx, lane_rx) = line_channel(QUEUE_LINES, budget(max_line));
         let (stop_lane, lane_stop) = watch::channel(false);
         let lane = tokio::spawn(lane::run_lane(
@@ -127,21 +128,8 @@ impl Proxy {
             to_server.clone(),
             lane_stop,
         ));
-        let notifier = {
-            let to_server = to_server.clone();
-            tokio::spawn(async move {
-                // One broker per proxy serves one session, so every notification is for it.
-                while let Some(n) = outbound.recv().await {
-                    let Ok(line) = serde_json::to_vec(&n.message) else {
-                        continue;
-                    };
-                    if to_server.send(line).await.is_err() {
-                        break;
-                    }
-                }
-            })
-        };
-        let mut host_reader = tokio::spawn(from_host::read_host(
+        let notifier = tokio::spawn(notify_server(outbound, to_server.clone()));
+        let host_reader = tokio::spawn(from_host::read_host(
             host_in,
             max_line,
             host.clone(),
@@ -149,7 +137,7 @@ impl Proxy {
             broker.capabilities(),
             to_server.clone(),
         ));
-        let mut server_reader = tokio::spawn(from_server::read_server(
+        let server_reader = tokio::spawn(from_server::read_server(
             from_server,
             host.clone(),
             host.sender(),
@@ -158,22 +146,77 @@ impl Proxy {
             to_server.clone(),
         ));
         drop(to_server);
+        let mut tasks = Tasks {
+            writer,
+            lane,
+            notifier,
+            host_reader,
+            server_reader,
+        };
 
+        let ending = tasks.wait_for_end(&mut exit, shutdown).await;
+        // The session is over: broker work still queued is dropped, not done for a server
+        // that is leaving.
+        let _ = stop_lane.send(true);
+        host.close();
+        let code = match ending.exited {
+            Some(code) => code,
+            None => {
+                let _ = end.send(());
+                exit.await
+            }
+        };
+        tracing::info!(code, "server exited");
+        tasks.wind_down(ending.server_done, host).await;
+        let id = state.session_id(server_id.as_deref());
+        broker.end_session(&id);
+        code
+    }
+}
+
+/// The tasks of a running proxy.
+struct Tasks {
+    /// Writes what is queued for the host.
+    writer: JoinHandle<()>,
+    /// Answers the server's brokered requests.
+    lane: JoinHandle<()>,
+    /// Relays the broker's notifications to the server.
+    notifier: JoinHandle<()>,
+    /// Reads the host.
+    host_reader: JoinHandle<()>,
+    /// Reads the server.
+    server_reader: JoinHandle<()>,
+}
+
+/// How a session came to its end.
+struct Ending {
+    /// Whether the server closed its output (so everything it said has been read).
+    server_done: bool,
+    /// The server's exit code, when its exit is what ended the session.
+    exited: Option<u8>,
+}
+
+impl Tasks {
+    /// Waits until either side ends, the server exits or `shutdown` completes.
+    async fn wait_for_end<S: Future<Output = ()>>(
+        &mut self,
+        exit: &mut Pin<Box<dyn Future<Output = u8> + Send>>,
+        shutdown: S,
+    ) -> Ending {
         tokio::pin!(shutdown);
-        let mut exit = exit;
         let mut exited = None;
         let server_done = tokio::select! {
-            _ = &mut host_reader => {
+            _ = &mut self.host_reader => {
                 tracing::info!("host closed its input; ending the server");
                 false
             }
-            _ = &mut server_reader => {
+            _ = &mut self.server_reader => {
                 tracing::info!("server closed its output");
                 true
             }
             // A server that exits while something else (a process it started) keeps its
             // output open must still end the session.
-            code = &mut exit => {
+            code = exit => {
                 exited = Some(code);
                 false
             }
@@ -182,44 +225,55 @@ impl Proxy {
                 false
             }
         };
-        // The session is over: broker work still queued is dropped, not done for a server
-        // that is leaving.
-        let _ = stop_lane.send(true);
-        host.close();
-        let code = match exited {
-            Some(code) => code,
-            None => {
-                let _ = end.send(());
-                exit.await
-            }
-        };
-        tracing::info!(code, "server exited");
+        Ending {
+            server_done,
+            exited,
+        }
+    }
+
+    /// Once the server has ended, lets each task finish what it still carries, within a
+    /// bound: the server's last words, the broker work under way, the host's queue. `host` is
+    /// let go before the host's queue is drained, so that the writer sees its end.
+    async fn wind_down(mut self, server_done: bool, host: Arc<HostChannel>) {
         if !server_done {
             // The server's last words still reach the host, unless its output stays open
             // (a grandchild holding it).
-            if tokio::time::timeout(LAST_WORDS, &mut server_reader)
+            if tokio::time::timeout(LAST_WORDS, &mut self.server_reader)
                 .await
                 .is_err()
             {
-                server_reader.abort();
+                self.server_reader.abort();
             }
         }
-        host_reader.abort();
-        notifier.abort();
-        if tokio::time::timeout(SHUTDOWN_GRACE + LAST_WORDS, lane)
+        self.host_reader.abort();
+        self.notifier.abort();
+        if tokio::time::timeout(SHUTDOWN_GRACE + LAST_WORDS, self.lane)
             .await
             .is_err()
         {
             tracing::warn!("broker work still running at the end was abandoned");
         }
         drop(host);
-        if tokio::time::timeout(LAST_WORDS, &mut writer).await.is_err() {
+        if tokio::time::timeout(LAST_WORDS, &mut self.writer)
+            .await
+            .is_err()
+        {
             tracing::warn!("host is not reading; its last messages are dropped");
-            writer.abort();
+            self.writer.abort();
         }
-        let id = state.session_id(server_id.as_deref());
-        broker.end_session(&id);
-        code
+    }
+}
+
+/// Relays the broker's notifications to the server. One broker per proxy serves one session,
+/// so every notification is for it.
+async fn notify_server(mut outbound: OutboundReceiver, to_server: LineSender) {
+    while let Some(n) = outbound.recv().await {
+        let Ok(line) = serde_json::to_vec(&n.message) else {
+            continue;
+        };
+        if to_server.send(line).await.is_err() {
+            break;
+        }
     }
 }
 

@@ -22,8 +22,9 @@ use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::{MountPath, RelPath};
 use cap_fs_ext::DirExt;
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, Metadata};
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 
 /// Whether the final component is followed when it is a symlink (as cap-std's
 /// `FollowSymlinks`, for the last step only: middle symlinks are always expanded).
@@ -206,37 +207,47 @@ pub(super) fn walk(
 ) -> std::result::Result<Granted, (Error, Reached)> {
     let mut pending: VecDeque<String> = rel.components().iter().cloned().collect();
     let mut w = Walk::new(root);
-    match steps(&mut w, &mut pending, plan) {
-        Ok(g) => Ok(g),
-        Err(e) => {
-            let mut reached = w.real.clone();
-            let mut exact = true;
-            for p in pending.iter() {
-                match p.as_str() {
-                    "" | "." => {}
-                    ".." => {
-                        exact = false;
-                        break;
-                    }
-                    _ => reached.rel.push(p),
-                }
-            }
-            Err((
-                e,
-                Reached {
-                    path: reached,
-                    exact,
-                },
-            ))
-        }
-    }
+    steps(&mut w, &mut pending, plan).map_err(|e| (e, reached(&w, &pending)))
 }
 
+/// Where a walk that failed got to: its real path, then the plain components still pending,
+/// up to the first `..`.
+fn reached(w: &Walk<'_>, pending: &VecDeque<String>) -> Reached {
+    let mut path = w.real.clone();
+    let mut exact = true;
+    for p in pending.iter() {
+        match p.as_str() {
+            "" | "." => {}
+            ".." => {
+                exact = false;
+                break;
+            }
+            _ => path.rel.push(p),
+        }
+    }
+    Reached { path, exact }
+}
+
+/// What bounds one walk's work, kept from step to step.
+#[derive(Default)]
+struct Effort {
+    /// Symlinks expanded so far.
+    hops: usize,
+    /// Directories created that were gone again when the walk looked.
+    churn: usize,
+    /// Whether the entry looked at now is one the walk has just created.
+    just_created: bool,
+}
+
+/// A symlink's target: whether it starts at the file system's root, and its components.
+struct LinkTarget {
+    absolute: bool,
+    parts: Vec<String>,
+}
+
+/// Takes the components of `pending` one by one until the path ends or a step ends the walk.
 fn steps(w: &mut Walk<'_>, pending: &mut VecDeque<String>, plan: &Plan<'_>) -> Result<Granted> {
-    let gate = plan.gate;
-    let mut hops = 0usize;
-    let mut churn = 0usize;
-    let mut just_created = false;
+    let mut effort = Effort::default();
     while let Some(name) = pending.pop_front() {
         if let Some(d) = plan.deadline {
             d.check()?;
@@ -248,117 +259,161 @@ fn steps(w: &mut Walk<'_>, pending: &mut VecDeque<String>, plan: &Plan<'_>) -> R
             w.ascend()?;
             continue;
         }
-        // From here on the walk's path names this entry; it is taken off again only when the
-        // entry turns out to be a link. One path is kept up to date, never copied per step.
-        w.real.rel.push(&name);
-        let is_last = pending.is_empty();
-        if is_last && plan.follow == FollowFinal::No {
-            let at = w.real.clone();
-            let dir = w.take_here()?;
-            return gate.grant(dir, Some(name), None, at);
+        if let ControlFlow::Break(granted) = step(w, pending, plan, &mut effort, name)? {
+            return Ok(granted);
         }
-        // Asked before the name is looked up at all: a place without a grant is not probed.
-        gate.may_look(&w.real)?;
-        let here = w.here()?;
-        // A middle component is nearly always a plain directory: opening it without following
-        // links, and as a directory, proves that in one call. Anything else (a symlink, a
-        // file, a missing entry) fails here and takes the full path below.
-        counted();
-        if !is_last && let Ok(next) = here.open_dir_nofollow(&name) {
-            w.descend(next)?;
-            just_created = false;
-            continue;
-        }
-        counted();
-        let meta = match here.symlink_metadata(&name) {
-            Ok(m) => m,
-            Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
-                let at = w.real.clone();
-                let dir = w.take_here()?;
-                return gate.grant(dir, Some(name), None, at);
-            }
-            Err(e)
-                if plan.parents == Parents::Create && e.kind() == std::io::ErrorKind::NotFound =>
-            {
-                // Created only where a write grant covers the real place, checked first.
-                gate.may_create(&w.real)?;
-                if just_created {
-                    churn += 1;
-                    if churn > MAX_CHURN {
-                        return Err(Error::new(
-                            ErrorKind::Io,
-                            "the path keeps changing while its directories are created",
-                        )
-                        .with_path(w.real.to_string()));
-                    }
-                }
-                match here.create_dir(&name) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(w.io(&e, &w.real)),
-                }
-                just_created = true;
-                // Look again: whatever is there now is walked like any other entry.
-                w.real.rel.pop();
-                pending.push_front(name);
-                continue;
-            }
-            Err(e) => return Err(w.io(&e, &w.real)),
-        };
-        just_created = false;
-        if meta.file_type().is_symlink() {
-            hops += 1;
-            if hops > MAX_SYMLINK_HOPS {
-                return Err(
-                    Error::new(ErrorKind::Io, "too many levels of symbolic links")
-                        .with_reason(Reason::SymlinkLoop)
-                        .with_path(w.real.to_string()),
-                );
-            }
-            counted();
-            let target = here
-                .read_link_contents(&name)
-                .map_err(|e| w.io(&e, &w.real))?;
-            let (absolute, parts) = split_target(&target).ok_or_else(|| {
-                Error::new(ErrorKind::Io, "symlink target is not valid utf-8")
-                    .with_reason(Reason::NotUtf8)
-            })?;
-            // The link is not a place the walk stays in: its target continues from its
-            // directory.
-            w.real.rel.pop();
-            if absolute {
-                let inside = w.root.strip(&parts).ok_or_else(|| {
-                    Error::denied(Reason::OutsideRoot).with_path(w.real.to_string())
-                })?;
-                w.reset();
-                for p in inside.iter().rev() {
-                    pending.push_front(p.clone());
-                }
-            } else {
-                for p in parts.into_iter().rev() {
-                    pending.push_front(p);
-                }
-            }
-            continue;
-        }
-        if is_last {
-            let at = w.real.clone();
-            let dir = w.take_here()?;
-            return gate.grant(dir, Some(name), Some(meta), at);
-        }
-        if !meta.is_dir() {
-            return Err(Error::new(ErrorKind::NotADirectory, "not a directory")
-                .with_path(w.real.to_string()));
-        }
-        counted();
-        let next = here
-            .open_dir_nofollow(&name)
-            .map_err(|e| w.io(&e, &w.real))?;
-        w.descend(next)?;
     }
+    finish(w, plan, None, None)
+}
+
+/// One named component: entered (a directory), expanded (a symlink), created (missing, where
+/// asked and allowed) or the end of the walk (the final one).
+fn step(
+    w: &mut Walk<'_>,
+    pending: &mut VecDeque<String>,
+    plan: &Plan<'_>,
+    effort: &mut Effort,
+    name: String,
+) -> Result<ControlFlow<Granted>> {
+    // From here on the walk's path names this entry; it is taken off again only when the
+    // entry turns out to be a link. One path is kept up to date, never copied per step.
+    w.real.rel.push(&name);
+    let is_last = pending.is_empty();
+    if is_last && plan.follow == FollowFinal::No {
+        return finish(w, plan, Some(name), None).map(ControlFlow::Break);
+    }
+    // Asked before the name is looked up at all: a place without a grant is not probed.
+    plan.gate.may_look(&w.real)?;
+    let here = w.here()?;
+    // A middle component is nearly always a plain directory: opening it without following
+    // links, and as a directory, proves that in one call. Anything else (a symlink, a
+    // file, a missing entry) fails here and takes the full path below.
+    counted();
+    if !is_last && let Ok(next) = here.open_dir_nofollow(&name) {
+        w.descend(next)?;
+        effort.just_created = false;
+        return Ok(ControlFlow::Continue(()));
+    }
+    counted();
+    let meta = match here.symlink_metadata(&name) {
+        Ok(m) => m,
+        Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
+            return finish(w, plan, Some(name), None).map(ControlFlow::Break);
+        }
+        Err(e) if plan.parents == Parents::Create && e.kind() == std::io::ErrorKind::NotFound => {
+            create_missing(here, &name, &w.real, plan.gate, effort)?;
+            // Look again: whatever is there now is walked like any other entry.
+            w.real.rel.pop();
+            pending.push_front(name);
+            return Ok(ControlFlow::Continue(()));
+        }
+        Err(e) => return Err(w.io(&e, &w.real)),
+    };
+    effort.just_created = false;
+    if meta.file_type().is_symlink() {
+        let target = read_link(here, &name, &w.real, effort)?;
+        // The link is not a place the walk stays in: its target continues from its
+        // directory.
+        w.real.rel.pop();
+        redirect(w, pending, target)?;
+        return Ok(ControlFlow::Continue(()));
+    }
+    if is_last {
+        return finish(w, plan, Some(name), Some(meta)).map(ControlFlow::Break);
+    }
+    if !meta.is_dir() {
+        return Err(
+            Error::new(ErrorKind::NotADirectory, "not a directory").with_path(w.real.to_string())
+        );
+    }
+    counted();
+    let next = here
+        .open_dir_nofollow(&name)
+        .map_err(|e| w.io(&e, &w.real))?;
+    w.descend(next)?;
+    Ok(ControlFlow::Continue(()))
+}
+
+/// The end of the walk: what the gate grants of the current directory and of `name` in it
+/// (`meta` when it was looked up).
+fn finish(
+    w: &mut Walk<'_>,
+    plan: &Plan<'_>,
+    name: Option<String>,
+    meta: Option<Metadata>,
+) -> Result<Granted> {
     let at = w.real.clone();
     let dir = w.take_here()?;
-    gate.grant(dir, None, None, at)
+    plan.gate.grant(dir, name, meta, at)
+}
+
+/// Creates the missing directory `name` in `here`, whose real path is `real`.
+fn create_missing(
+    here: &Dir,
+    name: &str,
+    real: &MountPath,
+    gate: &Gate,
+    effort: &mut Effort,
+) -> Result<()> {
+    // Created only where a write grant covers the real place, checked first.
+    gate.may_create(real)?;
+    if effort.just_created {
+        effort.churn += 1;
+        if effort.churn > MAX_CHURN {
+            return Err(Error::new(
+                ErrorKind::Io,
+                "the path keeps changing while its directories are created",
+            )
+            .with_path(real.to_string()));
+        }
+    }
+    match here.create_dir(name) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::from_io(&e, &real.to_string())),
+    }
+    effort.just_created = true;
+    Ok(())
+}
+
+/// Reads the symlink `name` in `here`, whose real path is `real`: one more hop of the walk.
+fn read_link(here: &Dir, name: &str, real: &MountPath, effort: &mut Effort) -> Result<LinkTarget> {
+    effort.hops += 1;
+    if effort.hops > MAX_SYMLINK_HOPS {
+        return Err(
+            Error::new(ErrorKind::Io, "too many levels of symbolic links")
+                .with_reason(Reason::SymlinkLoop)
+                .with_path(real.to_string()),
+        );
+    }
+    counted();
+    let target = here
+        .read_link_contents(name)
+        .map_err(|e| Error::from_io(&e, &real.to_string()))?;
+    let (absolute, parts) = split_target(&target).ok_or_else(|| {
+        Error::new(ErrorKind::Io, "symlink target is not valid utf-8").with_reason(Reason::NotUtf8)
+    })?;
+    Ok(LinkTarget { absolute, parts })
+}
+
+/// Puts a link's target in front of what remains of the path. An absolute target must name a
+/// place beneath the root; the walk then starts again at the root.
+fn redirect(w: &mut Walk<'_>, pending: &mut VecDeque<String>, target: LinkTarget) -> Result<()> {
+    if target.absolute {
+        let inside = w
+            .root
+            .strip(&target.parts)
+            .ok_or_else(|| Error::denied(Reason::OutsideRoot).with_path(w.real.to_string()))?;
+        w.reset();
+        for p in inside.iter().rev() {
+            pending.push_front(p.clone());
+        }
+    } else {
+        for p in target.parts.into_iter().rev() {
+            pending.push_front(p);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -347,10 +347,10 @@ impl Kernel {
             // The handle was verified by the resolver; the watch now exists, so a move from
             // here on is seen. One that came in between is caught by checking again.
             let Some(place) = self.nodes.get(&top).map(|n| n.place.clone()) else {
-                return Err(WatchError::Os("watch vanished".into(), false));
+                return Err(WatchError::Os("watch vanished".into()));
             };
             if !at_place(&root, &rel, &place) {
-                return Err(WatchError::Os("the directory moved".into(), false));
+                return Err(WatchError::Os("the directory moved".into()));
             }
             if !watch.recursive {
                 return Ok(());
@@ -358,12 +358,8 @@ impl Kernel {
             // Every directory beneath is opened through its parent's verified handle when its
             // turn comes, never held in the queue: any breadth costs a few descriptors. One
             // that cannot be watched fails the watch, rather than leave changes unreported.
-            let incomplete = || {
-                WatchError::Os(
-                    "cannot watch every directory beneath this path".into(),
-                    false,
-                )
-            };
+            let incomplete =
+                || WatchError::Os("cannot watch every directory beneath this path".into());
             let mut queue: VecDeque<scan::Pending> = VecDeque::new();
             let mut cache = Some((top, dir));
             let mut next = Some(top);
@@ -398,7 +394,7 @@ impl Kernel {
                 };
                 deadline
                     .check()
-                    .map_err(|_| WatchError::Os("timed out".into(), false))?;
+                    .map_err(|_| WatchError::Os("timed out".into()))?;
                 let sub = match self.open_child(&mut cache, p.parent, &p.name) {
                     Ok(Some(d)) => d,
                     // Opened without following: a name swapped for a link is not entered.
@@ -529,7 +525,7 @@ impl Kernel {
 fn to_watch_error(e: PlaceError, max: usize) -> super::WatchError {
     match e {
         PlaceError::Limit => super::WatchError::KernelLimit(max),
-        PlaceError::SystemLimit(m) => super::WatchError::Os(m, true),
-        PlaceError::Other(m) => super::WatchError::Os(m, false),
+        PlaceError::SystemLimit(m) => super::WatchError::SystemLimit(m),
+        PlaceError::Other(m) => super::WatchError::Os(m),
     }
 }

@@ -121,13 +121,34 @@ impl std::fmt::Debug for WatchHub {
     }
 }
 
+/// What a new watch is to watch: the place the resolver found, and what the server asked for.
+#[derive(Debug)]
+pub struct NewWatch {
+    /// The root it lies in.
+    pub root: Arc<Root>,
+    /// The real path (after symlinks), in mount form.
+    pub path: MountPath,
+    /// Whether the path is a directory.
+    pub is_dir: bool,
+    /// Whether changes at any depth are reported (for a directory only).
+    pub recursive: bool,
+    /// The kinds reported.
+    pub events: HashSet<Change>,
+    /// The handle the resolver opened: the watched directory itself, or a watched file's
+    /// parent.
+    pub dir: Dir,
+}
+
 /// Why a watch could not be added.
 #[derive(Debug)]
 pub enum WatchError {
     /// The kernel watches it needs would pass the limit (the value of the limit).
     KernelLimit(usize),
-    /// The operating system refused (inotify's per-user limit, or another error).
-    Os(String, bool),
+    /// The operating system's own limit on watches is reached (inotify's per-user limit); the
+    /// system's message.
+    SystemLimit(String),
+    /// The operating system refused for another reason; its message.
+    Os(String),
 }
 
 /// A notification for a session, ready to send.
@@ -162,27 +183,29 @@ impl Default for WatchHub {
 }
 
 impl WatchHub {
-    /// Registers a watch of `path` (a real path of `root`, as the resolver found it). `dir` is
-    /// the directory handle the resolver opened: the watched directory itself, or a watched
-    /// file's parent. The kernel watch is placed on that very inode; a recursive watch also
-    /// watches every directory beneath, each opened through its parent's handle without
-    /// following links. Kernel watches are shared between watches of the same directory, and
+    /// Registers a watch of `new.path` (a real path of `new.root`, as the resolver found it).
+    /// `new.dir` is the directory handle the resolver opened: the watched directory itself, or
+    /// a watched file's parent. The kernel watch is placed on that very inode; a recursive
+    /// watch also watches every directory beneath, each opened through its parent's handle
+    /// without following links. Kernel watches are shared between watches of the same directory, and
     /// together they may not pass `max_kernel`. `raw` is where the reader thread sends events,
     /// used when it is first started.
-    #[allow(clippy::too_many_arguments)]
     pub fn add(
         &self,
         session: &Arc<Session>,
-        root: Arc<Root>,
-        path: MountPath,
-        is_dir: bool,
-        recursive: bool,
-        events: HashSet<Change>,
-        dir: Dir,
+        new: NewWatch,
         max_kernel: usize,
         deadline: Deadline,
         raw: impl FnOnce() -> mpsc::Sender<RawEvent>,
     ) -> Result<Arc<Watch>, WatchError> {
+        let NewWatch {
+            root,
+            path,
+            is_dir,
+            recursive,
+            events,
+            dir,
+        } = new;
         let (dir_rel, only, recursive) = match (is_dir, path.rel.file_name()) {
             (false, Some(name)) => {
                 let parent = path.rel.components();
@@ -211,11 +234,11 @@ impl WatchHub {
         let mut guard = lock(&self.kernel);
         if guard.is_none() {
             let k = Kernel::start(&self.kernel, raw(), self.shared.clone(), max_kernel)
-                .map_err(|e| WatchError::Os(e.to_string(), false))?;
+                .map_err(|e| WatchError::Os(e.to_string()))?;
             *guard = Some(k);
         }
         let Some(k) = guard.as_mut() else {
-            return Err(WatchError::Os("no watcher".into(), false));
+            return Err(WatchError::Os("no watcher".into()));
         };
         k.max = max_kernel;
         k.add(&watch, dir, dir_rel, deadline)?;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 pub mod confinement;
 pub mod fs;
+pub mod wire;
 pub mod write;
 
 /// A temporary tree: `<tmp>/project` (the root, mount `project`), `<tmp>/project2` (a sibling

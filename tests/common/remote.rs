@@ -180,6 +180,23 @@ impl RemoteServer {
             .collect()
     }
 
+    /// Waits until the proxy has opened its GET stream (the server's own stream).
+    pub fn wait_for_get_stream(&mut self) -> Value {
+        self.wait_for("GET stream", |e| {
+            e["event"] == "http" && e["method"] == "GET"
+        })
+    }
+
+    /// Ends the server as [`RemoteServer::stop`] does and returns the HTTP requests it
+    /// received, all of them.
+    pub fn stop_http(&mut self) -> Vec<Value> {
+        self.stop()
+            .iter()
+            .filter(|e| e["event"] == "http")
+            .cloned()
+            .collect()
+    }
+
     /// Kills the server at once (its connections drop).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -221,6 +238,14 @@ pub fn proxy_defaults(url: &str, f: &Fixture, extra: &[&str], env: &[(&str, &str
     // No NO_PROXY here: the proxy itself must reach loopback directly whatever proxy the
     // environment names (remote_headers.rs holds it).
     Sidecar::spawn_env(&args, &env)
+}
+
+/// The proxy over `f` with `extra` options in front of `server`, past the `initialize` of a
+/// host that offers no capabilities.
+pub fn connected(server: &RemoteServer, f: &Fixture, extra: &[&str]) -> Sidecar {
+    let mut p = proxy(&server.url(), f, extra, &[]);
+    initialize(&mut p, json!({}));
+    p
 }
 
 /// Sends the host's `initialize` (id `"init"`) without waiting for its answer.

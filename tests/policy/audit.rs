@@ -58,10 +58,7 @@ async fn audit_file_gets_one_line_per_request_without_contents() {
         );
         assert_eq!(l["server"], "srv");
         let t = l["time"].as_str().unwrap();
-        assert!(
-            t.len() >= 20 && t.as_bytes()[10] == b'T' && t.ends_with('Z'),
-            "time {t}"
-        );
+        assert!(wire::is_rfc3339_utc(t), "time {t}");
         assert!(l["durationMs"].as_f64().unwrap() >= 0.0);
     }
     let methods: Vec<&str> = lines

@@ -44,6 +44,7 @@ pub use error::RemoteError;
 
 use super::link::{Link, QUEUE_LINES};
 use crate::lines::{budget, line_channel};
+use crate::locks::lock;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -62,10 +63,7 @@ pub struct Outcome(Arc<Mutex<Option<RemoteError>>>);
 impl Outcome {
     /// The failure that ended the session, if one did (each failure is taken once).
     pub fn take_error(&self) -> Option<RemoteError> {
-        match self.0.lock() {
-            Ok(mut g) => g.take(),
-            Err(p) => p.into_inner().take(),
-        }
+        lock(&self.0).take()
     }
 }
 
