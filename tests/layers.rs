@@ -18,8 +18,8 @@ const LAYERS: &[&str] = &[
     "method",
     "path",
     "jsonrpc",
-    "atomic",
     "locks",
+    "atomic",
     // The policy and what is opened from it.
     "policy",
     "limits",
