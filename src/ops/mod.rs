@@ -32,22 +32,6 @@ mod stat;
 mod watch;
 mod write;
 
-/// The methods this broker answers.
-pub const METHODS: &[&str] = &[
-    "ping",
-    "roots/list",
-    "files/consent",
-    "files/read",
-    "files/list",
-    "files/stat",
-    "files/write",
-    "files/create",
-    "files/delete",
-    "files/rename",
-    "files/watch",
-    "files/unwatch",
-];
-
 /// Methods that change what later requests see (grants, files). A transport that runs a
 /// session's requests concurrently runs these alone and in order: see [`crate::serve`].
 pub const ORDERED: &[&str] = &[
@@ -63,6 +47,12 @@ pub const ORDERED: &[&str] = &[
 /// Whether `method` is one of [`ORDERED`].
 pub fn is_ordered(method: &str) -> bool {
     ORDERED.contains(&method)
+}
+
+/// Whether the broker answers `method` when a server sends it: `roots/list` and `files/*`.
+/// Here rather than in the proxy, since the rmcp adapter asks too and builds without it.
+pub fn is_brokered(method: &str) -> bool {
+    method == "roots/list" || method.starts_with("files/")
 }
 
 /// Calls the method's operation.

@@ -6,6 +6,8 @@
 use super::strict;
 use serde_json::Value;
 
+pub use crate::ops::is_brokered;
+
 /// What a relayed line is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
@@ -69,11 +71,6 @@ fn classify(method: Option<String>, id: Option<Value>) -> Kind {
         (None, Some(id)) => Kind::Response { id },
         (None, None) => Kind::Other,
     }
-}
-
-/// Whether the broker answers `method` when a server sends it: `roots/list` and `files/*`.
-pub fn is_brokered(method: &str) -> bool {
-    method == "roots/list" || method.starts_with("files/")
 }
 
 #[cfg(test)]
