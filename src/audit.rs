@@ -91,7 +91,7 @@ impl AuditLog {
     }
 
     /// Writes one record. Failures to log are reported through tracing, never to the peer.
-    pub fn record(&self, r: &AuditRecord<'_>) {
+    pub(crate) fn record(&self, r: &AuditRecord<'_>) {
         let Some(sink) = &self.sink else { return };
         let path = r.path.map(|p| match &self.redact_key {
             Some(k) => format!(

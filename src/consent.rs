@@ -113,7 +113,7 @@ pub type Elicitation =
 /// Where a broker's consent provider comes from, decided anew for every policy put in force,
 /// so that a reload that changes `consent.mode` or `consent.fallback` takes effect.
 #[derive(Clone, Default)]
-pub struct ConsentSource {
+pub(crate) struct ConsentSource {
     /// An embedder's provider, which replaces the policy's mode.
     pub custom: Option<Arc<dyn ConsentProvider>>,
     /// The provider for mode `elicit`; without it, `elicit` is its fallback.
@@ -155,7 +155,7 @@ impl ConsentSource {
 /// The provider for a configured mode; `wait` is the consent time limit, which the tty prompt
 /// also uses. An unset mode is `tty` when this process has a controlling terminal, else `deny`;
 /// so is `elicit` here, where no host can be asked (see [`ConsentSource`]).
-pub fn provider_for(mode: Option<&ConsentMode>, wait: Duration) -> Arc<dyn ConsentProvider> {
+pub(crate) fn provider_for(mode: Option<&ConsentMode>, wait: Duration) -> Arc<dyn ConsentProvider> {
     match mode {
         Some(ConsentMode::Auto) => Arc::new(AutoConsent),
         Some(ConsentMode::Deny) => Arc::new(DenyConsent),
@@ -173,7 +173,7 @@ pub fn provider_for(mode: Option<&ConsentMode>, wait: Duration) -> Arc<dyn Conse
 
 /// One grant held by a session.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Grant {
+pub(crate) struct Grant {
     /// The path granted, with everything beneath it.
     pub path: MountPath,
     /// What it allows.
@@ -184,7 +184,7 @@ pub struct Grant {
 
 /// The grants of one session, with revocation marks.
 #[derive(Debug, Clone, Default)]
-pub struct Grants {
+pub(crate) struct Grants {
     grants: Vec<Grant>,
     revoked: Vec<MountPath>,
 }

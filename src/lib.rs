@@ -7,84 +7,138 @@
 //! The threat: a server sends `files/*` requests with paths of its choosing (CWE-22 path
 //! traversal, symlink escapes, special files, resource exhaustion). Every request path is
 //! parsed once into a [`path::MountPath`] and reaches the filesystem only through its root's
-//! capability handle ([`root::Root`]); see `README.md` for the full threat model.
-//!
-//! ## Layout
-//!
-//! - [`error`]: the one error type and its table of wire codes.
-//! - [`jsonrpc`]: JSON-RPC wire types and decoding; no I/O.
-//! - [`path`]: the request-path grammar; the only string-to-path parser.
-//! - [`root`]: roots, their cap-std directory handles, and the symlink-aware resolver; the
-//!   only ambient authority.
-//! - [`policy`]: policy file types, loading and validation; [`config`]: the policy in force,
-//!   opened, swapped whole by a reload ([`reload`]).
-//! - [`consent`]: grants per session, the [`consent::ConsentProvider`] trait and providers.
-//! - [`limits`]: rate limits (governor) and operation deadlines.
-//! - [`audit`]: the JSON-lines audit log.
-//! - [`atomic`]: atomic replacement of a file (temporary, fsync, rename, fsync directory).
-//! - [`locks`]: in-process per-path locks for writers.
-//! - [`upload`]: staged chunked uploads of a session.
-//! - [`watch`]: the shared notify watcher, kernel-watch accounting, coalescing and fan-out.
-//! - [`Method`]: the methods, named once: wire name, ordered or not, brokered or not.
-//! - `ops`: one file per method.
-//! - [`broker`]: the [`Broker`] that dispatches messages for server sessions.
-//! - `order`: the order of a session's requests (changes alone and in order), the same for
-//!   every face.
-//! - [`serve`]: the `fsbroker serve` stdio transport; [`framing`]: bounded line reading;
-//!   [`lines`]: queues of lines bounded in bytes.
-//! - [`proxy`]: the `fsbroker proxy` transport between a host and a server it starts.
-//! - `rmcp_adapter` (feature `rmcp`): answers for a host written with the official Rust SDK.
-//! - [`cli`]: the command line, shared by the binary and its tests.
-//! - [`fuzzing`]: fuzz oracles, replayed by `cargo test` over the committed corpora.
+//! capability handle ([`Root`]); see `README.md` for the full threat model.
 //!
 //! ## Embedding
 //!
-//! See [`Broker`] for a runnable example.
+//! A host builds a [`Broker`] from a [`Policy`] with [`Broker::builder`], merges
+//! [`Broker::capabilities`] into its `initialize` request, hands each message a server sends
+//! to [`Broker::handle_message`] (or raw lines to [`Broker::handle_line`]), and relays the
+//! [`Outbound`] notifications to their server. See [`Broker`] for a runnable example. A host
+//! shows its own consent dialog by implementing [`consent::ConsentProvider`]; errors are
+//! [`Error`] with their [`ErrorKind`] and wire code.
+//!
+//! ## Features
+//!
+//! The library itself needs none of them; each adds a face:
+//!
+//! - `cli` (default): the module `cli`, the command line of `fsbroker` (clap), and the
+//!   binary's logging (tracing-subscriber).
+//! - `proxy` (default): the module `proxy`, `fsbroker proxy` between a host and a server,
+//!   started as a child or reached over Streamable HTTP (reqwest, rustls).
+//! - `rmcp`: the module `rmcp_adapter`, answers for a host written with the official Rust
+//!   SDK.
+//! - `fuzzing`: the module `fuzzing`, the fuzz oracles (for the fuzz crate and the corpus
+//!   replay test).
+//!
+//! The binary needs `cli` and `proxy`, hence the defaults: `cargo install mcp-fsbroker` and
+//! `cargo run -- serve` work as they are. A host embedding the library depends on it with
+//! `default-features = false` (adding `features = ["rmcp"]` for the adapter) and compiles
+//! neither clap nor reqwest nor rustls.
+//!
+//! ## Layout
+//!
+//! Public, for embedders: [`broker`] (the [`Broker`] that dispatches messages for server
+//! sessions, its builder, the outbound stream), [`policy`] (policy file types, loading and
+//! validation), [`error`] (the one error type and its table of wire codes), [`consent`] (the
+//! [`consent::ConsentProvider`] trait and its providers), [`path`] (the request-path grammar,
+//! the only string-to-path parser; consent requests carry its paths), and the faces behind
+//! features above. The crate root re-exports what else a host touches: [`Access`], [`Root`]
+//! and [`Roots`], [`AuditLog`], [`Method`] (the methods, named once: wire name, whether a concurrent host
+//! keeps it in order, whether the broker answers it),
+//! [`serve()`] (the stdio loop of `fsbroker serve`, over any pair of streams) and
+//! [`watch_policy`] (reloads on SIGHUP and on a change of the policy file).
+//!
+//! Private to the crate, from the bottom up:
+//!
+//! - `error`, `lines` (queues of lines bounded in bytes), `framing` (bounded line reading),
+//!   `access` (read or write, and server matching), `deadline`, `method`, `path`, `jsonrpc` (wire
+//!   types and decoding; no I/O), `atomic` (atomic replacement of a file: temporary, fsync,
+//!   rename, fsync directory), `locks` (in-process per-path locks for writers): the leaves.
+//! - `policy`, `limits` (rate limits, governor), `audit` (the JSON-lines audit log),
+//!   `consent` (grants per session), `root` (roots, their cap-std directory handles and the
+//!   symlink-aware resolver; the only ambient authority), `upload` (staged chunked uploads),
+//!   `config` (the policy in force, opened, swapped whole by a reload), `session`.
+//! - `watch` (the shared inotify watcher, kernel-watch accounting, coalescing and fan-out),
+//!   `state` (the broker's shared state, below the operations, which take it handed down),
+//!   `ops` (one file per method; `ops/wire.rs` holds every method's params and result types).
+//! - `broker`; `order` (the order of a session's requests: changes alone and in order, the
+//!   same for every face); then the faces: `serve` (the stdio transport), `reload`, `proxy`,
+//!   `fuzzing`, `rmcp_adapter`.
+//!
+//! `tests/layers.rs` holds this order: every import in `src/` runs downward.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Only what this file makes public is public: an item marked `pub` that no embedder can
+// reach is refused, so the visibility written on an item is the visibility it has. (Set
+// here, not in Cargo.toml's `[lints]`, which would reach the tests' and benches' own crates.)
+#![warn(unreachable_pub)]
+// Dead code is judged on the build with every feature (CI's clippy): what only a face uses
+// (the proxy's queue operations, the rmcp adapter's session naming) is not dead when that
+// face is left out.
+#![cfg_attr(
+    not(all(
+        feature = "cli",
+        feature = "proxy",
+        feature = "fuzzing",
+        feature = "rmcp"
+    )),
+    allow(dead_code)
+)]
 
-pub mod access;
-pub mod atomic;
-pub mod audit;
+// The embedder's surface: these modules are public, and so are the items re-exported below.
 pub mod broker;
+#[cfg(feature = "cli")]
 pub mod cli;
-pub mod config;
 pub mod consent;
-pub mod deadline;
 pub mod error;
-pub mod framing;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod jsonrpc;
-pub mod limits;
-pub mod lines;
-pub mod locks;
+pub mod path;
+pub mod policy;
+#[cfg(feature = "proxy")]
+pub mod proxy;
+#[cfg(feature = "rmcp")]
+pub mod rmcp_adapter;
+
+// The machinery: private to the crate, whatever its items say (`unreachable_pub` keeps their
+// visibility honest).
+mod access;
+mod atomic;
+mod audit;
+mod config;
+mod deadline;
+mod framing;
+mod jsonrpc;
+mod limits;
+mod lines;
+mod locks;
 mod method;
 mod ops;
 mod order;
-pub mod path;
-pub mod policy;
-pub mod proxy;
-pub mod reload;
-#[cfg(feature = "rmcp")]
-pub mod rmcp_adapter;
-pub mod root;
-pub mod serve;
-pub mod session;
+mod reload;
+mod root;
+mod serve;
+mod session;
 mod state;
-pub mod upload;
-pub mod watch;
+mod upload;
+mod watch;
 
+pub use access::Access;
+pub use audit::AuditLog;
 pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
 pub use error::{Error, ErrorKind, Reason};
 pub use method::Method;
+pub use policy::Policy;
+pub use reload::{ReloadReport, watch_policy};
+pub use root::{Root, Roots};
+pub use serve::run as serve;
 
 /// Limits of the operations that are fixed rather than configured.
 pub mod ops_limits {
     pub use crate::ops::MAX_LIST_DEPTH;
 }
-pub use access::Access;
-pub use policy::Policy;
 
 /// The README's code blocks, compiled by `cargo test` so that they match the API.
 #[cfg(all(doctest, feature = "rmcp"))]

@@ -118,8 +118,9 @@ impl LineSender {
             })
     }
 
-    /// Whether the receiver is gone.
-    pub fn is_closed(&self) -> bool {
+    /// Whether the receiver is gone (only the tests ask).
+    #[cfg(test)]
+    pub(crate) fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
 }

@@ -2,11 +2,11 @@
 //!
 //! A request path is a mount-form path (`project/src/main.py`), a `file://` URI, or an absolute
 //! host path. [`RequestPath::parse`] applies the grammar and the lexical normalisation of the
-//! wire contract; [`crate::root::Roots::locate`] then matches the result to a root, giving a
+//! wire contract; `Roots::locate` (in the crate-private `root`) then matches the result to a root, giving a
 //! [`MountPath`]. Every operation takes a [`MountPath`], never a string.
 //!
 //! Nothing here touches the filesystem: the lexical rules decide what they can (`..` above the
-//! mount, malformed strings) before any I/O, and the resolver in [`crate::root`] decides the
+//! mount, malformed strings) before any I/O, and the resolver in `root` decides the
 //! rest through the root's directory handle.
 
 use crate::error::{Error, Reason, Result};

@@ -9,6 +9,10 @@ use tokio::sync::Semaphore;
 /// Longest session id taken from a server's self-reported name, in characters.
 pub const MAX_SERVER_NAME_CHARS: usize = 128;
 
+/// The session id used when neither the host nor the server's `serverInfo.name` gave one
+/// (the proxy before the server's first brokered request, the rmcp adapter).
+pub const DEFAULT_SERVER_ID: &str = "default";
+
 /// The session id that a server's self-reported name (its `serverInfo.name`) gives: the name
 /// with control characters removed, cut to [`MAX_SERVER_NAME_CHARS`] characters, or `None`
 /// when nothing is left.
@@ -16,12 +20,6 @@ pub const MAX_SERVER_NAME_CHARS: usize = 128;
 /// The name comes from the server, so it is cleaned before it names a session: it shows up
 /// in logs and audit records, where control characters could forge lines or terminal
 /// escapes, and a bounded length keeps one server from bloating every record.
-///
-/// ```
-/// use mcp_fsbroker::session::server_name;
-/// assert_eq!(server_name("notes\n\u{1b}[2J").as_deref(), Some("notes[2J"));
-/// assert_eq!(server_name("\u{7}"), None);
-/// ```
 pub fn server_name(raw: &str) -> Option<String> {
     let name: String = raw
         .chars()
@@ -87,6 +85,8 @@ mod tests {
     #[test]
     fn server_names_lose_control_characters_and_length() {
         assert_eq!(server_name("files").as_deref(), Some("files"));
+        assert_eq!(server_name("notes\n\u{1b}[2J").as_deref(), Some("notes[2J"));
+        assert_eq!(server_name("\u{7}"), None);
         assert_eq!(
             server_name("a\u{0}b\tc\r\n\u{1b}d\u{7f}e\u{85}f").as_deref(),
             Some("abcdef")

@@ -54,11 +54,6 @@ impl Uploads {
         self.map.len()
     }
 
-    /// Whether no upload is open.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
     /// Drops every upload.
     pub fn clear(&mut self) {
         self.map.clear();

@@ -47,6 +47,7 @@ const LAYERS: &[&str] = &[
 /// Names the crate root re-exports, and the module each comes from.
 const REEXPORTS: &[(&str, &str)] = &[
     ("Access", "access"),
+    ("AuditLog", "audit"),
     ("Broker", "broker"),
     ("BrokerBuilder", "broker"),
     ("Outbound", "broker"),
@@ -55,6 +56,13 @@ const REEXPORTS: &[(&str, &str)] = &[
     ("ErrorKind", "error"),
     ("Reason", "error"),
     ("Policy", "policy"),
+    ("ORDERED", "ops"),
+    ("is_ordered", "ops"),
+    ("ReloadReport", "reload"),
+    ("watch_policy", "reload"),
+    ("Root", "root"),
+    ("Roots", "root"),
+    ("serve", "serve"),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -8,15 +8,16 @@ use common::*;
 
 #[path = "policy/audit.rs"]
 mod audit;
+// The command-line builder is the `cli` feature's.
+#[cfg(feature = "cli")]
 #[path = "policy/behaviour.rs"]
 mod behaviour;
 #[path = "policy/errors.rs"]
 mod errors;
 
-use mcp_fsbroker::audit::AuditLog;
 use mcp_fsbroker::consent::{AutoConsent, ConsentProvider};
 use mcp_fsbroker::policy::Limits;
-use mcp_fsbroker::{Broker, Policy};
+use mcp_fsbroker::{AuditLog, Broker, Policy};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;

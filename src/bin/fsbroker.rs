@@ -1,4 +1,5 @@
 //! The `fsbroker` binary: parses arguments, sets up logging, and calls into the library.
+//! It needs the features `cli` and `proxy` (both on by default).
 
 use clap::Parser;
 use mcp_fsbroker::cli::{Cli, Command, CommonArgs, ProxyArgs};
@@ -77,7 +78,7 @@ fn start_broker(
         ExitCode::from(2)
     })?;
     let reload_args = args.clone();
-    tokio::spawn(mcp_fsbroker::reload::watch_policy(
+    tokio::spawn(mcp_fsbroker::watch_policy(
         broker.clone(),
         move || reload_args.build_policy(true),
         args.policy.clone(),
@@ -104,7 +105,7 @@ async fn serve(args: CommonArgs) -> ExitCode {
         .server_id
         .clone()
         .unwrap_or_else(|| "default".to_owned());
-    let result = mcp_fsbroker::serve::run(
+    let result = mcp_fsbroker::serve(
         broker,
         &server_id,
         tokio::io::stdin(),

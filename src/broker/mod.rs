@@ -96,7 +96,7 @@ impl Broker {
 
     /// Handles the result of [`jsonrpc::decode`] (for transports that look at a message
     /// before handing it over); returns the response line to send, if any.
-    pub async fn handle_decoded(
+    pub(crate) async fn handle_decoded(
         &self,
         server_id: &str,
         decoded: Result<Message, Response>,

@@ -157,7 +157,7 @@ pub struct ConsentRule {
 
 impl ConsentRule {
     /// Whether one of the rule's paths is `path` or lies above it.
-    pub fn covers(&self, path: &MountPath) -> bool {
+    pub(crate) fn covers(&self, path: &MountPath) -> bool {
         self.paths
             .iter()
             .any(|p| match RequestPath::parse(p.get_ref()) {

@@ -172,7 +172,7 @@ fn all_servers() -> Vec<String> {
 
 /// A policy file's identity and version (inode, size, modification time), to notice that it
 /// changed or was replaced.
-pub fn file_stamp(path: &Path) -> Option<(u64, u64, std::time::SystemTime)> {
+pub(crate) fn file_stamp(path: &Path) -> Option<(u64, u64, std::time::SystemTime)> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
     Some((m.ino(), m.len(), m.modified().ok()?))

@@ -19,14 +19,14 @@ pub use crate::lines::QUEUE_LINES;
 /// A connection to one MCP server.
 pub struct Link {
     /// Lines to send to the server.
-    pub to_server: LineSender,
+    pub(crate) to_server: LineSender,
     /// Lines the server sent, in order. Ends when the server's output ends.
-    pub from_server: LineReceiver,
+    pub(crate) from_server: LineReceiver,
     /// Asks the server to end: for a child, its input is closed, then its process group gets
     /// SIGTERM, then SIGKILL, a grace period apart.
-    pub end: oneshot::Sender<()>,
+    pub(crate) end: oneshot::Sender<()>,
     /// The server's exit code, once it has ended.
-    pub exit: Pin<Box<dyn Future<Output = u8> + Send>>,
+    pub(crate) exit: Pin<Box<dyn Future<Output = u8> + Send>>,
 }
 
 /// Why the server could not be started.

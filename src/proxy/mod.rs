@@ -12,7 +12,7 @@
 //!   the host's `notifications/roots/list_changed` is dropped, since the server's roots are
 //!   the broker's;
 //! - what the server sends that is not a JSON-RPC message we can read is answered with an
-//!   error and never relayed ([`from_server`] says why).
+//!   error and never relayed (`from_server` says why).
 //!
 //! Each direction has its own reader and writer task joined by queues bounded in lines and
 //! bytes. A side that stops reading holds up the traffic meant for it and, once its queue is
@@ -29,11 +29,18 @@ mod peek;
 pub mod remote;
 mod strict;
 
-pub use elicit::ElicitConsent;
-pub use from_server::host_part;
-pub use host::{HostChannel, HostError, add_capabilities};
-pub use link::{Link, QUEUE_LINES, SpawnError, exit_code, spawn_child};
-pub use peek::{Kind, peek};
+// The binary's needs are public (`Proxy`, `spawn_child`, `remote`); the rest serves the
+// crate (the rmcp adapter, the fuzz oracles).
+pub use link::{Link, SpawnError, spawn_child};
+
+pub(crate) use elicit::ElicitConsent;
+pub(crate) use host::HostChannel;
+pub(crate) use link::QUEUE_LINES;
+// What the fuzz oracles look at.
+#[cfg(feature = "fuzzing")]
+pub(crate) use from_server::host_part;
+#[cfg(feature = "fuzzing")]
+pub(crate) use peek::{Kind, peek};
 
 use crate::broker::{Broker, OutboundReceiver};
 use crate::consent::{ConsentProvider, Elicitation};
@@ -49,11 +56,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// How long the end of a session waits for the last messages to pass.
-pub const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The session id used when neither `--server-id` nor the server's `serverInfo.name` gave
-/// one before the server's first brokered request.
-pub const DEFAULT_SERVER_ID: &str = "default";
+pub(crate) use crate::session::DEFAULT_SERVER_ID;
 
 /// One proxy, before it runs: build the broker in between, since consent by elicitation
 /// needs the host channel this creates.

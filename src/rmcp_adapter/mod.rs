@@ -39,13 +39,16 @@
 mod registry;
 mod router;
 
-pub use crate::session::MAX_SERVER_NAME_CHARS;
 pub use router::NotificationRouter;
 
+/// Longest session id taken from a server's self-reported name, in characters. A constant of
+/// its own rather than a re-export, so that the session's stays private when this adapter is
+/// not built.
+pub const MAX_SERVER_NAME_CHARS: usize = crate::session::MAX_SERVER_NAME_CHARS;
+
 use crate::Broker;
-use crate::method::Method;
-use crate::method::is_brokered;
-use crate::proxy::DEFAULT_SERVER_ID;
+use crate::method::{Method, is_brokered};
+use crate::session::DEFAULT_SERVER_ID;
 use crate::session::server_name;
 use registry::{Refusal, Wanted};
 use rmcp::model::{
@@ -70,8 +73,8 @@ pub const BROKERING_CAPABILITY: &str = "filesystemBrokering";
 ///
 /// Build one per server connection with [`Self::new`]; a clone shares the connection. The
 /// connection's broker session is named at the server's first request: by
-/// [`Self::with_server_id`] when given, else by the server's `serverInfo.name` (cleaned by
-/// [`server_name`]), else `default`. A name taken from the server is held by this connection
+/// [`Self::with_server_id`] when given, else by the server's `serverInfo.name` (control characters
+/// removed, cut to [`MAX_SERVER_NAME_CHARS`]), else `default`. A name taken from the server is held by this connection
 /// alone while it lives: a second live connection whose server reports the same name gets
 /// `NAME#2` (and so on), a session of its own that the policy's per-server entries do not
 /// match. [`NotificationRouter`] says when a connection lets go of its name.

@@ -58,7 +58,7 @@ pub struct RootSpec {
 impl Root {
     /// Opens the directory of `spec`. This is the one use of ambient authority: afterwards the
     /// root is reached only through its handle.
-    pub fn open(spec: RootSpec) -> std::io::Result<Root> {
+    pub(crate) fn open(spec: RootSpec) -> std::io::Result<Root> {
         let absolute = if spec.path.is_absolute() {
             spec.path.clone()
         } else {
@@ -125,7 +125,7 @@ impl Root {
 
     /// The host path of `rel` beneath this root, for the kernel watcher, which can only watch
     /// by path. Callers resolve `rel` through the handle first, so it is a real path.
-    pub fn host_path_of(&self, rel: &RelPath) -> PathBuf {
+    pub(crate) fn host_path_of(&self, rel: &RelPath) -> PathBuf {
         let mut p = PathBuf::from("/");
         p.extend(&self.canonical);
         p.extend(rel.components());
@@ -177,7 +177,7 @@ impl Root {
     /// reaches), `IO_ERROR` `symlink_loop` after [`super::MAX_SYMLINK_HOPS`] links,
     /// `NOT_A_DIRECTORY` when a middle component is a file, and the classified I/O error of
     /// any step.
-    pub fn resolve(
+    pub(crate) fn resolve(
         &self,
         rel: &RelPath,
         gate: &Gate,
@@ -210,7 +210,7 @@ impl Root {
     /// walk got to and the rest of the path (`None` when a `..` was still to come).
     // The error travels once per request; boxing it would only add an allocation.
     #[allow(clippy::result_large_err)]
-    pub fn real_path(
+    pub(crate) fn real_path(
         &self,
         rel: &RelPath,
         gate: &Gate,
@@ -251,7 +251,7 @@ pub struct Roots {
 
 impl Roots {
     /// A set of opened roots. Mount names are unique (checked by the policy loader).
-    pub fn new(list: Vec<Arc<Root>>) -> Self {
+    pub(crate) fn new(list: Vec<Arc<Root>>) -> Self {
         Roots { list }
     }
 
@@ -265,7 +265,11 @@ impl Roots {
     /// A mount-form path names its root directly; an absolute path belongs to the root whose
     /// directory is its longest component-wise prefix. Anything else is `PERMISSION_DENIED`
     /// `outside_root`.
-    pub fn locate(&self, path: &RequestPath, server_id: &str) -> Result<(Arc<Root>, MountPath)> {
+    pub(crate) fn locate(
+        &self,
+        path: &RequestPath,
+        server_id: &str,
+    ) -> Result<(Arc<Root>, MountPath)> {
         let visible = |r: &&Arc<Root>| r.visible_to(server_id);
         let found = match path {
             RequestPath::Mount { mount, rel } => self

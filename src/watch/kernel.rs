@@ -221,11 +221,6 @@ impl Kernel {
         })
     }
 
-    /// Kernel watches in use.
-    pub(super) fn used(&self) -> usize {
-        self.nodes.len()
-    }
-
     /// Places a kernel watch on the directory behind `dir`, found at `rel` of `root` (host
     /// path `host`). An inode watched already at the same place shares its kernel watch.
     fn place(

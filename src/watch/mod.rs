@@ -274,11 +274,6 @@ impl WatchHub {
         lock(&self.watches).values().cloned().collect()
     }
 
-    /// Kernel watches in use.
-    pub fn kernel_used(&self) -> usize {
-        lock(&self.kernel).as_ref().map_or(0, Kernel::used)
-    }
-
     /// Records that raw events were lost, so every watch is owed an `overflow`.
     pub fn mark_lost(&self) {
         self.shared.lost.store(true, Ordering::Relaxed);
@@ -345,9 +340,4 @@ pub fn now() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
-}
-
-/// How long raw events are collected before a batch is mapped and sent.
-pub fn coalesce_window(ms: u64) -> Duration {
-    Duration::from_millis(ms)
 }
