@@ -25,6 +25,6 @@ impl Access {
 }
 
 /// Whether `server_id` is named by a list of ids where `*` means every server.
-pub fn matches_server(list: &[String], server_id: &str) -> bool {
+pub(crate) fn matches_server(list: &[String], server_id: &str) -> bool {
     list.iter().any(|s| s == "*" || s == server_id)
 }

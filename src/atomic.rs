@@ -17,9 +17,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The prefix of every temporary file the broker creates.
-pub const TEMP_PREFIX: &str = ".fsbroker-";
+pub(crate) const TEMP_PREFIX: &str = ".fsbroker-";
 /// The suffix of every temporary file the broker creates.
-pub const TEMP_SUFFIX: &str = ".tmp";
+pub(crate) const TEMP_SUFFIX: &str = ".tmp";
 /// Directories remembered as already swept before the set is cleared.
 const SWEPT_MAX: usize = 4096;
 
@@ -27,7 +27,7 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// What a write requires of the target at commit time.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Preconditions {
+pub(crate) struct Preconditions {
     /// The target may be created.
     pub create: bool,
     /// An existing target may be replaced.
@@ -38,7 +38,7 @@ pub struct Preconditions {
 
 /// A committed write.
 #[derive(Debug)]
-pub struct Committed {
+pub(crate) struct Committed {
     /// The target's metadata after the commit.
     pub meta: Metadata,
     /// Whether the target did not exist before.
@@ -48,14 +48,14 @@ pub struct Committed {
 /// Remembers which directories have had stale temporaries swept, so a directory is read for
 /// that once per process rather than on every write.
 #[derive(Debug, Default)]
-pub struct Sweeper {
+pub(crate) struct Sweeper {
     swept: Mutex<HashSet<(u64, u64)>>,
 }
 
 impl Sweeper {
     /// Removes temporaries in `dir` left by broker processes that no longer run. Best effort:
     /// failures are logged, never reported to the peer.
-    pub fn sweep_once(&self, dir: &Dir) {
+    pub(crate) fn sweep_once(&self, dir: &Dir) {
         let Ok(meta) = dir.dir_metadata() else { return };
         {
             let mut swept = lock(&self.swept);
@@ -107,7 +107,7 @@ fn alive(pid: u32) -> bool {
 
 /// A temporary file in a directory, removed on drop unless committed.
 #[derive(Debug)]
-pub struct TempFile {
+pub(crate) struct TempFile {
     dir: Dir,
     name: String,
     file: std::fs::File,
@@ -117,7 +117,7 @@ pub struct TempFile {
 impl TempFile {
     /// Creates a new, empty temporary file in `dir` with mode 0644 less the umask: the mode a
     /// new target gets. The commit gives a replaced target's mode instead.
-    pub fn create(dir: &Dir) -> std::io::Result<TempFile> {
+    pub(crate) fn create(dir: &Dir) -> std::io::Result<TempFile> {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(std::io::Error::other)?;
         let name = format!(
@@ -142,7 +142,7 @@ impl TempFile {
     }
 
     /// The open file, for writing content.
-    pub fn file(&self) -> &std::fs::File {
+    pub(crate) fn file(&self) -> &std::fs::File {
         &self.file
     }
 
@@ -155,7 +155,12 @@ impl TempFile {
     /// until the new file has replaced it. A writer in another process that compared the same
     /// etag is either refused the lock (`locked`) or, once it gets the lock on the old file,
     /// finds the name holding the new one and fails with `etag_mismatch`.
-    pub fn commit(mut self, dir: &Dir, name: &str, pre: &Preconditions) -> Result<Committed> {
+    pub(crate) fn commit(
+        mut self,
+        dir: &Dir,
+        name: &str,
+        pre: &Preconditions,
+    ) -> Result<Committed> {
         let io = |e: std::io::Error| Error::from_io(&e, "");
         // Held to the end of this function: released only after the rename (and its flush).
         let target = lock_target(dir, name, pre)?;
@@ -246,7 +251,7 @@ fn gone(e: &std::io::Error) -> bool {
 
 /// Checks `pre` against the current target: its metadata when it exists as a regular file.
 /// This looks at the name only; [`TempFile::commit`] decides again on the locked file.
-pub fn check_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<Metadata>> {
+pub(crate) fn check_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<Metadata>> {
     let existing = match dir.symlink_metadata(name) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -324,7 +329,12 @@ fn try_lock(file: &std::fs::File) -> Result<()> {
 /// Renames without replacing: `RENAME_NOREPLACE` where the filesystem supports it, else a
 /// hard link (which fails if the target exists) and an unlink. Neither leaves a window in which
 /// an existing target is replaced.
-pub fn rename_noreplace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str) -> std::io::Result<()> {
+pub(crate) fn rename_noreplace(
+    from_dir: &Dir,
+    from: &str,
+    to_dir: &Dir,
+    to: &str,
+) -> std::io::Result<()> {
     use rustix::fs::{AtFlags, RenameFlags};
     match rustix::fs::renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE) {
         Ok(()) => Ok(()),
@@ -339,7 +349,7 @@ pub fn rename_noreplace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str) -> s
 
 /// Flushes a directory's entries to disk. cap-std holds directories as `O_PATH` handles, which
 /// cannot be fsynced, so `.` is opened beneath the handle for reading first.
-pub fn sync_dir(dir: &Dir) -> std::io::Result<()> {
+pub(crate) fn sync_dir(dir: &Dir) -> std::io::Result<()> {
     use rustix::fs::{Mode, OFlags};
     let fd = rustix::fs::openat(
         dir,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// One operation, as logged.
 #[derive(Debug, Clone)]
-pub struct AuditRecord<'a> {
+pub(crate) struct AuditRecord<'a> {
     /// The server session.
     pub server_id: &'a str,
     /// The JSON-RPC method.

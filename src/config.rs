@@ -9,7 +9,7 @@ use crate::root::{Root, RootSpec, Roots};
 use std::sync::Arc;
 
 /// One consistent configuration.
-pub struct Config {
+pub(crate) struct Config {
     /// The policy.
     pub policy: Policy,
     /// Its roots, opened.
@@ -31,7 +31,7 @@ impl std::fmt::Debug for Config {
 impl Config {
     /// Opens `policy`'s roots and makes its consent provider from `consent`; `previous` lends
     /// its rate limiter when the limits did not change.
-    pub fn open(
+    pub(crate) fn open(
         policy: Policy,
         consent: &ConsentSource,
         previous: Option<&Config>,

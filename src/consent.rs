@@ -134,7 +134,10 @@ impl std::fmt::Debug for ConsentSource {
 
 impl ConsentSource {
     /// The provider for the `[consent]` section `config`.
-    pub fn provider(&self, config: &crate::policy::ConsentConfig) -> Arc<dyn ConsentProvider> {
+    pub(crate) fn provider(
+        &self,
+        config: &crate::policy::ConsentConfig,
+    ) -> Arc<dyn ConsentProvider> {
         if let Some(custom) = &self.custom {
             return custom.clone();
         }
@@ -197,7 +200,7 @@ impl Grants {
     ///
     /// Errors: `PERMISSION_DENIED` with `revoked` under a revocation mark, `read_only` when
     /// only read grants cover a write, `no_consent` otherwise.
-    pub fn check(&self, path: &MountPath, need: Access) -> Result<()> {
+    pub(crate) fn check(&self, path: &MountPath, need: Access) -> Result<()> {
         if self.revoked.iter().any(|r| path.starts_with(r)) {
             return Err(Error::denied(Reason::Revoked).with_path(path.to_string()));
         }
@@ -216,14 +219,14 @@ impl Grants {
 
     /// Whether `path` lies on the way to a grant: some grant is at or beneath it. A walk may
     /// look at such a place to reach the grant (the grant itself says it is there).
-    pub fn leads_to_grant(&self, path: &MountPath) -> bool {
+    pub(crate) fn leads_to_grant(&self, path: &MountPath) -> bool {
         !self.revoked.iter().any(|r| path.starts_with(r))
             && self.grants.iter().any(|g| g.path.starts_with(path))
     }
 
     /// Adds a grant, lifting revocation marks at or beneath it. Returns false when the
     /// session already holds [`MAX_GRANTS`] grants.
-    pub fn add(&mut self, grant: Grant) -> bool {
+    pub(crate) fn add(&mut self, grant: Grant) -> bool {
         self.revoked.retain(|r| !r.starts_with(&grant.path));
         if let Some(g) = self
             .grants
@@ -242,7 +245,7 @@ impl Grants {
 
     /// Revokes grants at or beneath `path` (all grants when `None`) and marks `path` revoked.
     /// Returns the number of grants removed.
-    pub fn revoke(&mut self, path: Option<&MountPath>) -> usize {
+    pub(crate) fn revoke(&mut self, path: Option<&MountPath>) -> usize {
         let before = self.grants.len();
         match path {
             None => {
@@ -272,7 +275,7 @@ impl Grants {
     }
 
     /// Removes the standing grants, returning them (a reload puts the new ones in).
-    pub fn remove_standing(&mut self) -> Vec<Grant> {
+    pub(crate) fn remove_standing(&mut self) -> Vec<Grant> {
         let (standing, rest) = std::mem::take(&mut self.grants)
             .into_iter()
             .partition(|g| g.standing);
@@ -281,7 +284,7 @@ impl Grants {
     }
 
     /// How many more grants the session may hold.
-    pub fn room(&self) -> usize {
+    pub(crate) fn room(&self) -> usize {
         MAX_GRANTS.saturating_sub(self.grants.len())
     }
 }

@@ -7,16 +7,16 @@ use std::time::Instant;
 /// The point in time by which an operation must finish. Blocking work checks it between
 /// bounded steps so that a timed-out operation stops, not only its caller.
 #[derive(Debug, Clone, Copy)]
-pub struct Deadline(Instant);
+pub(crate) struct Deadline(Instant);
 
 impl Deadline {
     /// A deadline at `at`.
-    pub fn at(at: Instant) -> Self {
+    pub(crate) fn at(at: Instant) -> Self {
         Deadline(at)
     }
 
     /// `TIMEOUT` once the deadline has passed.
-    pub fn check(self) -> Result<()> {
+    pub(crate) fn check(self) -> Result<()> {
         if Instant::now() >= self.0 {
             Err(Error::new(ErrorKind::Timeout, "operation timed out"))
         } else {

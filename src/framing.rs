@@ -7,7 +7,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// One framed line.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Frame {
+pub(crate) enum Frame {
     /// A complete line, without its newline (or trailing `\r`).
     Line(Vec<u8>),
     /// A line longer than the limit, skipped; the value is how many bytes it had.
@@ -17,7 +17,7 @@ pub enum Frame {
 }
 
 /// Reads the next frame. Blank lines are skipped.
-pub async fn next_frame<R: AsyncBufRead + Unpin>(
+pub(crate) async fn next_frame<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     max: usize,
 ) -> std::io::Result<Frame> {

@@ -10,15 +10,15 @@ use serde_json::{Map, Value, json};
 
 /// Most items a batch may hold; a larger batch is refused whole with one `-32600`, so that a
 /// line of tiny items cannot make the broker produce a response per item without bound.
-pub const MAX_BATCH: usize = 1024;
+pub(crate) const MAX_BATCH: usize = 1024;
 
 /// A request id: a string or an integer, never null (kept as the peer sent it, to echo back).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Id(Value);
+pub(crate) struct Id(Value);
 
 impl Id {
     /// Accepts a string or an integral number.
-    pub fn from_value(v: &Value) -> Option<Id> {
+    pub(crate) fn from_value(v: &Value) -> Option<Id> {
         match v {
             Value::String(_) => Some(Id(v.clone())),
             Value::Number(n) if n.is_i64() || n.is_u64() => Some(Id(v.clone())),
@@ -27,14 +27,14 @@ impl Id {
     }
 
     /// The id as JSON.
-    pub fn as_value(&self) -> &Value {
+    pub(crate) fn as_value(&self) -> &Value {
         &self.0
     }
 }
 
 /// A request: it has an id and expects one response.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
+pub(crate) struct Request {
     /// The id to answer with.
     pub id: Id,
     /// The method name.
@@ -46,7 +46,7 @@ pub struct Request {
 
 /// A notification: no id, no response.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Notification {
+pub(crate) struct Notification {
     /// The method name.
     pub method: String,
     /// The params, or `Null` when absent.
@@ -55,7 +55,7 @@ pub struct Notification {
 
 /// One item of a message.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Item {
+pub(crate) enum Item {
     /// A request to answer.
     Request(Request),
     /// A notification to act on without answering.
@@ -70,7 +70,7 @@ pub enum Item {
 
 /// One decoded line.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub(crate) enum Message {
     /// A single item.
     Single(Item),
     /// A batch (non-empty array).
@@ -79,7 +79,7 @@ pub enum Message {
 
 impl Message {
     /// The method names of the requests and notifications in the message.
-    pub fn methods(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn methods(&self) -> impl Iterator<Item = &str> {
         let items: &[Item] = match self {
             Message::Single(item) => std::slice::from_ref(item),
             Message::Batch(items) => items,
@@ -94,7 +94,7 @@ impl Message {
 
 /// A response to send: the id (null when the request's id could not be read) and the result.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Response {
+pub(crate) struct Response {
     /// The id being answered.
     pub id: Option<Id>,
     /// The result or the error.
@@ -103,7 +103,7 @@ pub struct Response {
 
 impl Response {
     /// The response as a JSON object.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut obj = Map::new();
         obj.insert("jsonrpc".into(), json!("2.0"));
         obj.insert(
@@ -119,7 +119,7 @@ impl Response {
 
     /// The response as a JSON object, moving the result into it rather than copying it (a
     /// read's result holds up to a whole chunk of content).
-    pub fn into_json(self) -> Value {
+    pub(crate) fn into_json(self) -> Value {
         let mut obj = Map::new();
         obj.insert("jsonrpc".into(), json!("2.0"));
         obj.insert("id".into(), self.id.map_or(Value::Null, |i| i.0));
@@ -135,7 +135,7 @@ impl Response {
 /// strings of `files/read`: a string that needs no escaping (base64 never does, text rarely)
 /// is found so eight bytes at a time and copied whole, and the buffer is sized up front, so a
 /// chunk is not scanned byte by byte and reallocated as it grows.
-pub fn encode(value: &Value) -> Vec<u8> {
+pub(crate) fn encode(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(size_hint(value, 3));
     write_value(&mut out, value);
     out
@@ -217,7 +217,7 @@ fn needs_escape(bytes: &[u8]) -> bool {
 }
 
 /// Decodes one line (without its newline). Errors are the single response to send.
-pub fn decode(line: &[u8], max_len: usize) -> Result<Message, Response> {
+pub(crate) fn decode(line: &[u8], max_len: usize) -> Result<Message, Response> {
     if line.len() > max_len {
         return Err(too_long(max_len));
     }
@@ -233,7 +233,7 @@ pub fn decode(line: &[u8], max_len: usize) -> Result<Message, Response> {
 }
 
 /// Decodes an already parsed JSON value.
-pub fn decode_value(value: Value) -> Message {
+pub(crate) fn decode_value(value: Value) -> Message {
     match value {
         Value::Array(items) if items.is_empty() => Message::Single(Item::Invalid(
             None,
@@ -252,7 +252,7 @@ pub fn decode_value(value: Value) -> Message {
 }
 
 /// The response to a line longer than `max_len` bytes, which is skipped unread.
-pub fn too_long(max_len: usize) -> Response {
+pub(crate) fn too_long(max_len: usize) -> Response {
     error_response(Error::new(
         ErrorKind::InvalidRequest,
         format!("message is longer than the limit of {max_len} bytes"),

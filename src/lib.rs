@@ -73,7 +73,7 @@
 // Only what this file makes public is public: an item marked `pub` that no embedder can
 // reach is refused, so the visibility written on an item is the visibility it has. (Set
 // here, not in Cargo.toml's `[lints]`, which would reach the tests' and benches' own crates.)
-#![warn(unreachable_pub)]
+#![deny(unreachable_pub)]
 // Dead code is judged on the build with every feature (CI's clippy): what only a face uses
 // (the proxy's queue operations, the rmcp adapter's session naming) is not dead when that
 // face is left out.

@@ -11,14 +11,14 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 /// The per-session request rate limiter.
 #[derive(Debug)]
-pub struct RateLimits {
+pub(crate) struct RateLimits {
     limiter: DefaultKeyedRateLimiter<String>,
     clock: DefaultClock,
 }
 
 impl RateLimits {
     /// A limiter with the policy's rate and burst.
-    pub fn new(limits: &Limits) -> Self {
+    pub(crate) fn new(limits: &Limits) -> Self {
         let quota = Quota::per_second(limits.requests_per_second).allow_burst(limits.burst);
         RateLimits {
             limiter: RateLimiter::keyed(quota),
@@ -27,7 +27,7 @@ impl RateLimits {
     }
 
     /// Takes one request from `server_id`'s allowance, or says when to retry.
-    pub fn check(&self, server_id: &str) -> Result<()> {
+    pub(crate) fn check(&self, server_id: &str) -> Result<()> {
         self.limiter
             .check_key(&server_id.to_owned())
             .map_err(|not_until| {
@@ -38,7 +38,7 @@ impl RateLimits {
     }
 
     /// Drops the state of keys that have fully recovered (such as ended sessions).
-    pub fn prune(&self) {
+    pub(crate) fn prune(&self) {
         self.limiter.retain_recent();
         self.limiter.shrink_to_fit();
     }

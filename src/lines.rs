@@ -9,14 +9,14 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc};
 
 /// Lines a queue holds before a sender waits, whatever their size.
-pub const QUEUE_LINES: usize = 64;
+pub(crate) const QUEUE_LINES: usize = 64;
 
 /// Bytes a queue holds before a sender waits, unless the line limit asks for more: a queue
 /// always takes two maximal lines.
-pub const QUEUE_BYTES: usize = 64 << 20;
+pub(crate) const QUEUE_BYTES: usize = 64 << 20;
 
 /// The byte budget of a queue for lines of at most `max_line` bytes.
-pub fn budget(max_line: usize) -> usize {
+pub(crate) fn budget(max_line: usize) -> usize {
     QUEUE_BYTES.max(max_line.saturating_mul(2))
 }
 
@@ -27,7 +27,7 @@ struct Line {
 
 /// The sending half of a line queue; clones share the queue.
 #[derive(Clone)]
-pub struct LineSender {
+pub(crate) struct LineSender {
     tx: mpsc::Sender<Line>,
     budget: Arc<Semaphore>,
     budget_kib: u32,
@@ -42,7 +42,7 @@ impl std::fmt::Debug for LineSender {
 }
 
 /// The receiving half of a line queue.
-pub struct LineReceiver {
+pub(crate) struct LineReceiver {
     rx: mpsc::Receiver<Line>,
 }
 
@@ -54,7 +54,7 @@ impl std::fmt::Debug for LineReceiver {
 
 /// Why a line was not queued; the line comes back.
 #[derive(Debug, PartialEq, Eq)]
-pub enum SendError {
+pub(crate) enum SendError {
     /// The queue is full, in lines or in bytes (only from [`LineSender::try_send`]).
     Full(Vec<u8>),
     /// The receiver is gone.
@@ -62,7 +62,7 @@ pub enum SendError {
 }
 
 /// A queue of at most `lines` lines and `bytes` bytes.
-pub fn line_channel(lines: usize, bytes: usize) -> (LineSender, LineReceiver) {
+pub(crate) fn line_channel(lines: usize, bytes: usize) -> (LineSender, LineReceiver) {
     let (tx, rx) = mpsc::channel(lines.max(1));
     let budget_kib =
         u32::try_from((bytes / 1024).clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
@@ -82,7 +82,7 @@ impl LineSender {
     }
 
     /// Queues `line`, waiting for room.
-    pub async fn send(&self, line: Vec<u8>) -> Result<(), SendError> {
+    pub(crate) async fn send(&self, line: Vec<u8>) -> Result<(), SendError> {
         let Ok(held) = self
             .budget
             .clone()
@@ -101,7 +101,7 @@ impl LineSender {
     }
 
     /// Queues `line` if there is room now.
-    pub fn try_send(&self, line: Vec<u8>) -> Result<(), SendError> {
+    pub(crate) fn try_send(&self, line: Vec<u8>) -> Result<(), SendError> {
         let held = match self.budget.clone().try_acquire_many_owned(self.kib(&line)) {
             Ok(held) => held,
             Err(TryAcquireError::NoPermits) => return Err(SendError::Full(line)),
@@ -128,17 +128,17 @@ impl LineSender {
 impl LineReceiver {
     /// The next line, waiting for one; `None` once every sender is gone and the queue is
     /// empty.
-    pub async fn recv(&mut self) -> Option<Vec<u8>> {
+    pub(crate) async fn recv(&mut self) -> Option<Vec<u8>> {
         self.rx.recv().await.map(|l| l.bytes)
     }
 
     /// The next line if one is queued now.
-    pub fn try_recv(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn try_recv(&mut self) -> Option<Vec<u8>> {
         self.rx.try_recv().ok().map(|l| l.bytes)
     }
 
     /// Refuses further lines; those already queued can still be received.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.rx.close();
     }
 }

@@ -19,13 +19,13 @@ struct Slot {
 
 /// The table of per-path locks.
 #[derive(Debug, Default)]
-pub struct LockTable {
+pub(crate) struct LockTable {
     map: Mutex<HashMap<MountPath, Weak<Slot>>>,
 }
 
 /// A held lock on one path; released on drop.
 #[derive(Debug)]
-pub struct PathLock {
+pub(crate) struct PathLock {
     slot: Arc<Slot>,
 }
 
@@ -38,7 +38,7 @@ impl Drop for PathLock {
 
 impl LockTable {
     /// Locks `path`, waiting for another holder to finish. Callers run on the blocking pool.
-    pub fn lock(&self, path: &MountPath) -> PathLock {
+    pub(crate) fn lock(&self, path: &MountPath) -> PathLock {
         let slot = {
             let mut map = lock(&self.map);
             if map.len() >= PRUNE_AT {
@@ -64,7 +64,7 @@ impl LockTable {
 
     /// Locks two paths in a fixed order, so that two renames in opposite directions cannot
     /// deadlock.
-    pub fn lock_two(&self, a: &MountPath, b: &MountPath) -> (PathLock, Option<PathLock>) {
+    pub(crate) fn lock_two(&self, a: &MountPath, b: &MountPath) -> (PathLock, Option<PathLock>) {
         if a == b {
             return (self.lock(a), None);
         }

@@ -20,7 +20,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 /// How long a shutdown waits for operations in flight before giving up on them.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// The order of one session's (or one connection's) requests: see the module documentation.
 #[derive(Default)]

@@ -17,7 +17,6 @@ use crate::order::Dispatcher;
 use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-
 /// Serves `server_id`'s session on `input`/`output` until end of input or `shutdown`
 /// completes; then ends the session.
 ///

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Semaphore;
 
 /// Longest session id taken from a server's self-reported name, in characters.
-pub const MAX_SERVER_NAME_CHARS: usize = 128;
+pub(crate) const MAX_SERVER_NAME_CHARS: usize = 128;
 
 /// The session id used when neither the host nor the server's `serverInfo.name` gave one
 /// (the proxy before the server's first brokered request, the rmcp adapter).
-pub const DEFAULT_SERVER_ID: &str = "default";
+pub(crate) const DEFAULT_SERVER_ID: &str = "default";
 
 /// The session id that a server's self-reported name (its `serverInfo.name`) gives: the name
 /// with control characters removed, cut to [`MAX_SERVER_NAME_CHARS`] characters, or `None`
@@ -20,7 +20,7 @@ pub const DEFAULT_SERVER_ID: &str = "default";
 /// The name comes from the server, so it is cleaned before it names a session: it shows up
 /// in logs and audit records, where control characters could forge lines or terminal
 /// escapes, and a bounded length keeps one server from bloating every record.
-pub fn server_name(raw: &str) -> Option<String> {
+pub(crate) fn server_name(raw: &str) -> Option<String> {
     let name: String = raw
         .chars()
         .filter(|c| !c.is_control())
@@ -31,7 +31,7 @@ pub fn server_name(raw: &str) -> Option<String> {
 
 /// The state the broker keeps for one server id.
 #[derive(Debug)]
-pub struct Session {
+pub(crate) struct Session {
     server_id: String,
     grants: Mutex<Grants>,
     uploads: Mutex<Uploads>,
@@ -62,7 +62,7 @@ impl Session {
     }
 
     /// The server id.
-    pub fn server_id(&self) -> &str {
+    pub(crate) fn server_id(&self) -> &str {
         &self.server_id
     }
 

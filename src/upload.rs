@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// One upload in progress.
 #[derive(Debug)]
-pub struct Upload {
+pub(crate) struct Upload {
     /// The target as resolved for the first chunk: its directory, name and real path. The
     /// final chunk resolves the target again and commits only if it is the same place.
     pub target: Granted,
@@ -27,35 +27,35 @@ pub struct Upload {
 
 /// The uploads of one session, keyed by the target path as requested.
 #[derive(Debug, Default)]
-pub struct Uploads {
+pub(crate) struct Uploads {
     map: HashMap<MountPath, Upload>,
 }
 
 impl Uploads {
     /// Drops uploads idle for longer than `idle`; returns how many.
-    pub fn purge_idle(&mut self, idle: Duration) -> usize {
+    pub(crate) fn purge_idle(&mut self, idle: Duration) -> usize {
         let before = self.map.len();
         self.map.retain(|_, u| u.last.elapsed() <= idle);
         before - self.map.len()
     }
 
     /// Takes the upload for `path` out of the table (a chunk works on it unlocked).
-    pub fn take(&mut self, path: &MountPath) -> Option<Upload> {
+    pub(crate) fn take(&mut self, path: &MountPath) -> Option<Upload> {
         self.map.remove(path)
     }
 
     /// Puts an upload (back) into the table.
-    pub fn put(&mut self, path: MountPath, upload: Upload) {
+    pub(crate) fn put(&mut self, path: MountPath, upload: Upload) {
         self.map.insert(path, upload);
     }
 
     /// How many uploads are open.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
     /// Drops every upload.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.map.clear();
     }
 }

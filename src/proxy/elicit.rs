@@ -14,14 +14,14 @@ use std::sync::Arc;
 const MAX_MESSAGE_CHARS: usize = 500;
 
 /// Asks the host's user through `elicitation/create`.
-pub struct ElicitConsent {
+pub(crate) struct ElicitConsent {
     host: Arc<HostChannel>,
     fallback: Arc<dyn ConsentProvider>,
 }
 
 impl ElicitConsent {
     /// Asks through `host` when it can show a form, else through `fallback`.
-    pub fn new(host: Arc<HostChannel>, fallback: Arc<dyn ConsentProvider>) -> ElicitConsent {
+    pub(crate) fn new(host: Arc<HostChannel>, fallback: Arc<dyn ConsentProvider>) -> ElicitConsent {
         ElicitConsent { host, fallback }
     }
 }
@@ -48,7 +48,7 @@ impl ConsentProvider for ElicitConsent {
 /// most 64), in mount form only, and what the server chose (its name, its message) is
 /// stripped of control and invisible formatting characters and cut short, since the host
 /// shows it to the user as it is.
-pub fn form(request: &ConsentRequest) -> Value {
+pub(super) fn form(request: &ConsentRequest) -> Value {
     // Quotes are taken out of the name so that it cannot close the quotation around it.
     let name = sanitise(&request.server_id, 100).replace('"', "'");
     let mut text = format!(
@@ -96,7 +96,7 @@ pub fn form(request: &ConsentRequest) -> Value {
 
 /// The decision an `elicitation/create` result stands for. Anything but an accepted `read`
 /// or `write` is a denial, and write is never more than was asked.
-pub fn decision(request: &ConsentRequest, result: &Value) -> ConsentDecision {
+pub(super) fn decision(request: &ConsentRequest, result: &Value) -> ConsentDecision {
     if result.get("action").and_then(Value::as_str) != Some("accept") {
         return ConsentDecision::deny();
     }

@@ -80,7 +80,7 @@ pub(super) async fn read_server(
 /// What of one server line would be relayed to the host, routed as in a session whose
 /// `initialize` has not been seen: for the fuzz oracle that checks nothing brokered, and
 /// nothing we cannot read exactly, ever reaches the host.
-pub fn host_part(line: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn host_part(line: &[u8]) -> Option<Vec<u8>> {
     let (tx, _rx) = crate::lines::line_channel(1, 1024);
     let host = HostChannel::new(tx);
     let state = State::new();

@@ -15,11 +15,11 @@ use tokio::sync::oneshot;
 
 /// Requests of the proxy's own that may wait for the host at once; more are refused at once
 /// rather than queued (each is a question to the user).
-pub const MAX_PENDING: usize = 64;
+pub(super) const MAX_PENDING: usize = 64;
 
 /// The host connection as the proxy's own code sees it.
 #[derive(Debug)]
-pub struct HostChannel {
+pub(crate) struct HostChannel {
     /// Taken out by [`HostChannel::close`], so the host's writer sees the end of its queue
     /// even while a consent provider still holds this channel.
     to_host: Mutex<Option<LineSender>>,
@@ -31,7 +31,7 @@ pub struct HostChannel {
 
 /// Why a request to the host got no result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HostError {
+pub(crate) enum HostError {
     /// The host's connection is gone.
     #[error("the host is gone")]
     Gone,
@@ -45,7 +45,7 @@ pub enum HostError {
 
 impl HostChannel {
     /// A channel whose messages go to `to_host`.
-    pub fn new(to_host: LineSender) -> HostChannel {
+    pub(crate) fn new(to_host: LineSender) -> HostChannel {
         let mut random = [0u8; 8];
         // Without randomness the prefix is still unusual; a collision then needs a server
         // that sends ids of this exact shape, which the reserved-prefix check refuses anyway.
@@ -60,7 +60,7 @@ impl HostChannel {
     }
 
     /// Whether `id` is in the proxy's own id space (a server must not use it).
-    pub fn is_reserved(&self, id: &Value) -> bool {
+    pub(crate) fn is_reserved(&self, id: &Value) -> bool {
         id.as_str().is_some_and(|s| s.starts_with(&self.prefix))
     }
 
@@ -72,7 +72,7 @@ impl HostChannel {
 
     /// Takes the host's response to one of the proxy's requests. Returns false when `id` is
     /// not one of ours (the response is for the server).
-    pub fn complete(&self, id: &Value, response: Value) -> bool {
+    pub(crate) fn complete(&self, id: &Value, response: Value) -> bool {
         let Some(key) = id.as_str().filter(|s| s.starts_with(&self.prefix)) else {
             return false;
         };
@@ -84,12 +84,12 @@ impl HostChannel {
     }
 
     /// Whether the host declared that it can show a form (`elicitation` without only `url`).
-    pub fn can_elicit(&self) -> bool {
+    pub(crate) fn can_elicit(&self) -> bool {
         self.can_elicit.load(Ordering::Relaxed)
     }
 
     /// Records the capabilities of the host's `initialize` request.
-    pub fn note_capabilities(&self, capabilities: Option<&Value>) {
+    pub(crate) fn note_capabilities(&self, capabilities: Option<&Value>) {
         let form = match capabilities.and_then(|c| c.get("elicitation")) {
             Some(Value::Object(e)) => e.is_empty() || e.contains_key("form"),
             _ => false,
@@ -99,7 +99,7 @@ impl HostChannel {
 
     /// Sends a request to the host and waits for its result. Dropping the future withdraws
     /// the request (a late answer is then discarded).
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, HostError> {
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, HostError> {
         let key = format!(
             "{}{}",
             self.prefix,
@@ -137,13 +137,13 @@ impl HostChannel {
     }
 
     /// A sender of lines to the host, until [`HostChannel::close`].
-    pub fn sender(&self) -> Option<LineSender> {
+    pub(crate) fn sender(&self) -> Option<LineSender> {
         lock(&self.to_host).clone()
     }
 
     /// Forgets every waiting request (their callers see [`HostError::Gone`]) and lets go of
     /// the host's queue.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         lock(&self.pending).clear();
         lock(&self.to_host).take();
     }
@@ -162,7 +162,7 @@ impl Drop for Withdraw<'_> {
 
 /// Adds the broker's client capabilities to an `initialize` request's params, keeping what
 /// the host declared under `roots`. Returns the rewritten message.
-pub fn add_capabilities(mut message: Value, ours: &Value) -> Value {
+pub(super) fn add_capabilities(mut message: Value, ours: &Value) -> Value {
     let Some(obj) = message.as_object_mut() else {
         return message;
     };

@@ -14,7 +14,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::oneshot;
 
-pub use crate::lines::QUEUE_LINES;
+pub(crate) use crate::lines::QUEUE_LINES;
 
 /// A connection to one MCP server.
 pub struct Link {
@@ -239,7 +239,7 @@ async fn supervise(
 
 /// The code to exit with for a child's status: its own code, or 128 plus the signal that
 /// ended it, as shells report it.
-pub fn exit_code(status: std::process::ExitStatus) -> u8 {
+pub(super) fn exit_code(status: std::process::ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),

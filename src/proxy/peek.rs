@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// What a relayed line is.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A request (it has a method and an id).
     Request {
         /// The method.
@@ -33,7 +33,7 @@ pub enum Kind {
 }
 
 /// Classifies one line, or one item of a batch (the same reader judges both).
-pub fn peek(line: &[u8]) -> Kind {
+pub(crate) fn peek(line: &[u8]) -> Kind {
     let first = line.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
         return Kind::Batch;

@@ -20,7 +20,7 @@ use std::ffi::OsStr;
 /// What one operation may see and change: the session's grants as they stood when it began,
 /// and the access it needs at its path.
 #[derive(Debug, Clone)]
-pub struct Gate {
+pub(crate) struct Gate {
     sight: Sight,
     need: Access,
 }
@@ -46,14 +46,14 @@ enum Sight {
 /// granted to this server on request (an allow rule, or mode `auto`), `Some(false)` when it
 /// never is (a deny rule), `None` when someone would be asked.
 #[derive(Clone)]
-pub struct Said(std::sync::Arc<SaidFn>);
+pub(crate) struct Said(std::sync::Arc<SaidFn>);
 
 /// The function behind [`Said`].
 type SaidFn = dyn Fn(&MountPath) -> Option<bool> + Send + Sync;
 
 impl Said {
     /// Wraps the policy's answer.
-    pub fn new(f: impl Fn(&MountPath) -> Option<bool> + Send + Sync + 'static) -> Self {
+    pub(crate) fn new(f: impl Fn(&MountPath) -> Option<bool> + Send + Sync + 'static) -> Self {
         Said(std::sync::Arc::new(f))
     }
 }
@@ -66,7 +66,7 @@ impl std::fmt::Debug for Said {
 
 impl Gate {
     /// A gate for an operation that needs `need` at its path, under `grants`.
-    pub fn new(grants: Grants, need: Access) -> Self {
+    pub(crate) fn new(grants: Grants, need: Access) -> Self {
         Gate {
             sight: Sight::Grants(grants),
             need,
@@ -146,7 +146,7 @@ impl Gate {
     /// else, and never where a deny rule closes a place. So the answer to a consent request
     /// never depends on what exists where the server could not be granted without asking. It
     /// creates nothing.
-    pub fn asking(grants: Grants, asked: MountPath, said: Said) -> Self {
+    pub(crate) fn asking(grants: Grants, asked: MountPath, said: Said) -> Self {
         Gate {
             sight: Sight::Asking {
                 grants,
@@ -180,7 +180,7 @@ fn granted_sight(grants: &Grants, path: &MountPath) -> Result<()> {
 /// holds the final entry (or the directory itself, when the path ends at one), the entry's
 /// name, and the real path after symlinks. Only [`super::Root::resolve`] makes one.
 #[derive(Debug)]
-pub struct Granted {
+pub(crate) struct Granted {
     dir: Dir,
     name: Option<String>,
     meta: Option<Metadata>,
@@ -189,24 +189,24 @@ pub struct Granted {
 
 impl Granted {
     /// The real path after symlinks, in mount form.
-    pub fn real(&self) -> &MountPath {
+    pub(crate) fn real(&self) -> &MountPath {
         &self.real
     }
 
     /// The final component, which need not exist; `None` when the path is a directory reached
     /// as the handle itself (such as the root).
-    pub fn name(&self) -> Option<&str> {
+    pub(crate) fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 
     /// The final name as an `OsStr`, or `.` for the handle itself.
-    pub fn name_os(&self) -> &OsStr {
+    pub(crate) fn name_os(&self) -> &OsStr {
         OsStr::new(self.name.as_deref().unwrap_or("."))
     }
 
     /// The entry's own metadata, never following it (of the directory, for the handle
     /// itself); the walk's when it looked already.
-    pub fn metadata(&self) -> std::io::Result<Metadata> {
+    pub(crate) fn metadata(&self) -> std::io::Result<Metadata> {
         match (&self.name, &self.meta) {
             (None, _) => self.dir.dir_metadata(),
             (Some(_), Some(m)) => Ok(m.clone()),
@@ -215,13 +215,13 @@ impl Granted {
     }
 
     /// Whether the entry exists (of any kind, a dangling link included).
-    pub fn exists(&self) -> bool {
+    pub(crate) fn exists(&self) -> bool {
         self.metadata().is_ok()
     }
 
     /// Opens the entry, a regular file, for reading: a final link is not followed, and a FIFO
     /// or device swapped in after the caller's check neither blocks nor becomes a terminal.
-    pub fn open_read(&self) -> std::io::Result<File> {
+    pub(crate) fn open_read(&self) -> std::io::Result<File> {
         let mut opts = OpenOptions::new();
         opts.read(true).follow(FollowSymlinks::No).custom_flags(
             (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32,
@@ -230,7 +230,7 @@ impl Granted {
     }
 
     /// Opens the entry as a directory, never following a link.
-    pub fn open_dir(&self) -> std::io::Result<Dir> {
+    pub(crate) fn open_dir(&self) -> std::io::Result<Dir> {
         match &self.name {
             None => self.dir.try_clone(),
             Some(n) => self.dir.open_dir_nofollow(n),
@@ -240,7 +240,7 @@ impl Granted {
     /// The directory a watch of the entry is placed on, never following a link: the entry
     /// itself when it is a directory (`is_dir`, from its metadata), else the directory that
     /// holds it, so that replacing a watched file keeps being seen.
-    pub fn watch_dir(&self, is_dir: bool) -> std::io::Result<Dir> {
+    pub(crate) fn watch_dir(&self, is_dir: bool) -> std::io::Result<Dir> {
         if is_dir {
             self.open_dir()
         } else {
@@ -249,7 +249,7 @@ impl Granted {
     }
 
     /// Creates the entry as a new, empty directory.
-    pub fn create_dir(&self) -> Result<()> {
+    pub(crate) fn create_dir(&self) -> Result<()> {
         let name = self.entry_name()?;
         self.dir
             .create_dir(name)
@@ -257,7 +257,7 @@ impl Granted {
     }
 
     /// Creates the entry as a new, empty file (never through a link, never over anything).
-    pub fn create_file(&self) -> Result<File> {
+    pub(crate) fn create_file(&self) -> Result<File> {
         let name = self.entry_name()?;
         let mut opts = OpenOptions::new();
         opts.write(true)
@@ -271,7 +271,7 @@ impl Granted {
 
     /// Removes the entry: a file or link itself, an empty directory, or with `recursive` a
     /// directory and everything beneath it (see [`super::tree::remove_tree`]).
-    pub fn remove(&self, recursive: bool, deadline: Deadline) -> Result<()> {
+    pub(crate) fn remove(&self, recursive: bool, deadline: Deadline) -> Result<()> {
         let name = self.entry_name()?;
         let io = |e: std::io::Error| Error::from_io(&e, "");
         let meta = self.dir.symlink_metadata(name).map_err(io)?;
@@ -287,7 +287,7 @@ impl Granted {
 
     /// Renames the entry to `to`'s name: over an existing entry when `overwrite`, else
     /// failing if one exists. Neither name is followed.
-    pub fn rename_to(&self, to: &Granted, overwrite: bool) -> Result<()> {
+    pub(crate) fn rename_to(&self, to: &Granted, overwrite: bool) -> Result<()> {
         let (from_name, to_name) = (self.entry_name()?, to.entry_name()?);
         let io = |e: std::io::Error| Error::from_io(&e, "");
         if overwrite {
@@ -299,7 +299,7 @@ impl Granted {
 
     /// Whether `other` names the same entry in the same directory (the same inode of the
     /// directory, not only the same path): an upload commits only where it started.
-    pub fn same_place(&self, other: &Granted) -> bool {
+    pub(crate) fn same_place(&self, other: &Granted) -> bool {
         let id = |d: &Dir| rustix::fs::fstat(d).ok().map(|s| (s.st_dev, s.st_ino));
         self.real == other.real
             && self.name == other.name

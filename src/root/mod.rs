@@ -21,12 +21,12 @@ mod granted;
 mod tree;
 mod walk;
 
-pub use granted::{Gate, Granted, Said};
+pub(crate) use granted::{Gate, Granted, Said};
 use walk::Plan;
-pub use walk::{FollowFinal, Parents};
+pub(crate) use walk::{FollowFinal, Parents};
 
 /// Most symlinks expanded while resolving one path, as Linux's `MAXSYMLINKS`.
-pub const MAX_SYMLINK_HOPS: usize = 40;
+pub(crate) const MAX_SYMLINK_HOPS: usize = 40;
 
 /// An approved directory, opened once.
 #[derive(Debug)]
@@ -42,7 +42,7 @@ pub struct Root {
 
 /// How to open a root: the parts of a policy's `[[roots]]` entry.
 #[derive(Debug, Clone)]
-pub struct RootSpec {
+pub(crate) struct RootSpec {
     /// The host directory.
     pub path: PathBuf,
     /// The mount name.

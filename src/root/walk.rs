@@ -29,7 +29,7 @@ use std::ops::ControlFlow;
 /// Whether the final component is followed when it is a symlink (as cap-std's
 /// `FollowSymlinks`, for the last step only: middle symlinks are always expanded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FollowFinal {
+pub(crate) enum FollowFinal {
     /// Expand a final symlink (while it stays beneath the root).
     Yes,
     /// Name the final entry itself, whatever it is.
@@ -38,7 +38,7 @@ pub enum FollowFinal {
 
 /// Whether missing directories on the way are created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Parents {
+pub(crate) enum Parents {
     /// A missing middle component is an error.
     Existing,
     /// A missing middle component is created (with `mkdirat` on its parent's handle), where

@@ -51,7 +51,7 @@ fn mask() -> WatchFlags {
 /// A watched directory as it was verified: its host path (for mapping to mount form) and its
 /// inode, which must still be found at that path when one of its changes is delivered.
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub struct Place {
+pub(crate) struct Place {
     /// The host path the directory had when it was verified.
     pub host: PathBuf,
     /// Its device.
@@ -62,7 +62,7 @@ pub struct Place {
 
 /// What happened to one name in a watched directory.
 #[derive(Debug, Clone)]
-pub enum RawKind {
+pub(crate) enum RawKind {
     /// The name appeared.
     Created,
     /// The name went away.
@@ -82,7 +82,7 @@ pub enum RawKind {
 
 /// One change as the kernel (or a scan) reported it: a name in a verified directory.
 #[derive(Debug, Clone)]
-pub struct RawEvent {
+pub(crate) struct RawEvent {
     /// The directory.
     pub dir: Arc<Place>,
     /// The entry's name in it.
@@ -113,7 +113,7 @@ struct Use {
 
 /// Why a directory could not be given a kernel watch.
 #[derive(Debug)]
-pub enum PlaceError {
+pub(super) enum PlaceError {
     /// `max_kernel_watches` is reached.
     Limit,
     /// The system's inotify limit is reached.

@@ -18,7 +18,7 @@ impl WatchHub {
     /// again through the watch's root, is still the inode the kernel watch is on (else the
     /// change is dropped, and a watch whose own directory it is ends: `moved_out`), and if
     /// `visible` (grants) allows it. It runs on the blocking pool.
-    pub fn map(
+    pub(crate) fn map(
         &self,
         raw: &[RawEvent],
         lost: bool,

@@ -18,7 +18,7 @@ mod map;
 pub use fanout::CHANGED;
 pub(crate) use fanout::{Sink, start as start_fanout};
 
-pub use kernel::{Place, RawEvent, RawKind};
+pub(crate) use kernel::{Place, RawEvent, RawKind};
 
 use crate::deadline::Deadline;
 use crate::locks::lock;
@@ -36,13 +36,13 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Raw events buffered between the reader thread and the dispatcher; more are counted as lost.
-pub const RAW_CAPACITY: usize = 8192;
+pub(crate) const RAW_CAPACITY: usize = 8192;
 /// How long a creation by the broker's own write is remembered for its notification.
 const CREATED_MEMORY: Duration = Duration::from_secs(10);
 
 /// An event kind a watch can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Change {
+pub(crate) enum Change {
     /// Content or metadata changed.
     Modified,
     /// An entry appeared (also the new name of a rename).
@@ -53,7 +53,7 @@ pub enum Change {
 
 impl Change {
     /// The wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Change::Modified => "modified",
             Change::Created => "created",
@@ -62,7 +62,7 @@ impl Change {
     }
 
     /// Parses a wire name.
-    pub fn parse(s: &str) -> Option<Change> {
+    pub(crate) fn parse(s: &str) -> Option<Change> {
         match s {
             "modified" => Some(Change::Modified),
             "created" => Some(Change::Created),
@@ -74,7 +74,7 @@ impl Change {
 
 /// One watch of one session.
 #[derive(Debug)]
-pub struct Watch {
+pub(crate) struct Watch {
     /// The id given to the server.
     pub id: String,
     /// The real path watched (after symlinks), in mount form.
@@ -107,7 +107,7 @@ pub(crate) struct Shared {
 }
 
 /// The registry of watches and the shared kernel watcher.
-pub struct WatchHub {
+pub(crate) struct WatchHub {
     watches: Mutex<HashMap<String, Arc<Watch>>>,
     kernel: Arc<Mutex<Option<Kernel>>>,
     created: Mutex<HashMap<PathBuf, std::time::Instant>>,
@@ -123,7 +123,7 @@ impl std::fmt::Debug for WatchHub {
 
 /// What a new watch is to watch: the place the resolver found, and what the server asked for.
 #[derive(Debug)]
-pub struct NewWatch {
+pub(crate) struct NewWatch {
     /// The root it lies in.
     pub root: Arc<Root>,
     /// The real path (after symlinks), in mount form.
@@ -141,7 +141,7 @@ pub struct NewWatch {
 
 /// Why a watch could not be added.
 #[derive(Debug)]
-pub enum WatchError {
+pub(crate) enum WatchError {
     /// The kernel watches it needs would pass the limit (the value of the limit).
     KernelLimit(usize),
     /// The operating system's own limit on watches is reached (inotify's per-user limit); the
@@ -153,7 +153,7 @@ pub enum WatchError {
 
 /// A notification for a session, ready to send.
 #[derive(Debug, Clone)]
-pub struct Delivery {
+pub(crate) struct Delivery {
     /// The watch.
     pub watch: Arc<Watch>,
     /// `params` of `notifications/files/changed`.
@@ -190,7 +190,7 @@ impl WatchHub {
     /// without following links. Kernel watches are shared between watches of the same directory, and
     /// together they may not pass `max_kernel`. `raw` is where the reader thread sends events,
     /// used when it is first started.
-    pub fn add(
+    pub(crate) fn add(
         &self,
         session: &Arc<Session>,
         new: NewWatch,
@@ -247,7 +247,7 @@ impl WatchHub {
     }
 
     /// Removes a watch, releasing its kernel watches when no other watch needs them.
-    pub fn remove(&self, id: &str) -> Option<Arc<Watch>> {
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<Watch>> {
         let watch = lock(&self.watches).remove(id)?;
         watch.end();
         if let Some(k) = lock(&self.kernel).as_mut() {
@@ -257,7 +257,7 @@ impl WatchHub {
     }
 
     /// The watches of one session.
-    pub fn of_session(&self, session: &Session) -> Vec<Arc<Watch>> {
+    pub(crate) fn of_session(&self, session: &Session) -> Vec<Arc<Watch>> {
         lock(&self.watches)
             .values()
             .filter(|w| {
@@ -270,18 +270,18 @@ impl WatchHub {
     }
 
     /// Every watch.
-    pub fn all(&self) -> Vec<Arc<Watch>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Watch>> {
         lock(&self.watches).values().cloned().collect()
     }
 
     /// Records that raw events were lost, so every watch is owed an `overflow`.
-    pub fn mark_lost(&self) {
+    pub(crate) fn mark_lost(&self) {
         self.shared.lost.store(true, Ordering::Relaxed);
     }
 
     /// Records that the broker's own write created `host` (a new file), so its commit, which
     /// looks like a rename over the target, is reported as `created` rather than `modified`.
-    pub fn note_created(&self, host: PathBuf) {
+    pub(crate) fn note_created(&self, host: PathBuf) {
         let mut created = lock(&self.created);
         created.retain(|_, at| at.elapsed() < CREATED_MEMORY);
         if created.len() < RAW_CAPACITY {
@@ -290,13 +290,13 @@ impl WatchHub {
     }
 
     /// Whether raw events were lost since the last call.
-    pub fn take_lost(&self) -> bool {
+    pub(crate) fn take_lost(&self) -> bool {
         self.shared.lost.swap(false, Ordering::Relaxed)
     }
 
     /// The ids of watches whose directory left its place since the last call: each is to be
     /// ended with `unwatched` (`moved_out`).
-    pub fn take_moved_out(&self) -> Vec<String> {
+    pub(crate) fn take_moved_out(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.shared.moved_out))
     }
 
@@ -315,28 +315,28 @@ impl Watch {
     }
 
     /// Whether the watch has ended.
-    pub fn is_ended(&self) -> bool {
+    pub(crate) fn is_ended(&self) -> bool {
         self.ended.load(Ordering::Relaxed)
     }
 
     /// Whether the server is owed an `overflow` event; clears the debt.
-    pub fn take_owed_overflow(&self) -> bool {
+    pub(crate) fn take_owed_overflow(&self) -> bool {
         self.owed_overflow.swap(false, Ordering::Relaxed)
     }
 
     /// Records that a notification for this watch was dropped.
-    pub fn owe_overflow(&self) {
+    pub(crate) fn owe_overflow(&self) {
         self.owed_overflow.store(true, Ordering::Relaxed);
     }
 
     /// The `overflow` notification params for this watch.
-    pub fn overflow_params(&self) -> Value {
+    pub(crate) fn overflow_params(&self) -> Value {
         json!({"watchId": self.id, "path": self.path.to_string(), "event": "overflow", "timestamp": now()})
     }
 }
 
 /// The current time in RFC 3339, UTC.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()

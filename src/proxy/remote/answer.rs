@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Why [`Shared::pump`] returned.
-pub enum Stop {
+pub(super) enum Stop {
     /// Every request it waited for has its response.
     Settled,
     /// The stream ended.
@@ -30,7 +30,7 @@ impl Shared {
     /// or an event stream. Fails when a request of `ids` got no response. In the old
     /// HTTP+SSE transport every answer comes on the session's one stream instead, so this
     /// waits for the responses to arrive there.
-    pub async fn answer(
+    pub(super) async fn answer(
         self: &Arc<Self>,
         resp: Response,
         ids: &[Value],
@@ -136,7 +136,7 @@ impl Shared {
     /// Passes on the messages of `events` until none of `until` waits any more (never, when
     /// it is empty), the stream ends, or `stop` completes. Returns why, and how many
     /// messages it passed on.
-    pub async fn pump(
+    pub(super) async fn pump(
         &self,
         events: &mut Events,
         until: &[Value],

@@ -35,7 +35,7 @@ struct Driver {
 /// Runs the session until the host is gone (`end`, or the end of `outgoing`) or the session
 /// fails. Returns the exit code: 0 for a clean end, 1 after a failure, or when requests were
 /// still unanswered at the end of the shutdown grace, or the server was never reached.
-pub async fn drive(
+pub(super) async fn drive(
     shared: Arc<Shared>,
     mut outgoing: LineReceiver,
     mut end: oneshot::Receiver<()>,

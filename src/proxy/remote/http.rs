@@ -16,11 +16,11 @@ use url::Url;
 /// What a POST must accept: a single JSON answer or an event stream.
 const ACCEPT_POST: &str = "application/json, text/event-stream";
 /// What a GET must accept.
-pub const ACCEPT_STREAM: &str = "text/event-stream";
+pub(super) const ACCEPT_STREAM: &str = "text/event-stream";
 
 /// What kind of message a POST carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Post {
+pub(super) enum Post {
     /// The host's `initialize`, first or replayed: its answer's headers carry the session
     /// id, and a 404 to it is not answered with yet another session.
     Init,
@@ -35,7 +35,7 @@ impl Shared {
     /// A request to `url` with the extra headers and, in Streamable HTTP, the session id and
     /// protocol version once known. Returns the generation of the session it belongs to and
     /// whether a session id was sent.
-    pub fn request(&self, method: Method, url: Url) -> (RequestBuilder, u64, bool) {
+    pub(super) fn request(&self, method: Method, url: Url) -> (RequestBuilder, u64, bool) {
         let mut b = self
             .client
             .request(method, url)
@@ -60,7 +60,7 @@ impl Shared {
     /// server that drops packets costs one connect timeout, not one per retry. A request
     /// that may have reached the server is never sent twice, and a TLS failure (a
     /// certificate no root vouches for) is certain, so it is not tried again.
-    pub async fn send(
+    pub(super) async fn send(
         &self,
         make: impl Fn() -> RequestBuilder,
         limit: Duration,
@@ -102,7 +102,7 @@ impl Shared {
     /// take the request timeout, else the connect timeout. When the server has forgotten the
     /// session (404 to a message carrying its id), a new session is started and `body` is
     /// sent again, once.
-    pub async fn post(
+    pub(super) async fn post(
         self: &Arc<Self>,
         body: &Bytes,
         waits: bool,
@@ -154,7 +154,11 @@ impl Shared {
     /// POSTs a notification or a response and judges the answer on its status alone. Its
     /// body, which the transport says is empty, is never read: a server that streams one
     /// forever must not hold up the messages behind it.
-    pub async fn notify(self: &Arc<Self>, body: Bytes, kind: Post) -> Result<(), RemoteError> {
+    pub(super) async fn notify(
+        self: &Arc<Self>,
+        body: Bytes,
+        kind: Post,
+    ) -> Result<(), RemoteError> {
         let resp = self.post(&body, false, kind).await?;
         if resp.content_length() != Some(0) {
             tracing::debug!(status = %resp.status(), "left unread the body of the answer to a notification or response");
@@ -164,7 +168,7 @@ impl Shared {
 
     /// Ends the session on the server (DELETE with its id), if it has one. A server that
     /// does not allow it (405) or cannot be reached is not waited for.
-    pub async fn delete(&self) {
+    pub(super) async fn delete(&self) {
         if !matches!(self.mode(), Mode::Streamable) {
             return;
         }
@@ -204,7 +208,7 @@ fn is_tls_failure(e: &reqwest::Error) -> bool {
 
 /// Reads a JSON body of at most `limit` bytes within `time`. A `Content-Length` over the
 /// limit is refused before anything is read.
-pub async fn read_body(
+pub(super) async fn read_body(
     mut resp: Response,
     limit: usize,
     time: Duration,

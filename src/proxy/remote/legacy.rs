@@ -19,7 +19,7 @@ use url::Url;
 /// Opens the event stream and waits (within the connect timeout) for its `endpoint` event.
 /// Returns the endpoint and the task that passes on the rest of the stream. An endpoint on
 /// another origin is refused: the extra headers (a bearer token) must not follow it there.
-pub async fn open(
+pub(super) async fn open(
     shared: &Arc<Shared>,
 ) -> Result<(Url, impl Future<Output = ()> + Send + 'static), RemoteError> {
     let url = shared.cfg.url.clone();

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 /// bringing anything within the connect timeout count alike; after `--retries` of them in
 /// a row the stream is given up (or the session ends, when the server cannot be reached),
 /// so a server cannot keep the proxy reconnecting.
-pub async fn listen(shared: Arc<Shared>) {
+pub(super) async fn listen(shared: Arc<Shared>) {
     let mut cursor: Option<(u64, HeaderValue)> = None;
     let mut advice = None;
     let mut failures = 0u32;

@@ -13,14 +13,14 @@ use tokio::sync::watch;
 pub(crate) const MAX_PENDING: usize = 1024;
 
 /// The ids of the requests that wait, and a signal whenever one stops waiting.
-pub struct Pending {
+pub(super) struct Pending {
     ids: Mutex<HashSet<String>>,
     settled: watch::Sender<u64>,
 }
 
 impl Pending {
     /// No request waits.
-    pub fn new() -> Pending {
+    pub(super) fn new() -> Pending {
         Pending {
             ids: Mutex::new(HashSet::new()),
             settled: watch::Sender::new(0),
@@ -28,7 +28,7 @@ impl Pending {
     }
 
     /// Registers the ids of requests about to be sent. Refused when too many already wait.
-    pub fn track(&self, ids: &[Value]) -> Result<(), RemoteError> {
+    pub(super) fn track(&self, ids: &[Value]) -> Result<(), RemoteError> {
         let mut p = lock(&self.ids);
         if p.len() + ids.len() > MAX_PENDING {
             return Err(RemoteError::Busy);
@@ -38,13 +38,13 @@ impl Pending {
     }
 
     /// Whether any of `ids` still waits for its response.
-    pub fn any(&self, ids: &[Value]) -> bool {
+    pub(super) fn any(&self, ids: &[Value]) -> bool {
         let p = lock(&self.ids);
         ids.iter().any(|id| p.contains(&key(id)))
     }
 
     /// Stops waiting for those of `ids` that wait, and returns them.
-    pub fn take(&self, ids: &[Value]) -> Vec<Value> {
+    pub(super) fn take(&self, ids: &[Value]) -> Vec<Value> {
         let taken: Vec<Value> = {
             let mut p = lock(&self.ids);
             ids.iter()
@@ -59,7 +59,7 @@ impl Pending {
     }
 
     /// Stops waiting for every request, and returns them.
-    pub fn drain(&self) -> Vec<Value> {
+    pub(super) fn drain(&self) -> Vec<Value> {
         let all: Vec<Value> = lock(&self.ids)
             .drain()
             .filter_map(|k| serde_json::from_str(&k).ok())
@@ -69,7 +69,7 @@ impl Pending {
     }
 
     /// Completes once none of `ids` waits any more.
-    pub async fn settled(&self, ids: &[Value]) {
+    pub(super) async fn settled(&self, ids: &[Value]) {
         // Subscribed before looking, so a request settled in between is not missed.
         let mut changes = self.settled.subscribe();
         while self.any(ids) {
@@ -81,7 +81,7 @@ impl Pending {
 }
 
 /// The ids of the requests in a line (one request, or the requests of a batch).
-pub fn request_ids(line: &[u8]) -> Vec<Value> {
+pub(super) fn request_ids(line: &[u8]) -> Vec<Value> {
     match peek(line) {
         Kind::Request { id, .. } => vec![id],
         Kind::Batch => batch_kinds(line)
@@ -96,7 +96,7 @@ pub fn request_ids(line: &[u8]) -> Vec<Value> {
 }
 
 /// The key of a request id (ids are strings or numbers, whose JSON text tells them apart).
-pub fn key(id: &Value) -> String {
+pub(super) fn key(id: &Value) -> String {
     id.to_string()
 }
 

@@ -17,7 +17,7 @@ impl Shared {
     /// `initialize` answer's body is read on a task of its own, within the same limit:
     /// whoever met the 404 (the driver, for a notification) must not wait on the server's
     /// stream.
-    pub async fn renew(self: &Arc<Self>, seen: u64) -> Result<(), RemoteError> {
+    pub(super) async fn renew(self: &Arc<Self>, seen: u64) -> Result<(), RemoteError> {
         let _only_one = self.renewing.lock().await;
         if self.generation() != seen {
             return Ok(());

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::{self, JoinSet};
 
 /// How a request task starts.
-pub enum Start {
+pub(super) enum Start {
     /// POST this line (requests of the host) first.
     Post(Bytes),
     /// The POST was made already (the host's `initialize`, which the driver waits to see
@@ -30,7 +30,7 @@ pub enum Start {
 
 /// The request tasks and how to reach them by request id.
 #[derive(Default)]
-pub struct InFlight {
+pub(super) struct InFlight {
     tasks: JoinSet<()>,
     by_id: HashMap<String, (task::Id, mpsc::Sender<Vec<u8>>)>,
     ids_of: HashMap<task::Id, Vec<String>>,
@@ -38,7 +38,7 @@ pub struct InFlight {
 
 impl InFlight {
     /// Starts the task for requests `ids` (already tracked as waiting).
-    pub fn start(&mut self, shared: &Arc<Shared>, start: Start, ids: Vec<Value>) {
+    pub(super) fn start(&mut self, shared: &Arc<Shared>, start: Start, ids: Vec<Value>) {
         // Each id is cancelled at most once (its entry goes with the cancellation), so the
         // channel never fills.
         let (tx, rx) = mpsc::channel(ids.len().max(1));
@@ -53,7 +53,7 @@ impl InFlight {
     /// Cancels request `id` with the host's `line`: it stops waiting, and its task sends
     /// `line` on. Returns `line` when no task can take it (the request is not in flight),
     /// for the caller to send.
-    pub fn cancel(&mut self, shared: &Shared, id: &Value, line: Vec<u8>) -> Option<Vec<u8>> {
+    pub(super) fn cancel(&mut self, shared: &Shared, id: &Value, line: Vec<u8>) -> Option<Vec<u8>> {
         shared.pending.take(std::slice::from_ref(id));
         match self.by_id.remove(&key(id)) {
             Some((_, tx)) => tx.try_send(line).err().map(|e| match e {
@@ -64,12 +64,12 @@ impl InFlight {
     }
 
     /// Whether no task runs.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.tasks.is_empty()
     }
 
     /// Waits for a task to end and forgets it; `None` when none runs.
-    pub async fn join_next(&mut self) -> Option<()> {
+    pub(super) async fn join_next(&mut self) -> Option<()> {
         let (id, outcome) = match self.tasks.join_next_with_id().await? {
             Ok((id, ())) => (id, None),
             Err(e) => (e.id(), Some(e)),
@@ -88,7 +88,7 @@ impl InFlight {
     }
 
     /// Ends every task and waits until they are gone.
-    pub async fn abort_all(&mut self) {
+    pub(super) async fn abort_all(&mut self) {
         self.tasks.abort_all();
         while self.join_next().await.is_some() {}
     }

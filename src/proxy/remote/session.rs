@@ -19,7 +19,7 @@ use url::Url;
 
 /// Which transport the server speaks.
 #[derive(Debug, Clone)]
-pub enum Mode {
+pub(super) enum Mode {
     /// Streamable HTTP: every message is POSTed to the MCP endpoint.
     Streamable,
     /// The 2024-11-05 HTTP+SSE transport: messages are POSTed to this endpoint, and
@@ -51,7 +51,7 @@ struct Reach {
 }
 
 /// What every task of one remote session shares.
-pub struct Shared {
+pub(super) struct Shared {
     /// The HTTP client (connection pool, TLS, redirect policy).
     pub client: reqwest::Client,
     /// The endpoint and limits.
@@ -74,7 +74,7 @@ pub struct Shared {
 impl Shared {
     /// Shared state for a session whose messages go to `incoming`; the first fatal failure
     /// is kept in `failure`.
-    pub fn new(
+    pub(super) fn new(
         client: reqwest::Client,
         cfg: RemoteConfig,
         incoming: LineSender,
@@ -105,22 +105,22 @@ impl Shared {
     }
 
     /// The session generation (see [`Shared::renewed`]).
-    pub fn generation(&self) -> u64 {
+    pub(super) fn generation(&self) -> u64 {
         lock(&self.state).generation
     }
 
     /// The transport in use.
-    pub fn mode(&self) -> Mode {
+    pub(super) fn mode(&self) -> Mode {
         lock(&self.state).mode.clone()
     }
 
     /// Switches to the old HTTP+SSE transport, posting to `endpoint`.
-    pub fn set_legacy(&self, endpoint: Url) {
+    pub(super) fn set_legacy(&self, endpoint: Url) {
         lock(&self.state).mode = Mode::Legacy(endpoint);
     }
 
     /// Where messages are POSTed.
-    pub fn post_url(&self) -> Url {
+    pub(super) fn post_url(&self) -> Url {
         match &lock(&self.state).mode {
             Mode::Streamable => self.cfg.url.clone(),
             Mode::Legacy(u) => u.clone(),
@@ -129,14 +129,14 @@ impl Shared {
 
     /// The session id and protocol version to send, if known, and the generation they
     /// belong to.
-    pub fn credentials(&self) -> (Option<HeaderValue>, Option<HeaderValue>, u64) {
+    pub(super) fn credentials(&self) -> (Option<HeaderValue>, Option<HeaderValue>, u64) {
         let s = lock(&self.state);
         (s.session.clone(), s.version.clone(), s.generation)
     }
 
     /// Keeps the session id the server assigned. Only visible ASCII is allowed (the
     /// transport's rule), so it can be sent back as it came.
-    pub fn set_session(&self, value: Option<&HeaderValue>) -> Result<(), RemoteError> {
+    pub(super) fn set_session(&self, value: Option<&HeaderValue>) -> Result<(), RemoteError> {
         let Some(value) = value else { return Ok(()) };
         if value.is_empty() || !value.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
             return Err(RemoteError::BadSessionId);
@@ -147,7 +147,7 @@ impl Shared {
 
     /// Notes the host's `initialize` (line and id), to replay it for a new session.
     /// Returns whether it is the first.
-    pub fn begin_initialize(&self, line: &[u8], id: &Value) -> bool {
+    pub(super) fn begin_initialize(&self, line: &[u8], id: &Value) -> bool {
         let mut s = lock(&self.state);
         let first = s.init.is_none();
         if first {
@@ -159,7 +159,7 @@ impl Shared {
 
     /// Notes the host's `notifications/initialized`, to replay it for a new session.
     /// Returns whether it is the first.
-    pub fn note_initialized(&self, line: &[u8]) -> bool {
+    pub(super) fn note_initialized(&self, line: &[u8]) -> bool {
         let mut s = lock(&self.state);
         let first = s.initialized.is_none();
         if first {
@@ -170,7 +170,7 @@ impl Shared {
 
     /// Forgets the expired session and prepares the replay of the host's initialization:
     /// returns the `initialize` line (and the `initialized` line, if the host sent it).
-    pub fn restart(&self) -> Result<(Vec<u8>, Option<Vec<u8>>), RemoteError> {
+    pub(super) fn restart(&self) -> Result<(Vec<u8>, Option<Vec<u8>>), RemoteError> {
         let mut s = lock(&self.state);
         let (line, id) = s.init.clone().ok_or(RemoteError::CannotRenew)?;
         s.session = None;
@@ -182,13 +182,13 @@ impl Shared {
 
     /// Lets the host see a response to its `initialize` again: the replayed one's answer
     /// was given up on, so none is to be kept back.
-    pub fn unswallow(&self) {
+    pub(super) fn unswallow(&self) {
         lock(&self.state).swallow = None;
     }
 
     /// Stops waiting for the response to a replayed `initialize`: it was the proxy's own
     /// request, which the host must not be answered for.
-    pub fn drop_replayed(&self) {
+    pub(super) fn drop_replayed(&self) {
         let replayed = lock(&self.state).swallow.take();
         if let Some(id) = replayed {
             self.pending.take(&[id]);
@@ -197,7 +197,7 @@ impl Shared {
 
     /// Marks the new session as started. The replayed `initialize`'s response may still be
     /// on its way; it is kept from the host when it comes.
-    pub fn renewed(&self) {
+    pub(super) fn renewed(&self) {
         let generation = {
             let mut s = lock(&self.state);
             s.generation += 1;
@@ -207,12 +207,12 @@ impl Shared {
     }
 
     /// Changes when a new session starts.
-    pub fn new_sessions(&self) -> watch::Receiver<u64> {
+    pub(super) fn new_sessions(&self) -> watch::Receiver<u64> {
         self.sessions.subscribe()
     }
 
     /// Answers each of `ids` that still waits with the error `e`.
-    pub async fn fail(&self, ids: &[Value], e: &RemoteError) {
+    pub(super) async fn fail(&self, ids: &[Value], e: &RemoteError) {
         for id in self.pending.take(ids) {
             tracing::warn!(error = %e, "a request to the remote server failed");
             let _ = self.incoming.send(e.response_for(&id)).await;
@@ -220,14 +220,14 @@ impl Shared {
     }
 
     /// Answers every waiting request with the failure that ended the session.
-    pub async fn fail_all(&self) {
+    pub(super) async fn fail_all(&self) {
         for id in self.pending.drain() {
             let _ = self.incoming.send(self.failure_response(&id)).await;
         }
     }
 
     /// The error response for request `id` after the session failed.
-    pub fn failure_response(&self, id: &Value) -> Vec<u8> {
+    pub(super) fn failure_response(&self, id: &Value) -> Vec<u8> {
         match lock(&self.failure).as_ref() {
             Some(e) => e.response_for(id),
             None => RemoteError::StreamLost.response_for(id),
@@ -235,12 +235,12 @@ impl Shared {
     }
 
     /// Passes a line to the proxy as it is (an error the proxy made up for the host).
-    pub async fn pass(&self, line: Vec<u8>) {
+    pub(super) async fn pass(&self, line: Vec<u8>) {
         let _ = self.incoming.send(line).await;
     }
 
     /// Passes a line to the proxy if there is room now; gives it back if there is none.
-    pub fn try_pass(&self, line: Vec<u8>) -> Option<Vec<u8>> {
+    pub(super) fn try_pass(&self, line: Vec<u8>) -> Option<Vec<u8>> {
         match self.incoming.try_send(line) {
             Ok(()) | Err(SendError::Closed(_)) => None,
             Err(SendError::Full(line)) => Some(line),
@@ -252,7 +252,7 @@ impl Shared {
     /// not a JSON-RPC message (an SDK's empty `{}` priming event) is dropped. Line breaks
     /// between tokens become spaces, since the host reads lines; a message with one inside
     /// a string is not JSON and is dropped, since no line could carry it unchanged.
-    pub async fn deliver(&self, mut line: Vec<u8>) {
+    pub(super) async fn deliver(&self, mut line: Vec<u8>) {
         if !flatten(&mut line) {
             tracing::warn!(
                 "dropped a message from the remote server with a raw line break in a string"
@@ -309,7 +309,7 @@ impl Shared {
     }
 
     /// Ends the session with `e`, unless an earlier failure already did.
-    pub fn fatal(&self, e: RemoteError) {
+    pub(super) fn fatal(&self, e: RemoteError) {
         {
             let mut f = lock(&self.failure);
             if f.is_none() {
@@ -322,7 +322,7 @@ impl Shared {
 
     /// Records why a session that did not fail still ends badly (requests left unanswered),
     /// for the proxy to report.
-    pub fn conclude(&self, e: RemoteError) {
+    pub(super) fn conclude(&self, e: RemoteError) {
         let mut f = lock(&self.failure);
         if f.is_none() {
             *f = Some(e);
@@ -330,27 +330,27 @@ impl Shared {
     }
 
     /// Whether the session has failed.
-    pub fn has_failed(&self) -> bool {
+    pub(super) fn has_failed(&self) -> bool {
         lock(&self.failure).is_some()
     }
 
     /// Completes once the session has failed.
-    pub async fn failed(&self) {
+    pub(super) async fn failed(&self) {
         self.failed.notified().await;
     }
 
     /// Notes that the server answered (any HTTP response).
-    pub fn note_reached(&self) {
+    pub(super) fn note_reached(&self) {
         lock(&self.reach).reached = true;
     }
 
     /// Notes why a connection could not be made.
-    pub fn note_unreached(&self, why: String) {
+    pub(super) fn note_unreached(&self, why: String) {
         lock(&self.reach).last_failure = Some(why);
     }
 
     /// Why the server could not be reached, if it was tried and never answered.
-    pub fn never_reached(&self) -> Option<String> {
+    pub(super) fn never_reached(&self) -> Option<String> {
         let r = lock(&self.reach);
         if r.reached {
             None
@@ -360,7 +360,7 @@ impl Shared {
     }
 
     /// Runs `work` on a task of its own that ends with the session at the latest.
-    pub fn spawn_reader(&self, work: impl Future<Output = ()> + Send + 'static) {
+    pub(super) fn spawn_reader(&self, work: impl Future<Output = ()> + Send + 'static) {
         let handle = tokio::spawn(work).abort_handle();
         let mut readers = lock(&self.readers);
         readers.retain(|h| !h.is_finished());
@@ -368,7 +368,7 @@ impl Shared {
     }
 
     /// Ends the tasks of [`Shared::spawn_reader`].
-    pub fn abort_readers(&self) {
+    pub(super) fn abort_readers(&self) {
         for h in lock(&self.readers).drain(..) {
             h.abort();
         }

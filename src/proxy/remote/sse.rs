@@ -10,17 +10,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The first reconnection delay, doubled at each further attempt.
-pub const FIRST_DELAY: Duration = Duration::from_millis(200);
+pub(super) const FIRST_DELAY: Duration = Duration::from_millis(200);
 /// The longest delay between two reconnection attempts, whatever the server advises.
-pub const MAX_DELAY: Duration = Duration::from_secs(10);
+pub(super) const MAX_DELAY: Duration = Duration::from_secs(10);
 /// The shortest delay, whatever the server advises: a server that closes every stream at
 /// once and advises `retry: 0` must not make the proxy spin.
-pub const MIN_DELAY: Duration = Duration::from_millis(100);
+pub(super) const MIN_DELAY: Duration = Duration::from_millis(100);
 
 /// The longest event id kept as the resumption cursor. Ids are sent back in
 /// `Last-Event-ID`; a server's ids are short (the TypeScript SDK's are under 100 bytes), and
 /// one of megabytes would be sent back with every reconnection.
-pub const MAX_EVENT_ID: usize = 1024;
+pub(super) const MAX_EVENT_ID: usize = 1024;
 
 /// Why a byte stream was cut.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +35,7 @@ enum Cut {
 
 /// How a stream ended.
 #[derive(Debug)]
-pub enum End {
+pub(super) enum End {
     /// The server closed it, or the connection dropped: it may be resumed.
     Dropped,
     /// It cannot be read on: an event over the limit or malformed data. Resuming would
@@ -44,7 +44,7 @@ pub enum End {
 }
 
 /// The events of one response body.
-pub struct Events {
+pub(super) struct Events {
     inner: Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>,
     /// Bytes received since the last complete event.
     since_event: Arc<AtomicUsize>,
@@ -59,7 +59,7 @@ impl Events {
     /// Reads `resp` as an event stream. An event (with the comments and blank lines before
     /// it) may take at most `limit` bytes plus one network chunk; a larger one breaks the
     /// stream, so memory stays bounded whatever the server sends.
-    pub fn new(resp: reqwest::Response, limit: usize) -> Events {
+    pub(super) fn new(resp: reqwest::Response, limit: usize) -> Events {
         let chunks = resp
             .bytes_stream()
             .map(|chunk| chunk.map_err(|e| super::error::chain(&e.without_url())));
@@ -92,7 +92,7 @@ impl Events {
 
     /// The next event, or how the stream ended. Ids and `retry` advice are noted as they
     /// pass, also on events without data (such as a server's priming event).
-    pub async fn next(&mut self) -> Result<Sse, End> {
+    pub(super) async fn next(&mut self) -> Result<Sse, End> {
         match self.inner.next().await {
             Some(Ok(event)) => {
                 self.since_event.store(0, Ordering::Relaxed);
@@ -126,7 +126,7 @@ impl Events {
 
 /// The message an event carries, if any: events named other than `message` and events
 /// without data (priming events, keep-alives) carry none.
-pub fn message(event: Sse) -> Option<Vec<u8>> {
+pub(super) fn message(event: Sse) -> Option<Vec<u8>> {
     if event.event.as_deref().is_some_and(|e| e != "message") {
         return None;
     }
@@ -138,7 +138,7 @@ pub fn message(event: Sse) -> Option<Vec<u8>> {
 }
 
 /// Whether a response's content type is `text/event-stream`.
-pub fn is_event_stream(resp: &reqwest::Response) -> bool {
+pub(super) fn is_event_stream(resp: &reqwest::Response) -> bool {
     content_type(resp).is_some_and(|t| t == "text/event-stream")
 }
 
@@ -155,7 +155,7 @@ fn content_type(resp: &reqwest::Response) -> Option<String> {
 /// The delay before reconnection attempt `attempt` (0 for the first): the server's advice
 /// (at least [`MIN_DELAY`]) or [`FIRST_DELAY`], doubled at each attempt, at most
 /// [`MAX_DELAY`].
-pub fn backoff(attempt: u32, advice: Option<Duration>) -> Duration {
+pub(super) fn backoff(attempt: u32, advice: Option<Duration>) -> Duration {
     let base = advice.unwrap_or(FIRST_DELAY).clamp(MIN_DELAY, MAX_DELAY);
     base.saturating_mul(1u32 << attempt.min(10)).min(MAX_DELAY)
 }
