@@ -59,11 +59,17 @@ impl Shared {
     pub(crate) fn set_config(&self, config: Arc<Config>) {
         *write(&self.config) = config;
     }
+}
+
+impl Sink for Shared {
+    fn hub(&self) -> &WatchHub {
+        &self.hub
+    }
 
     /// Sends a notification to a session. With a slot semaphore, the notification needs a
     /// free slot and returns false when there is none; without, it is always sent (for the
     /// rare messages a server must not miss, such as the end of a watch).
-    pub(crate) fn notify(
+    fn notify(
         &self,
         server_id: &str,
         method: &str,
@@ -88,21 +94,5 @@ impl Shared {
                 _slot: slot,
             })
             .is_ok()
-    }
-}
-
-impl Sink for Shared {
-    fn hub(&self) -> &WatchHub {
-        &self.hub
-    }
-
-    fn notify(
-        &self,
-        server_id: &str,
-        method: &str,
-        params: Option<Value>,
-        slots: Option<&Arc<tokio::sync::Semaphore>>,
-    ) -> bool {
-        Shared::notify(self, server_id, method, params, slots)
     }
 }
