@@ -1,5 +1,13 @@
 //! The audit log: one JSON line per operation, never file contents.
+//!
+//! A consent line says what was approved and denied, at which access, and who decided. A
+//! violation (a path outside every root, a symlink that leads out, no grant, a revoked or
+//! read-only grant) says its reason and a keyed hash of the path as the server sent it, never
+//! the path itself, which may name a place outside the roots. With the log turned off,
+//! violations still go to the tracing log at `warn`, with the same fields.
 
+use crate::access::Access;
+use crate::error::{Error, ErrorKind, Reason};
 use crate::locks::lock;
 use crate::policy::AuditConfig;
 use serde::Serialize;
@@ -22,6 +30,109 @@ pub(crate) struct AuditRecord<'a> {
     pub bytes: u64,
     /// How long the operation took.
     pub duration: Duration,
+    /// What a `files/consent` decided.
+    pub consent: Option<&'a ConsentNote>,
+    /// The violation the operation was refused for.
+    pub violation: Option<Violation<'a>>,
+}
+
+/// A refusal that the audit log must never lose: its reason, and the path as requested.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Violation<'a> {
+    /// The wire reason (`outside_root`, `no_consent`, ...).
+    pub reason: &'static str,
+    /// The path the server sent, which is only ever logged as a keyed hash.
+    pub requested: Option<&'a str>,
+}
+
+impl<'a> Violation<'a> {
+    /// The violation `e` is, if any: a `PERMISSION_DENIED` other than the operating system's
+    /// refusal (which is no attempt of the server's, and is logged as any other failure).
+    pub(crate) fn of(e: &Error, requested: Option<&'a str>) -> Option<Violation<'a>> {
+        let reason = e.reason()?;
+        (e.kind() == ErrorKind::PermissionDenied && reason != Reason::OsDenied).then_some(
+            Violation {
+                reason: reason.as_str(),
+                requested,
+            },
+        )
+    }
+}
+
+/// Who decided a consent request's paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Decider {
+    /// Confinement: the path lies outside every root, or a symlink leads out of it.
+    Confinement,
+    /// The root: it allows less than was asked for.
+    Root,
+    /// A `[[consent.rules]]` entry.
+    Rule,
+    /// Consent mode `auto`.
+    Auto,
+    /// The consent provider (a person, a program, mode `deny`, an embedder's).
+    Provider,
+    /// Nobody: the provider did not answer within the time limit.
+    Timeout,
+}
+
+/// What one `files/consent` decided, for its audit line.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConsentNote {
+    /// The approved paths, in mount form.
+    pub approved: Vec<String>,
+    /// The denied paths that lie inside a root, in mount form.
+    pub denied: Vec<String>,
+    /// The denied paths outside every root, as sent: logged only as keyed hashes.
+    pub outside: Vec<String>,
+    /// The access asked of the provider, or granted.
+    pub access: Option<Access>,
+    /// Who decided, each once, in the order they did.
+    pub decided_by: Vec<Decider>,
+}
+
+impl ConsentNote {
+    /// Notes that `by` decided a path.
+    pub(crate) fn decided(&mut self, by: Decider) {
+        if !self.decided_by.contains(&by) {
+            self.decided_by.push(by);
+        }
+    }
+
+    /// The line's outcome: `ok` when everything asked for was approved, `denied` when
+    /// nothing was, `partial` otherwise.
+    pub(crate) fn outcome(&self) -> &'static str {
+        match (
+            self.approved.is_empty(),
+            self.denied.is_empty() && self.outside.is_empty(),
+        ) {
+            (false, true) => "ok",
+            (true, _) => "denied",
+            (false, false) => "partial",
+        }
+    }
+}
+
+/// The key for hashing requested paths of violations when the log has no redaction key: one
+/// random key per process, so that the hashes of one run can be compared with each other
+/// and with nothing else. `None` when the system has no randomness to give, in which case
+/// the path is left out entirely.
+fn process_key() -> Option<&'static [u8; 32]> {
+    static KEY: std::sync::OnceLock<Option<[u8; 32]>> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut k = [0u8; 32];
+        getrandom::fill(&mut k).ok().map(|()| k)
+    })
+    .as_ref()
+}
+
+/// `hash:` and the first 128 bits of the keyed BLAKE3 hash of `text`.
+fn hashed(key: &[u8; 32], text: &str) -> String {
+    format!(
+        "hash:{}",
+        &blake3::keyed_hash(key, text.as_bytes()).to_hex()[..32]
+    )
 }
 
 /// Where audit lines go.
@@ -90,15 +201,56 @@ impl AuditLog {
         }
     }
 
-    /// Writes one record. Failures to log are reported through tracing, never to the peer.
-    pub(crate) fn record(&self, r: &AuditRecord<'_>) {
-        let Some(sink) = &self.sink else { return };
-        let path = r.path.map(|p| match &self.redact_key {
-            Some(k) => format!(
-                "hash:{}",
-                &blake3::keyed_hash(k, p.as_bytes()).to_hex()[..32]
-            ),
+    /// A path as logged: itself, or its keyed hash when paths are redacted.
+    fn shown(&self, p: &str) -> String {
+        match &self.redact_key {
+            Some(k) => hashed(k, p),
             None => p.to_owned(),
+        }
+    }
+
+    /// A path that may lie outside every root, as logged: always a keyed hash (with the
+    /// redaction key if there is one, else the process's key), never the path.
+    fn outside(&self, p: &str) -> Option<String> {
+        self.redact_key
+            .as_ref()
+            .or(process_key())
+            .map(|k| hashed(k, p))
+    }
+
+    /// Writes one record. Failures to log are reported through tracing, never to the peer.
+    /// With the log off, a violation still goes to the tracing log at `warn`.
+    pub(crate) fn record(&self, r: &AuditRecord<'_>) {
+        let Some(sink) = &self.sink else {
+            if let Some(v) = &r.violation {
+                let requested = v.requested.and_then(|p| self.outside(p));
+                tracing::warn!(
+                    server = r.server_id,
+                    method = r.method,
+                    outcome = r.outcome,
+                    reason = v.reason,
+                    requested = requested.as_deref().unwrap_or(""),
+                    "request refused: {}",
+                    v.reason
+                );
+            }
+            return;
+        };
+        let path = r.path.map(|p| self.shown(p));
+        let requested = r
+            .violation
+            .and_then(|v| v.requested)
+            .and_then(|p| self.outside(p));
+        let consent = r.consent.map(|c| ConsentLine {
+            access: c.access.map(Access::as_str),
+            approved: c.approved.iter().map(|p| self.shown(p)).collect(),
+            decided_by: &c.decided_by,
+            denied: c
+                .denied
+                .iter()
+                .map(|p| self.shown(p))
+                .chain(c.outside.iter().filter_map(|p| self.outside(p)))
+                .collect(),
         });
         let time = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
@@ -109,8 +261,11 @@ impl AuditLog {
             method: r.method,
             outcome: r.outcome,
             path: path.as_deref(),
+            reason: r.violation.map(|v| v.reason),
+            requested: requested.as_deref(),
             server: r.server_id,
             time: &time,
+            consent,
         };
         // The line is built whole and written with one call: stderr is unbuffered, and
         // formatting into it directly cost a write system call per JSON token.
@@ -129,7 +284,9 @@ impl AuditLog {
     }
 }
 
-/// One audit line. The fields are in the order the lines have always had (sorted by key).
+/// One audit line. The fields every line has are in the order the lines have always had
+/// (sorted by key); those only some lines have are left out of the others, so that a reader
+/// of the old lines still finds every line it knew as it was.
 #[derive(Serialize)]
 struct Line<'a> {
     bytes: u64,
@@ -138,8 +295,24 @@ struct Line<'a> {
     method: &'a str,
     outcome: &'a str,
     path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    requested: Option<&'a str>,
     server: &'a str,
     time: &'a str,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    consent: Option<ConsentLine<'a>>,
+}
+
+/// The keys a `files/consent` line adds.
+#[derive(Serialize)]
+struct ConsentLine<'a> {
+    access: Option<&'static str>,
+    approved: Vec<String>,
+    #[serde(rename = "decidedBy")]
+    decided_by: &'a [Decider],
+    denied: Vec<String>,
 }
 
 fn parse_key(hex: &str) -> Option<[u8; 32]> {

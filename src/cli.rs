@@ -55,6 +55,13 @@ pub struct CommonArgs {
     /// The server session id.
     #[arg(long = "server-id", value_name = "ID")]
     pub server_id: Option<String>,
+    /// Append the audit log to FILE instead of where the policy's `[audit]` section says.
+    #[arg(long = "audit-file", value_name = "FILE", conflicts_with = "no_audit")]
+    pub audit_file: Option<PathBuf>,
+    /// Turn the audit log off, whatever the policy says (refusals still go to the log at
+    /// warn).
+    #[arg(long = "no-audit")]
+    pub no_audit: bool,
 }
 
 /// Options of `proxy`.
@@ -164,6 +171,13 @@ impl CommonArgs {
         }
         if let Some(mode) = &self.consent_fallback {
             policy.consent.fallback = Some(mode.clone());
+        }
+        if let Some(file) = &self.audit_file {
+            policy.audit.enabled = true;
+            policy.audit.file = Some(file.clone());
+        }
+        if self.no_audit {
+            policy.audit.enabled = false;
         }
         policy.revalidate("<command line>")?;
         Ok(policy)

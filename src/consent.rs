@@ -168,9 +168,35 @@ pub(crate) fn provider_for(mode: Option<&ConsentMode>, wait: Duration) -> Arc<dy
             if TtyConsent::available() {
                 Arc::new(TtyConsent::new().with_wait(wait))
             } else {
-                Arc::new(DenyConsent)
+                Arc::new(NobodyToAsk)
             }
         }
+    }
+}
+
+/// Denies, because nobody can be asked: no mode was chosen, the host cannot elicit and there
+/// is no terminal (the usual case under a GUI host). Unlike mode `deny`, which someone chose,
+/// this refusal surprises, so the first one of the process says why at `warn`, with the fix;
+/// once per process, not per session or per policy, since the cause and the fix are the
+/// process's configuration and repeating them would bury other warnings.
+#[derive(Debug, Clone, Copy, Default)]
+struct NobodyToAsk;
+
+/// Whether this process has already said why nobody was asked.
+static NOBODY_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl ConsentProvider for NobodyToAsk {
+    fn decide<'a>(&'a self, _request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        if !NOBODY_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(
+                "consent denied: nobody could be asked (no consent mode was chosen, the host \
+                 cannot show a form and there is no terminal). Choose who answers with \
+                 `--consent MODE` (auto, deny, tty, command:PROGRAM) or, with the proxy's \
+                 elicit, `--consent-fallback MODE`; or decide paths in the policy with a \
+                 [[consent.rules]] entry. Said once per process."
+            );
+        }
+        Box::pin(async { ConsentDecision::deny() })
     }
 }
 

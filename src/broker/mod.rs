@@ -7,7 +7,7 @@ pub use crate::state::{Outbound, OutboundReceiver};
 pub use crate::watch::CHANGED;
 pub use builder::BrokerBuilder;
 
-use crate::audit::AuditRecord;
+use crate::audit::{AuditRecord, Violation};
 use crate::config::Config;
 use crate::consent::Grant;
 use crate::error::{Error, ErrorKind, Result};
@@ -164,7 +164,12 @@ impl Broker {
             },
             Err(e) => Err(e),
         };
-        let ops::Noted { path, bytes } = ctx.audit_info();
+        let ops::Noted {
+            path,
+            bytes,
+            requested,
+            consent,
+        } = ctx.audit_info();
         let err_path = outcome
             .as_ref()
             .err()
@@ -174,12 +179,18 @@ impl Broker {
             server_id,
             method: &method,
             path: path.as_deref().or(err_path.as_deref()),
-            outcome: match &outcome {
-                Ok(_) => "ok",
-                Err(e) => e.kind().outcome(),
+            outcome: match (&outcome, &consent) {
+                (Ok(_), Some(note)) => note.outcome(),
+                (Ok(_), None) => "ok",
+                (Err(e), _) => e.kind().outcome(),
             },
             bytes,
             duration: start.elapsed(),
+            consent: outcome.as_ref().ok().and(consent.as_ref()),
+            violation: outcome
+                .as_ref()
+                .err()
+                .and_then(|e| Violation::of(e, requested.as_deref())),
         });
         if let Err(e) = &outcome {
             tracing::debug!(server = server_id, method = %req.method, error = %e, "request failed");
@@ -198,6 +209,8 @@ impl Broker {
             outcome: e.map_or("INVALID_REQUEST", |e| e.kind().outcome()),
             bytes: 0,
             duration: std::time::Duration::ZERO,
+            consent: None,
+            violation: None,
         });
     }
 

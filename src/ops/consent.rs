@@ -8,8 +8,10 @@
 use super::wire::{ConsentParams, ConsentResult};
 use super::{Ctx, params};
 use crate::access::Access;
+use crate::audit::{ConsentNote, Decider};
 use crate::consent::{ConsentDecision, ConsentRequest, Grant, MAX_GRANTS};
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::locks::lock;
 use crate::path::MountPath;
 use crate::policy::{ConsentMode, Ruling};
 use crate::root::{Gate, Root, Said};
@@ -37,11 +39,27 @@ impl Candidate {
     }
 }
 
-/// Where the decision stands: the paths approved (with the access each gets) and denied.
+/// Where the decision stands: the paths approved (with the access each gets) and denied,
+/// and, for the audit line, who decided each.
 #[derive(Default)]
 struct Tally {
     approved: Vec<(Candidate, Access)>,
     denied: Vec<String>,
+    note: ConsentNote,
+}
+
+impl Tally {
+    fn approve(&mut self, c: Candidate, access: Access, by: Decider) {
+        self.note.approved.push(c.requested.to_string());
+        self.note.decided(by);
+        self.approved.push((c, access));
+    }
+
+    fn deny(&mut self, path: &MountPath, by: Decider) {
+        self.note.denied.push(path.to_string());
+        self.note.decided(by);
+        self.denied.push(path.to_string());
+    }
 }
 
 pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<ConsentResult> {
@@ -52,8 +70,8 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
         )));
     }
     let mut tally = Tally::default();
-    let located = locate(ctx, &p, &mut tally.denied);
-    let candidates = resolve(ctx, session, located, &mut tally.denied).await?;
+    let located = locate(ctx, &p, &mut tally);
+    let candidates = resolve(ctx, session, located, &mut tally).await?;
     // Without an explicit access, the provider is asked for the most any root allows.
     let overall = p.access.unwrap_or_else(|| {
         let most = candidates.iter().map(|c| c.root_access).max();
@@ -61,18 +79,20 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
     });
     let ask = apply_rules(ctx, session.server_id(), candidates, p.access, &mut tally);
     if !ask.is_empty() {
-        let decision = ask_provider(ctx, session, &p, &ask, overall).await;
+        let (decision, by) = ask_provider(ctx, session, &p, &ask, overall).await;
         for c in ask {
             if decision.approved.contains(&c.real) {
                 let access = decision.access.min(c.wanted(p.access));
-                tally.approved.push((c, access));
+                tally.approve(c, access, by);
             } else {
-                tally.denied.push(c.requested.to_string());
+                tally.deny(&c.requested, by);
             }
         }
     }
     record(session, &tally.approved)?;
     let access = tally.approved.iter().map(|(_, a)| *a).max();
+    tally.note.access = Some(access.unwrap_or(overall));
+    lock(&ctx.audit).consent = Some(std::mem::take(&mut tally.note));
     tracing::info!(
         server = session.server_id(),
         approved = tally.approved.len(),
@@ -92,7 +112,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
 }
 
 /// Finds each requested path's root, once per path; a path no root could grant is denied.
-fn locate(ctx: &Ctx, p: &ConsentParams, denied: &mut Vec<String>) -> Vec<(Arc<Root>, MountPath)> {
+fn locate(ctx: &Ctx, p: &ConsentParams, tally: &mut Tally) -> Vec<(Arc<Root>, MountPath)> {
     let mut located: Vec<(Arc<Root>, MountPath)> = Vec::new();
     for raw_path in &p.requested_paths {
         match ctx.locate(raw_path) {
@@ -101,11 +121,17 @@ fn locate(ctx: &Ctx, p: &ConsentParams, denied: &mut Vec<String>) -> Vec<(Arc<Ro
                     located.push((root, path));
                 }
             }
-            Ok((_, path)) => denied.push(path.to_string()),
+            Ok((_, path)) => tally.deny(&path, Decider::Root),
             // A path outside every root has no mount form. A relative one is echoed as sent;
             // an absolute path or URI is left out, since host paths never leave the broker.
-            Err(_) if raw_path.starts_with('/') || raw_path.contains(':') => {}
-            Err(_) => denied.push(raw_path.clone()),
+            // The audit line has either only as a keyed hash.
+            Err(_) => {
+                tally.note.outside.push(raw_path.clone());
+                tally.note.decided(Decider::Confinement);
+                if !(raw_path.starts_with('/') || raw_path.contains(':')) {
+                    tally.denied.push(raw_path.clone());
+                }
+            }
         }
     }
     located
@@ -117,7 +143,7 @@ async fn resolve(
     ctx: &Ctx,
     session: &Session,
     located: Vec<(Arc<Root>, MountPath)>,
-    denied: &mut Vec<String>,
+    tally: &mut Tally,
 ) -> Result<Vec<Candidate>> {
     let grants = session.grants().clone();
     let said = said(ctx, session.server_id());
@@ -150,7 +176,7 @@ async fn resolve(
                 root_access,
                 folder,
             }),
-            None => denied.push(requested.to_string()),
+            None => tally.deny(&requested, Decider::Confinement),
         }
     }
     Ok(candidates)
@@ -169,11 +195,11 @@ fn apply_rules(
     let mut ask = Vec::new();
     for c in candidates {
         match consent.rule_on(server, &c.requested, &c.real) {
-            Ruling::Deny => tally.denied.push(c.requested.to_string()),
+            Ruling::Deny => tally.deny(&c.requested, Decider::Rule),
             Ruling::Allow(cap) => {
                 let wanted = c.wanted(asked);
                 let access = cap.map_or(wanted, |x| x.min(wanted));
-                tally.approved.push((c, access));
+                tally.approve(c, access, Decider::Rule);
             }
             Ruling::Ask => ask.push(c),
         }
@@ -182,14 +208,15 @@ fn apply_rules(
 }
 
 /// Asks the consent provider about the real paths of `ask`, denying all when it does not
-/// answer within the policy's time limit.
+/// answer within the policy's time limit; says who decided (mode `auto`, the provider, or
+/// the time limit), for the audit line.
 async fn ask_provider(
     ctx: &Ctx,
     session: &Session,
     p: &ConsentParams,
     ask: &[Candidate],
     access: Access,
-) -> ConsentDecision {
+) -> (ConsentDecision, Decider) {
     let request = ConsentRequest {
         server_id: session.server_id().to_owned(),
         message: p.message.clone(),
@@ -202,12 +229,25 @@ async fn ask_provider(
         access,
     };
     let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
-    tokio::time::timeout(wait, ctx.config.consent.decide(&request))
-        .await
-        .unwrap_or_else(|_| {
+    let source = &ctx.inner.consent;
+    let mode = ctx.config.policy.consent.mode.as_ref();
+    let auto = source.custom.is_none()
+        && matches!(
+            mode.or(source.default_mode.as_ref()),
+            Some(ConsentMode::Auto)
+        );
+    let by = if auto {
+        Decider::Auto
+    } else {
+        Decider::Provider
+    };
+    match tokio::time::timeout(wait, ctx.config.consent.decide(&request)).await {
+        Ok(decision) => (decision, by),
+        Err(_) => {
             tracing::warn!(server = session.server_id(), "consent timed out; denying");
-            ConsentDecision::deny()
-        })
+            (ConsentDecision::deny(), Decider::Timeout)
+        }
+    }
 }
 
 /// Adds the grants for the approved paths (the real path, and the path as requested when

@@ -95,6 +95,10 @@ pub(crate) struct Noted {
     pub(crate) path: Option<String>,
     /// Bytes read or written.
     pub(crate) bytes: u64,
+    /// The last path asked for, as sent: a refusal's audit line logs its keyed hash.
+    pub(crate) requested: Option<String>,
+    /// What a `files/consent` decided.
+    pub(crate) consent: Option<crate::audit::ConsentNote>,
 }
 
 impl Ctx {
@@ -125,6 +129,7 @@ impl Ctx {
 
     /// Parses a request path and finds its root among those this server sees.
     fn locate(&self, raw: &str) -> Result<(Arc<Root>, MountPath)> {
+        lock(&self.audit).requested = Some(raw.to_owned());
         let parsed = RequestPath::parse(raw)?;
         let (root, path) = self.config.roots.locate(&parsed, &self.server_id)?;
         self.note(Some(&path), 0);

@@ -165,6 +165,8 @@ fn args(roots: &[String], writable: bool, policy: Option<PathBuf>) -> CommonArgs
         consent: Some(ConsentMode::Deny),
         consent_fallback: None,
         server_id: None,
+        audit_file: None,
+        no_audit: false,
     }
 }
 
