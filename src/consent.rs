@@ -189,8 +189,8 @@ impl ConsentProvider for NobodyToAsk {
     fn decide<'a>(&'a self, _request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
         if !NOBODY_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
-                "consent denied: nobody could be asked (no consent mode was chosen, the host \
-                 cannot show a form and there is no terminal). Choose who answers with \
+                "consent denied: nobody could be asked (no consent mode or fallback was chosen, \
+                 and there is neither a host that can show a form nor a terminal). Choose who answers with \
                  `--consent MODE` (auto, deny, tty, command:PROGRAM) or, with the proxy's \
                  elicit, `--consent-fallback MODE`; or decide paths in the policy with a \
                  [[consent.rules]] entry. Said once per process."
