@@ -106,3 +106,25 @@ fn the_install_step_comes_before_the_host_configurations() {
     assert!(install < first_host, "install after the host snippets");
     assert!(readme.contains("fsbroker check-policy FILE..."));
 }
+
+#[test]
+fn readme_and_security_say_the_proxy_confines_only_files_requests() {
+    let readme = text("README.md");
+    let proxy = section(&readme, "Usage");
+    let security = text("SECURITY.md");
+    for (name, doc) in [
+        ("README (proxy)", proxy),
+        ("SECURITY.md", security.as_str()),
+    ] {
+        let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("apply only to `files/*` requests")
+                || flat.contains("apply only to what a server asks for with `files/*` requests"),
+            "{name} says what the proxy confines"
+        );
+        assert!(
+            flat.contains("issue 19"),
+            "{name} names the sandbox to come"
+        );
+    }
+}
