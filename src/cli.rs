@@ -26,10 +26,11 @@ pub enum Command {
     Serve(CommonArgs),
     /// Sit between a host and an MCP server, answering the server's file requests.
     Proxy(ProxyArgs),
-    /// Validate a policy file and print the effective configuration.
+    /// Validate policy files and print each one's effective configuration.
     CheckPolicy {
-        /// The policy file.
-        file: PathBuf,
+        /// The policy files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
     },
 }
 

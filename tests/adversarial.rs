@@ -231,8 +231,9 @@ async fn every_traversal_shape_against_every_method_stays_in_the_root() {
                         assert_beneath_root(&f, res["newPath"].as_str().unwrap(), &r);
                     }
                     "consent" => {
+                        // Approved paths are echoed as sent; their mount forms say where.
                         for a in res["approvedPaths"].as_array().unwrap() {
-                            let a = a.as_str().unwrap();
+                            let a = res["mountPaths"][a.as_str().unwrap()].as_str().unwrap();
                             assert!(
                                 a == "project" || a.starts_with("project/"),
                                 "approved outside a root: {ctx}"

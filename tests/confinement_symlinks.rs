@@ -308,13 +308,10 @@ async fn consent_for_outside_absolute_path_is_denied() {
         let res = ok(&r);
         assert_eq!(res["granted"], false, "{r}");
         assert_eq!(res["approvedPaths"], json!([]), "{r}");
-        // Host absolute paths never leave the broker: they are left out of deniedPaths.
-        let shown = if p.starts_with('/') || p.contains(':') {
-            json!([])
-        } else {
-            json!([p])
-        };
-        assert_eq!(res["deniedPaths"], shown, "{r}");
+        // Every requested path is echoed as the server sent it, outside every root included:
+        // the server learns nothing it did not send.
+        assert_eq!(res["deniedPaths"], json!([p]), "{r}");
+        assert_eq!(res["mountPaths"], json!({}), "{r}");
     }
     // Nothing was granted, so the root itself is still without consent.
     f.file("a.txt", "inside-a");
@@ -334,13 +331,7 @@ async fn consent_for_symlink_to_outside_is_denied() {
         let res = ok(&r);
         assert_eq!(res["granted"], false, "{r}");
         assert_eq!(res["approvedPaths"], json!([]), "{r}");
-        // Host absolute paths never leave the broker: they are left out of deniedPaths.
-        let shown = if p.starts_with('/') || p.contains(':') {
-            json!([])
-        } else {
-            json!([p])
-        };
-        assert_eq!(res["deniedPaths"], shown, "{r}");
+        assert_eq!(res["deniedPaths"], json!([p]), "{r}");
         // Whatever the consent answer, the link never reads outside.
         let r = read(&b, &format!("{p}/secret.txt")).await;
         assert_no_leak(&f, &r);

@@ -73,6 +73,50 @@ fn check_policy_accepts_every_example_from_the_repository_root() {
 }
 
 #[test]
+fn check_policy_takes_several_files_and_checks_every_one() {
+    let files: Vec<String> = EXAMPLES
+        .iter()
+        .map(|n| format!("policy/{n}.toml"))
+        .collect();
+    let out = std::process::Command::new(bin())
+        .arg("check-policy")
+        .args(&files)
+        .current_dir(manifest_dir())
+        .output()
+        .expect("run fsbroker");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Each file's configuration is printed under a comment naming it.
+    for f in &files {
+        assert!(stdout.contains(&format!("# {f}\n")), "{f}: {stdout}");
+    }
+    // A bad file among good ones fails the whole check, and the files after it are still
+    // checked.
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(&bad, "[limits]\nbogus_limit = 3\n").unwrap();
+    let out = std::process::Command::new(bin())
+        .arg("check-policy")
+        .arg(&bad)
+        .args(&files)
+        .current_dir(manifest_dir())
+        .output()
+        .expect("run fsbroker");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bogus_limit"), "{stderr}");
+    assert!(stderr.contains(&bad.display().to_string()), "{stderr}");
+    for f in &files {
+        assert!(stdout.contains(&format!("# {f}\n")), "{f}: {stdout}");
+    }
+}
+
+#[test]
 fn embedded_default_parses_with_the_built_in_limits() {
     let p = Policy::embedded_default().expect("default policy");
     assert_eq!(p.limits, Limits::default());

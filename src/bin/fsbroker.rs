@@ -22,19 +22,32 @@ fn main() -> ExitCode {
         )
         .init();
     match cli.command {
-        Command::CheckPolicy { file } => match mcp_fsbroker::Policy::load(&file) {
-            Ok(policy) => {
-                print!("{}", mcp_fsbroker::policy::describe(&policy));
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("fsbroker: {e}");
-                ExitCode::from(2)
-            }
-        },
+        Command::CheckPolicy { files } => check_policy(&files),
         Command::Serve(args) => run(|| serve(args)),
         Command::Proxy(args) => run(|| proxy(args)),
     }
+}
+
+/// Checks every policy file, printing each one's effective configuration (under a comment
+/// naming the file when there are several); any file that does not load makes the exit 2,
+/// after the others were checked too, so one run reports every broken file.
+fn check_policy(files: &[std::path::PathBuf]) -> ExitCode {
+    let mut code = ExitCode::SUCCESS;
+    for file in files {
+        match mcp_fsbroker::Policy::load(file) {
+            Ok(policy) => {
+                if files.len() > 1 {
+                    println!("# {}", file.display());
+                }
+                print!("{}", mcp_fsbroker::policy::describe(&policy));
+            }
+            Err(e) => {
+                eprintln!("fsbroker: {e}");
+                code = ExitCode::from(2);
+            }
+        }
+    }
+    code
 }
 
 /// Runs `job` on a multi-threaded runtime and returns its exit code.

@@ -4,6 +4,11 @@
 //! approved and never shown to the provider. The provider is shown the real path (after
 //! symlinks), and an approval grants both the path as requested and the real path. A refusal
 //! is a result with `granted: false`, not an error.
+//!
+//! `approvedPaths` and `deniedPaths` echo the strings the server sent (the seed's example
+//! sends `/home/user/project` and compares what comes back with it), so every requested path
+//! is in one of them; `mountPaths` gives each one inside a root its mount form, the form the
+//! other `files/*` methods answer in.
 
 use super::wire::{ConsentParams, ConsentResult};
 use super::{Ctx, params};
@@ -17,6 +22,7 @@ use crate::policy::{ConsentMode, Ruling};
 use crate::root::{Gate, Root, Said};
 use crate::session::Session;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,12 +45,12 @@ impl Candidate {
     }
 }
 
-/// Where the decision stands: the paths approved (with the access each gets) and denied,
-/// and, for the audit line, who decided each.
+/// Where the decision stands: the paths approved (with the access each gets) and, for the
+/// audit line, what was denied and who decided each. The answer itself is built from the
+/// strings the server sent (see `answer`).
 #[derive(Default)]
 struct Tally {
     approved: Vec<(Candidate, Access)>,
-    denied: Vec<String>,
     note: ConsentNote,
 }
 
@@ -58,7 +64,6 @@ impl Tally {
     fn deny(&mut self, path: &MountPath, by: Decider) {
         self.note.denied.push(path.to_string());
         self.note.decided(by);
-        self.denied.push(path.to_string());
     }
 }
 
@@ -70,7 +75,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
         )));
     }
     let mut tally = Tally::default();
-    let located = locate(ctx, &p, &mut tally);
+    let (located, echo) = locate(ctx, &p, &mut tally);
     let candidates = resolve(ctx, session, located, &mut tally).await?;
     // Without an explicit access, the provider is asked for the most any root allows.
     let overall = p.access.unwrap_or_else(|| {
@@ -93,49 +98,81 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
     let access = tally.approved.iter().map(|(_, a)| *a).max();
     tally.note.access = Some(access.unwrap_or(overall));
     lock(&ctx.audit).consent = Some(std::mem::take(&mut tally.note));
+    let result = answer(echo, &tally.approved, access.unwrap_or(overall));
     tracing::info!(
         server = session.server_id(),
-        approved = tally.approved.len(),
-        denied = tally.denied.len(),
+        approved = result.approved_paths.len(),
+        denied = result.denied_paths.len(),
         "consent decided"
     );
-    Ok(ConsentResult {
-        granted: !tally.approved.is_empty(),
-        approved_paths: tally
-            .approved
-            .iter()
-            .map(|(c, _)| c.requested.to_string())
-            .collect(),
-        denied_paths: tally.denied,
-        access: access.unwrap_or(overall),
-    })
+    Ok(result)
+}
+
+/// Each string the server sent is answered as it was sent: approved when its place (its
+/// mount form) was approved, denied otherwise, outside every root included.
+fn answer(echo: Echo, approved: &[(Candidate, Access)], access: Access) -> ConsentResult {
+    let mut result = ConsentResult {
+        granted: !approved.is_empty(),
+        approved_paths: Vec::new(),
+        denied_paths: Vec::new(),
+        mount_paths: BTreeMap::new(),
+        access,
+    };
+    for (raw, mount) in echo {
+        let yes = mount
+            .as_ref()
+            .is_some_and(|m| approved.iter().any(|(c, _)| c.requested == *m));
+        if yes {
+            result.approved_paths.push(raw.clone());
+        } else {
+            result.denied_paths.push(raw.clone());
+        }
+        if let Some(m) = mount {
+            result.mount_paths.insert(raw, m.to_string());
+        }
+    }
+    result
 }
 
 /// Finds each requested path's root, once per path; a path no root could grant is denied.
-fn locate(ctx: &Ctx, p: &ConsentParams, tally: &mut Tally) -> Vec<(Arc<Root>, MountPath)> {
-    let mut located: Vec<(Arc<Root>, MountPath)> = Vec::new();
+/// Also returns each distinct string the server sent, in order, with its mount form when it
+/// lies inside a root, for the answer's echo.
+fn locate(ctx: &Ctx, p: &ConsentParams, tally: &mut Tally) -> (Located, Echo) {
+    let mut located: Located = Vec::new();
+    let mut echo: Echo = Vec::new();
     for raw_path in &p.requested_paths {
-        match ctx.locate(raw_path) {
+        if echo.iter().any(|(r, _)| r == raw_path) {
+            continue;
+        }
+        let mount = match ctx.locate(raw_path) {
             Ok((root, path)) if p.access.is_none_or(|a| a <= root.access()) => {
                 if !located.iter().any(|(_, c)| *c == path) {
-                    located.push((root, path));
+                    located.push((root, path.clone()));
                 }
+                Some(path)
             }
-            Ok((_, path)) => tally.deny(&path, Decider::Root),
-            // A path outside every root has no mount form. A relative one is echoed as sent;
-            // an absolute path or URI is left out, since host paths never leave the broker.
-            // The audit line has either only as a keyed hash.
+            Ok((_, path)) => {
+                tally.deny(&path, Decider::Root);
+                Some(path)
+            }
+            // A path outside every root has no mount form: the answer echoes it as sent (the
+            // server's own string), the audit line has it only as a keyed hash.
             Err(_) => {
                 tally.note.outside.push(raw_path.clone());
                 tally.note.decided(Decider::Confinement);
-                if !(raw_path.starts_with('/') || raw_path.contains(':')) {
-                    tally.denied.push(raw_path.clone());
-                }
+                None
             }
-        }
+        };
+        echo.push((raw_path.clone(), mount));
     }
-    located
+    (located, echo)
 }
+
+/// Requested paths inside a root, with the root, each once.
+type Located = Vec<(Arc<Root>, MountPath)>;
+
+/// Each distinct requested string with its mount form, when it has one.
+type Echo = Vec<(String, Option<MountPath>)>;
 
 /// Resolves each path through its root: a symlink that leads outside is never approved, and
 /// what the user is asked about (and what the grant covers) is the real path.

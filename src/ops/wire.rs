@@ -11,6 +11,7 @@
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How file content travels in `files/read` and `files/write`.
 #[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -75,10 +76,12 @@ pub(crate) struct ConsentParams {
 pub(crate) struct ConsentResult {
     /// Whether any path was approved.
     pub(crate) granted: bool,
-    /// The approved paths, as requested, in mount form.
+    /// The approved paths, each the string the server sent.
     pub(crate) approved_paths: Vec<String>,
-    /// The denied paths (see docs/protocol.md for which are shown).
+    /// The other requested paths (outside every root included), each as the server sent it.
     pub(crate) denied_paths: Vec<String>,
+    /// Each requested path that lies inside a root, as sent, to its mount form.
+    pub(crate) mount_paths: BTreeMap<String, String>,
     /// The highest access granted (or asked for, when nothing was).
     pub(crate) access: Access,
 }
