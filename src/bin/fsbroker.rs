@@ -17,9 +17,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            EnvFilter::try_from_env("FSBROKER_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
+        .with_env_filter(log_filter())
         .init();
     match cli.command {
         Command::CheckPolicy { file } => match mcp_fsbroker::Policy::load(&file) {
@@ -34,6 +32,18 @@ fn main() -> ExitCode {
         },
         Command::Serve(args) => run(|| serve(args)),
         Command::Proxy(args) => run(|| proxy(args)),
+    }
+}
+
+/// The log filter from `FSBROKER_LOG`, `warn` by default. An empty (or blank) value counts
+/// as unset: host configuration templates often produce `FSBROKER_LOG=`, and an empty filter
+/// would silence even errors. A value that does not parse also falls back to `warn`.
+fn log_filter() -> EnvFilter {
+    match std::env::var("FSBROKER_LOG") {
+        Ok(v) if !v.trim().is_empty() => {
+            EnvFilter::try_new(v.trim()).unwrap_or_else(|_| EnvFilter::new("warn"))
+        }
+        _ => EnvFilter::new("warn"),
     }
 }
 
