@@ -97,8 +97,9 @@ pub struct ProxyArgs {
     /// error and the exit code is 1.
     #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]
     pub shutdown_grace: std::time::Duration,
-    /// The server command and its arguments, after `--`.
-    #[arg(last = true)]
+    /// The server command and its arguments. Everything from the first positional argument
+    /// on is the server's, options included; a `--` before it is allowed, not needed.
+    #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1..)]
     pub command: Vec<String>,
 }
 

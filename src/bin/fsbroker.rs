@@ -152,7 +152,7 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
     }
     if remote.is_none() && args.command.is_empty() {
         eprintln!(
-            "fsbroker: proxy needs the server command after `--` (e.g. `fsbroker proxy --root DIR -- node server.js`) or --url URL"
+            "fsbroker: proxy needs the server command (e.g. `fsbroker proxy --root DIR node server.js`) or --url URL"
         );
         return ExitCode::from(2);
     }
