@@ -105,8 +105,9 @@ pub struct ProxyArgs {
     /// error and the exit code is 1.
     #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]
     pub shutdown_grace: std::time::Duration,
-    /// The server command and its arguments, after `--`.
-    #[arg(last = true)]
+    /// The server command and its arguments. Everything from the first positional argument
+    /// on is the server's, options included; a `--` before it is allowed, not needed.
+    #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1..)]
     pub command: Vec<String>,
 }
 
@@ -155,7 +156,7 @@ impl CommonArgs {
         }
         for arg in &roots {
             let (mount, path) = split_root_arg(arg);
-            policy.roots.push(RootEntry {
+            let entry = RootEntry {
                 path: Spanned::new(0..0, path),
                 mount: mount.map(|m| Spanned::new(0..0, m)),
                 name: None,
@@ -165,7 +166,11 @@ impl CommonArgs {
                     Access::Read
                 },
                 servers: vec!["*".to_owned()],
-            });
+            };
+            if entry.mount.is_none() {
+                check_unnamed_root(arg, &entry)?;
+            }
+            policy.roots.push(entry);
         }
         if let Some(mode) = &self.consent {
             policy.consent.mode = Some(mode.clone());
@@ -183,4 +188,37 @@ impl CommonArgs {
         policy.revalidate("<command line>")?;
         Ok(policy)
     }
+}
+
+/// Errors in a `--root` argument without a valid mount, reported in the command line's own
+/// terms before the combined policy is checked: a `NAME=PATH` whose NAME breaks the mount rule
+/// (rather than "no such file" for the whole string read as a path), and a path with no final
+/// component to name a mount after (`/`).
+fn check_unnamed_root(arg: &str, entry: &RootEntry) -> Result<(), PolicyError> {
+    let usage = |message: String| PolicyError {
+        file: "<command line>".into(),
+        line: None,
+        key: "--root".into(),
+        message,
+    };
+    // A NAME with no `/` before the first `=`, when the whole argument is no existing path,
+    // was meant as a mount.
+    if let Some((m, p)) = arg.split_once('=')
+        && !m.is_empty()
+        && !m.contains('/')
+        && !p.is_empty()
+        && !std::path::Path::new(arg).exists()
+        && let Err(rule) = MountName::new(m)
+    {
+        return Err(usage(format!(
+            "{arg:?}: {rule} (such as --root {}={p})",
+            MountName::from_dir_name(m)
+        )));
+    }
+    Policy::mount_of(entry).map(drop).map_err(|e| {
+        usage(format!(
+            "{e}; name the mount: --root NAME={}",
+            entry.path.get_ref().display()
+        ))
+    })
 }

@@ -45,6 +45,10 @@ impl Config {
         let mut list: Vec<Arc<Root>> = Vec::new();
         for (i, r) in policy.roots.iter().enumerate() {
             let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
+            if let Some(dir) = Policy::mount_derived_from(r) {
+                // Servers must use the derived name in paths: say which it is.
+                tracing::info!(%mount, directory = %dir, "mount name derived from the directory name");
+            }
             let spec = RootSpec {
                 path: r.path.get_ref().clone(),
                 name: r.name.clone().unwrap_or_else(|| mount.to_string()),

@@ -51,6 +51,66 @@ impl MountName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A mount name made from a directory's name, so that any directory can be a root without
+    /// an explicit mount: the name itself when it is a valid mount name; otherwise accented
+    /// Latin letters lose their accents (`données` -> `donnees`, `Straße` -> `Strasse`),
+    /// every run of other characters becomes one `-` (`My Project` -> `My-Project`), and `-`
+    /// is trimmed from both ends. When nothing is left (a name in a non-Latin script), the
+    /// name is `root`.
+    pub(crate) fn from_dir_name(name: &str) -> MountName {
+        if let Ok(m) = MountName::new(name) {
+            return m;
+        }
+        use unicode_normalization::UnicodeNormalization;
+        use unicode_normalization::char::is_combining_mark;
+        let mut out = String::with_capacity(name.len());
+        // Whether the last character written is a `-` (one of the name's or one standing for
+        // replaced characters), so a run of them gives one `-`.
+        let mut replaced = false;
+        for c in name.nfd().filter(|c| !is_combining_mark(*c)) {
+            let ascii: Option<&str> = match c {
+                c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_') => None,
+                'ß' => Some("ss"),
+                'æ' => Some("ae"),
+                'Æ' => Some("AE"),
+                'œ' => Some("oe"),
+                'Œ' => Some("OE"),
+                'ø' => Some("o"),
+                'Ø' => Some("O"),
+                'ł' => Some("l"),
+                'Ł' => Some("L"),
+                'đ' | 'ð' => Some("d"),
+                'Đ' | 'Ð' => Some("D"),
+                'þ' => Some("th"),
+                'Þ' => Some("Th"),
+                'ı' => Some("i"),
+                'ħ' => Some("h"),
+                'Ħ' => Some("H"),
+                _ => Some("-"),
+            };
+            match ascii {
+                None => {
+                    out.push(c);
+                    replaced = false;
+                }
+                Some("-") => {
+                    if !replaced {
+                        out.push('-');
+                    }
+                    replaced = true;
+                }
+                Some(s) => {
+                    out.push_str(s);
+                    replaced = false;
+                }
+            }
+        }
+        // Only ASCII was written, so any byte index is a character boundary.
+        out.truncate(MAX_COMPONENT_BYTES);
+        let trimmed = out.trim_matches('-');
+        MountName::new(trimmed).unwrap_or_else(|_| MountName("root".to_owned()))
+    }
 }
 
 impl fmt::Display for MountName {
@@ -328,6 +388,23 @@ mod tests {
             }
             RequestPath::Absolute(v) => v,
         }
+    }
+
+    #[test]
+    fn derives_mount_names_from_directory_names() {
+        let d = |n: &str| MountName::from_dir_name(n).to_string();
+        assert_eq!(d("project"), "project");
+        assert_eq!(d("a--b"), "a--b");
+        assert_eq!(d("My Project"), "My-Project");
+        assert_eq!(d("données"), "donnees");
+        assert_eq!(d("Ærø  Straße (draft)"), "AEro-Strasse-draft");
+        assert_eq!(d("a - b"), "a-b");
+        assert_eq!(d("项目"), "root");
+        assert_eq!(d("..."), "...");
+        assert_eq!(d(""), "root");
+        assert_eq!(d("\u{fffd}x"), "x");
+        assert_eq!(d(&"é".repeat(200)), "e".repeat(200));
+        assert_eq!(d(&"ß".repeat(200)).len(), MAX_COMPONENT_BYTES);
     }
 
     #[test]

@@ -17,9 +17,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            EnvFilter::try_from_env("FSBROKER_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
+        .with_env_filter(log_filter())
         .init();
     match cli.command {
         Command::CheckPolicy { files } => check_policy(&files),
@@ -48,6 +46,18 @@ fn check_policy(files: &[std::path::PathBuf]) -> ExitCode {
         }
     }
     code
+}
+
+/// The log filter from `FSBROKER_LOG`, `warn` by default. An empty (or blank) value counts
+/// as unset: host configuration templates often produce `FSBROKER_LOG=`, and an empty filter
+/// would silence even errors. A value that does not parse also falls back to `warn`.
+fn log_filter() -> EnvFilter {
+    match std::env::var("FSBROKER_LOG") {
+        Ok(v) if !v.trim().is_empty() => {
+            EnvFilter::try_new(v.trim()).unwrap_or_else(|_| EnvFilter::new("warn"))
+        }
+        _ => EnvFilter::new("warn"),
+    }
 }
 
 /// Runs `job` on a multi-threaded runtime and returns its exit code.
@@ -155,7 +165,7 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
     }
     if remote.is_none() && args.command.is_empty() {
         eprintln!(
-            "fsbroker: proxy needs the server command after `--` (e.g. `fsbroker proxy --root DIR -- node server.js`) or --url URL"
+            "fsbroker: proxy needs the server command (e.g. `fsbroker proxy --root DIR node server.js`) or --url URL"
         );
         return ExitCode::from(2);
     }

@@ -8,6 +8,26 @@ use std::fmt;
 use std::path::Path;
 use toml::Spanned;
 
+/// The final component of root entry `root`'s absolute, lexically cleaned path, as text
+/// (bytes that are not UTF-8 become U+FFFD, which the mount derivation replaces anyway).
+fn dir_name(root: &RootEntry) -> Result<String, String> {
+    let path = root.path.get_ref();
+    let abs = std::path::absolute(path)
+        .map_err(|e| format!("cannot make the root path absolute: {e}"))?;
+    let cleaned = path_clean::clean(&abs);
+    cleaned
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| {
+            let shown = if cleaned == *path {
+                path.display().to_string()
+            } else {
+                format!("{} ({})", path.display(), cleaned.display())
+            };
+            format!("the root {shown} has no final component to name its mount after")
+        })
+}
+
 /// A policy that could not be loaded: the file, the line, the key and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyError {
@@ -97,21 +117,25 @@ impl Policy {
             })
     }
 
-    /// The mount name of root entry `root`: its `mount`, or the directory's final component.
+    /// The mount name of root entry `root`: its `mount`, or one derived from the directory's
+    /// final component (that name itself when it is a valid mount name; see
+    /// `policy/README.md`). The only error for a root without `mount` is a path with no final
+    /// component (`/`).
     pub fn mount_of(root: &RootEntry) -> Result<MountName, String> {
         match &root.mount {
             Some(m) => MountName::new(m.get_ref()),
-            None => {
-                let abs = std::path::absolute(root.path.get_ref())
-                    .map_err(|e| format!("cannot make the root path absolute: {e}"))?;
-                let cleaned = path_clean::clean(&abs);
-                let last = cleaned
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .ok_or("the root has no final component to name its mount; set mount")?;
-                MountName::new(last).map_err(|e| format!("{e}; set mount"))
-            }
+            None => Ok(MountName::from_dir_name(&dir_name(root)?)),
         }
+    }
+
+    /// The directory name root entry `root`'s mount was derived from, when it has no `mount`
+    /// and that name is not itself a valid mount name: what the log says was changed.
+    pub(crate) fn mount_derived_from(root: &RootEntry) -> Option<String> {
+        if root.mount.is_some() {
+            return None;
+        }
+        let name = dir_name(root).ok()?;
+        MountName::new(&name).is_err().then_some(name)
     }
 
     /// Checks what types alone cannot: root directories exist, mounts are unique, rule and
@@ -128,8 +152,18 @@ impl Policy {
         let mut mounts: Vec<MountName> = Vec::new();
         for (i, r) in self.roots.iter().enumerate() {
             let mount_span = || r.mount.as_ref().map_or(r.path.span(), |m| m.span());
-            let mount = Policy::mount_of(r)
-                .map_err(|m| Invalid::at(format!("roots[{i}].mount"), mount_span(), m))?;
+            let mount = Policy::mount_of(r).map_err(|m| {
+                let hint = if r.mount.is_none() {
+                    "; give it a mount name (`mount = \"NAME\"`)"
+                } else {
+                    ""
+                };
+                Invalid::at(
+                    format!("roots[{i}].mount"),
+                    mount_span(),
+                    format!("{m}{hint}"),
+                )
+            })?;
             match std::fs::metadata(r.path.get_ref()) {
                 Ok(m) if m.is_dir() => {}
                 Ok(_) => {
@@ -147,11 +181,18 @@ impl Policy {
                     ));
                 }
             }
-            if mounts.contains(&mount) {
+            if let Some(j) = mounts.iter().position(|m| *m == mount) {
+                // Name both directories: with derived names, neither may read like the mount.
                 return Err(Invalid::at(
                     format!("roots[{i}].mount"),
                     mount_span(),
-                    format!("mount name {mount} is used by another root"),
+                    format!(
+                        "mount name {mount} is used by another root ({} and {}); give one of \
+                         them its own mount name (`mount = \"NAME\"` in a policy, \
+                         `--root NAME=PATH` on the command line)",
+                        self.roots[j].path.get_ref().display(),
+                        r.path.get_ref().display(),
+                    ),
                 ));
             }
             mounts.push(mount);

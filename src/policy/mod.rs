@@ -49,7 +49,7 @@ pub struct Policy {
 pub struct RootEntry {
     /// The host directory (absolute, or relative to the working directory).
     pub path: Spanned<PathBuf>,
-    /// The mount name; default: the directory's final component.
+    /// The mount name; default: derived from the directory's final component.
     pub mount: Option<Spanned<String>>,
     /// The display name in `roots/list`; default: the mount name.
     pub name: Option<String>,
