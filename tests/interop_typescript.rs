@@ -171,7 +171,14 @@ fn escapes_from_the_sdk_server_are_refused_and_nothing_outside_leaks() {
     );
     assert_eq!(ok(&c)["granted"], false, "{c}");
     assert_eq!(ok(&c)["approvedPaths"], json!([]));
-    seen.push_str(&c.to_string());
+    // The answer echoes the string the server sent (and only that): it names no place the
+    // server did not name itself, and gives it no mount form.
+    assert_eq!(
+        ok(&c)["deniedPaths"],
+        json!([outside.to_str().unwrap()]),
+        "{c}"
+    );
+    assert_eq!(ok(&c)["mountPaths"], json!({}), "{c}");
 
     assert!(!seen.contains(SECRET), "the secret leaked: {seen}");
     assert!(
