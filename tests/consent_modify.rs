@@ -138,8 +138,14 @@ async fn tty_a_folder_narrowed_to_a_sub_folder_grants_only_the_sub_folder() {
     );
     assert_eq!(res["access"], "read", "{res}");
     assert_eq!(reason(&read(&b, "project/src/lib/x.rs").await), "");
-    assert_eq!(reason(&write(&b, "project/src/lib/x.rs").await), "read_only");
-    assert_eq!(reason(&read(&b, "project/src/other/y.rs").await), "no_consent");
+    assert_eq!(
+        reason(&write(&b, "project/src/lib/x.rs").await),
+        "read_only"
+    );
+    assert_eq!(
+        reason(&read(&b, "project/src/other/y.rs").await),
+        "no_consent"
+    );
     assert_eq!(reason(&read(&b, "project/src/top.rs").await), "no_consent");
 }
 
@@ -159,7 +165,10 @@ async fn tty_a_narrowing_that_leads_outside_the_folder_is_not_granted() {
     assert_eq!(res["granted"], false, "{res}");
     assert!(res.get("narrowedPaths").is_none(), "{res}");
     assert_eq!(reason(&read(&b, "project/x.txt").await), "no_consent");
-    assert_eq!(reason(&read(&b, "project/src/lib/x.rs").await), "no_consent");
+    assert_eq!(
+        reason(&read(&b, "project/src/lib/x.rs").await),
+        "no_consent"
+    );
     assert_eq!(reason(&read(&b, "project/docs/d.md").await), "no_consent");
 }
 
@@ -210,17 +219,26 @@ fn the_form_asks_per_path_and_per_folder_and_obeys_each_answer() {
     );
     let e = elicitation(&mut p);
     let props = &e["params"]["requestedSchema"]["properties"];
-    assert_eq!(props["path_2"]["enum"], json!(["read", "write", "deny"]), "{e}");
+    assert_eq!(
+        props["path_2"]["enum"],
+        json!(["read", "write", "deny"]),
+        "{e}"
+    );
     assert_eq!(props["narrow_1"]["type"], "string", "{e}");
-    assert!(props.get("narrow_2").is_none(), "a file is not narrowed: {e}");
+    assert!(
+        props.get("narrow_2").is_none(),
+        "a file is not narrowed: {e}"
+    );
     for (_, v) in props.as_object().unwrap() {
         assert!(
             ["string", "number", "integer", "boolean"].contains(&v["type"].as_str().unwrap()),
             "{e}"
         );
     }
-    p.send(&json!({"jsonrpc":"2.0","id":e["id"],"result":{"action":"accept","content":{
-        "decision": "write", "path_2": "deny", "path_3": "read", "narrow_1": "lib"}}}));
+    p.send(
+        &json!({"jsonrpc":"2.0","id":e["id"],"result":{"action":"accept","content":{
+        "decision": "write", "path_2": "deny", "path_3": "read", "narrow_1": "lib"}}}),
+    );
     let a = answers(&mut p, 1);
     let res = &a[0]["result"];
     assert_eq!(res["granted"], true, "{res}");
@@ -255,8 +273,10 @@ fn the_form_s_narrowing_outside_the_folder_is_not_granted() {
             ]),
         );
         let e = elicitation(&mut p);
-        p.send(&json!({"jsonrpc":"2.0","id":e["id"],"result":{"action":"accept","content":{
-            "decision": "read", "narrow_1": narrow}}}));
+        p.send(
+            &json!({"jsonrpc":"2.0","id":e["id"],"result":{"action":"accept","content":{
+            "decision": "read", "narrow_1": narrow}}}),
+        );
         let a = answers(&mut p, id);
         assert_eq!(a[0]["result"]["granted"], false, "{narrow}: {}", a[0]);
         assert_error(&a[1], -31002, "PERMISSION_DENIED", "no_consent");
@@ -289,17 +309,18 @@ fn a_consent_question_that_times_out_cancels_the_host_s_form() {
     );
     let e = elicitation(&mut p);
     // The host never answers; the broker's time limit passes and the host is told.
-    let lines = proxy_host::host_lines_until(&mut p, WAIT, |v| {
-        v["method"] == "notifications/cancelled"
-    });
+    let lines =
+        proxy_host::host_lines_until(&mut p, WAIT, |v| v["method"] == "notifications/cancelled");
     let cancel: Value = serde_json::from_slice(lines.last().unwrap()).unwrap();
     assert_eq!(cancel["params"]["requestId"], e["id"], "{cancel}");
     assert!(cancel.get("id").is_none(), "{cancel}");
     let a = answers(&mut p, 1);
     assert_eq!(a[0]["result"]["granted"], false, "{}", a[0]);
     // A late answer to the cancelled form is swallowed, never relayed to the server.
-    p.send(&json!({"jsonrpc":"2.0","id":e["id"],"result":{"action":"accept",
-        "content":{"decision":"read"}}}));
+    p.send(
+        &json!({"jsonrpc":"2.0","id":e["id"],"result":{"action":"accept",
+        "content":{"decision":"read"}}}),
+    );
     let a = proxy_host::ask(
         &mut p,
         2,

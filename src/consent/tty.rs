@@ -6,8 +6,8 @@ use super::{
     BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, PathChoice,
     sanitise,
 };
-use crate::path::MountPath;
 use crate::access::Access;
+use crate::path::MountPath;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
@@ -165,11 +165,9 @@ fn ask(
         prompt.clear();
         let line = read_line(&mut tty, deadline)?;
         let choice = choose(path, line.trim(), req.access);
-        if let Some(c) = &choice {
-            if c.granted != c.asked {
-                let shown = sanitise(&c.granted.to_string(), 4096);
-                tty.write_all(format!("  narrowed to {shown}\n").as_bytes())?;
-            }
+        if let Some(c) = choice.as_ref().filter(|c| c.granted != c.asked) {
+            let shown = sanitise(&c.granted.to_string(), 4096);
+            tty.write_all(format!("  narrowed to {shown}\n").as_bytes())?;
         }
         tell(&mut tty, choice.is_some())?;
         answer.approved.extend(choice);
@@ -208,11 +206,7 @@ fn choose(path: &MountPath, answer: &str, asked: Access) -> Option<PathChoice> {
 
 /// Tells the user what their answer did.
 fn tell(tty: &mut std::fs::File, approved: bool) -> std::io::Result<()> {
-    tty.write_all(if approved {
-        b"approved\n"
-    } else {
-        b"denied\n"
-    })
+    tty.write_all(if approved { b"approved\n" } else { b"denied\n" })
 }
 
 /// Reads one line of at most [`MAX_LINE`] bytes, waiting no later than `deadline`.

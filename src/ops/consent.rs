@@ -266,7 +266,13 @@ fn apply_rules(
 /// inside it (granted there only, in both its real and its requested form), or denied. A
 /// choice is only ever capped: its access by what was asked, its place by the path asked
 /// about; a place outside that path is a refusal.
-fn apply(c: Candidate, answer: &ConsentAnswer, asked: Option<Access>, by: Decider, tally: &mut Tally) {
+fn apply(
+    c: Candidate,
+    answer: &ConsentAnswer,
+    asked: Option<Access>,
+    by: Decider,
+    tally: &mut Tally,
+) {
     let Some(choice) = answer.approved.iter().find(|ch| ch.asked == c.real) else {
         tally.deny(&c.requested, by);
         return;
@@ -292,7 +298,9 @@ fn apply(c: Candidate, answer: &ConsentAnswer, asked: Option<Access>, by: Decide
     for name in below {
         requested.rel.push(name);
     }
-    tally.narrowed.push((c.requested.clone(), requested.clone()));
+    tally
+        .narrowed
+        .push((c.requested.clone(), requested.clone()));
     let inner = Candidate {
         requested,
         real: choice.granted.clone(),

@@ -243,8 +243,14 @@ mod tests {
         let w = request(Access::Write, None);
         let r = request(Access::Read, None);
         let accept = |d: &str| json!({"action":"accept","content":{"decision":d}});
-        assert_eq!(decision(&w, &accept("write")).approved[0].access, Access::Write);
-        assert_eq!(decision(&w, &accept("read")).approved[0].access, Access::Read);
+        assert_eq!(
+            decision(&w, &accept("write")).approved[0].access,
+            Access::Write
+        );
+        assert_eq!(
+            decision(&w, &accept("read")).approved[0].access,
+            Access::Read
+        );
         assert_eq!(decision(&w, &accept("read")).approved.len(), 1);
         assert!(decision(&r, &accept("write")).approved.is_empty());
         assert!(decision(&w, &accept("deny")).approved.is_empty());
