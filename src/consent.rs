@@ -66,6 +66,85 @@ impl ConsentDecision {
     }
 }
 
+/// One approved path of a [`ConsentAnswer`]: the user may narrow a requested folder to a
+/// place inside it and lower write to read, never more.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathChoice {
+    /// The requested path this approves (one of the request's `paths`).
+    pub asked: MountPath,
+    /// What the grant covers: `asked` itself, or a place beneath it. A place that is not
+    /// at or beneath `asked` is never granted (the whole choice is then a refusal).
+    pub granted: MountPath,
+    /// The access for it, capped by what was asked.
+    pub access: Access,
+}
+
+/// A provider's answer path by path: the approved paths, each with its own access and
+/// perhaps narrowed; every requested path not listed is denied.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ConsentAnswer {
+    /// The approved paths.
+    pub approved: Vec<PathChoice>,
+}
+
+impl ConsentAnswer {
+    /// A refusal of everything.
+    pub fn deny() -> Self {
+        ConsentAnswer::default()
+    }
+}
+
+impl From<ConsentDecision> for ConsentAnswer {
+    /// The same answer for every approved path, nothing narrowed.
+    fn from(d: ConsentDecision) -> Self {
+        ConsentAnswer {
+            approved: d
+                .approved
+                .into_iter()
+                .map(|p| PathChoice {
+                    granted: p.clone(),
+                    asked: p,
+                    access: d.access,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<ConsentAnswer> for ConsentDecision {
+    /// The paths approved whole, at the lowest access any of them got: a provider asked
+    /// through [`ConsentProvider::decide`] can say no more than this, and the flattening
+    /// only ever grants less than the answer.
+    fn from(a: ConsentAnswer) -> Self {
+        let whole: Vec<&PathChoice> = a.approved.iter().filter(|c| c.granted == c.asked).collect();
+        ConsentDecision {
+            access: whole.iter().map(|c| c.access).min().unwrap_or(Access::Read),
+            approved: whole.into_iter().map(|c| c.asked.clone()).collect(),
+        }
+    }
+}
+
+/// The place a user narrowed `asked` to by typing `typed`, a path relative to `asked`
+/// (`lib` or `lib/sub`), read with the one path parser. `None` (a refusal) when it is empty,
+/// absolute, a URI, or leads anywhere but at or beneath `asked` (`../x`).
+pub(crate) fn narrowed(asked: &MountPath, typed: &str) -> Option<MountPath> {
+    let typed = typed.trim();
+    if typed.is_empty() || typed.starts_with('/') || typed.contains(':') {
+        return None;
+    }
+    match crate::path::RequestPath::parse(&format!("{asked}/{typed}")) {
+        Ok(crate::path::RequestPath::Mount { mount, rel })
+            if mount == asked.mount.as_str() && rel.starts_with(&asked.rel) =>
+        {
+            Some(MountPath {
+                mount: asked.mount.clone(),
+                rel,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Decides consent requests that no policy rule decided. Embedders implement this to show
 /// their own dialog; the broker applies the time limit and denies when it passes.
 ///
@@ -83,6 +162,13 @@ impl ConsentDecision {
 pub trait ConsentProvider: Send + Sync + 'static {
     /// Decides one request.
     fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision>;
+
+    /// Decides one request path by path: what the broker asks. By default, the answer of
+    /// [`ConsentProvider::decide`] for every path; a provider that lets the user choose per
+    /// path, narrow a folder or lower write to read overrides it.
+    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
+        Box::pin(async move { self.decide(request).await.into() })
+    }
 }
 
 /// Approves every request (mode `auto`).

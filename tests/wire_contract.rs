@@ -10,9 +10,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
 use common::*;
-use mcp_fsbroker::Broker;
+use mcp_fsbroker::consent::{
+    BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, PathChoice,
+};
+use mcp_fsbroker::path::MountPath;
+use mcp_fsbroker::{Broker, Policy};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// One documented key of an object, with the documented keys of its value when that is an
 /// object or a list of objects.
@@ -359,12 +364,57 @@ async fn samples(b: &Broker) -> BTreeMap<&'static str, Vec<Value>> {
     out
 }
 
+/// Narrows every requested path to `inner` inside it, read-only.
+struct Narrow;
+
+impl ConsentProvider for Narrow {
+    fn decide<'a>(&'a self, _req: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        Box::pin(async { ConsentDecision::deny() })
+    }
+
+    fn decide_each<'a>(&'a self, req: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
+        Box::pin(async move {
+            let approved = req
+                .paths
+                .iter()
+                .map(|p: &MountPath| {
+                    let mut inner = p.clone();
+                    inner.rel = inner.rel.join("inner");
+                    PathChoice {
+                        asked: p.clone(),
+                        granted: inner,
+                        access: mcp_fsbroker::Access::Read,
+                    }
+                })
+                .collect();
+            ConsentAnswer { approved }
+        })
+    }
+}
+
+/// The result of a consent the user narrowed (`d` to `d/inner`), which sends
+/// `narrowedPaths`: through a broker over `f`'s root whose provider narrows (see [`Narrow`]).
+async fn narrowed_sample(f: &Fixture) -> Value {
+    f.dir("d/inner");
+    let policy = Policy::parse(&f.policy_text("write", ""), "test").expect("policy");
+    let b = Broker::builder(policy)
+        .consent_provider(Arc::new(Narrow))
+        .build()
+        .expect("broker")
+        .0;
+    let params = json!({"requestedPaths": ["project/d"]});
+    let resp = call(&b, "t", "files/consent", params).await;
+    ok(&resp).clone()
+}
+
 #[tokio::test]
 async fn every_documented_result_key_is_sent_and_every_sent_key_is_documented() {
     let doc = documented();
     let f = Fixture::new();
     let b = broker(&f).await;
-    let samples = samples(&b).await;
+    let mut samples = samples(&b).await;
+    let narrowed = narrowed_sample(&f).await;
+    samples.entry("files/consent").or_default().push(narrowed);
     let mut problems = Vec::new();
     for name in doc.keys() {
         if !samples.contains_key(name.as_str()) {

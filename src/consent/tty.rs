@@ -2,8 +2,12 @@
 //! the protocol), one question at a time, and stops waiting for an answer at the consent time
 //! limit (see [`super::provider_for`]).
 
-use super::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest, sanitise};
+use super::{
+    BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, PathChoice,
+    sanitise,
+};
 use crate::access::Access;
+use crate::path::MountPath;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
@@ -12,6 +16,8 @@ use std::time::{Duration, Instant};
 
 /// Longest part of a server's message shown on the terminal.
 const MAX_MESSAGE_CHARS: usize = 500;
+/// Longest answer read (a narrowing names a path).
+const MAX_LINE: usize = 1024;
 /// How long one prompt waits for an answer before it counts as a refusal.
 const PROMPT_WAIT: Duration = Duration::from_secs(120);
 
@@ -62,6 +68,10 @@ impl TtyConsent {
 
 impl ConsentProvider for TtyConsent {
     fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        Box::pin(async move { self.decide_each(request).await.into() })
+    }
+
+    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
         Box::pin(async move {
             // One prompt at a time: two questions interleaved on one terminal would let an
             // answer meant for one server grant another. The turn moves into the blocking
@@ -76,12 +86,12 @@ impl ConsentProvider for TtyConsent {
                 ask(&device, &req, wait)
             });
             match task.await {
-                Ok(Ok(decision)) => decision,
+                Ok(Ok(answer)) => answer,
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, "tty consent failed; denying");
-                    ConsentDecision::deny()
+                    ConsentAnswer::deny()
                 }
-                Err(_) => ConsentDecision::deny(),
+                Err(_) => ConsentAnswer::deny(),
             }
         })
     }
@@ -91,7 +101,8 @@ fn ask(
     device: &std::path::Path,
     req: &ConsentRequest,
     wait: Duration,
-) -> std::io::Result<ConsentDecision> {
+) -> std::io::Result<ConsentAnswer> {
+    let deadline = Instant::now() + wait;
     let mut tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -111,35 +122,96 @@ fn ask(
             sanitise(m, MAX_MESSAGE_CHARS)
         ));
     }
-    prompt.push_str(match req.access {
-        Access::Write => "allow? [w]rite / [r]ead only / [N]o: ",
-        Access::Read => "allow? [r]ead / [N]o: ",
-    });
-    tty.write_all(prompt.as_bytes())?;
-    tty.flush()?;
-    let line = read_line(&mut tty, wait)?;
-    let answer = line.trim().to_ascii_lowercase();
-    let decision = match (answer.as_str(), req.access) {
-        ("w" | "write", Access::Write) => ConsentDecision::approve_all(req),
-        ("r" | "read" | "y" | "yes", _) => ConsentDecision {
-            approved: req.paths.clone(),
-            access: Access::Read,
-        },
-        _ => ConsentDecision::deny(),
-    };
-    let verdict = if decision.approved.is_empty() {
-        "denied\n"
-    } else {
-        "approved\n"
-    };
-    tty.write_all(verdict.as_bytes())?;
-    Ok(decision)
+    // Several paths: one answer for all, or each path in turn.
+    if req.paths.len() > 1 {
+        prompt.push_str(match req.access {
+            Access::Write => "allow? [w]rite all / [r]ead all / [e]ach path in turn / [N]o: ",
+            Access::Read => "allow? [r]ead all / [e]ach path in turn / [N]o: ",
+        });
+        tty.write_all(prompt.as_bytes())?;
+        tty.flush()?;
+        let line = read_line(&mut tty, deadline)?;
+        let answer = line.trim().to_ascii_lowercase();
+        if answer != "e" && answer != "each" {
+            let access = whole(&answer, req.access);
+            let decision = match access {
+                Some(access) => ConsentDecision {
+                    approved: req.paths.clone(),
+                    access,
+                },
+                None => ConsentDecision::deny(),
+            };
+            tell(&mut tty, !decision.approved.is_empty())?;
+            return Ok(decision.into());
+        }
+        prompt.clear();
+    }
+    let mut answer = ConsentAnswer::deny();
+    for path in &req.paths {
+        prompt.push_str(&format!(
+            "  {}\n  allow? {} / [N]o; or narrow to a place inside it: {} SUB/PATH: ",
+            super::describe(req, path),
+            match req.access {
+                Access::Write => "[w]rite / [r]ead only",
+                Access::Read => "[r]ead",
+            },
+            match req.access {
+                Access::Write => "w or r",
+                Access::Read => "r",
+            },
+        ));
+        tty.write_all(prompt.as_bytes())?;
+        tty.flush()?;
+        prompt.clear();
+        let line = read_line(&mut tty, deadline)?;
+        let choice = choose(path, line.trim(), req.access);
+        if let Some(c) = choice.as_ref().filter(|c| c.granted != c.asked) {
+            let shown = sanitise(&c.granted.to_string(), 4096);
+            tty.write_all(format!("  narrowed to {shown}\n").as_bytes())?;
+        }
+        tell(&mut tty, choice.is_some())?;
+        answer.approved.extend(choice);
+    }
+    Ok(answer)
 }
 
-/// Reads one line of at most 64 bytes, waiting no longer than `wait`.
-fn read_line(tty: &mut std::fs::File, wait: Duration) -> std::io::Result<String> {
+/// The access an answer for the whole request grants, if any.
+fn whole(answer: &str, asked: Access) -> Option<Access> {
+    match (answer, asked) {
+        ("w" | "write", Access::Write) => Some(Access::Write),
+        ("r" | "read" | "y" | "yes", _) => Some(Access::Read),
+        _ => None,
+    }
+}
+
+/// The choice one path's answer stands for: `w`, `r`, or `w SUB` / `r SUB`, a place inside
+/// `path` (see [`super::narrowed`]). Anything else, a narrowing that leads outside `path`
+/// included, is a refusal.
+fn choose(path: &MountPath, answer: &str, asked: Access) -> Option<PathChoice> {
+    let (word, rest) = match answer.split_once(char::is_whitespace) {
+        Some((w, r)) => (w, Some(r)),
+        None => (answer, None),
+    };
+    let access = whole(&word.to_ascii_lowercase(), asked)?;
+    let granted = match rest {
+        None => path.clone(),
+        Some(sub) => super::narrowed(path, sub)?,
+    };
+    Some(PathChoice {
+        asked: path.clone(),
+        granted,
+        access,
+    })
+}
+
+/// Tells the user what their answer did.
+fn tell(tty: &mut std::fs::File, approved: bool) -> std::io::Result<()> {
+    tty.write_all(if approved { b"approved\n" } else { b"denied\n" })
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes, waiting no later than `deadline`.
+fn read_line(tty: &mut std::fs::File, deadline: Instant) -> std::io::Result<String> {
     use rustix::event::{PollFd, PollFlags, poll};
-    let deadline = Instant::now() + wait;
     let mut buf = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -159,7 +231,7 @@ fn read_line(tty: &mut std::fs::File, wait: Duration) -> std::io::Result<String>
             _ if byte[0] == b'\n' || byte[0] == b'\r' => {
                 return Ok(String::from_utf8_lossy(&buf).into_owned());
             }
-            _ if buf.len() < 64 => buf.push(byte[0]),
+            _ if buf.len() < MAX_LINE => buf.push(byte[0]),
             _ => {}
         }
     }

@@ -14,7 +14,7 @@ use super::wire::{ConsentParams, ConsentResult};
 use super::{Ctx, params};
 use crate::access::Access;
 use crate::audit::{ConsentNote, Decider};
-use crate::consent::{ConsentDecision, ConsentRequest, Grant, MAX_GRANTS};
+use crate::consent::{ConsentAnswer, ConsentRequest, Grant, MAX_GRANTS};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::locks::lock;
 use crate::path::MountPath;
@@ -51,6 +51,9 @@ impl Candidate {
 #[derive(Default)]
 struct Tally {
     approved: Vec<(Candidate, Access)>,
+    /// Requested paths (mount form) the user narrowed, with the place each was narrowed to
+    /// (the requested path's form of it).
+    narrowed: Vec<(MountPath, MountPath)>,
     note: ConsentNote,
 }
 
@@ -84,21 +87,21 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
     });
     let ask = apply_rules(ctx, session.server_id(), candidates, p.access, &mut tally);
     if !ask.is_empty() {
-        let (decision, by) = ask_provider(ctx, session, &p, &ask, overall).await;
+        let (answer, by) = ask_provider(ctx, session, &p, &ask, overall).await;
         for c in ask {
-            if decision.approved.contains(&c.real) {
-                let access = decision.access.min(c.wanted(p.access));
-                tally.approve(c, access, by);
-            } else {
-                tally.deny(&c.requested, by);
-            }
+            apply(c, &answer, p.access, by, &mut tally);
         }
     }
     record(session, &tally.approved)?;
     let access = tally.approved.iter().map(|(_, a)| *a).max();
     tally.note.access = Some(access.unwrap_or(overall));
     lock(&ctx.audit).consent = Some(std::mem::take(&mut tally.note));
-    let result = answer(echo, &tally.approved, access.unwrap_or(overall));
+    let result = answer(
+        echo,
+        &tally.approved,
+        &tally.narrowed,
+        access.unwrap_or(overall),
+    );
     tracing::info!(
         server = session.server_id(),
         approved = result.approved_paths.len(),
@@ -110,18 +113,33 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
 
 /// Each string the server sent is answered as it was sent: approved when its place (its
 /// mount form) was approved, denied otherwise, outside every root included.
-fn answer(echo: Echo, approved: &[(Candidate, Access)], access: Access) -> ConsentResult {
+/// A string whose place the user narrowed is denied as sent, and `narrowedPaths` names the
+/// place inside it that was granted.
+fn answer(
+    echo: Echo,
+    approved: &[(Candidate, Access)],
+    narrowed: &[(MountPath, MountPath)],
+    access: Access,
+) -> ConsentResult {
     let mut result = ConsentResult {
         granted: !approved.is_empty(),
         approved_paths: Vec::new(),
         denied_paths: Vec::new(),
         mount_paths: BTreeMap::new(),
+        narrowed_paths: BTreeMap::new(),
         access,
     };
     for (raw, mount) in echo {
-        let yes = mount
+        let narrow = mount
             .as_ref()
-            .is_some_and(|m| approved.iter().any(|(c, _)| c.requested == *m));
+            .and_then(|m| narrowed.iter().find(|(from, _)| from == m));
+        if let Some((_, to)) = narrow {
+            result.narrowed_paths.insert(raw.clone(), to.to_string());
+        }
+        let yes = narrow.is_none()
+            && mount
+                .as_ref()
+                .is_some_and(|m| approved.iter().any(|(c, _)| c.requested == *m));
         if yes {
             result.approved_paths.push(raw.clone());
         } else {
@@ -244,6 +262,54 @@ fn apply_rules(
     ask
 }
 
+/// Applies the provider's answer to one candidate: approved whole, narrowed to a place
+/// inside it (granted there only, in both its real and its requested form), or denied. A
+/// choice is only ever capped: its access by what was asked, its place by the path asked
+/// about; a place outside that path is a refusal.
+fn apply(
+    c: Candidate,
+    answer: &ConsentAnswer,
+    asked: Option<Access>,
+    by: Decider,
+    tally: &mut Tally,
+) {
+    let Some(choice) = answer.approved.iter().find(|ch| ch.asked == c.real) else {
+        tally.deny(&c.requested, by);
+        return;
+    };
+    let access = choice.access.min(c.wanted(asked));
+    if choice.granted == c.real {
+        tally.approve(c, access, by);
+        return;
+    }
+    if !choice.granted.starts_with(&c.real) {
+        tracing::warn!("a consent answer narrowed a path to a place outside it; denied");
+        tally.deny(&c.requested, by);
+        return;
+    }
+    // The place beneath the real path, and the same place beneath the path as requested.
+    let below = choice
+        .granted
+        .rel
+        .components()
+        .get(c.real.rel.components().len()..)
+        .unwrap_or_default();
+    let mut requested = c.requested.clone();
+    for name in below {
+        requested.rel.push(name);
+    }
+    tally
+        .narrowed
+        .push((c.requested.clone(), requested.clone()));
+    let inner = Candidate {
+        requested,
+        real: choice.granted.clone(),
+        root_access: c.root_access,
+        folder: false,
+    };
+    tally.approve(inner, access, by);
+}
+
 /// Asks the consent provider about the real paths of `ask`, denying all when it does not
 /// answer within the policy's time limit; says who decided (mode `auto`, the provider, or
 /// the time limit), for the audit line.
@@ -253,7 +319,7 @@ async fn ask_provider(
     p: &ConsentParams,
     ask: &[Candidate],
     access: Access,
-) -> (ConsentDecision, Decider) {
+) -> (ConsentAnswer, Decider) {
     let request = ConsentRequest {
         server_id: session.server_id().to_owned(),
         message: p.message.clone(),
@@ -278,11 +344,11 @@ async fn ask_provider(
     } else {
         Decider::Provider
     };
-    match tokio::time::timeout(wait, ctx.config.consent.decide(&request)).await {
+    match tokio::time::timeout(wait, ctx.config.consent.decide_each(&request)).await {
         Ok(decision) => (decision, by),
         Err(_) => {
             tracing::warn!(server = session.server_id(), "consent timed out; denying");
-            (ConsentDecision::deny(), Decider::Timeout)
+            (ConsentAnswer::deny(), Decider::Timeout)
         }
     }
 }

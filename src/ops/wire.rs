@@ -82,6 +82,11 @@ pub(crate) struct ConsentResult {
     pub(crate) denied_paths: Vec<String>,
     /// Each requested path that lies inside a root, as sent, to its mount form.
     pub(crate) mount_paths: BTreeMap<String, String>,
+    /// Each requested path the user narrowed to a place inside it, as sent, to the mount
+    /// form of that place (the path itself is then in `denied_paths`); sent only when some
+    /// path was narrowed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) narrowed_paths: BTreeMap<String, String>,
     /// The highest access granted (or asked for, when nothing was).
     pub(crate) access: Access,
 }

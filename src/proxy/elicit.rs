@@ -5,7 +5,8 @@
 use super::host::HostChannel;
 use crate::access::Access;
 use crate::consent::{
-    BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest, describe, sanitise,
+    BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, PathChoice,
+    describe, narrowed, sanitise,
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -28,16 +29,20 @@ impl ElicitConsent {
 
 impl ConsentProvider for ElicitConsent {
     fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        Box::pin(async move { self.decide_each(request).await.into() })
+    }
+
+    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
         Box::pin(async move {
             if !self.host.can_elicit() {
                 tracing::debug!("host cannot elicit; asking the fallback consent provider");
-                return self.fallback.decide(request).await;
+                return self.fallback.decide_each(request).await;
             }
             match self.host.request("elicitation/create", form(request)).await {
                 Ok(result) => decision(request, &result),
                 Err(e) => {
                     tracing::warn!(error = %e, "consent elicitation failed; denied");
-                    ConsentDecision::deny()
+                    ConsentAnswer::deny()
                 }
             }
         })
@@ -76,43 +81,98 @@ pub(super) fn form(request: &ConsentRequest) -> Value {
         ),
         Access::Read => (vec!["read", "deny"], vec!["Allow reading", "Deny"]),
     };
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "decision".into(),
+        json!({
+            "type": "string",
+            "title": "Access",
+            "description": "What the server may do with these paths",
+            "enum": choices,
+            "enumNames": names,
+        }),
+    );
+    // A schema is a flat object of primitive fields: one optional choice per path (when
+    // there are several) and one optional narrowing per folder, numbered as listed.
+    for (i, p) in request.paths.iter().enumerate() {
+        let n = i + 1;
+        let shown = sanitise(&p.to_string(), 4096);
+        if request.paths.len() > 1 {
+            properties.insert(
+                format!("path_{n}"),
+                json!({
+                    "type": "string",
+                    "title": format!("Access to {shown}"),
+                    "description": "Leave empty to use the answer above for this path",
+                    "enum": choices,
+                    "enumNames": names,
+                }),
+            );
+        }
+        if p.rel.is_root() || request.folders.contains(p) {
+            properties.insert(
+                format!("narrow_{n}"),
+                json!({
+                    "type": "string",
+                    "title": format!("Only a place inside {shown}"),
+                    "description": "Optional: a path inside this folder (such as src/lib); \
+                                    only it is allowed",
+                    "maxLength": 1024,
+                }),
+            );
+        }
+    }
     json!({
         "message": text,
         "requestedSchema": {
             "type": "object",
-            "properties": {
-                "decision": {
-                    "type": "string",
-                    "title": "Access",
-                    "description": "What the server may do with these paths",
-                    "enum": choices,
-                    "enumNames": names,
-                }
-            },
+            "properties": properties,
             "required": ["decision"],
         }
     })
 }
 
-/// The decision an `elicitation/create` result stands for. Anything but an accepted `read`
-/// or `write` is a denial, and write is never more than was asked.
-pub(super) fn decision(request: &ConsentRequest, result: &Value) -> ConsentDecision {
+/// The answer an `elicitation/create` result stands for. Anything but an accepted `read` or
+/// `write` is a denial, and write is never more than was asked. Per path, its own choice
+/// (`path_N`) replaces `decision`, and a narrowing (`narrow_N`) grants only the place inside
+/// it; a narrowing that leads outside the path denies the path.
+pub(super) fn decision(request: &ConsentRequest, result: &Value) -> ConsentAnswer {
     if result.get("action").and_then(Value::as_str) != Some("accept") {
-        return ConsentDecision::deny();
+        return ConsentAnswer::deny();
     }
-    let access = match result
-        .get("content")
-        .and_then(|c| c.get("decision"))
-        .and_then(Value::as_str)
-    {
-        Some("read") => Access::Read,
-        Some("write") if request.access == Access::Write => Access::Write,
-        _ => return ConsentDecision::deny(),
+    let content = result.get("content");
+    let field = |name: &str| {
+        content
+            .and_then(|c| c.get(name))
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
     };
-    ConsentDecision {
-        approved: request.paths.clone(),
-        access,
+    let access_of = |choice: Option<&str>| match choice {
+        Some("read") => Some(Access::Read),
+        Some("write") if request.access == Access::Write => Some(Access::Write),
+        _ => None,
+    };
+    let mut answer = ConsentAnswer::deny();
+    for (i, p) in request.paths.iter().enumerate() {
+        let n = i + 1;
+        let chosen = field(&format!("path_{n}")).or_else(|| field("decision"));
+        let Some(access) = access_of(chosen) else {
+            continue;
+        };
+        let granted = match field(&format!("narrow_{n}")) {
+            None => p.clone(),
+            Some(sub) => match narrowed(p, sub) {
+                Some(g) => g,
+                None => continue,
+            },
+        };
+        answer.approved.push(PathChoice {
+            asked: p.clone(),
+            granted,
+            access,
+        });
     }
+    answer
 }
 
 #[cfg(test)]
@@ -183,8 +243,14 @@ mod tests {
         let w = request(Access::Write, None);
         let r = request(Access::Read, None);
         let accept = |d: &str| json!({"action":"accept","content":{"decision":d}});
-        assert_eq!(decision(&w, &accept("write")).access, Access::Write);
-        assert_eq!(decision(&w, &accept("read")).access, Access::Read);
+        assert_eq!(
+            decision(&w, &accept("write")).approved[0].access,
+            Access::Write
+        );
+        assert_eq!(
+            decision(&w, &accept("read")).approved[0].access,
+            Access::Read
+        );
         assert_eq!(decision(&w, &accept("read")).approved.len(), 1);
         assert!(decision(&r, &accept("write")).approved.is_empty());
         assert!(decision(&w, &accept("deny")).approved.is_empty());

@@ -113,14 +113,16 @@ impl HostChannel {
             }
             pending.insert(key.clone(), tx);
         }
-        let _withdraw = Withdraw {
+        let mut withdraw = Withdraw {
             channel: self,
             key: &key,
+            sent: false,
         };
         let message = json!({"jsonrpc": "2.0", "id": key, "method": method, "params": params});
         let line = serde_json::to_vec(&message).map_err(|_| HostError::Gone)?;
         let to_host = self.sender().ok_or(HostError::Gone)?;
         to_host.send(line).await.map_err(|_| HostError::Gone)?;
+        withdraw.sent = true;
         let response = rx.await.map_err(|_| HostError::Gone)?;
         match (response.get("result"), response.get("error")) {
             (Some(result), _) => Ok(result.clone()),
@@ -149,14 +151,30 @@ impl HostChannel {
     }
 }
 
+/// Withdraws a request when its caller stops waiting. A request the host has but has not
+/// answered (its caller gave up: the consent time limit passed) is cancelled with
+/// `notifications/cancelled`, so that the host closes its dialog rather than leave the user
+/// a question whose answer nobody reads.
 struct Withdraw<'a> {
     channel: &'a HostChannel,
     key: &'a str,
+    /// Whether the request reached the host's queue.
+    sent: bool,
 }
 
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
-        lock(&self.channel.pending).remove(self.key);
+        let unanswered = lock(&self.channel.pending).remove(self.key).is_some();
+        if !(unanswered && self.sent) {
+            return;
+        }
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": self.key, "reason": "the consent question timed out"}});
+        // Best effort: a full or closed queue means the host is stalled or gone, and the
+        // late answer is discarded either way.
+        if let (Ok(line), Some(to_host)) = (serde_json::to_vec(&cancel), self.channel.sender()) {
+            let _ = to_host.try_send(line);
+        }
     }
 }
 
