@@ -157,7 +157,10 @@ mod tests {
         let b = ByteBudget::new(1, u64::MAX);
         let t0 = Instant::now();
         b.charge("s", u64::MAX, t0);
-        assert!(b.admit("s", t0).is_ok(), "the whole burst was spent, not more");
+        assert!(
+            b.admit("s", t0).is_ok(),
+            "the whole burst was spent, not more"
+        );
         b.charge("s", u64::MAX, t0);
         assert!(b.admit("s", t0).is_err());
         let unbounded = ByteBudget::new(1, u64::MAX);

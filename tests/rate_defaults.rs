@@ -32,7 +32,10 @@ fn repository(f: &Fixture, dirs: usize) -> Vec<String> {
     for d in 0..dirs {
         for i in 0..100 {
             let rel = format!("src/m{d:02}/f{i:03}.rs");
-            f.file(&rel, format!("// file {d} {i}\npub fn f() -> u32 {{ {i} }}\n"));
+            f.file(
+                &rel,
+                format!("// file {d} {i}\npub fn f() -> u32 {{ {i} }}\n"),
+            );
             files.push(rel);
         }
     }
@@ -205,7 +208,10 @@ async fn writes_count_against_the_byte_budget() {
 #[test]
 fn byte_budget_keys_are_validated() {
     for (text, key) in [
-        ("[limits]\nbytes_per_second = 0\n", "limits.bytes_per_second"),
+        (
+            "[limits]\nbytes_per_second = 0\n",
+            "limits.bytes_per_second",
+        ),
         ("[limits]\nburst_bytes = 0\n", "limits.burst_bytes"),
         (
             "[limits]\nbytes_per_second = 2199023255553\n",
