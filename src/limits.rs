@@ -1,28 +1,35 @@
-//! Rate limits.
+//! Rate limits: a budget of requests and a budget of payload bytes per session.
 //!
-//! One keyed governor limiter serves every session, keyed by server id. Its key space is
-//! bounded because sessions are (see [`crate::broker::MAX_SESSIONS`]), and keys of ended
-//! sessions are pruned when a session ends.
+//! One keyed governor limiter counts requests for every session, keyed by server id. A second
+//! budget counts the bytes `files/read` returns and `files/write` takes (see [`ByteBudget`]).
+//! Their key spaces are bounded because sessions are (see [`crate::broker::MAX_SESSIONS`]),
+//! and keys of ended sessions are pruned when a session ends.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::locks::lock;
 use crate::policy::Limits;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-/// The per-session request rate limiter.
+/// The per-session request and byte budgets.
 #[derive(Debug)]
 pub(crate) struct RateLimits {
     limiter: DefaultKeyedRateLimiter<String>,
     clock: DefaultClock,
+    bytes: ByteBudget,
 }
 
 impl RateLimits {
-    /// A limiter with the policy's rate and burst.
+    /// A limiter with the policy's rates and bursts.
     pub(crate) fn new(limits: &Limits) -> Self {
         let quota = Quota::per_second(limits.requests_per_second).allow_burst(limits.burst);
         RateLimits {
             limiter: RateLimiter::keyed(quota),
             clock: DefaultClock::default(),
+            bytes: ByteBudget::new(limits.bytes_per_second.get(), limits.burst_bytes.get()),
         }
     }
 
@@ -32,14 +39,132 @@ impl RateLimits {
             .check_key(&server_id.to_owned())
             .map_err(|not_until| {
                 let wait = not_until.wait_time_from(self.clock.now());
-                let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
-                Error::new(ErrorKind::RateLimited, "too many requests").with_retry_after_ms(ms)
+                rate_limited("too many requests", wait)
             })
+    }
+
+    /// Refuses a request that would move payload while `server_id` owes bytes.
+    pub(crate) fn check_bytes(&self, server_id: &str) -> Result<()> {
+        self.bytes.admit(server_id, Instant::now())
+    }
+
+    /// Charges `n` payload bytes that a request of `server_id` moved.
+    pub(crate) fn charge_bytes(&self, server_id: &str, n: u64) {
+        self.bytes.charge(server_id, n, Instant::now());
     }
 
     /// Drops the state of keys that have fully recovered (such as ended sessions).
     pub(crate) fn prune(&self) {
         self.limiter.retain_recent();
         self.limiter.shrink_to_fit();
+        self.bytes.prune(Instant::now());
+    }
+}
+
+/// `RATE_LIMITED`, with the wait in whole milliseconds (at least one).
+fn rate_limited(message: &str, wait: Duration) -> Error {
+    let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+    Error::new(ErrorKind::RateLimited, message).with_retry_after_ms(ms)
+}
+
+/// A budget of payload bytes per key, refilled at `rate` bytes a second up to `burst`.
+///
+/// A payload's size is known only once the operation has run (a read may stop at the end of
+/// the file), so bytes are charged after the fact and the budget may go into debt by the
+/// requests in flight; the next request that moves payload is refused until the debt is
+/// repaid. This is the generic cell rate algorithm kept as one instant per key: `tat` is when
+/// the budget would be full again, and a key owes bytes while `tat` is more than `burst`'s
+/// worth of time ahead.
+#[derive(Debug)]
+struct ByteBudget {
+    rate: u64,
+    tolerance: Duration,
+    tat: Mutex<HashMap<String, Instant>>,
+}
+
+impl ByteBudget {
+    fn new(rate: u64, burst: u64) -> Self {
+        ByteBudget {
+            rate,
+            tolerance: Self::time_for(rate, burst),
+            tat: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The time `n` bytes take to refill at `rate` bytes a second (saturating).
+    fn time_for(rate: u64, n: u64) -> Duration {
+        let nanos = u128::from(n) * 1_000_000_000 / u128::from(rate.max(1));
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    fn admit(&self, key: &str, now: Instant) -> Result<()> {
+        let tat = lock(&self.tat).get(key).copied();
+        let Some(tat) = tat else { return Ok(()) };
+        // A tolerance too large to add to an instant is a budget that cannot be exhausted.
+        match now.checked_add(self.tolerance) {
+            Some(limit) if tat > limit => Err(rate_limited(
+                "too many bytes read or written",
+                tat.duration_since(limit),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn charge(&self, key: &str, n: u64, now: Instant) {
+        if n == 0 {
+            return;
+        }
+        let cost = Self::time_for(self.rate, n);
+        let mut map = lock(&self.tat);
+        let tat = map.entry(key.to_owned()).or_insert(now);
+        let base = (*tat).max(now);
+        // Past what an instant can hold, the debt is as large as it can be: keep the later
+        // of the two so the key stays refused.
+        *tat = base.checked_add(cost).unwrap_or(base);
+    }
+
+    fn prune(&self, now: Instant) {
+        let mut map = lock(&self.tat);
+        map.retain(|_, tat| *tat > now);
+        map.shrink_to_fit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_goes_into_debt_and_is_repaid_at_its_rate() {
+        let b = ByteBudget::new(1000, 2000);
+        let t0 = Instant::now();
+        assert!(b.admit("s", t0).is_ok());
+        b.charge("s", 1500, t0);
+        assert!(b.admit("s", t0).is_ok(), "500 bytes are left");
+        b.charge("s", 1500, t0);
+        let e = b.admit("s", t0).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::RateLimited);
+        // 1000 bytes of debt at 1000 a second: a second.
+        assert!(b.admit("s", t0 + Duration::from_millis(999)).is_err());
+        assert!(b.admit("s", t0 + Duration::from_secs(1)).is_ok());
+        assert!(b.admit("t", t0).is_ok(), "another key has its own budget");
+        b.prune(t0 + Duration::from_secs(3));
+        assert!(lock(&b.tat).is_empty());
+    }
+
+    #[test]
+    fn huge_budgets_and_charges_saturate() {
+        let b = ByteBudget::new(1, u64::MAX);
+        let t0 = Instant::now();
+        b.charge("s", u64::MAX, t0);
+        assert!(
+            b.admit("s", t0).is_ok(),
+            "the whole burst was spent, not more"
+        );
+        b.charge("s", u64::MAX, t0);
+        assert!(b.admit("s", t0).is_err());
+        let unbounded = ByteBudget::new(1, u64::MAX);
+        unbounded.charge("s", 1, t0);
+        assert!(unbounded.admit("s", t0).is_ok());
     }
 }

@@ -21,7 +21,7 @@ use sidecar::Sidecar;
 use std::collections::HashMap;
 
 /// Rounds of write-then-read per face: their requests stay under the default burst of the
-/// rate limit (200) and, for the proxy, fit the lane's queue (64 lines) all at once.
+/// rate limit (50,000) and, for the proxy, fit the lane's queue (64 lines) all at once.
 const ROUNDS: usize = 20;
 
 /// The file every round writes and reads.

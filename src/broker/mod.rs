@@ -158,7 +158,14 @@ impl Broker {
         let start = Instant::now();
         let ctx = Ctx::new(self.inner.clone(), server_id);
         let outcome = match self.session(server_id) {
-            Ok(session) => match ctx.config.rate.check(server_id) {
+            Ok(session) => match ctx.config.rate.check(server_id).and_then(|()| {
+                // Only requests that move payload wait for a session's byte debt to be repaid.
+                if moves_payload(&req.method) {
+                    ctx.config.rate.check_bytes(server_id)
+                } else {
+                    Ok(())
+                }
+            }) {
                 Ok(()) => ops::dispatch(&ctx, &session, &req.method, req.params).await,
                 Err(e) => Err(e),
             },
@@ -170,6 +177,8 @@ impl Broker {
             requested,
             consent,
         } = ctx.audit_info();
+        // The bytes moved are known only now: they are charged after the fact (see `limits`).
+        ctx.config.rate.charge_bytes(server_id, bytes);
         let err_path = outcome
             .as_ref()
             .err()
@@ -311,4 +320,12 @@ pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
         }
     }
     out
+}
+
+/// Whether `method` moves file content (and so is charged to the byte budget).
+fn moves_payload(method: &str) -> bool {
+    matches!(
+        crate::method::Method::parse(method),
+        Some(crate::method::Method::Read | crate::method::Method::Write)
+    )
 }

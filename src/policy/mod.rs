@@ -84,6 +84,10 @@ pub struct Limits {
     pub requests_per_second: NonZeroU32,
     /// Requests allowed in a burst.
     pub burst: NonZeroU32,
+    /// Sustained payload bytes per second that `files/read` returns and `files/write` takes.
+    pub bytes_per_second: NonZeroU64,
+    /// Payload bytes allowed in a burst.
+    pub burst_bytes: NonZeroU64,
     /// Operation timeout in milliseconds.
     pub timeout_ms: NonZeroU64,
     /// Default `files/read` chunk, in bytes.
@@ -118,8 +122,12 @@ impl Default for Limits {
     fn default() -> Self {
         let nz = |n: usize| NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN);
         Limits {
-            requests_per_second: NonZeroU32::new(100).unwrap_or(NonZeroU32::MIN),
-            burst: NonZeroU32::new(200).unwrap_or(NonZeroU32::MIN),
+            // Sized in policy/README.md ("Why these rate limits"): a developer's workload fits
+            // the bursts whole, and a runaway loop is held to a fraction of the broker's speed.
+            requests_per_second: NonZeroU32::new(5_000).unwrap_or(NonZeroU32::MIN),
+            burst: NonZeroU32::new(50_000).unwrap_or(NonZeroU32::MIN),
+            bytes_per_second: NonZeroU64::new(64 << 20).unwrap_or(NonZeroU64::MIN),
+            burst_bytes: NonZeroU64::new(1 << 30).unwrap_or(NonZeroU64::MIN),
             timeout_ms: NonZeroU64::new(60_000).unwrap_or(NonZeroU64::MIN),
             chunk_bytes: nz(1 << 20),
             max_chunk_bytes: nz(16 << 20),
