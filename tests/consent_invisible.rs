@@ -14,15 +14,14 @@ mod proxy_host;
 mod sidecar;
 
 use common::Fixture;
+use common::pty::pty;
 use mcp_fsbroker::Access;
 use mcp_fsbroker::consent::{ConsentProvider, ConsentRequest, TtyConsent};
 use mcp_fsbroker::path::{MountName, MountPath, RequestPath};
 use proxy_host::{host_lines_until, initialize, spawn_proxy, start_ask};
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use serde_json::{Value, json};
 use sidecar::WAIT;
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// The characters the review found passing the old hand-written list.
@@ -152,15 +151,6 @@ fn finding_11_the_elicitation_form_shows_no_invisible_character() {
         "{text:?}"
     );
     assert!(text.contains("  project/plain.txt\n"), "{text:?}");
-}
-
-fn pty() -> (std::fs::File, PathBuf) {
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let path = PathBuf::from(name.into_string().unwrap());
-    (std::fs::File::from(master), path)
 }
 
 /// Answers the prompt with "n" once it has appeared; returns what the terminal showed, and

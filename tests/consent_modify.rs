@@ -8,11 +8,11 @@ mod proxy_host;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
+use common::pty::pty;
 use common::*;
 use mcp_fsbroker::consent::TtyConsent;
 use mcp_fsbroker::{Broker, Policy};
 use proxy_host::{answers, initialize, proxy_args, start_ask};
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use serde_json::{Value, json};
 use sidecar::{Sidecar, WAIT};
 use std::ffi::OsString;
@@ -20,15 +20,6 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn pty() -> (std::fs::File, PathBuf) {
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let path = PathBuf::from(name.into_string().unwrap());
-    (std::fs::File::from(master), path)
-}
 
 /// Types `reply` once the first prompt appears, then keeps the terminal open until the
 /// prompt has told `verdicts` outcomes (approved or denied); returns what was shown.

@@ -1,22 +1,15 @@
 //! The `tty` consent provider on a real pseudo-terminal: it prompts on the terminal device
 //! (never on stdin), shows the paths, sanitises the server's message, and obeys the answer.
 
+mod common;
+
+use common::pty::pty;
 use mcp_fsbroker::Access;
 use mcp_fsbroker::consent::{ConsentProvider, ConsentRequest, TtyConsent};
 use mcp_fsbroker::path::{MountName, MountPath, RequestPath};
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::time::Duration;
-
-fn pty() -> (std::fs::File, PathBuf) {
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let path = PathBuf::from(name.into_string().unwrap());
-    (std::fs::File::from(master), path)
-}
 
 fn request(access: Access) -> ConsentRequest {
     let RequestPath::Mount { rel, .. } = RequestPath::parse("project/src").unwrap() else {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 pub mod confinement;
 pub mod fs;
+pub mod pty;
 pub mod wire;
 pub mod write;
 
