@@ -90,6 +90,11 @@ impl Method {
         }
     }
 
+    /// Whether the method moves file content, and so is charged to a session's byte budget.
+    pub(crate) const fn moves_payload(self) -> bool {
+        matches!(self, Method::Read | Method::Write)
+    }
+
     /// Whether a face that relays a server's traffic (the proxy, the rmcp adapter) hands the
     /// method to the broker: `roots/list` and the `files/*` methods. A server's `ping` is for
     /// its host.

@@ -160,7 +160,9 @@ impl Broker {
         let outcome = match self.session(server_id) {
             Ok(session) => match ctx.config.rate.check(server_id).and_then(|()| {
                 // Only requests that move payload wait for a session's byte debt to be repaid.
-                if moves_payload(&req.method) {
+                if crate::method::Method::parse(&req.method)
+                    .is_some_and(crate::method::Method::moves_payload)
+                {
                     ctx.config.rate.check_bytes(server_id)
                 } else {
                     Ok(())
@@ -320,12 +322,4 @@ pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
         }
     }
     out
-}
-
-/// Whether `method` moves file content (and so is charged to the byte budget).
-fn moves_payload(method: &str) -> bool {
-    matches!(
-        crate::method::Method::parse(method),
-        Some(crate::method::Method::Read | crate::method::Method::Write)
-    )
 }

@@ -93,15 +93,16 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
         }
     }
     record(session, &tally.approved)?;
-    let access = tally.approved.iter().map(|(_, a)| *a).max();
-    tally.note.access = Some(access.unwrap_or(overall));
+    // What was granted, or, when nothing was, what was asked for.
+    let access = tally
+        .approved
+        .iter()
+        .map(|(_, a)| *a)
+        .max()
+        .unwrap_or(overall);
+    tally.note.access = Some(access);
     lock(&ctx.audit).consent = Some(std::mem::take(&mut tally.note));
-    let result = answer(
-        echo,
-        &tally.approved,
-        &tally.narrowed,
-        access.unwrap_or(overall),
-    );
+    let result = answer(echo, &tally.approved, &tally.narrowed, access);
     tracing::info!(
         server = session.server_id(),
         approved = result.approved_paths.len(),
