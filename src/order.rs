@@ -14,6 +14,8 @@ use crate::jsonrpc::{Message, Response};
 use crate::lines::LineSender;
 use crate::locks::lock;
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -154,7 +156,8 @@ impl Dispatcher {
         self.bytes.clone().acquire_many_owned(kib).await.ok()
     }
 
-    /// Hands over one decoded line. A line holding a change (a batch holding one is one
+    /// Hands over one decoded line; `cancelled`, when given, stops it unanswered once it
+    /// completes (the peer cancelled the request), and is held until the answer is queued. A line holding a change (a batch holding one is one
     /// change) waits for every earlier line to be answered and is answered before this
     /// returns; anything else runs concurrently. Returns false once the dispatcher cannot
     /// take more.
@@ -162,6 +165,7 @@ impl Dispatcher {
         &mut self,
         decoded: std::result::Result<Message, Response>,
         held: OwnedSemaphorePermit,
+        cancelled: Option<Cancelled>,
     ) -> bool {
         // Reap finished tasks so the set does not grow with the session's length.
         while self.tasks.try_join_next().is_some() {}
@@ -171,10 +175,15 @@ impl Dispatcher {
         let turn = self.orderer.enter(ordered);
         if ordered {
             turn.ready().await;
-            let answered = self.broker.handle_decoded(&self.server_id, decoded).await;
+            let answered = unless(
+                cancelled,
+                self.broker.handle_decoded(&self.server_id, decoded),
+            )
+            .await;
             drop(held);
-            if let Some(resp) = answered {
+            if let (Some(resp), cancelled) = answered {
                 let _ = self.tx.send(resp).await;
+                drop(cancelled);
             }
             drop(turn);
             return true;
@@ -193,8 +202,10 @@ impl Dispatcher {
             let Ok(slot) = answers.acquire_owned().await else {
                 return;
             };
-            if let Some(resp) = b.handle_decoded(&id, decoded).await {
+            if let (Some(resp), cancelled) = unless(cancelled, b.handle_decoded(&id, decoded)).await
+            {
                 let _ = tx.send(resp).await;
+                drop(cancelled);
             }
             drop((slot, permit, held, turn));
         });
@@ -212,6 +223,26 @@ impl Dispatcher {
         } else {
             drain.await;
         }
+    }
+}
+
+/// Completes when a request is cancelled (see [`Dispatcher::submit`]).
+pub(crate) type Cancelled = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs `work` unless `cancelled` completes first, which drops it where it stands (a consent
+/// question is withdrawn, nothing is recorded) and gives no answer. The cancellation is handed
+/// back with the answer, to be held until the answer is queued.
+async fn unless<F: Future<Output = Option<Vec<u8>>>>(
+    cancelled: Option<Cancelled>,
+    work: F,
+) -> (Option<Vec<u8>>, Option<Cancelled>) {
+    let Some(mut c) = cancelled else {
+        return (work.await, None);
+    };
+    tokio::select! {
+        biased;
+        () = &mut c => (None, None),
+        answer = work => (answer, Some(c)),
     }
 }
 

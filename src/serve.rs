@@ -105,7 +105,7 @@ where
                 let submitted = tokio::select! {
                     biased;
                     () = &mut shutdown => { stopped = true; break }
-                    r = lane.submit(decoded, held) => r,
+                    r = lane.submit(decoded, held, None) => r,
                 };
                 if !submitted {
                     break;

@@ -8,6 +8,7 @@
 //! come. Refusals wait for room in the queue towards the server: whatever drains it (a
 //! child's stdin writer, the remote transport's driver) never waits for this reader.
 
+use super::cancel;
 use super::host::HostChannel;
 use super::peek::{self, Kind};
 use super::strict::{self, BatchItems};
@@ -47,6 +48,7 @@ pub(super) async fn read_server(
             match lane.try_send(line) {
                 Ok(()) => {}
                 Err(SendError::Full(_)) => {
+                    forget(&state, &ids, batch);
                     tracing::warn!(requests = ids.len(), "broker queue full; refused");
                     let busy = Error::new(ErrorKind::RateLimited, "too many requests in flight")
                         .with_retry_after_ms(RETRY_AFTER_MS);
@@ -57,6 +59,7 @@ pub(super) async fn read_server(
                 // but what the server says to the host (answers to its last requests) still
                 // passes.
                 Err(SendError::Closed(_)) => {
+                    forget(&state, &ids, batch);
                     tracing::debug!(
                         requests = ids.len(),
                         "the session is ending; dropped brokered requests"
@@ -73,6 +76,15 @@ pub(super) async fn read_server(
             && to_host.send(l).await.is_err()
         {
             return;
+        }
+    }
+}
+
+/// Forgets brokered requests that never reached the lane.
+fn forget(state: &State, ids: &[Value], batch: bool) {
+    if !batch {
+        for id in ids {
+            state.brokered.forget(id);
         }
     }
 }
@@ -148,19 +160,26 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
         return Routed::refused(refusal(None, parse_error("message is not valid utf-8")));
     }
     match peek::peek(&line) {
-        Kind::Request { method, id } if is_brokered(&method) => Routed {
-            lane: Some(ForLane {
-                line,
-                ids: vec![id],
-                batch: false,
-            }),
-            ..Routed::default()
-        },
+        Kind::Request { method, id } if is_brokered(&method) => {
+            state.brokered.start(&id);
+            Routed {
+                lane: Some(ForLane {
+                    line,
+                    ids: vec![id],
+                    batch: false,
+                }),
+                ..Routed::default()
+            }
+        }
         Kind::Request { id, .. } if host.is_reserved(&id) => {
             Routed::refused(refusal(Some(&id), reserved_id()))
         }
         Kind::Notification { method } if is_brokered(&method) => {
             tracing::debug!(%method, "dropped a brokered method sent as a notification");
+            Routed::default()
+        }
+        Kind::Notification { method } if cancels_ours(&method, &line, state) => {
+            tracing::debug!("the server cancelled a brokered request; stopped");
             Routed::default()
         }
         Kind::Response { id } => {
@@ -176,7 +195,7 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
             host: Some(line),
             ..Routed::default()
         },
-        Kind::Batch => split_batch(line, host),
+        Kind::Batch => split_batch(line, host, state),
         Kind::Other => {
             let id = peek::refusal_id(&line);
             Routed::refused(refusal(id.as_ref(), unreadable(&line)))
@@ -190,7 +209,7 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
 /// as a batch of their own. A batch with nothing to take out is relayed as the server wrote
 /// it, byte for byte. A batch of more than [`MAX_BATCH`] items is refused whole, as the broker
 /// refuses one, so the proxy's own answers to a batch are bounded too.
-fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
+fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
     let mut theirs = Vec::new();
     let mut ours = Vec::new();
     let mut ids = Vec::new();
@@ -223,6 +242,7 @@ fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
                 changed = true;
             }
             Kind::Notification { method } if is_brokered(&method) => changed = true,
+            Kind::Notification { method } if cancels_ours(&method, item, state) => changed = true,
             Kind::Other | Kind::Batch => {
                 let id = peek::refusal_id(item);
                 refusals.items.push(refusal(id.as_ref(), unreadable(item)));
@@ -237,6 +257,7 @@ fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
         let empty = Error::new(ErrorKind::InvalidRequest, "empty batch");
         return Routed::refused(refusal(None, empty));
     }
+    state.brokered.note_batch(&ids);
     let host_line = if !changed { Some(line) } else { close(theirs) };
     let lane = close(ours).map(|line| ForLane {
         line,
@@ -248,6 +269,14 @@ fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
         host: host_line,
         refusals,
     }
+}
+
+/// Whether `message`, a notification with `method`, is the server's cancellation of one of
+/// its brokered requests: the request is then stopped, and the notification is not the
+/// host's (it never saw that id).
+fn cancels_ours(method: &str, message: &[u8], state: &State) -> bool {
+    method == "notifications/cancelled"
+        && cancel::cancelled_id(message).is_some_and(|id| state.brokered.cancel(&id))
 }
 
 /// Adds one item, as written, to a batch being built (`[` and `,` included).

@@ -152,7 +152,8 @@ impl HostChannel {
 }
 
 /// Withdraws a request when its caller stops waiting. A request the host has but has not
-/// answered (its caller gave up: the consent time limit passed) is cancelled with
+/// answered (its caller gave up: the consent time limit passed, or the server cancelled the
+/// request that asked) is cancelled with
 /// `notifications/cancelled`, so that the host closes its dialog rather than leave the user
 /// a question whose answer nobody reads.
 struct Withdraw<'a> {
@@ -169,7 +170,7 @@ impl Drop for Withdraw<'_> {
             return;
         }
         let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": self.key, "reason": "the consent question timed out"}});
+            "params": {"requestId": self.key, "reason": "the consent question was withdrawn"}});
         // Best effort: a full or closed queue means the host is stalled or gone, and the
         // late answer is discarded either way.
         if let (Ok(line), Some(to_host)) = (serde_json::to_vec(&cancel), self.channel.sender()) {

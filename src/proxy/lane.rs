@@ -4,7 +4,7 @@
 
 use super::State;
 use crate::broker::Broker;
-use crate::jsonrpc;
+use crate::jsonrpc::{self, Item, Message};
 use crate::lines::{LineReceiver, LineSender};
 use crate::order::Dispatcher;
 use std::sync::Arc;
@@ -48,10 +48,20 @@ pub(super) async fn run_lane(
         };
         let decoded = jsonrpc::decode(&line, max_line);
         drop(line);
+        // A request the server cancelled while it waited here is dropped unanswered.
+        let watched = match &decoded {
+            Ok(Message::Single(Item::Request(r))) => state.brokered.watch(r.id.as_value()),
+            _ => None,
+        };
+        let cancelled = match watched {
+            Some((flag, _)) if flag.is_raised() => continue,
+            Some((_, done)) => Some(done.into_cancelled()),
+            None => None,
+        };
         let submitted = tokio::select! {
             biased;
             _ = stop.changed() => break,
-            r = d.submit(decoded, held) => r,
+            r = d.submit(decoded, held, cancelled) => r,
         };
         if !submitted {
             break;

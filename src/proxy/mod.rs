@@ -19,6 +19,7 @@
 //! full, the reader that feeds that queue; memory stays bounded either way. Broker work never
 //! holds up relaying: a brokered request that finds the lane full is refused at once.
 
+mod cancel;
 mod elicit;
 mod from_host;
 mod from_server;
@@ -290,6 +291,8 @@ struct State {
     server_name: OnceLock<String>,
     /// The session id, fixed when first asked for, so a session never splits in two.
     session: OnceLock<String>,
+    /// The server's brokered requests, which it may cancel.
+    brokered: Arc<cancel::Brokered>,
 }
 
 impl State {
@@ -298,6 +301,7 @@ impl State {
             init_id: Mutex::new(None),
             server_name: OnceLock::new(),
             session: OnceLock::new(),
+            brokered: Arc::default(),
         }
     }
 

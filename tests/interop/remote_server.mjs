@@ -15,7 +15,8 @@
 //   client in turn (on the tool call's own stream, or with via: "get" on the session's GET
 //   stream) and returns the answers as JSON text: [{result} | {error: {code, message, data}}].
 //   With dropAfter: k, the stream the requests go on is closed after the k-th answer (the
-//   client must resume it with Last-Event-ID to get the rest).
+//   client must resume it with Last-Event-ID to get the rest). With timeoutMs: t, the SDK
+//   gives up on each request after t ms and cancels it (notifications/cancelled).
 // - notes {method, path?, timeoutMs?, announce?}: waits until a notification with that method
 //   (and params.path) has arrived from the client, and returns those seen, as JSON text. With
 //   announce: true, it first sends notifications/test/waiting on its own stream (the client
@@ -90,16 +91,17 @@ function makeServer(forget) {
     'ask',
     {
       description: 'send requests to the client',
-      inputSchema: { requests: z.array(z.tuple([z.string(), z.any()])), dropAfter: z.number().optional(), via: z.string().optional() },
+      inputSchema: { requests: z.array(z.tuple([z.string(), z.any()])), dropAfter: z.number().optional(), via: z.string().optional(), timeoutMs: z.number().optional() },
     },
-    async ({ requests, dropAfter, via }, extra) => {
+    async ({ requests, dropAfter, via, timeoutMs }, extra) => {
       const answers = [];
       for (const [method, params] of requests) {
         const request = params === null || params === undefined ? { method } : { method, params };
         try {
+          const options = timeoutMs === undefined ? undefined : { timeout: timeoutMs };
           const result = via === 'get'
-            ? await server.server.request(request, Anything)
-            : await extra.sendRequest(request, Anything);
+            ? await server.server.request(request, Anything, options)
+            : await extra.sendRequest(request, Anything, options);
           answers.push({ result });
         } catch (e) {
           answers.push({ error: { code: e.code, message: e.message, data: e.data } });

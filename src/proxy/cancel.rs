@@ -1,0 +1,170 @@
+//! The server's cancellation of the requests the proxy answers itself.
+//!
+//! A `notifications/cancelled` from the server whose `requestId` names a brokered request is
+//! the proxy's to act on, never the host's: the host never saw that id. The request is
+//! stopped where it stands (a consent question withdrawn from the host, which cancels the
+//! host's dialog; no grant recorded; no answer sent). Ids answered a short while ago are
+//! remembered too, so that a cancellation that crossed the answer on the wire does not reach
+//! the host either.
+
+use crate::locks::lock;
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// How many answered brokered ids are remembered, for cancellations that come late.
+const RECENT: usize = 1024;
+
+/// Brokered requests in flight and lately answered, by id.
+#[derive(Default)]
+pub(super) struct Brokered {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// In flight: the flag their cancellation raises.
+    running: HashMap<String, Arc<Flag>>,
+    /// Answered lately, oldest first.
+    recent: VecDeque<String>,
+}
+
+/// Raised once, when the server cancels the request.
+#[derive(Default)]
+pub(super) struct Flag {
+    raised: AtomicBool,
+    notify: Notify,
+}
+
+impl Flag {
+    fn raise(&self) {
+        self.raised.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Whether the request was cancelled.
+    pub(super) fn is_raised(&self) -> bool {
+        self.raised.load(Ordering::SeqCst)
+    }
+
+    /// Completes once the request is cancelled.
+    async fn raised(&self) {
+        loop {
+            let woken = self.notify.notified();
+            tokio::pin!(woken);
+            // Registered before looking, so a raise in between still wakes us.
+            woken.as_mut().enable();
+            if self.is_raised() {
+                return;
+            }
+            woken.await;
+        }
+    }
+}
+
+/// The key of a request id: its JSON text (ids are strings or integers).
+fn key(id: &Value) -> String {
+    id.to_string()
+}
+
+impl Brokered {
+    /// Notes a brokered request the server sent, before it goes to the broker's lane.
+    pub(super) fn start(&self, id: &Value) {
+        lock(&self.inner)
+            .running
+            .insert(key(id), Arc::new(Flag::default()));
+    }
+
+    /// Forgets a request that never reached the broker (refused, or the session ended).
+    pub(super) fn forget(&self, id: &Value) {
+        lock(&self.inner).running.remove(&key(id));
+    }
+
+    /// Notes the requests of a batch: the broker answers a batch as a whole, so its items are
+    /// not stopped one by one, but a cancellation of one of them is still not the host's.
+    pub(super) fn note_batch(&self, ids: &[Value]) {
+        let mut inner = lock(&self.inner);
+        for id in ids {
+            if inner.recent.len() >= RECENT {
+                inner.recent.pop_front();
+            }
+            inner.recent.push_back(key(id));
+        }
+    }
+
+    /// The cancellation flag of a request in flight, and a guard that forgets it (remembering
+    /// the id as lately answered) when dropped.
+    pub(super) fn watch(self: &Arc<Self>, id: &Value) -> Option<(Arc<Flag>, Done)> {
+        let k = key(id);
+        let flag = lock(&self.inner).running.get(&k).cloned()?;
+        Some((
+            flag.clone(),
+            Done {
+                brokered: self.clone(),
+                key: k,
+                flag,
+            },
+        ))
+    }
+
+    /// Takes the server's cancellation of `id`: true when `id` is (or was lately) a brokered
+    /// request, which then stops; false when the cancellation is for the host.
+    pub(super) fn cancel(&self, id: &Value) -> bool {
+        let k = key(id);
+        let inner = lock(&self.inner);
+        if let Some(flag) = inner.running.get(&k) {
+            flag.raise();
+            return true;
+        }
+        inner.recent.contains(&k)
+    }
+}
+
+/// Forgets a request once it has been answered (or given up).
+pub(super) struct Done {
+    brokered: Arc<Brokered>,
+    key: String,
+    flag: Arc<Flag>,
+}
+
+impl Done {
+    /// A future that completes when the request is cancelled, holding this guard until it
+    /// is dropped.
+    pub(super) fn into_cancelled(self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let flag = self.flag.clone();
+            flag.raised().await;
+            drop(self);
+        })
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let mut inner = lock(&self.brokered.inner);
+        // A later request that reused the id has its own flag: leave it.
+        if inner
+            .running
+            .get(&self.key)
+            .is_some_and(|f| Arc::ptr_eq(f, &self.flag))
+        {
+            inner.running.remove(&self.key);
+        }
+        if inner.recent.len() >= RECENT {
+            inner.recent.pop_front();
+        }
+        inner.recent.push_back(self.key.clone());
+    }
+}
+
+/// The `requestId` of a `notifications/cancelled` line, when it reads as one.
+pub(super) fn cancelled_id(message: &[u8]) -> Option<Value> {
+    let v: Value = serde_json::from_slice(message).ok()?;
+    v.pointer("/params/requestId")
+        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+        .cloned()
+}

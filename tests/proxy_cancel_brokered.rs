@@ -1,0 +1,158 @@
+//! A server that cancels a request the proxy answers itself: the request stops where it
+//! stands. Its consent question is withdrawn from the host (`notifications/cancelled` for the
+//! form), a late approval grants nothing, the server gets no answer for the cancelled id, and
+//! the host never hears of an id it never saw.
+
+mod common;
+#[path = "common/interop.rs"]
+mod interop;
+#[path = "common/proxy_host.rs"]
+mod proxy_host;
+#[path = "common/remote.rs"]
+mod remote;
+#[path = "common/sidecar.rs"]
+mod sidecar;
+
+use common::{Fixture, assert_error};
+use proxy_host::{emit, finish_raw, host_lines_until, line, proxy_args, start_raw};
+use remote::RemoteServer;
+use serde_json::{Value, json};
+use sidecar::Sidecar;
+use std::ffi::OsString;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn request(id: &str, method: &str, params: Value) -> Value {
+    line(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string())
+}
+
+#[test]
+fn a_cancelled_consent_withdraws_the_form_grants_nothing_and_is_not_answered() {
+    let f = Fixture::new();
+    f.file("a.txt", "secret");
+    let args: Vec<OsString> = vec!["--root".into(), f.root.clone().into()];
+    let mut p = Sidecar::spawn_wrapped(&["setsid", "-w"], &proxy_args(&args));
+    proxy_host::initialize(&mut p, "2025-06-18", json!({"elicitation": {}}));
+
+    // The server asks for consent, then (through the host's emit) cancels it.
+    start_raw(
+        &mut p,
+        1,
+        json!({"lines": [request("c1", "files/consent",
+                json!({"requestedPaths": ["project/a.txt"], "access": "read"}))],
+               "until": "c2", "timeout": 25}),
+    );
+    let mut host_saw = host_lines_until(&mut p, WAIT, |v| v["method"] == "elicitation/create");
+    let form: Value = serde_json::from_slice(host_saw.last().unwrap()).unwrap();
+    emit(
+        &mut p,
+        &[line(
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                   "params":{"requestId":"c1","reason":"user gave up"}})
+            .to_string(),
+        )],
+    );
+    // The host's form is cancelled.
+    let more = host_lines_until(&mut p, WAIT, |v| v["method"] == "notifications/cancelled");
+    let cancel: Value = serde_json::from_slice(more.last().unwrap()).unwrap();
+    assert_eq!(cancel["params"]["requestId"], form["id"], "{cancel}");
+    host_saw.extend(more);
+    // The user approves anyway, late.
+    p.send(&json!({"jsonrpc":"2.0","id":form["id"],
+        "result":{"action":"accept","content":{"decision":"read"}}}));
+    // A read after it finds no grant; a second consent (ordered after the read) is declined
+    // and ends the script.
+    emit(
+        &mut p,
+        &[
+            request("r1", "files/read", json!({"path": "project/a.txt"})),
+            request(
+                "c2",
+                "files/consent",
+                json!({"requestedPaths": ["project/a.txt"], "access": "read"}),
+            ),
+        ],
+    );
+    let more = host_lines_until(&mut p, WAIT, |v| v["method"] == "elicitation/create");
+    let second: Value = serde_json::from_slice(more.last().unwrap()).unwrap();
+    host_saw.extend(more);
+    p.send(&json!({"jsonrpc":"2.0","id":second["id"],"result":{"action":"decline"}}));
+    let raw = finish_raw(&mut p, 1, WAIT);
+    host_saw.extend(raw.host_lines);
+
+    assert!(!raw.timed_out, "{:?}", raw.received);
+    assert_eq!(
+        raw.until_answer["result"]["granted"], false,
+        "{}",
+        raw.until_answer
+    );
+    let answers: Vec<&Value> = raw
+        .received
+        .iter()
+        .filter(|m| m.get("method").is_none())
+        .collect();
+    assert!(
+        answers.iter().all(|m| m["id"] != "c1"),
+        "the cancelled request was answered: {answers:?}"
+    );
+    let read = answers
+        .iter()
+        .find(|m| m["id"] == "r1")
+        .unwrap_or_else(|| panic!("no answer to the read: {answers:?}"));
+    assert_error(read, -31002, "PERMISSION_DENIED", "no_consent");
+    for l in &host_saw {
+        let v: Value = serde_json::from_slice(l).unwrap_or_default();
+        assert!(
+            v["params"]["requestId"] != "c1",
+            "the host heard of the server's brokered id: {v}"
+        );
+    }
+    p.finish();
+}
+
+/// The same through `proxy --url`, with the official TypeScript SDK as the remote server: its
+/// request timeout cancels the consent question while the host holds the form, and the host
+/// answers late.
+#[test]
+fn a_remote_sdk_server_that_gives_up_on_consent_gets_no_grant() {
+    let f = Fixture::new();
+    f.file("a.txt", "secret");
+    let server = RemoteServer::start(&[]);
+    let mut p = remote::proxy(&server.url(), &f, &["--consent", "elicit"], &[]);
+    remote::initialize(&mut p, json!({"elicitation": {}}));
+    remote::start_tool(
+        &mut p,
+        1,
+        "ask",
+        json!({"requests": [
+            ["files/consent", {"requestedPaths": ["project/a.txt"], "access": "read"}],
+            ["files/read", {"path": "project/a.txt"}],
+        ], "timeoutMs": 5000}),
+    );
+    let mut host_saw = host_lines_until(&mut p, WAIT, |v| v["method"] == "elicitation/create");
+    let form: Value = serde_json::from_slice(host_saw.last().unwrap()).unwrap();
+    // The SDK gives up and cancels; the host's form is cancelled in turn.
+    let more = host_lines_until(&mut p, WAIT, |v| v["method"] == "notifications/cancelled");
+    let cancel: Value = serde_json::from_slice(more.last().unwrap()).unwrap();
+    assert_eq!(cancel["params"]["requestId"], form["id"], "{cancel}");
+    host_saw.extend(more);
+    p.send(&json!({"jsonrpc":"2.0","id":form["id"],
+        "result":{"action":"accept","content":{"decision":"read"}}}));
+    let more = host_lines_until(&mut p, WAIT, |v| v["id"] == 1);
+    let r: Value = serde_json::from_slice(more.last().unwrap()).unwrap();
+    host_saw.extend(more);
+    let answers: Value =
+        serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    // The consent timed out on the server's side; the read found no grant.
+    assert!(answers[0].get("error").is_some(), "{answers}");
+    assert_eq!(remote::error_of(&answers[1]).2, "no_consent", "{answers}");
+    assert!(!answers.to_string().contains("secret"), "{answers}");
+    for l in &host_saw {
+        let v: Value = serde_json::from_slice(l).unwrap_or_default();
+        if v["method"] == "notifications/cancelled" {
+            assert_eq!(v["params"]["requestId"], form["id"], "{v}");
+        }
+    }
+    p.finish();
+}
