@@ -33,6 +33,8 @@ Modes:
 - redirects N: answers POSTs with a chain of N same-origin 307s before the real answer.
 - big-length: answers tools/list with a Content-Length of 1 GB and no body.
 - hold: answers tools/call with an event stream held open (keep-alives every 0.2 s).
+- unreadable: answers tools/call with an event stream carrying an empty priming event, a
+  request it names a key of twice (id "bad1"), a line that is no JSON, then the result.
 - blackhole: no HTTP at all: a socket whose accept queue is full, so connecting to it hangs
   as with a host that drops packets.
 """
@@ -92,7 +94,9 @@ class Handler(BaseHTTPRequestHandler):
              lastEventId=self.headers.get("last-event-id"),
              authorization=self.headers.get("authorization"),
              protocolVersion=self.headers.get("mcp-protocol-version"),
-             rpc=rpc, id=rid, cancels=(msg.get("params") or {}).get("requestId")
+             rpc=rpc, id=rid,
+             error=(msg.get("error") or {}).get("code") if isinstance(msg, dict) else None,
+             cancels=(msg.get("params") or {}).get("requestId")
              if rpc == "notifications/cancelled" else None)
 
     def body(self):
@@ -244,6 +248,14 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.flush()
             time.sleep(30)
+            return
+        if MODE == "unreadable" and method == "tools/call":
+            self.sse_start()
+            self.sse(raw="data: {}\n\n")
+            self.sse(raw='data: {"jsonrpc":"2.0","id":"bad1","method":"roots/list",'
+                     '"method":"sampling/createMessage"}\n\n')
+            self.sse(raw="data: not json\n\n")
+            self.sse({"jsonrpc": "2.0", "id": rid, "result": {"content": []}})
             return
         if MODE == "hold" and method == "tools/call":
             self.sse_start()

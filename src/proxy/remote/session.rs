@@ -8,7 +8,7 @@ use super::error::RemoteError;
 use super::pending::Pending;
 use crate::lines::{LineSender, SendError};
 use crate::locks::lock;
-use crate::proxy::peek::{Kind, batch_kinds, peek};
+use crate::proxy::peek::{Kind, batch_kinds, peek, refusal_id};
 use reqwest::header::HeaderValue;
 use serde_json::Value;
 use std::future::Future;
@@ -248,8 +248,10 @@ impl Shared {
     }
 
     /// Passes one message from the server to the proxy: responses settle their requests,
-    /// the response to a replayed `initialize` is kept from the host, and anything that is
-    /// not a JSON-RPC message (an SDK's empty `{}` priming event) is dropped. Line breaks
+    /// the response to a replayed `initialize` is kept from the host, a message that is not
+    /// a JSON-RPC message the proxy can read but whose id can be recovered goes on to be
+    /// answered with an error, and anything else (an SDK's empty `{}` priming event) is
+    /// dropped. Line breaks
     /// between tokens become spaces, since the host reads lines; a message with one inside
     /// a string is not JSON and is dropped, since no line could carry it unchanged.
     pub(super) async fn deliver(&self, mut line: Vec<u8>) {
@@ -276,8 +278,23 @@ impl Shared {
                 self.pending.take(&ids);
             }
             Kind::Other => {
-                tracing::debug!("dropped an event that is not a JSON-RPC message");
-                return;
+                // A message whose id can be read goes on to the proxy's reader of the
+                // server, which answers it with an error (never relays it); one without (an
+                // SDK's empty `{}` priming event among them) cannot be answered.
+                if std::str::from_utf8(&line).is_ok() && refusal_id(&line).is_some() {
+                    tracing::warn!(
+                        "the remote server sent a request the proxy cannot read; answered with an error"
+                    );
+                } else {
+                    if is_priming(&line) {
+                        tracing::debug!("dropped an empty event");
+                    } else {
+                        tracing::warn!(
+                            "dropped an event from the remote server that is not a JSON-RPC message"
+                        );
+                    }
+                    return;
+                }
             }
             Kind::Request { .. } | Kind::Notification { .. } => {}
         }
@@ -373,6 +390,16 @@ impl Shared {
             h.abort();
         }
     }
+}
+
+/// Whether an event's data is an empty object or nothing, as SDKs send to prime a stream.
+fn is_priming(line: &[u8]) -> bool {
+    let text: Vec<u8> = line
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    text.is_empty() || text == b"{}"
 }
 
 /// Turns line breaks between JSON tokens into spaces. Returns false when one stands inside a
