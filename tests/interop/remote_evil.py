@@ -35,6 +35,12 @@ Modes:
 - hold: answers tools/call with an event stream held open (keep-alives every 0.2 s).
 - unreadable: answers tools/call with an event stream carrying an empty priming event, a
   request it names a key of twice (id "bad1"), a line that is no JSON, then the result.
+- say400: answers tools/call with 400 and a JSON-RPC error body.
+- lost-on-restart: answers tools/call with a stream that carries an event id and closes,
+  and the GET that resumes it with 404 "Session not found" (as after a restart).
+- forget400: answers requests of session s1 with 400 "No valid session ID provided" (some
+  servers say 400, not 404, for a session they forgot).
+- forget400-always: as forget400, for every session.
 - blackhole: no HTTP at all: a socket whose accept queue is full, so connecting to it hangs
   as with a host that drops packets.
 """
@@ -169,6 +175,9 @@ class Handler(BaseHTTPRequestHandler):
             self.forever()
         elif MODE == "get404":
             self.empty(404)
+        elif MODE == "lost-on-restart" and self.headers.get("last-event-id"):
+            self.json(404, {"jsonrpc": "2.0", "id": None,
+                            "error": {"code": -32001, "message": "Session not found"}})
         elif MODE == "resume-storm":
             self.sse_start()
         elif MODE == "get-idle":
@@ -236,6 +245,19 @@ class Handler(BaseHTTPRequestHandler):
             return
         if MODE in ("renew-hang", "renew-silent") and sid == "s1":
             self.empty(404)
+            return
+        if (MODE == "forget400" and sid == "s1") or MODE == "forget400-always":
+            self.json(400, {"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32000, "message": "Bad Request: No valid session ID provided"}})
+            return
+        if MODE == "say400" and method == "tools/call":
+            self.json(400, {"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32602, "message": "Bad Request: arguments rejected",
+                "data": {"field": "x"}}})
+            return
+        if MODE == "lost-on-restart" and method == "tools/call":
+            self.sse_start()
+            self.sse(raw="id: ev1\nretry: 0\ndata:\n\n")
             return
         if MODE == "resume-storm" and method == "tools/call":
             self.sse_start()

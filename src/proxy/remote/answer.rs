@@ -3,7 +3,7 @@
 //! `Last-Event-ID` when it drops; in the old HTTP+SSE transport, the responses' arrival on
 //! the session's stream.
 
-use super::error::RemoteError;
+use super::error::{RemoteError, says_unknown_session};
 use super::http::{ACCEPT_STREAM, read_body};
 use super::session::{Mode, Shared};
 use super::sse::{End, Events, backoff, is_event_stream, message};
@@ -123,9 +123,19 @@ impl Shared {
         let resp = self
             .send(make, self.cfg.connect_timeout, self.cfg.retries)
             .await?;
-        if !(resp.status().is_success() && is_event_stream(&resp)) {
-            // The session is gone, or the server cannot resume: what it owed is lost.
-            return Err(RemoteError::Status(resp.status()));
+        let status = resp.status();
+        if !(status.is_success() && is_event_stream(&resp)) {
+            // The session is gone (a restart, an expiry), or the server cannot resume: what
+            // it owed is lost.
+            let server = self.error_body(resp).await;
+            let forgot = status == reqwest::StatusCode::NOT_FOUND
+                || (status == reqwest::StatusCode::BAD_REQUEST
+                    && says_unknown_session(server.as_deref()));
+            return Err(if forgot {
+                RemoteError::Expired { status, server }
+            } else {
+                RemoteError::Status { status, server }
+            });
         }
         let mut events = Events::new(resp, self.cfg.max_message);
         events.last_id = Some(last.to_owned());

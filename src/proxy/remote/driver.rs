@@ -213,7 +213,7 @@ impl Driver {
         }
         let body = Bytes::from(line);
         let result = match shared.post(&body, true, Post::Init).await {
-            Err(RemoteError::Status(s))
+            Err(RemoteError::Status { status: s, .. })
                 if first
                     && matches!(shared.mode(), Mode::Streamable)
                     && matches!(s.as_u16(), 400 | 404 | 405) =>

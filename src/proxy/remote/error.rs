@@ -27,9 +27,34 @@ pub enum RemoteError {
     /// The server took longer than the limit to answer.
     #[error("the remote server did not answer within {0:?}")]
     Timeout(Duration),
-    /// The server answered with an HTTP error.
-    #[error("the remote server answered HTTP {0}")]
-    Status(StatusCode),
+    /// The server answered with an HTTP error; what it said, when its body was a JSON-RPC
+    /// error or short text, is kept for the host.
+    #[error("the remote server answered HTTP {status}{}", said(server.as_deref()))]
+    Status {
+        /// The HTTP status.
+        status: StatusCode,
+        /// The server's JSON-RPC error object (`code`, `message`, `data`), or `{"body":
+        /// TEXT}` for a body that is not one.
+        server: Option<Box<Value>>,
+    },
+    /// The server forgot the session while a request was under way (a restart, an expiry),
+    /// so its answer is lost.
+    #[error("the remote server forgot the session before it answered (HTTP {status}){}", said(server.as_deref()))]
+    Expired {
+        /// The HTTP status (404, or a 400 that says the session is unknown).
+        status: StatusCode,
+        /// What the server said, as for [`RemoteError::Status`].
+        server: Option<Box<Value>>,
+    },
+    /// The server still refused the session as unknown right after a new one was started:
+    /// no session with it can be had.
+    #[error("the remote server refuses every session as unknown (HTTP {status}){}", said(server.as_deref()))]
+    SessionRefused {
+        /// The HTTP status.
+        status: StatusCode,
+        /// What the server said, as for [`RemoteError::Status`].
+        server: Option<Box<Value>>,
+    },
     /// A JSON body or an event was larger than the message limit.
     #[error("a message from the remote server is larger than {0} bytes")]
     TooLarge(usize),
@@ -79,7 +104,8 @@ impl RemoteError {
             RemoteError::Transport(_) => "transport",
             RemoteError::RenewFailed(_) => "session_expired",
             RemoteError::Timeout(_) => "timeout",
-            RemoteError::Status(_) => "http_status",
+            RemoteError::Status { .. } => "http_status",
+            RemoteError::Expired { .. } | RemoteError::SessionRefused { .. } => "session_expired",
             RemoteError::TooLarge(_) => "too_large",
             RemoteError::StreamLost => "stream_lost",
             RemoteError::Malformed(_) => "malformed",
@@ -102,13 +128,15 @@ impl RemoteError {
             | RemoteError::BadSessionId
             | RemoteError::CannotRenew
             | RemoteError::RenewFailed(_)
+            | RemoteError::SessionRefused { .. }
             | RemoteError::ForeignEndpoint
             | RemoteError::NoEndpoint(_)
             | RemoteError::LegacyClosed
             | RemoteError::Client(_) => true,
             RemoteError::Timeout(_)
             | RemoteError::Transport(_)
-            | RemoteError::Status(_)
+            | RemoteError::Status { .. }
+            | RemoteError::Expired { .. }
             | RemoteError::TooLarge(_)
             | RemoteError::StreamLost
             | RemoteError::Malformed(_)
@@ -123,8 +151,14 @@ impl RemoteError {
     /// its `status`), so the object is built here, with the internal error's code.
     pub fn response_for(&self, id: &Value) -> Vec<u8> {
         let mut data = json!({"reason": self.reason()});
-        if let RemoteError::Status(s) = self {
-            data["status"] = json!(s.as_u16());
+        if let RemoteError::Status { status, server }
+        | RemoteError::Expired { status, server }
+        | RemoteError::SessionRefused { status, server } = self
+        {
+            data["status"] = json!(status.as_u16());
+            if let Some(server) = server {
+                data["server"] = (**server).clone();
+            }
         }
         let v = json!({"jsonrpc": "2.0", "id": id, "error": {
             "code": crate::error::ErrorKind::Internal.wire().code,
@@ -166,6 +200,62 @@ impl RemoteError {
         }
     }
 }
+
+/// The server's own words for an error message: `: MESSAGE` (or the body's text), or nothing.
+fn said(server: Option<&Value>) -> String {
+    server
+        .and_then(|v| v.get("message").or_else(|| v.get("body")))
+        .and_then(Value::as_str)
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| format!(": {m}"))
+        .unwrap_or_default()
+}
+
+/// What a server said in the body of an HTTP error: its JSON-RPC error object (kept whole,
+/// within the size read), or else its text, stripped of control characters and cut to
+/// [`MAX_SAID`] characters; `None` for an empty body.
+pub(super) fn server_said(body: &[u8]) -> Option<Box<Value>> {
+    if let Ok(v) = serde_json::from_slice::<Value>(body)
+        && let Some(e) = v.get("error").filter(|e| e.is_object())
+    {
+        return Some(Box::new(e.clone()));
+    }
+    let text: String = String::from_utf8_lossy(body)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_SAID)
+        .collect();
+    let text = text.trim();
+    (!text.is_empty()).then(|| Box::new(json!({ "body": text })))
+}
+
+/// Whether what a server said in a 400 is that it does not know the session: some servers
+/// answer so (instead of 404) for a session they forgot.
+pub(super) fn says_unknown_session(server: Option<&Value>) -> bool {
+    let Some(text) = server
+        .and_then(|v| v.get("message").or_else(|| v.get("body")))
+        .and_then(Value::as_str)
+    else {
+        return false;
+    };
+    let text = text.to_lowercase();
+    text.contains("session")
+        && [
+            "unknown",
+            "not found",
+            "invalid",
+            "no valid",
+            "expired",
+            "missing",
+            "does not exist",
+            "terminated",
+        ]
+        .iter()
+        .any(|w| text.contains(w))
+}
+
+/// Longest text of a server's error body kept for the host.
+pub(super) const MAX_SAID: usize = 1024;
 
 /// An error and its sources, joined: reqwest's own message alone ("error sending request")
 /// does not say why.

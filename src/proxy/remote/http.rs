@@ -2,12 +2,13 @@
 //! bounded reconnection, POST (with a new session when the server has forgotten ours), a
 //! message judged on its status alone, and the DELETE at the end.
 
-use super::error::{RemoteError, chain};
+use super::error::{MAX_SAID, RemoteError, chain, says_unknown_session, server_said};
 use super::session::{Mode, Shared};
 use super::sse::backoff;
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -131,24 +132,48 @@ impl Shared {
             };
             let resp = self.send(make, limit, self.cfg.retries).await?;
             let status = resp.status();
-            if status == StatusCode::NOT_FOUND && with_session && !renewed && kind == Post::Message
-            {
-                tracing::warn!(
-                    "the remote server no longer knows the session (HTTP 404); starting a new session"
-                );
-                // Boxed: renewing posts an initialize of its own.
-                Box::pin(self.renew(generation)).await?;
-                renewed = true;
-                continue;
+            if status.is_success() {
+                if kind == Post::Init {
+                    self.set_session(resp.headers().get("mcp-session-id"))?;
+                }
+                return Ok(resp);
             }
-            if !status.is_success() {
-                return Err(RemoteError::Status(status));
+            let server = self.error_body(resp).await;
+            // A server that forgot the session says 404; some say 400 and that the session
+            // is unknown. Either starts a new session, once.
+            let forgot = status == StatusCode::NOT_FOUND
+                || (status == StatusCode::BAD_REQUEST && says_unknown_session(server.as_deref()));
+            if forgot && with_session && kind == Post::Message {
+                if !renewed {
+                    tracing::warn!(
+                        %status,
+                        "the remote server no longer knows the session; starting a new session"
+                    );
+                    // Boxed: renewing posts an initialize of its own.
+                    Box::pin(self.renew(generation)).await?;
+                    renewed = true;
+                    continue;
+                }
+                if status == StatusCode::BAD_REQUEST {
+                    // A 400 that keeps calling a brand-new session unknown would fail every
+                    // later message the same way: the session cannot go on (the callers end
+                    // it, as for every error that says so).
+                    return Err(RemoteError::SessionRefused { status, server });
+                }
+                return Err(RemoteError::Expired { status, server });
             }
-            if kind == Post::Init {
-                self.set_session(resp.headers().get("mcp-session-id"))?;
-            }
-            return Ok(resp);
+            return Err(RemoteError::Status { status, server });
         }
+    }
+
+    /// What the server said in the body of an HTTP error, read within the connect timeout
+    /// and [`MAX_SAID`] bytes (a larger or slower body is not read).
+    pub(super) async fn error_body(&self, resp: Response) -> Option<Box<Value>> {
+        let limit = MAX_SAID * 4;
+        let body = read_body(resp, limit, self.cfg.connect_timeout)
+            .await
+            .ok()?;
+        server_said(&body)
     }
 
     /// POSTs a notification or a response and judges the answer on its status alone. Its

@@ -34,8 +34,10 @@ pub(super) async fn open(
     let resp = shared
         .send(make, shared.cfg.connect_timeout, shared.cfg.retries)
         .await?;
-    if !resp.status().is_success() {
-        return Err(RemoteError::Status(resp.status()));
+    let status = resp.status();
+    if !status.is_success() {
+        let server = shared.error_body(resp).await;
+        return Err(RemoteError::Status { status, server });
     }
     if !is_event_stream(&resp) {
         return Err(RemoteError::NoEndpoint(
