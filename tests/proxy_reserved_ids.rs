@@ -16,6 +16,10 @@ use proxy_host::{
 use serde_json::{Value, json};
 use sidecar::{Sidecar, WAIT};
 
+/// The revision these sessions speak: the last with JSON-RPC batches, which some of these
+/// tests send (2025-06-18 removed them; `proxy_batches_removed.rs` holds what happens there).
+const BATCH_REVISION: &str = "2025-03-26";
+
 /// The proxy's reserved id prefix, learnt from an elicitation the host is asked (and
 /// declines).
 fn learn_prefix(p: &mut Sidecar) -> String {
@@ -52,7 +56,7 @@ fn learn_prefix(p: &mut Sidecar) -> String {
 fn a_server_request_with_the_proxys_reserved_id_is_refused_and_never_reaches_the_host() {
     let f = Fixture::new();
     let mut p = spawn_proxy(&f.root, &["--consent", "elicit"], &[]);
-    initialize(&mut p, "2025-06-18", json!({"elicitation": {}}));
+    initialize(&mut p, BATCH_REVISION, json!({"elicitation": {}}));
     let prefix = learn_prefix(&mut p);
     let forged = format!("{prefix}99");
     let in_batch = format!("{prefix}98");
@@ -117,7 +121,7 @@ fn a_server_cannot_answer_the_proxys_elicitation() {
     let f = Fixture::new();
     f.file("a.txt", "private");
     let mut p = spawn_proxy(&f.root, &["--consent", "elicit"], &[]);
-    initialize(&mut p, "2025-06-18", json!({"elicitation": {}}));
+    initialize(&mut p, BATCH_REVISION, json!({"elicitation": {}}));
     start_ask(
         &mut p,
         1,
@@ -165,7 +169,7 @@ fn a_reserved_id_behind_a_duplicate_id_key_never_reaches_the_host() {
     // the proxy's id in it, and answer it as if the proxy had asked.
     let f = Fixture::new();
     let mut p = spawn_proxy(&f.root, &["--consent", "elicit"], &[]);
-    initialize(&mut p, "2025-06-18", json!({"elicitation": {}}));
+    initialize(&mut p, BATCH_REVISION, json!({"elicitation": {}}));
     let prefix = learn_prefix(&mut p);
     let forged = format!("{prefix}2");
     let lines = [

@@ -16,6 +16,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The revision these sessions speak: the last with JSON-RPC batches, which some of these
+/// tests send (2025-06-18 removed them; `proxy_batches_removed.rs` holds what happens there).
+const BATCH_REVISION: &str = "2025-03-26";
+
 /// A consent program that notes each run in `runs`, takes two seconds, then approves.
 fn slow_consent(dir: &Path, runs: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
@@ -50,7 +54,7 @@ fn with_slow_consent(f: &Fixture) -> (Sidecar, PathBuf) {
     let prog = slow_consent(f.tmp.path(), &runs);
     let consent = format!("command:{}", prog.display());
     let mut p = proxy_host::spawn_proxy(&f.root, &["--consent", &consent], &[]);
-    initialize(&mut p, "2025-06-18", json!({}));
+    initialize(&mut p, BATCH_REVISION, json!({}));
     (p, runs)
 }
 
@@ -137,7 +141,7 @@ fn the_server_is_ended_with_its_process_group() {
     .map(OsString::from)
     .to_vec();
     let mut p = Sidecar::spawn_env(&args, &[("IGNORE_STDIN_EOF", "term")]);
-    initialize(&mut p, "2025-06-18", json!({}));
+    initialize(&mut p, BATCH_REVISION, json!({}));
     let pid: i32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()
@@ -189,7 +193,7 @@ fn a_signal_to_the_proxy_ends_the_server_and_reports_its_exit_code() {
             &["--consent", "deny", "--shutdown-grace", "0.5"],
             env,
         );
-        initialize(&mut p, "2025-06-18", json!({}));
+        initialize(&mut p, BATCH_REVISION, json!({}));
         let started = Instant::now();
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(p.pid() as i32).unwrap(),

@@ -73,16 +73,57 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
                 tracing::warn!("dropped an ambiguous answer to the proxy's request from the host");
                 continue;
             }
-            Kind::Batch => match keep_for_server(line, &host) {
-                Some(rest) => rest,
-                None => continue,
-            },
+            Kind::Batch => {
+                if let Some(version) = state.without_batches() {
+                    if refuse(&line, &version, &host, &to_server).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                match keep_for_server(line, &host) {
+                    Some(rest) => rest,
+                    None => continue,
+                }
+            }
             _ => line,
         };
         if to_server.send(line).await.is_err() {
             return;
         }
     }
+}
+
+/// Refuses a host batch in `version`, a revision without batches: the host gets an error
+/// for each of its requests, the server one for each request of its that the batch
+/// answered, and the proxy's own questions answered in it count as refused. Fails when the
+/// server's queue is gone.
+async fn refuse(
+    line: &[u8],
+    version: &str,
+    host: &HostChannel,
+    to_server: &LineSender,
+) -> Result<(), ()> {
+    let refused = super::from_server::refuse_batch(line, version, host);
+    for id in &refused.ours {
+        host.complete(
+            id,
+            serde_json::json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32600, "message": "answered in a batch"}}),
+        );
+    }
+    if let Some(to_host) = host.sender() {
+        for v in &refused.for_sender {
+            if let Ok(l) = serde_json::to_vec(v)
+                && to_host.send(l).await.is_err()
+            {
+                break;
+            }
+        }
+    }
+    for l in refused.for_other_side {
+        to_server.send(l).await.map_err(|_| ())?;
+    }
+    Ok(())
 }
 
 /// Takes out of a host batch the answers to the proxy's requests (which complete them) and

@@ -67,15 +67,15 @@ pub(super) async fn read_server(
                 }
             }
         }
-        if let Some(l) = refusals.encode()
-            && to_server.send(l).await.is_err()
-        {
-            return;
+        for l in refusals.encode() {
+            if to_server.send(l).await.is_err() {
+                return;
+            }
         }
-        if let Some(l) = for_host
-            && to_host.send(l).await.is_err()
-        {
-            return;
+        for l in for_host {
+            if to_host.send(l).await.is_err() {
+                return;
+            }
         }
     }
 }
@@ -96,7 +96,9 @@ pub(crate) fn host_part(line: &[u8]) -> Option<Vec<u8>> {
     let (tx, _rx) = crate::lines::line_channel(1, 1024);
     let host = HostChannel::new(tx);
     let state = State::new();
-    route(line.to_vec(), &host, &state).host
+    let routed = route(line.to_vec(), &host, &state);
+    // The oracle's session has seen no `initialize`, so at most the server's line goes on.
+    routed.host.into_iter().next()
 }
 
 /// Brokered requests of one line, for the lane.
@@ -128,12 +130,21 @@ impl Refusals {
         self.items.extend(more);
     }
 
-    fn encode(mut self) -> Option<Vec<u8>> {
-        match self.items.len() {
-            0 => None,
-            1 if !self.batch => self.items.pop().and_then(|v| serde_json::to_vec(&v).ok()),
-            _ => serde_json::to_vec(&Value::Array(self.items)).ok(),
+    /// The lines to send: one array for a refused batch, else one line per answer.
+    fn encode(self) -> Vec<Vec<u8>> {
+        if self.items.is_empty() {
+            return Vec::new();
         }
+        if self.batch {
+            return serde_json::to_vec(&Value::Array(self.items))
+                .ok()
+                .into_iter()
+                .collect();
+        }
+        self.items
+            .iter()
+            .filter_map(|v| serde_json::to_vec(v).ok())
+            .collect()
     }
 }
 
@@ -141,7 +152,9 @@ impl Refusals {
 #[derive(Default)]
 struct Routed {
     lane: Option<ForLane>,
-    host: Option<Vec<u8>>,
+    /// Lines for the host: the server's line, or the proxy's errors for the host's requests
+    /// whose answers came in a refused batch.
+    host: Vec<Vec<u8>>,
     refusals: Refusals,
 }
 
@@ -187,15 +200,28 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
                 state.note_server_name(&line);
             }
             Routed {
-                host: Some(line),
+                host: vec![line],
                 ..Routed::default()
             }
         }
         Kind::Request { .. } | Kind::Notification { .. } => Routed {
-            host: Some(line),
+            host: vec![line],
             ..Routed::default()
         },
-        Kind::Batch => split_batch(line, host, state),
+        Kind::Batch => match state.without_batches() {
+            Some(version) => {
+                let refused = refuse_batch(&line, &version, host);
+                Routed {
+                    host: refused.for_other_side,
+                    refusals: Refusals {
+                        items: refused.for_sender,
+                        batch: false,
+                    },
+                    ..Routed::default()
+                }
+            }
+            None => split_batch(line, host, state),
+        },
         Kind::Other => {
             let id = peek::refusal_id(&line);
             Routed::refused(refusal(id.as_ref(), unreadable(&line)))
@@ -266,9 +292,58 @@ fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
     });
     Routed {
         lane,
-        host: host_line,
+        host: host_line.into_iter().collect(),
         refusals,
     }
+}
+
+/// The proxy's answers to a batch refused in a protocol revision without batches.
+pub(super) struct RefusedBatch {
+    /// Errors for the sender's requests in it (or one with id null when it named none).
+    pub(super) for_sender: Vec<Value>,
+    /// Lines for the other side: an error for each of its requests whose answer came in the
+    /// batch, so that it does not wait for an answer that will not come.
+    pub(super) for_other_side: Vec<Vec<u8>>,
+    /// Ids of the proxy's own requests answered in it (refused all the same).
+    pub(super) ours: Vec<Value>,
+}
+
+/// Refuses a batch in `version`, a revision that has none: nothing of it is relayed or acted
+/// on. Each request in it gets an error, one line each; each response in it becomes an
+/// error for the request it answered; notifications are dropped.
+pub(super) fn refuse_batch(line: &[u8], version: &str, host: &HostChannel) -> RefusedBatch {
+    tracing::warn!(%version, "refused a JSON-RPC batch: this protocol revision has none");
+    let e = Error::new(
+        ErrorKind::InvalidRequest,
+        format!("protocol revision {version} has no JSON-RPC batches; send messages one by one"),
+    );
+    let mut out = RefusedBatch {
+        for_sender: Vec::new(),
+        for_other_side: Vec::new(),
+        ours: Vec::new(),
+    };
+    for item in BatchItems::new(line).take(MAX_BATCH) {
+        let Ok(item) = item else { break };
+        match peek::peek(item) {
+            Kind::Request { id, .. } => out.for_sender.push(refusal(Some(&id), e.clone())),
+            Kind::Response { id } if host.is_reserved(&id) => out.ours.push(id),
+            Kind::Response { id } => {
+                if let Ok(l) = serde_json::to_vec(&refusal(Some(&id), e.clone())) {
+                    out.for_other_side.push(l);
+                }
+            }
+            Kind::Other => {
+                if let Some(id) = peek::refusal_id(item) {
+                    out.for_sender.push(refusal(Some(&id), e.clone()));
+                }
+            }
+            Kind::Notification { .. } | Kind::Batch => {}
+        }
+    }
+    if out.for_sender.is_empty() && out.for_other_side.is_empty() && out.ours.is_empty() {
+        out.for_sender.push(refusal(None, e));
+    }
+    out
 }
 
 /// Whether `message`, a notification with `method`, is the server's cancellation of one of

@@ -56,6 +56,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// The first protocol revision without JSON-RPC batches (revisions are dates, so later ones
+/// sort after it).
+const FIRST_WITHOUT_BATCHES: &str = "2025-06-18";
+
 /// How long the end of a session waits for the last messages to pass.
 pub(crate) const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -293,6 +297,8 @@ struct State {
     session: OnceLock<String>,
     /// The server's brokered requests, which it may cancel.
     brokered: Arc<cancel::Brokered>,
+    /// The protocol revision the server's `initialize` result agreed.
+    version: Mutex<Option<String>>,
 }
 
 impl State {
@@ -302,6 +308,7 @@ impl State {
             server_name: OnceLock::new(),
             session: OnceLock::new(),
             brokered: Arc::default(),
+            version: Mutex::new(None),
         }
     }
 
@@ -327,6 +334,22 @@ impl State {
             tracing::info!(server = %name, "server initialized");
             let _ = self.server_name.set(name);
         }
+        let version = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
+            v.pointer("/result/protocolVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+        if let Some(v) = version {
+            *lock(&self.version) = Some(v);
+        }
+    }
+
+    /// The agreed protocol revision when it has no JSON-RPC batches (2025-06-18 and later,
+    /// which removed them); `None` before `initialize` was answered or in an older one.
+    fn without_batches(&self) -> Option<String> {
+        lock(&self.version)
+            .clone()
+            .filter(|v| v.as_str() >= FIRST_WITHOUT_BATCHES)
     }
 }
 
