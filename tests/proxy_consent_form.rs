@@ -109,3 +109,28 @@ fn the_consent_form_strips_invisible_characters_and_quotes_from_the_servers_word
     );
     assert!(text.contains("gnp.exe") && text.contains("trust"), "{text}");
 }
+
+/// Hosts render an elicitation message in different ways (text, Markdown, HTML): the
+/// server's words are shown as plain text, its markup stripped, so that no host shows it
+/// a link, an image, a script or emphasis.
+#[test]
+fn the_servers_markup_is_stripped_from_the_form() {
+    let f = Fixture::new();
+    f.file("a.txt", "x");
+    let text = consent_form(
+        &f,
+        &["project/a.txt".to_owned()],
+        "marker",
+        "read **this** <script>alert(1)</script> ![t](http://t.example/p.png) \
+         [safe](http://evil.example) # note my_file",
+    );
+    let says = text
+        .lines()
+        .find(|l| l.starts_with("It says: "))
+        .unwrap_or_else(|| panic!("no message line:\n{text}"));
+    assert_eq!(
+        says,
+        "It says: read this alert(1) t(http://t.example/p.png) safe(http://evil.example) note my_file",
+        "{text}"
+    );
+}

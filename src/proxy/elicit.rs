@@ -55,7 +55,7 @@ impl ConsentProvider for ElicitConsent {
 /// shows it to the user as it is.
 pub(super) fn form(request: &ConsentRequest) -> Value {
     // Quotes are taken out of the name so that it cannot close the quotation around it.
-    let name = sanitise(&request.server_id, 100).replace('"', "'");
+    let name = sanitise(&plain_text(&request.server_id), 100).replace('"', "'");
     let mut text = format!(
         "The MCP server \"{name}\" asks to {} these files:\n",
         match request.access {
@@ -71,7 +71,7 @@ pub(super) fn form(request: &ConsentRequest) -> Value {
     text.push_str("A folder covers everything inside it.\n");
     if let Some(m) = request.message.as_deref().filter(|m| !m.trim().is_empty()) {
         text.push_str("It says: ");
-        text.push_str(&sanitise(m, MAX_MESSAGE_CHARS));
+        text.push_str(&sanitise(&plain_text(m), MAX_MESSAGE_CHARS));
         text.push('\n');
     }
     let (choices, names): (Vec<&str>, Vec<&str>) = match request.access {
@@ -130,6 +130,61 @@ pub(super) fn form(request: &ConsentRequest) -> Value {
             "required": ["decision"],
         }
     })
+}
+
+/// The server's words as plain text: hosts show an elicitation message in different ways
+/// (as text, as Markdown, some as HTML), so markup is stripped rather than escaped (an escape
+/// would show as a stray backslash where the host renders nothing). HTML tags and comments go
+/// whole (`<script>`, `<img src=...>`), a lone `<` or `>` goes, and so do the characters that
+/// make Markdown emphasis, code, headings, tables, links and images (`*`, `` ` ``, `#`, `|`,
+/// `~`, `[`, `]`, `!` before `[`, `\`), and `_` unless it stands inside a word
+/// (`file_name`). What is left is the text a plain-text host would show, without anything a
+/// renderer could turn into a link, an image, or emphasis that hides or stresses part of it.
+pub(super) fn plain_text(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '<' => {
+                let opens_tag = chars
+                    .get(i + 1)
+                    .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?'));
+                let close = chars[i..].iter().position(|&x| x == '>');
+                match close {
+                    // A tag or comment: dropped whole, with a space so words do not join.
+                    Some(n) if opens_tag => {
+                        out.push(' ');
+                        i += n + 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            '>' | '*' | '`' | '#' | '|' | '~' | '[' | ']' | '\\' => {}
+            '!' if chars.get(i + 1) == Some(&'[') => {}
+            '_' => {
+                let inside = i > 0
+                    && chars[i - 1].is_alphanumeric()
+                    && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+                if inside {
+                    out.push('_');
+                }
+            }
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    // Runs of spaces left by what was taken out become one.
+    let mut collapsed = String::with_capacity(out.len());
+    for word in out.split(' ').filter(|w| !w.is_empty()) {
+        if !collapsed.is_empty() {
+            collapsed.push(' ');
+        }
+        collapsed.push_str(word);
+    }
+    collapsed
 }
 
 /// The answer an `elicitation/create` result stands for. Anything but an accepted `read` or
@@ -236,6 +291,20 @@ mod tests {
             text.starts_with("The MCP server \"evil' and '?good\" asks"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn markup_is_stripped() {
+        assert_eq!(
+            plain_text("read **this** <script>alert(1)</script> now"),
+            "read this alert(1) now"
+        );
+        assert_eq!(
+            plain_text("![x](http://t/p.png) [click](http://e) # h `c` a_b _i_ 1 < 2 > 0"),
+            "x(http://t/p.png) click(http://e) h c a_b i 1 2 0"
+        );
+        assert_eq!(plain_text("<!-- hidden -->ok"), "ok");
+        assert_eq!(plain_text("a\\*b"), "ab");
     }
 
     #[test]
