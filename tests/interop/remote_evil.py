@@ -41,6 +41,7 @@ Modes:
 - forget400: answers requests of session s1 with 400 "No valid session ID provided" (some
   servers say 400, not 404, for a session they forgot).
 - forget400-always: as forget400, for every session.
+- slow SECONDS: answers tools/call with a JSON result after SECONDS.
 - blackhole: no HTTP at all: a socket whose accept queue is full, so connecting to it hangs
   as with a host that drops packets.
 """
@@ -250,6 +251,10 @@ class Handler(BaseHTTPRequestHandler):
             self.json(400, {"jsonrpc": "2.0", "id": None, "error": {
                 "code": -32000, "message": "Bad Request: No valid session ID provided"}})
             return
+        if MODE == "slow" and method == "tools/call":
+            time.sleep(float(ARG))
+            self.json(200, {"jsonrpc": "2.0", "id": rid, "result": {"content": []}})
+            return
         if MODE == "say400" and method == "tools/call":
             self.json(400, {"jsonrpc": "2.0", "id": None, "error": {
                 "code": -32602, "message": "Bad Request: arguments rejected",
@@ -286,6 +291,8 @@ class Handler(BaseHTTPRequestHandler):
         self.json(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
 
 
+# A burst of connections must wait in the accept queue, not be dropped.
+ThreadingHTTPServer.request_queue_size = 1024
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
 emit(port=server.server_address[1])

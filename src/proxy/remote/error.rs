@@ -82,6 +82,10 @@ pub enum RemoteError {
     /// Too many requests already wait for the remote server.
     #[error("too many requests wait for the remote server")]
     Busy,
+    /// The proxy (or the system) ran out of file descriptors for a connection: a passing
+    /// shortage, answered like [`RemoteError::Busy`].
+    #[error("the proxy is out of file descriptors for now; try again")]
+    OutOfDescriptors,
     /// The HTTP client could not be set up (TLS configuration).
     #[error("cannot set up the HTTP client: {0}")]
     Client(String),
@@ -114,7 +118,7 @@ impl RemoteError {
             RemoteError::ForeignEndpoint => "foreign_endpoint",
             RemoteError::NoEndpoint(_) => "no_endpoint",
             RemoteError::LegacyClosed => "stream_lost",
-            RemoteError::Busy => "busy",
+            RemoteError::Busy | RemoteError::OutOfDescriptors => "busy",
             RemoteError::Client(_) => "client",
             RemoteError::Shutdown(_) | RemoteError::Abandoned(_) => "shutdown",
         }
@@ -141,6 +145,7 @@ impl RemoteError {
             | RemoteError::StreamLost
             | RemoteError::Malformed(_)
             | RemoteError::Busy
+            | RemoteError::OutOfDescriptors
             | RemoteError::Shutdown(_)
             | RemoteError::Abandoned(_) => false,
         }

@@ -78,6 +78,12 @@ impl Shared {
                 }
                 Ok(Err(e)) => e.without_url(),
             };
+            if super::fds::out_of_descriptors(&e) {
+                // Back-pressure, not an unreachable server: this request gets `busy`, and the
+                // session goes on as requests finish and give their sockets back.
+                tracing::warn!("out of file descriptors; a request is refused as busy");
+                return Err(RemoteError::OutOfDescriptors);
+            }
             if !(e.is_connect() || e.is_timeout()) {
                 return Err(RemoteError::Transport(chain(&e)));
             }

@@ -30,6 +30,7 @@ mod answer;
 mod config;
 mod driver;
 mod error;
+mod fds;
 mod http;
 mod legacy;
 mod listen;
@@ -52,6 +53,9 @@ use tokio::sync::oneshot;
 /// How long TCP keep-alive probes wait on an idle connection: a server that vanished
 /// without closing its streams is noticed by the operating system.
 const KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// How long an idle connection is kept for reuse before it is closed.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Redirects followed for one request, all within the URL's origin.
 const MAX_REDIRECTS: usize = 5;
@@ -85,8 +89,15 @@ pub fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError> {
             attempt.stop()
         }
     });
+    // Sized from the descriptor limit, raised first: each answer that streams holds a
+    // socket, and a burst must not leave a socket per request open once it is over.
+    let limit = fds::raise_limit();
+    let max_pending = fds::pending_cap(limit);
+    tracing::info!(descriptors = ?limit, max_pending, "requests that may wait for the remote server");
     let mut builder = reqwest::Client::builder()
         .connect_timeout(cfg.connect_timeout)
+        .pool_max_idle_per_host(fds::POOL_IDLE)
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .tcp_keepalive(KEEPALIVE)
         .redirect(origin_only)
         .user_agent(concat!("fsbroker/", env!("CARGO_PKG_VERSION")));
@@ -106,7 +117,7 @@ pub fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError> {
     let (incoming, from_server) = line_channel(QUEUE_LINES, budget(cfg.max_message));
     let (end, end_rx) = oneshot::channel::<()>();
     let outcome = Outcome::default();
-    let shared = session::Shared::new(client, cfg, incoming, outcome.0.clone());
+    let shared = session::Shared::new(client, cfg, incoming, outcome.0.clone(), max_pending);
     let task = tokio::spawn(driver::drive(shared, outgoing, end_rx));
     let exit = Box::pin(async move { task.await.unwrap_or(1) });
     Ok((

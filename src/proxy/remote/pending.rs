@@ -8,29 +8,38 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use tokio::sync::watch;
 
-/// Requests that may wait for the remote server at once; beyond that a request is answered
-/// with an error at once (queueing it could stall the responses the server waits for).
+/// Requests that may wait for the remote server at once, at most (fewer under a low
+/// descriptor limit); beyond that a request is answered with an error at once (queueing it
+/// could stall the responses the server waits for).
 pub(crate) const MAX_PENDING: usize = 1024;
 
 /// The ids of the requests that wait, and a signal whenever one stops waiting.
 pub(super) struct Pending {
     ids: Mutex<HashSet<String>>,
     settled: watch::Sender<u64>,
+    cap: usize,
 }
 
 impl Pending {
-    /// No request waits.
+    /// No request waits; at most [`MAX_PENDING`] may.
+    #[cfg(test)]
     pub(super) fn new() -> Pending {
+        Pending::with_cap(MAX_PENDING)
+    }
+
+    /// No request waits; at most `cap` may.
+    pub(super) fn with_cap(cap: usize) -> Pending {
         Pending {
             ids: Mutex::new(HashSet::new()),
             settled: watch::Sender::new(0),
+            cap,
         }
     }
 
     /// Registers the ids of requests about to be sent. Refused when too many already wait.
     pub(super) fn track(&self, ids: &[Value]) -> Result<(), RemoteError> {
         let mut p = lock(&self.ids);
-        if p.len() + ids.len() > MAX_PENDING {
+        if p.len() + ids.len() > self.cap {
             return Err(RemoteError::Busy);
         }
         p.extend(ids.iter().map(key));

@@ -73,12 +73,13 @@ pub(super) struct Shared {
 
 impl Shared {
     /// Shared state for a session whose messages go to `incoming`; the first fatal failure
-    /// is kept in `failure`.
+    /// is kept in `failure`; at most `max_pending` requests may wait.
     pub(super) fn new(
         client: reqwest::Client,
         cfg: RemoteConfig,
         incoming: LineSender,
         failure: Arc<Mutex<Option<RemoteError>>>,
+        max_pending: usize,
     ) -> Arc<Shared> {
         Arc::new(Shared {
             client,
@@ -95,7 +96,7 @@ impl Shared {
             }),
             renewing: tokio::sync::Mutex::new(()),
             incoming,
-            pending: Pending::new(),
+            pending: Pending::with_cap(max_pending),
             failure,
             failed: Notify::new(),
             sessions: watch::Sender::new(0),
