@@ -156,3 +156,41 @@ fn a_remote_sdk_server_that_gives_up_on_consent_gets_no_grant() {
     }
     p.finish();
 }
+
+/// With the official TypeScript SDK on both sides: the SDK server gives up on its consent
+/// question and cancels it; the SDK host's dialog is cancelled (its handler's signal aborts),
+/// its user answers late, and the server's next read finds no grant.
+#[test]
+fn sdk_peers_a_cancelled_consent_cancels_the_hosts_dialog_and_grants_nothing() {
+    let f = Fixture::new();
+    f.file("a.txt", "secret");
+    let args: Vec<OsString> = vec![
+        "--root".into(),
+        f.root.clone().into(),
+        "--consent".into(),
+        "elicit".into(),
+    ];
+    let accept = json!({"action": "accept", "content": {"decision": "read"}});
+    let mut h = interop::ts_host_with(
+        &args,
+        &json!({"elicitation": {}}),
+        Some(&accept),
+        &[("HOST_ELICIT_LATE", "1")],
+    );
+    let r = h.request(
+        "request",
+        json!({"method": "files/consent", "timeoutMs": 5000,
+               "params": {"requestedPaths": ["project/a.txt"], "access": "read"}}),
+    );
+    assert!(r["result"].get("error").is_some(), "{r}");
+    let r = h.request(
+        "request",
+        json!({"method": "files/read", "params": {"path": "project/a.txt"}}),
+    );
+    assert_eq!(r["result"]["error"]["data"]["reason"], "no_consent", "{r}");
+    let e = h.request("$elicitations", json!({}));
+    let e = e["result"].as_array().cloned().unwrap_or_default();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0]["cancelled"], true, "{e:?}");
+    h.finish();
+}

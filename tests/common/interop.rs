@@ -138,6 +138,16 @@ pub fn ts_host(
     capabilities: &serde_json::Value,
     elicit: Option<&serde_json::Value>,
 ) -> crate::sidecar::Sidecar {
+    ts_host_with(proxy_args, capabilities, elicit, &[])
+}
+
+/// [`ts_host`] with more of the host's environment (such as `HOST_ELICIT_LATE`).
+pub fn ts_host_with(
+    proxy_args: &[std::ffi::OsString],
+    capabilities: &serde_json::Value,
+    elicit: Option<&serde_json::Value>,
+    env: &[(&str, &str)],
+) -> crate::sidecar::Sidecar {
     let dir = node_dir();
     let mut cmd = Command::new("setsid");
     cmd.arg("-w")
@@ -152,6 +162,7 @@ pub fn ts_host(
     if let Some(answer) = elicit {
         cmd.env("HOST_ELICIT", answer.to_string());
     }
+    cmd.envs(env.iter().copied());
     crate::sidecar::Sidecar::start(cmd)
 }
 

@@ -8,6 +8,8 @@
 // The environment sets the client's side:
 //   HOST_CAPABILITIES  the client capabilities, as JSON (default `{}`)
 //   HOST_ELICIT        the answer to any `elicitation/create`, as JSON (an ElicitResult)
+//   HOST_ELICIT_LATE   when set, the user answers only once the request was cancelled
+//                      (`notifications/cancelled`); the record then says `cancelled: true`
 // End of input closes the client, and with it the proxy's stdin.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -20,8 +22,16 @@ const client = new Client({ name: "ts-host", version: "1.0.0" }, { capabilities 
 
 const elicitations = [];
 if (capabilities.elicitation) {
-  client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    elicitations.push(request.params);
+  client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+    const record = { ...request.params };
+    elicitations.push(record);
+    if (process.env.HOST_ELICIT_LATE) {
+      await new Promise((resolve) => {
+        if (extra.signal.aborted) resolve();
+        extra.signal.addEventListener("abort", resolve);
+      });
+      record.cancelled = true;
+    }
     return JSON.parse(process.env.HOST_ELICIT ?? '{"action":"decline"}');
   });
 }

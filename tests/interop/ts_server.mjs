@@ -3,6 +3,7 @@
 //   client         what the client declared in `initialize` (capabilities, clientInfo)
 //   roots          the SDK's own `listRoots()`
 //   request        any request through the SDK's generic `request()` API, e.g. `files/read`
+//                  (with `timeoutMs`, the SDK gives up after that long and cancels it)
 //   notifications  the `notifications/files/changed` received so far, waiting for `atLeast`
 // Every tool answers with one text item holding JSON: `{result}` or `{error: {code, message,
 // data}}`, so the test sees exactly what came back through the SDK.
@@ -75,7 +76,11 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
       break;
     case "request":
       answer = await outcome(
-        server.request({ method: args.method, params: args.params }, ResultSchema),
+        server.request(
+          { method: args.method, params: args.params },
+          ResultSchema,
+          args.timeoutMs === undefined ? undefined : { timeout: args.timeoutMs },
+        ),
       );
       break;
     case "notifications":
