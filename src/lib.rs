@@ -54,7 +54,8 @@
 //! - `error`, `lines` (queues of lines bounded in bytes), `framing` (bounded line reading),
 //!   `access` (read or write, and server matching), `deadline`, `method`, `path`, `jsonrpc` (wire
 //!   types and decoding; no I/O), `atomic` (atomic replacement of a file: temporary, fsync,
-//!   rename, fsync directory), `locks` (in-process per-path locks for writers): the leaves.
+//!   rename, fsync directory), `locks` (in-process per-path locks for writers), `turn` (the
+//!   order of a session's requests: changes alone and in order): the leaves.
 //! - `policy`, `limits` (rate limits, governor), `audit` (the JSON-lines audit log),
 //!   `consent` (grants per session), `root` (roots, their cap-std directory handles and the
 //!   symlink-aware resolver; the only ambient authority), `upload` (staged chunked uploads),
@@ -122,6 +123,7 @@ mod root;
 mod serve;
 mod session;
 mod state;
+mod turn;
 mod upload;
 mod watch;
 

@@ -19,6 +19,7 @@ const LAYERS: &[&str] = &[
     "path",
     "jsonrpc",
     "locks",
+    "turn",
     "atomic",
     // The policy and what is opened from it.
     "policy",

@@ -19,6 +19,7 @@ use crate::policy::Policy;
 use crate::root::Roots;
 use crate::session::Session;
 use crate::state::Shared;
+use crate::turn::Turn;
 use crate::watch::Sink;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -101,6 +102,10 @@ impl Broker {
         server_id: &str,
         decoded: Result<Message, Response>,
     ) -> Option<Vec<u8>> {
+        let _turn = match &decoded {
+            Ok(message) => self.take_turn(server_id, message).await,
+            Err(_) => None,
+        };
         let response = match decoded {
             // A batch's answer is built as a line, within the line limit.
             Ok(Message::Batch(items)) => return self.answer_batch(server_id, items).await,
@@ -121,6 +126,7 @@ impl Broker {
     }
 
     async fn handle_parsed(&self, server_id: &str, message: Message) -> Option<Value> {
+        let _turn = self.take_turn(server_id, &message).await;
         match message {
             Message::Single(item) => self.handle_item(server_id, item).await,
             // Items run one after another: a batch takes one session's turn, so it cannot
@@ -131,6 +137,21 @@ impl Broker {
                 serde_json::from_slice(&line).ok()
             }
         }
+    }
+
+    /// Takes `message`'s turn in its session's order and waits until it may run: a message
+    /// holding a change (a batch holding one is one change) after every request of the
+    /// session that came before it has been answered, anything else after every earlier
+    /// change. The turn is taken when the call is first polled, so a host that starts calls
+    /// concurrently gets them in the order it started them. `None` (no order to keep) when
+    /// the session cannot be had: the request then fails on its own.
+    async fn take_turn(&self, server_id: &str, message: &Message) -> Option<Turn> {
+        let session = self.session(server_id).ok()?;
+        let turn = session
+            .order
+            .enter(message.methods().any(crate::method::is_ordered));
+        turn.ready().await;
+        Some(turn)
     }
 
     async fn handle_item(&self, server_id: &str, item: Item) -> Option<Value> {
