@@ -57,7 +57,8 @@ impl BrokerBuilder {
         self
     }
 
-    /// Opens the roots and builds the broker, with the stream of its outbound notifications.
+    /// Validates the policy (with the checks and messages of [`Policy::load`]), opens the
+    /// roots and builds the broker, with the stream of its outbound notifications.
     pub fn build(self) -> std::result::Result<(Broker, OutboundReceiver), PolicyError> {
         let err = |key: String, message: String| PolicyError {
             file: "<policy>".into(),
@@ -65,6 +66,8 @@ impl BrokerBuilder {
             key,
             message,
         };
+        // A policy built in code is checked as a loaded one was, with the same messages.
+        self.policy.validate("<policy>")?;
         let audit = match self.audit {
             Some(a) => a,
             None => AuditLog::open(&self.policy.audit)

@@ -333,7 +333,7 @@ pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
             continue;
         }
         let located =
-            RequestPath::parse(g.path.get_ref()).and_then(|p| config.roots.locate(&p, server_id));
+            RequestPath::parse(&g.path).and_then(|p| config.roots.locate(&p, server_id));
         if let Ok((root, path)) = located {
             out.push(Grant {
                 path,
