@@ -130,7 +130,7 @@ mod watch;
 pub use access::Access;
 pub use audit::AuditLog;
 pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
-pub use error::{Error, ErrorKind, Reason};
+pub use error::{Error, ErrorKind, Reason, UnknownReason};
 pub use method::Method;
 pub use policy::Policy;
 pub use reload::{ReloadReport, watch_policy};

@@ -56,6 +56,7 @@ const REEXPORTS: &[(&str, &str)] = &[
     ("Error", "error"),
     ("ErrorKind", "error"),
     ("Reason", "error"),
+    ("UnknownReason", "error"),
     ("Policy", "policy"),
     ("ORDERED", "ops"),
     ("is_ordered", "ops"),

@@ -13,6 +13,7 @@ use crate::consent::Grant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, Item, Message, Request, Response};
 use crate::locks::lock;
+use crate::method::Method;
 use crate::ops::{self, Ctx};
 use crate::path::{MountPath, RequestPath};
 use crate::policy::Policy;
@@ -146,12 +147,43 @@ impl Broker {
     /// concurrently gets them in the order it started them. `None` (no order to keep) when
     /// the session cannot be had: the request then fails on its own.
     async fn take_turn(&self, server_id: &str, message: &Message) -> Option<Turn> {
+        self.turn_for(server_id, message.methods().any(crate::method::is_ordered))
+            .await
+    }
+
+    /// Takes the next turn in `server_id`'s order, for a change when `ordered`, and waits
+    /// until it may run (see [`Broker::take_turn`]).
+    async fn turn_for(&self, server_id: &str, ordered: bool) -> Option<Turn> {
         let session = self.session(server_id).ok()?;
-        let turn = session
-            .order
-            .enter(message.methods().any(crate::method::is_ordered));
+        let turn = session.order.enter(ordered);
         turn.ready().await;
         Some(turn)
+    }
+
+    /// Calls `method` with `params` (a JSON object, or `Null` for none) for `server_id` and
+    /// returns its result or its [`Error`]: the typed twin of [`Broker::handle_message`], in
+    /// the same order, under the same limits, audited alike.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use mcp_fsbroker::policy::{Policy, RootEntry};
+    /// use mcp_fsbroker::{Broker, ErrorKind, Method, Reason};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let policy = Policy::new().root(RootEntry::new("demo", dir.path()));
+    /// let (broker, _notifications) = Broker::builder(policy).build().unwrap();
+    /// let params = serde_json::json!({"path": "demo/hello.txt"});
+    /// let e = broker.call("my-server", Method::Read, params).await.unwrap_err();
+    /// assert_eq!((e.kind(), e.reason()), (ErrorKind::PermissionDenied, Some(Reason::NoConsent)));
+    /// # });
+    /// ```
+    pub async fn call(&self, server_id: &str, method: Method, params: Value) -> Result<Value> {
+        let _turn = self.turn_for(server_id, method.is_ordered()).await;
+        let request = Request {
+            id: jsonrpc::Id::number(0),
+            method: method.name().to_owned(),
+            params,
+        };
+        self.handle_request(server_id, request).await.outcome
     }
 
     async fn handle_item(&self, server_id: &str, item: Item) -> Option<Value> {
