@@ -96,7 +96,7 @@ fn start_broker(
         eprintln!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
-    let (broker, outbound) = configure(Broker::builder(policy)).build().map_err(|e| {
+    let (broker, outbound) = configure(Broker::builder(policy).audit_to_stderr_when_unset()).build().map_err(|e| {
         eprintln!("fsbroker: {e}");
         ExitCode::from(2)
     })?;

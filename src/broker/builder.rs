@@ -18,6 +18,7 @@ pub struct BrokerBuilder {
     policy: Policy,
     consent: ConsentSource,
     audit: Option<AuditLog>,
+    audit_stderr: bool,
 }
 
 impl Broker {
@@ -27,6 +28,7 @@ impl Broker {
             policy,
             consent: ConsentSource::default(),
             audit: None,
+            audit_stderr: false,
         }
     }
 }
@@ -51,9 +53,17 @@ impl BrokerBuilder {
         self
     }
 
-    /// Uses `log` instead of the audit log the policy names.
+    /// Uses `log` instead of the audit log the policy names (by default, the policy's
+    /// `audit.file`, or `tracing` events when it names none: see [`AuditLog`]).
     pub fn audit_log(mut self, log: AuditLog) -> Self {
         self.audit = Some(log);
+        self
+    }
+
+    /// Writes the audit log to stderr when the policy names no file, as the `fsbroker`
+    /// binary does (a library host rarely wants this: its stderr is its own).
+    pub fn audit_to_stderr_when_unset(mut self) -> Self {
+        self.audit_stderr = true;
         self
     }
 
@@ -70,6 +80,8 @@ impl BrokerBuilder {
         self.policy.validate("<policy>")?;
         let audit = match self.audit {
             Some(a) => a,
+            None if self.audit_stderr => AuditLog::open_or_stderr(&self.policy.audit)
+                .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
             None => AuditLog::open(&self.policy.audit)
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
         };
