@@ -44,7 +44,11 @@ async fn child_host_with_the_default_audit() {
 #[test]
 fn the_default_audit_writes_nothing_to_the_host_s_stderr() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_host_with_the_default_audit", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_host_with_the_default_audit",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .output()
         .unwrap();
@@ -52,7 +56,10 @@ fn the_default_audit_writes_nothing_to_the_host_s_stderr() {
     assert!(out.status.success(), "the host failed: {stdout}");
     assert!(stdout.contains("1 passed"), "{stdout}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.trim().is_empty(), "the library wrote to stderr: {stderr}");
+    assert!(
+        stderr.trim().is_empty(),
+        "the library wrote to stderr: {stderr}"
+    );
 }
 
 #[tokio::test]

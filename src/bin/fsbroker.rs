@@ -96,10 +96,12 @@ fn start_broker(
         eprintln!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
-    let (broker, outbound) = configure(Broker::builder(policy).audit_to_stderr_when_unset()).build().map_err(|e| {
-        eprintln!("fsbroker: {e}");
-        ExitCode::from(2)
-    })?;
+    let (broker, outbound) = configure(Broker::builder(policy).audit_to_stderr_when_unset())
+        .build()
+        .map_err(|e| {
+            eprintln!("fsbroker: {e}");
+            ExitCode::from(2)
+        })?;
     let reload_args = args.clone();
     tokio::spawn(mcp_fsbroker::watch_policy(
         broker.clone(),

@@ -364,8 +364,7 @@ pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
         if !crate::access::matches_server(&g.servers, server_id) {
             continue;
         }
-        let located =
-            RequestPath::parse(&g.path).and_then(|p| config.roots.locate(&p, server_id));
+        let located = RequestPath::parse(&g.path).and_then(|p| config.roots.locate(&p, server_id));
         if let Ok((root, path)) = located {
             out.push(Grant {
                 path,

@@ -223,14 +223,12 @@ impl ConsentRule {
 impl ConsentRule {
     /// Whether one of the rule's paths is `path` or lies above it.
     pub(crate) fn covers(&self, path: &MountPath) -> bool {
-        self.paths
-            .iter()
-            .any(|p| match RequestPath::parse(p) {
-                Ok(RequestPath::Mount { mount, rel }) => {
-                    mount == path.mount.as_str() && path.rel.starts_with(&rel)
-                }
-                _ => false,
-            })
+        self.paths.iter().any(|p| match RequestPath::parse(p) {
+            Ok(RequestPath::Mount { mount, rel }) => {
+                mount == path.mount.as_str() && path.rel.starts_with(&rel)
+            }
+            _ => false,
+        })
     }
 }
 

@@ -202,20 +202,29 @@ impl Policy {
 
     /// Every consent rule path and grant path is a mount-form path of one of `mounts`.
     fn validate_paths(&self, mounts: &[MountName]) -> Result<(), Invalid> {
-        let check_path = |key: String, p: &str, span: Option<std::ops::Range<usize>>| match RequestPath::parse(p) {
-            Ok(RequestPath::Mount { mount, .. }) if mounts.iter().any(|m| m.as_str() == mount) => {
-                Ok(())
+        let check_path = |key: String, p: &str, span: Option<std::ops::Range<usize>>| {
+            match RequestPath::parse(p) {
+                Ok(RequestPath::Mount { mount, .. })
+                    if mounts.iter().any(|m| m.as_str() == mount) =>
+                {
+                    Ok(())
+                }
+                Ok(_) => Err(Invalid::at(
+                    key,
+                    span,
+                    "must be a mount-form path (MOUNT/REL) of a root declared in this policy"
+                        .into(),
+                )),
+                Err(e) => Err(Invalid::at(key, span, e.message().to_owned())),
             }
-            Ok(_) => Err(Invalid::at(
-                key,
-                span,
-                "must be a mount-form path (MOUNT/REL) of a root declared in this policy".into(),
-            )),
-            Err(e) => Err(Invalid::at(key, span, e.message().to_owned())),
         };
         for (i, rule) in self.consent.rules.iter().enumerate() {
             for (j, p) in rule.paths.iter().enumerate() {
-                check_path(format!("consent.rules[{i}].paths[{j}]"), p, rule.path_span(j))?;
+                check_path(
+                    format!("consent.rules[{i}].paths[{j}]"),
+                    p,
+                    rule.path_span(j),
+                )?;
             }
         }
         for (i, g) in self.grants.iter().enumerate() {
