@@ -11,12 +11,17 @@
 //!
 //! ## Embedding
 //!
-//! A host builds a [`Broker`] from a [`Policy`] with [`Broker::builder`], merges
-//! [`Broker::capabilities`] into its `initialize` request, hands each message a server sends
-//! to [`Broker::handle_message`] (or raw lines to [`Broker::handle_line`]), and relays the
-//! [`Outbound`] notifications to their server. See [`Broker`] for a runnable example. A host
-//! shows its own consent dialog by implementing [`consent::ConsentProvider`]; errors are
-//! [`Error`] with their [`ErrorKind`] and wire code.
+//! A host builds a [`Policy`] in code ([`Policy::new`] with [`policy::RootEntry`] and
+//! [`policy::GrantEntry`]) or loads one ([`Policy::load`]), builds a [`Broker`] from it with
+//! [`Broker::builder`] (which validates it), merges [`Broker::capabilities`] into its
+//! `initialize` request, hands each message a server sends to [`Broker::handle_message`] (or
+//! raw lines to [`Broker::handle_line`], or typed calls to [`Broker::call`]), and relays the
+//! [`Outbound`] notifications to their server. The broker orders each session's calls itself:
+//! a change runs after the calls started before it, a read after the changes started before
+//! it. A host shows its own consent dialog with a closure ([`consent::from_fn`]) or by
+//! implementing [`ConsentProvider`]; errors are [`Error`] with their [`ErrorKind`],
+//! [`Reason`] and wire code. The audit log goes where the host says ([`AuditLog`]), never to
+//! its stderr by default. `examples/embed.rs` is a complete host.
 //!
 //! ## Features
 //!
