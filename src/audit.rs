@@ -9,7 +9,7 @@
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason};
 use crate::locks::lock;
-use crate::policy::AuditConfig;
+use crate::policy::AuditPolicy;
 use serde::Serialize;
 use std::io::Write;
 use std::sync::Mutex;
@@ -173,19 +173,19 @@ impl std::fmt::Debug for AuditLog {
 impl AuditLog {
     /// Opens the log the policy asks for: its file (appended), or `tracing` events when it
     /// names none (see [`AuditLog`]); nothing when the log is off.
-    pub fn open(config: &AuditConfig) -> std::io::Result<AuditLog> {
+    pub fn open(config: &AuditPolicy) -> std::io::Result<AuditLog> {
         AuditLog::open_with(config, || Sink::Tracing)
     }
 
     /// Opens the log the policy asks for as the `fsbroker` binary does: its file, or stderr
     /// when it names none.
-    pub fn open_or_stderr(config: &AuditConfig) -> std::io::Result<AuditLog> {
+    pub fn open_or_stderr(config: &AuditPolicy) -> std::io::Result<AuditLog> {
         AuditLog::open_with(config, || {
             Sink::Writer(Mutex::new(Box::new(std::io::stderr())))
         })
     }
 
-    fn open_with(config: &AuditConfig, unset: impl FnOnce() -> Sink) -> std::io::Result<AuditLog> {
+    fn open_with(config: &AuditPolicy, unset: impl FnOnce() -> Sink) -> std::io::Result<AuditLog> {
         if !config.enabled {
             return Ok(AuditLog::disabled());
         }

@@ -146,7 +146,7 @@ impl CommonArgs {
     pub fn build_policy(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
         let mut policy = match &self.policy {
             Some(p) => Policy::load(p)?,
-            None => Policy::embedded_default()?,
+            None => Policy::from_default_file()?,
         };
         let mut roots = self.roots.clone();
         if roots.is_empty() && self.policy.is_none() && cwd_default {

@@ -281,7 +281,7 @@ impl ConsentSource {
     /// The provider for the `[consent]` section `config`.
     pub(crate) fn provider(
         &self,
-        config: &crate::policy::ConsentConfig,
+        config: &crate::policy::ConsentPolicy,
     ) -> Arc<dyn ConsentProvider> {
         if let Some(custom) = &self.custom {
             return custom.clone();

@@ -16,7 +16,7 @@
 //! [`Broker::builder`] (which validates it), merges [`Broker::capabilities`] into its
 //! `initialize` request, hands each message a server sends to [`Broker::handle_message`] (or
 //! raw lines to [`Broker::handle_line`], or typed calls to [`Broker::call`]), and relays the
-//! [`Outbound`] notifications to their server. The broker orders each session's calls itself:
+//! [`Notification`]s to their server. The broker orders each session's calls itself:
 //! a change runs after the calls started before it, a read after the changes started before
 //! it. A host shows its own consent dialog with a closure ([`consent::from_fn`]) or by
 //! implementing [`ConsentProvider`]; errors are [`Error`] with their [`ErrorKind`],
@@ -134,7 +134,7 @@ mod watch;
 
 pub use access::Access;
 pub use audit::AuditLog;
-pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
+pub use broker::{Broker, BrokerBuilder, Notification, Notifications};
 pub use consent::{ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest};
 pub use error::{Error, ErrorKind, Reason, UnknownReason};
 pub use method::Method;
@@ -144,8 +144,11 @@ pub use reload::{ReloadReport, watch_policy};
 pub use root::{Root, Roots};
 pub use serve::run as serve;
 
-/// Limits of the operations that are fixed rather than configured.
-pub mod ops_limits {
+/// The limits that are fixed rather than configured (the configured ones are
+/// [`policy::Limits`], the policy's `[limits]` section).
+pub mod fixed_limits {
+    pub use crate::broker::MAX_SESSIONS;
+    pub use crate::consent::MAX_GRANTS;
     pub use crate::ops::MAX_LIST_DEPTH;
 }
 

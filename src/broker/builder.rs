@@ -1,6 +1,6 @@
 //! [`BrokerBuilder`]: a policy, a consent source and an audit log become a [`Broker`].
 
-use super::{Broker, OutboundReceiver};
+use super::{Broker, Notifications};
 use crate::atomic::Sweeper;
 use crate::audit::AuditLog;
 use crate::config::Config;
@@ -69,7 +69,7 @@ impl BrokerBuilder {
 
     /// Validates the policy (with the checks and messages of [`Policy::load`]), opens the
     /// roots and builds the broker, with the stream of its outbound notifications.
-    pub fn build(self) -> std::result::Result<(Broker, OutboundReceiver), PolicyError> {
+    pub fn build(self) -> std::result::Result<(Broker, Notifications), PolicyError> {
         let err = |key: String, message: String| PolicyError {
             file: "<policy>".into(),
             line: None,

@@ -3,7 +3,7 @@
 mod batch;
 mod builder;
 
-pub use crate::state::{Outbound, OutboundReceiver};
+pub use crate::state::{Notification, Notifications};
 pub use crate::watch::CHANGED;
 pub use builder::BrokerBuilder;
 

@@ -239,7 +239,7 @@ async fn resolve(
 }
 
 /// Lets the policy's rules decide what they cover (see
-/// [`crate::policy::ConsentConfig::rule_on`]) and returns the paths left for the provider.
+/// [`crate::policy::ConsentPolicy::rule_on`]) and returns the paths left for the provider.
 fn apply_rules(
     ctx: &Ctx,
     server: &str,

@@ -12,7 +12,7 @@ use toml::Spanned;
 /// The `[consent]` section.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ConsentConfig {
+pub struct ConsentPolicy {
     /// The provider for requests that no rule decides; unset means `tty` where a controlling
     /// terminal exists, else `deny` (in `fsbroker proxy`, `elicit`).
     pub mode: Option<ConsentMode>,
@@ -39,7 +39,7 @@ pub(crate) enum Ruling {
     Ask,
 }
 
-impl ConsentConfig {
+impl ConsentPolicy {
     /// The rules that apply to `server` and cover `path`, in order.
     fn covering<'a>(
         &'a self,
@@ -77,9 +77,9 @@ impl ConsentConfig {
     }
 }
 
-impl Default for ConsentConfig {
+impl Default for ConsentPolicy {
     fn default() -> Self {
-        ConsentConfig {
+        ConsentPolicy {
             mode: None,
             fallback: None,
             timeout_secs: default_consent_timeout(),

@@ -1,6 +1,6 @@
 //! The effective configuration as text, for `fsbroker check-policy`.
 
-use super::{AuditConfig, Limits, Policy};
+use super::{AuditPolicy, Limits, Policy};
 use serde::Serialize;
 
 /// The effective configuration as TOML-like text, for `fsbroker check-policy`.
@@ -70,5 +70,5 @@ struct LimitsSection<'a> {
 
 #[derive(Serialize)]
 struct AuditSection<'a> {
-    audit: &'a AuditConfig,
+    audit: &'a AuditPolicy,
 }

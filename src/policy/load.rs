@@ -69,7 +69,7 @@ impl Policy {
     }
 
     /// The embedded default policy.
-    pub fn embedded_default() -> Result<Policy, PolicyError> {
+    pub fn from_default_file() -> Result<Policy, PolicyError> {
         Policy::parse(DEFAULT_POLICY, "<default>")
     }
 

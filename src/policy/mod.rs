@@ -9,7 +9,7 @@ mod describe;
 mod load;
 
 pub(crate) use consent::Ruling;
-pub use consent::{ConsentConfig, ConsentMode, ConsentRule, Decision};
+pub use consent::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
 pub use describe::describe;
 pub use load::PolicyError;
 
@@ -31,7 +31,7 @@ pub struct Policy {
     pub roots: Vec<RootEntry>,
     /// How consent is decided.
     #[serde(default)]
-    pub consent: ConsentConfig,
+    pub consent: ConsentPolicy,
     /// Grants that hold from the start of a session, without asking.
     #[serde(default)]
     pub grants: Vec<GrantEntry>,
@@ -40,7 +40,7 @@ pub struct Policy {
     pub limits: Limits,
     /// The audit log.
     #[serde(default)]
-    pub audit: AuditConfig,
+    pub audit: AuditPolicy,
 }
 
 /// Where a value stood in the policy text it was loaded from (byte ranges), for errors that
@@ -291,7 +291,7 @@ impl Default for Limits {
 /// The `[audit]` section.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct AuditConfig {
+pub struct AuditPolicy {
     /// Whether operations are logged.
     pub enabled: bool,
     /// The file to append JSON lines to; unset means stderr.
@@ -302,9 +302,9 @@ pub struct AuditConfig {
     pub redact_key: Option<String>,
 }
 
-impl Default for AuditConfig {
+impl Default for AuditPolicy {
     fn default() -> Self {
-        AuditConfig {
+        AuditPolicy {
             enabled: true,
             file: None,
             redact_paths: false,
@@ -322,7 +322,7 @@ pub(crate) fn all_servers() -> Vec<String> {
 
 impl Policy {
     /// An empty policy: no roots, no grants, the default limits, consent by the policy's
-    /// default mode, and the audit log on (where it goes: see [`AuditConfig`]). Add to it
+    /// default mode, and the audit log on (where it goes: see [`AuditPolicy`]). Add to it
     /// with the methods below; [`Broker::builder`](crate::Broker::builder) validates it, with
     /// the messages loading a file gives.
     ///
@@ -369,7 +369,7 @@ impl Policy {
     }
 
     /// Sets the `[audit]` section.
-    pub fn audit(mut self, audit: AuditConfig) -> Policy {
+    pub fn audit(mut self, audit: AuditPolicy) -> Policy {
         self.audit = audit;
         self
     }
