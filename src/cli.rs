@@ -3,12 +3,10 @@
 //! The flags build the same [`Policy`] a file would: `--root` adds roots to the embedded
 //! default (or the `--policy` file), `--consent` sets the consent mode.
 
-use crate::access::Access;
 use crate::path::MountName;
 use crate::policy::{ConsentMode, Policy, PolicyError, RootEntry};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
-use toml::Spanned;
 
 /// `fsbroker`: client-brokered filesystem access for MCP servers.
 #[derive(Debug, Parser)]
@@ -148,7 +146,7 @@ impl CommonArgs {
     pub fn build_policy(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
         let mut policy = match &self.policy {
             Some(p) => Policy::load(p)?,
-            None => Policy::embedded_default()?,
+            None => Policy::from_default_file()?,
         };
         let mut roots = self.roots.clone();
         if roots.is_empty() && self.policy.is_none() && cwd_default {
@@ -156,16 +154,14 @@ impl CommonArgs {
         }
         for arg in &roots {
             let (mount, path) = split_root_arg(arg);
-            let entry = RootEntry {
-                path: Spanned::new(0..0, path),
-                mount: mount.map(|m| Spanned::new(0..0, m)),
-                name: None,
-                access: if self.writable {
-                    Access::Write
-                } else {
-                    Access::Read
-                },
-                servers: vec!["*".to_owned()],
+            let entry = match mount {
+                Some(m) => RootEntry::new(m, path),
+                None => RootEntry::unnamed(path),
+            };
+            let entry = if self.writable {
+                entry.writable()
+            } else {
+                entry
             };
             if entry.mount.is_none() {
                 check_unnamed_root(arg, &entry)?;
@@ -185,7 +181,7 @@ impl CommonArgs {
         if self.no_audit {
             policy.audit.enabled = false;
         }
-        policy.revalidate("<command line>")?;
+        policy.validate("<command line>")?;
         Ok(policy)
     }
 }
@@ -218,7 +214,7 @@ fn check_unnamed_root(arg: &str, entry: &RootEntry) -> Result<(), PolicyError> {
     Policy::mount_of(entry).map(drop).map_err(|e| {
         usage(format!(
             "{e}; name the mount: --root NAME={}",
-            entry.path.get_ref().display()
+            entry.path.display()
         ))
     })
 }

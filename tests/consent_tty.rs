@@ -24,6 +24,7 @@ fn request(access: Access) -> ConsentRequest {
         }],
         folders: Vec::new(),
         access,
+        host_paths: Vec::new(),
     }
 }
 

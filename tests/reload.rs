@@ -9,7 +9,7 @@ mod common;
 mod sidecar;
 
 use common::*;
-use mcp_fsbroker::{Broker, OutboundReceiver, Policy};
+use mcp_fsbroker::{Broker, Notifications, Policy};
 use serde_json::{Value, json};
 use sidecar::*;
 use std::ffi::OsString;
@@ -341,14 +341,14 @@ fn broken_policy_on_reload_is_refused_and_the_old_policy_stays_in_force() {
 
 // ---- through the library handle ----
 
-fn library(text: &str) -> (Broker, OutboundReceiver) {
+fn library(text: &str) -> (Broker, Notifications) {
     Broker::builder(Policy::parse(text, "test").unwrap())
         .build()
         .unwrap()
 }
 
 /// The messages that arrive within `wait`, as (server id, method, params).
-async fn drain(rx: &mut OutboundReceiver, wait: Duration) -> Vec<(String, String, Value)> {
+async fn drain(rx: &mut Notifications, wait: Duration) -> Vec<(String, String, Value)> {
     let deadline = tokio::time::Instant::now() + wait;
     let mut out = Vec::new();
     while let Ok(Some(m)) = tokio::time::timeout_at(deadline, rx.recv()).await {

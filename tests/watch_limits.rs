@@ -9,7 +9,7 @@ mod common;
 mod sidecar;
 
 use common::*;
-use mcp_fsbroker::{Broker, Outbound, OutboundReceiver, Policy};
+use mcp_fsbroker::{Broker, Notification, Notifications, Policy};
 use serde_json::{Value, json};
 use sidecar::*;
 use std::ffi::OsString;
@@ -362,7 +362,7 @@ fn host_that_stops_reading_stdout_is_owed_one_overflow_and_the_watch_goes_on() {
 
 // ---- through the library handle ----
 
-fn library(f: &Fixture, extra: &str) -> (Broker, OutboundReceiver) {
+fn library(f: &Fixture, extra: &str) -> (Broker, Notifications) {
     let text = f.policy_text("read", &format!("[consent]\nmode = \"auto\"\n\n{extra}"));
     Broker::builder(Policy::parse(&text, "test").unwrap())
         .build()
@@ -374,16 +374,16 @@ async fn watch(b: &Broker, server: &str, params: Value) -> String {
 }
 
 /// The next outbound message within `wait`.
-async fn next(rx: &mut OutboundReceiver, wait: Duration) -> Option<Outbound> {
+async fn next(rx: &mut Notifications, wait: Duration) -> Option<Notification> {
     tokio::time::timeout(wait, rx.recv()).await.ok().flatten()
 }
 
 /// Messages until one matches `want` (returned last) or `wait` passes.
 async fn until(
-    rx: &mut OutboundReceiver,
+    rx: &mut Notifications,
     wait: Duration,
-    want: impl Fn(&Outbound) -> bool,
-) -> Vec<Outbound> {
+    want: impl Fn(&Notification) -> bool,
+) -> Vec<Notification> {
     let deadline = tokio::time::Instant::now() + wait;
     let mut out = Vec::new();
     while let Ok(Some(m)) = tokio::time::timeout_at(deadline, rx.recv()).await {
@@ -396,7 +396,7 @@ async fn until(
     out
 }
 
-fn is(m: &Outbound, id: &str, path: &str, event: &str) -> bool {
+fn is(m: &Notification, id: &str, path: &str, event: &str) -> bool {
     let p = &m.message["params"];
     p["watchId"] == id && p["path"] == path && p["event"] == event
 }
@@ -417,7 +417,7 @@ async fn held_notifications_fill_watch_queue_and_the_watch_owes_one_overflow() {
     // A change after them, reported to another session: once it arrives, every change
     // before it has been offered to "s".
     std::fs::write(f.root.join("barrier.txt"), "1").unwrap();
-    let mut held: Vec<Outbound> = Vec::new();
+    let mut held: Vec<Notification> = Vec::new();
     let deadline = Instant::now() + EXPECT;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());

@@ -6,7 +6,7 @@ use mcp_fsbroker::cli::{Cli, Command, CommonArgs, ProxyArgs};
 use mcp_fsbroker::policy::ConsentMode;
 use mcp_fsbroker::proxy::Proxy;
 use mcp_fsbroker::proxy::remote::{self, RemoteConfig};
-use mcp_fsbroker::{Broker, BrokerBuilder, OutboundReceiver};
+use mcp_fsbroker::{Broker, BrokerBuilder, Notifications};
 use std::process::ExitCode;
 use std::time::Duration;
 use tracing_subscriber::EnvFilter;
@@ -91,15 +91,17 @@ where
 fn start_broker(
     args: &CommonArgs,
     configure: impl FnOnce(BrokerBuilder) -> BrokerBuilder,
-) -> Result<(Broker, OutboundReceiver), ExitCode> {
+) -> Result<(Broker, Notifications), ExitCode> {
     let policy = args.build_policy(true).map_err(|e| {
         eprintln!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
-    let (broker, outbound) = configure(Broker::builder(policy)).build().map_err(|e| {
-        eprintln!("fsbroker: {e}");
-        ExitCode::from(2)
-    })?;
+    let (broker, outbound) = configure(Broker::builder(policy).audit_to_stderr_when_unset())
+        .build()
+        .map_err(|e| {
+            eprintln!("fsbroker: {e}");
+            ExitCode::from(2)
+        })?;
     let reload_args = args.clone();
     tokio::spawn(mcp_fsbroker::watch_policy(
         broker.clone(),

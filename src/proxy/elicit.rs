@@ -196,6 +196,7 @@ mod tests {
             folders: Vec::new(),
             paths,
             access,
+            host_paths: Vec::new(),
         }
     }
 
