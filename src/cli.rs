@@ -25,7 +25,7 @@ pub enum Command {
     /// Answer one server session's requests on stdin/stdout (newline-delimited JSON-RPC).
     Serve(CommonArgs),
     /// Sit between a host and an MCP server, answering the server's file requests.
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
     /// Validate policy files and print each one's effective configuration.
     CheckPolicy {
         /// The policy files.

@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::CheckPolicy { files } => check_policy(&files),
         Command::Serve(args) => run(|| serve(args)),
-        Command::Proxy(args) => run(|| proxy(args)),
+        Command::Proxy(args) => run(|| proxy(*args)),
         // Before any runtime starts: Landlock restricts the calling thread, and the server
         // that replaces this process must inherit the restriction whole.
         Command::SandboxExec { command } => {

@@ -41,14 +41,11 @@ pub struct SpawnError {
 }
 
 impl Link {
-    /// This link with `f` run once the server has exited, before its exit code is reported.
-    pub(crate) fn after_exit(mut self, f: impl FnOnce() + Send + 'static) -> Link {
+    /// This link with `f` run once the server has exited, on its exit code; what `f` returns
+    /// is the exit code reported.
+    pub(crate) fn after_exit(mut self, f: impl FnOnce(u8) -> u8 + Send + 'static) -> Link {
         let exit = self.exit;
-        self.exit = Box::pin(async move {
-            let code = exit.await;
-            f();
-            code
-        });
+        self.exit = Box::pin(async move { f(exit.await) });
         self
     }
 }

@@ -138,7 +138,10 @@ fn build(profile: &Profile) -> Result<(Option<RulesetCreated>, Vec<String>), San
         // No Landlock at all: only best effort gets here, and nothing is enforced.
         return Ok((
             None,
-            vec!["anything: this kernel offers no Landlock, so the server runs unconfined".to_owned()],
+            vec![
+                "anything: this kernel offers no Landlock, so the server runs unconfined"
+                    .to_owned(),
+            ],
         ));
     }
     let err = |e: landlock::RulesetError| SandboxError::Profile(e.to_string());
@@ -180,9 +183,8 @@ fn rule_fd(
             )));
         }
     };
-    let st = rustix::fs::fstat(&fd).map_err(|e| {
-        SandboxError::Profile(format!("cannot stat {}: {e}", rule.path.display()))
-    })?;
+    let st = rustix::fs::fstat(&fd)
+        .map_err(|e| SandboxError::Profile(format!("cannot stat {}: {e}", rule.path.display())))?;
     if let Some(pin) = rule.pin
         && (st.st_dev, st.st_ino) != pin
     {

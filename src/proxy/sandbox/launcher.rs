@@ -120,7 +120,11 @@ pub(super) fn installation(command: &[String], cwd: &Path, guard: &Guard) -> Vec
         }
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let script = args
         .iter()
         .find(|a| !a.starts_with('-'))
@@ -141,7 +145,11 @@ pub(super) fn installation(command: &[String], cwd: &Path, guard: &Guard) -> Vec
         {
             f.cache(c, "npm's cache");
         }
-        if let Some(rc) = home.as_ref().map(|h| h.join(".npmrc")).filter(|p| p.is_file()) {
+        if let Some(rc) = home
+            .as_ref()
+            .map(|h| h.join(".npmrc"))
+            .filter(|p| p.is_file())
+        {
             f.found.push(Found {
                 path: rc,
                 right: Right::Read,

@@ -25,6 +25,8 @@ use crate::path::RelPath;
 use crate::proxy::link::{Link, SpawnError, spawn_command};
 use profile::Profile;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -135,7 +137,9 @@ pub fn spawn_sandboxed(
 ) -> Result<Link, SandboxError> {
     let roots = sandbox_roots(broker, server_id);
     let tmp = private_tmp().map_err(|e| {
-        SandboxError::Profile(format!("cannot create the private temporary directory: {e}"))
+        SandboxError::Profile(format!(
+            "cannot create the private temporary directory: {e}"
+        ))
     })?;
     let built = Profile::build(command, &roots, options, &tmp);
     let profile = match built {
@@ -187,8 +191,18 @@ pub fn spawn_sandboxed(
             return Err(e.into());
         }
     };
-    tokio::spawn(police(broker.clone(), roots, stop_tx));
-    Ok(link.after_exit(move || remove_tmp(&tmp)))
+    let ended = Arc::new(AtomicBool::new(false));
+    tokio::spawn(police(broker.clone(), roots, stop_tx, ended.clone()));
+    Ok(link.after_exit(move |code| {
+        remove_tmp(&tmp);
+        // A server ended because its roots were taken away did not end well, whatever it
+        // said: the host should see a failure and may start it again.
+        if ended.load(Ordering::SeqCst) && code == 0 {
+            1
+        } else {
+            code
+        }
+    }))
 }
 
 /// One root the sandbox opens to the server: its real directory, pinned by device and inode.
@@ -235,7 +249,12 @@ fn sandbox_roots(broker: &Broker, server_id: Option<&str>) -> Vec<SandboxRoot> {
 /// a Landlock domain can be neither widened nor narrowed from outside, so the kernel would
 /// go on allowing what the user took back. A root added is logged: the server sees it after
 /// a restart.
-async fn police(broker: Broker, started: Vec<SandboxRoot>, mut stop: oneshot::Sender<()>) {
+async fn police(
+    broker: Broker,
+    started: Vec<SandboxRoot>,
+    mut stop: oneshot::Sender<()>,
+    ended: Arc<AtomicBool>,
+) {
     let mut changes = broker.policy_changes();
     loop {
         tokio::select! {
@@ -268,6 +287,7 @@ async fn police(broker: Broker, started: Vec<SandboxRoot>, mut stop: oneshot::Se
                 roots = ?names,
                 "sandbox: a root the server was started with was removed or narrowed; ending the server (the kernel cannot take back what it allows a running process)"
             );
+            ended.store(true, Ordering::SeqCst);
             let _ = stop.send(());
             return;
         }
