@@ -192,7 +192,13 @@ pub fn spawn_sandboxed(
         }
     };
     let ended = Arc::new(AtomicBool::new(false));
-    tokio::spawn(police(broker.clone(), roots, stop_tx, ended.clone()));
+    tokio::spawn(police(
+        broker.clone(),
+        server_id.map(str::to_owned),
+        roots,
+        stop_tx,
+        ended.clone(),
+    ));
     Ok(link.after_exit(move |code| {
         remove_tmp(&tmp);
         // A server ended because its roots were taken away did not end well, whatever it
@@ -251,6 +257,7 @@ fn sandbox_roots(broker: &Broker, server_id: Option<&str>) -> Vec<SandboxRoot> {
 /// a restart.
 async fn police(
     broker: Broker,
+    server_id: Option<String>,
     started: Vec<SandboxRoot>,
     mut stop: oneshot::Sender<()>,
     ended: Arc<AtomicBool>,
@@ -261,19 +268,8 @@ async fn police(
             changed = changes.changed() => if changed.is_err() { return },
             _ = stop.closed() => return,
         }
-        let now: Vec<SandboxRoot> = broker
-            .roots()
-            .iter()
-            .filter_map(|r| {
-                let pin = r.pin().ok()?;
-                Some(SandboxRoot {
-                    mount: r.mount().to_string(),
-                    path: r.host_path_of(&RelPath::root()),
-                    pin,
-                    write: r.access() == crate::access::Access::Write,
-                })
-            })
-            .collect();
+        // The same view as at the start: a root the session no longer sees is taken away.
+        let now = sandbox_roots(&broker, server_id.as_deref());
         let taken: Vec<&SandboxRoot> = started
             .iter()
             .filter(|s| {
