@@ -23,12 +23,20 @@ pub enum Command {
     /// Answer one server session's requests on stdin/stdout (newline-delimited JSON-RPC).
     Serve(CommonArgs),
     /// Sit between a host and an MCP server, answering the server's file requests.
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
     /// Validate policy files and print each one's effective configuration.
     CheckPolicy {
         /// The policy files.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+    },
+    /// What `proxy --sandbox` runs: restricts itself with the profile the proxy put in its
+    /// environment, then replaces itself with the server. Not for direct use.
+    #[command(name = "sandbox-exec", hide = true)]
+    SandboxExec {
+        /// The server command and its arguments.
+        #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1.., allow_hyphen_values = true)]
+        command: Vec<String>,
     },
 }
 
@@ -103,6 +111,23 @@ pub struct ProxyArgs {
     /// error and the exit code is 1.
     #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]
     pub shutdown_grace: std::time::Duration,
+    /// Start the server under a Landlock ruleset (Linux): it and everything it starts reach on
+    /// disk only its roots (read-only ones read-only), the system's runtime directories, its
+    /// own installation, a private temporary directory and what --sandbox-allow adds.
+    /// `--sandbox` refuses to start the server where the kernel cannot enforce that;
+    /// `--sandbox=best-effort` starts it and logs what is not enforced.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "strict", value_parser = ["strict", "best-effort"],
+          conflicts_with = "url")]
+    pub sandbox: Option<String>,
+    /// With --sandbox, also allow PATH: read and execute, or read and write with `:rw`
+    /// (repeatable).
+    #[arg(long = "sandbox-allow", value_name = "PATH[:rw]", requires = "sandbox")]
+    pub sandbox_allow: Vec<String>,
+    /// With --sandbox, `none` also forbids the server TCP connections and binds.
+    #[arg(long = "sandbox-net", value_name = "any|none", default_value = "any",
+          value_parser = ["any", "none"])]
+    pub sandbox_net: String,
     /// The server command and its arguments. Everything from the first positional argument
     /// on is the server's, options included; a `--` before it is allowed, not needed.
     #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1..)]

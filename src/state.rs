@@ -42,6 +42,9 @@ pub(crate) struct Shared {
     pub(crate) sweeper: Sweeper,
     pub(crate) hub: WatchHub,
     pub(crate) outbound: mpsc::UnboundedSender<Notification>,
+    /// Ticks each time a configuration is put in force, for what must follow the roots
+    /// outside the broker (the proxy's sandbox).
+    pub(crate) changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -58,6 +61,7 @@ impl Shared {
     /// Puts a new configuration in force.
     pub(crate) fn set_config(&self, config: Arc<Config>) {
         *write(&self.config) = config;
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 

@@ -96,6 +96,7 @@ impl BrokerBuilder {
             sweeper: Sweeper::default(),
             hub: WatchHub::default(),
             outbound: tx,
+            changes: tokio::sync::watch::Sender::new(0),
         };
         Ok((
             Broker {

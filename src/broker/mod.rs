@@ -83,6 +83,12 @@ impl Broker {
         self.inner.config().roots.clone()
     }
 
+    /// A receiver that sees a change each time a policy is put in force (a reload).
+    #[cfg_attr(not(feature = "proxy"), allow(dead_code))]
+    pub(crate) fn policy_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
     /// The policy in force.
     pub fn policy(&self) -> Policy {
         self.inner.config().policy.clone()

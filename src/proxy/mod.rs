@@ -27,6 +27,7 @@ mod lane;
 mod link;
 mod peek;
 pub mod remote;
+pub mod sandbox;
 mod strict;
 
 // The binary's needs are public (`Proxy`, `spawn_child`, `remote`); the rest serves the
