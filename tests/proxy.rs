@@ -285,7 +285,7 @@ fn a_server_that_exits_while_its_output_stays_open_still_ends_the_proxy() {
         "--",
         "sh",
         "-c",
-        "sleep 300 & exit 3",
+        "sleep 90 & exit 3",
     ]
     .map(OsString::from)
     .to_vec();
