@@ -184,7 +184,7 @@ fn mount_path(rel: &str) -> MountPath {
 async fn finding_11_the_tty_prompt_shows_no_invisible_character() {
     let (master, slave) = pty();
     let shown_on_tty = decline(master);
-    let provider = TtyConsent::with_device(slave).with_wait(Duration::from_secs(10));
+    let provider = TtyConsent::with_device(slave).with_wait(Duration::from_secs(60));
     let req = ConsentRequest {
         server_id: "srv\u{E0041}\u{202E}名前".into(),
         message: Some(message()),

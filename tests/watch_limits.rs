@@ -18,7 +18,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::{Duration, Instant};
 
-const EXPECT: Duration = Duration::from_secs(5);
+/// How long an expected message may take: generous, as it only bounds a wait.
+const EXPECT: Duration = Duration::from_secs(60);
 const QUIET: Duration = Duration::from_millis(400);
 
 /// The policy file for a writable `project` root with automatic consent and `extra` TOML.
@@ -185,6 +186,8 @@ fn recursive_watch_needing_more_kernel_watches_than_the_limit_is_quota_exceeded(
 /// the test stops receiving, the process's stdout pipe fills up.
 struct Paused {
     child: Child,
+    /// The read side of the process's stdout, to see how full the pipe is.
+    out: std::os::fd::OwnedFd,
     stdin: ChildStdin,
     lines: Receiver<Value>,
     next_id: i64,
@@ -200,6 +203,9 @@ impl Paused {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
+        let out = std::os::fd::AsFd::as_fd(&stdout)
+            .try_clone_to_owned()
+            .unwrap();
         let (tx, lines) = sync_channel(1);
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -220,6 +226,7 @@ impl Paused {
         let stdin = child.stdin.take().unwrap();
         Paused {
             child,
+            out,
             stdin,
             lines,
             next_id: 0,
@@ -270,13 +277,20 @@ impl Paused {
         f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
     }
 
-    /// Waits (at least `min`, at most `max`) until the process has used no CPU for 300 ms.
-    fn settle(&self, min: Duration, max: Duration) {
-        std::thread::sleep(min);
+    /// Waits (at most `max`) until the process is held up on its output, its stdout pipe
+    /// full, and has then used no CPU for a second: it has taken in every change and is
+    /// waiting for the host. A busy machine makes this take longer, not end early: a process
+    /// with work left is not kept off the CPU for a whole second.
+    fn settle(&self, max: Duration) {
         let deadline = Instant::now() + max;
+        while rustix::io::ioctl_fionread(&self.out).unwrap_or(0) < 48 << 10 {
+            assert!(Instant::now() < deadline, "the output pipe never filled");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let mut last = self.cpu_ticks();
         let mut still = 0;
-        while still < 3 && Instant::now() < deadline {
+        while still < 10 {
+            assert!(Instant::now() < deadline, "the process never settled");
             std::thread::sleep(Duration::from_millis(100));
             let now = self.cpu_ticks();
             still = if now == last { still + 1 } else { 0 };
@@ -326,10 +340,10 @@ fn host_that_stops_reading_stdout_is_owed_one_overflow_and_the_watch_goes_on() {
         }
         std::thread::sleep(Duration::from_millis(60));
     }
-    p.settle(Duration::from_millis(300), Duration::from_secs(8));
+    p.settle(Duration::from_secs(120));
 
     // Reading again: the backlog, then one overflow for the watched path.
-    let seen = p.until(Duration::from_secs(15), |v| event(v) == "overflow");
+    let seen = p.until(EXPECT, |v| event(v) == "overflow");
     let last = seen
         .last()
         .unwrap_or_else(|| panic!("nothing after the flood"));
@@ -411,8 +425,10 @@ async fn held_notifications_fill_watch_queue_and_the_watch_owes_one_overflow() {
     let ws = watch(&b, "s", json!({"path": "project"})).await;
     let wb = watch(&b, "other", json!({"path": "project/barrier.txt"})).await;
 
+    // Empty files: each is one kernel event (a creation), so no window can split one into a
+    // creation and a later modification on a slow machine.
     for i in 0..10 {
-        std::fs::write(f.root.join(format!("f{i}.txt")), "x").unwrap();
+        std::fs::File::create(f.root.join(format!("f{i}.txt"))).unwrap();
     }
     // A change after them, reported to another session: once it arrives, every change
     // before it has been offered to "s".
