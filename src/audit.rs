@@ -9,7 +9,7 @@
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason};
 use crate::locks::lock;
-use crate::policy::AuditConfig;
+use crate::policy::AuditPolicy;
 use serde::Serialize;
 use std::io::Write;
 use std::sync::Mutex;
@@ -135,10 +135,30 @@ fn hashed(key: &[u8; 32], text: &str) -> String {
     )
 }
 
-/// Where audit lines go.
+/// Where audit lines go: a file, any writer, a callback, the `tracing` log, or nowhere.
+///
+/// A broker built without [`BrokerBuilder::audit_log`](crate::BrokerBuilder::audit_log)
+/// opens the one the policy's `[audit]` section names ([`AuditLog::open`]): its `file`, or,
+/// when it names none, `tracing` events (target `mcp_fsbroker::audit`, level `info`), which
+/// reach nothing unless the host installs a subscriber. A library never writes to its host's
+/// stderr on its own; the `fsbroker` binary does, as its policy documentation says
+/// ([`AuditLog::open_or_stderr`]).
 pub struct AuditLog {
-    sink: Option<Mutex<Box<dyn Write + Send>>>,
+    sink: Option<Sink>,
     redact_key: Option<[u8; 32]>,
+}
+
+/// A callback that takes each audit line (one JSON object, without its newline).
+type LineFn = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Where an enabled log's lines go.
+enum Sink {
+    /// Written, a line at a time, to a file, stderr or a host's writer.
+    Writer(Mutex<Box<dyn Write + Send>>),
+    /// Handed to a host's callback.
+    Callback(LineFn),
+    /// Sent as `tracing` events.
+    Tracing,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -151,19 +171,27 @@ impl std::fmt::Debug for AuditLog {
 }
 
 impl AuditLog {
-    /// Opens the log the policy asks for: a file (appended) or stderr.
-    pub fn open(config: &AuditConfig) -> std::io::Result<AuditLog> {
+    /// Opens the log the policy asks for: its file (appended), or `tracing` events when it
+    /// names none (see [`AuditLog`]); nothing when the log is off.
+    pub fn open(config: &AuditPolicy) -> std::io::Result<AuditLog> {
+        AuditLog::open_with(config, || Sink::Tracing)
+    }
+
+    /// Opens the log the policy asks for as the `fsbroker` binary does: its file, or stderr
+    /// when it names none.
+    pub fn open_or_stderr(config: &AuditPolicy) -> std::io::Result<AuditLog> {
+        AuditLog::open_with(config, || {
+            Sink::Writer(Mutex::new(Box::new(std::io::stderr())))
+        })
+    }
+
+    fn open_with(config: &AuditPolicy, unset: impl FnOnce() -> Sink) -> std::io::Result<AuditLog> {
         if !config.enabled {
             return Ok(AuditLog::disabled());
         }
-        let sink: Box<dyn Write + Send> = match &config.file {
-            Some(p) => Box::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)?,
-            ),
-            None => Box::new(std::io::stderr()),
+        let sink = match &config.file {
+            Some(p) => Sink::Writer(Mutex::new(Box::new(open_append(p)?))),
+            None => unset(),
         };
         let redact_key = if config.redact_paths {
             Some(match &config.redact_key {
@@ -180,7 +208,7 @@ impl AuditLog {
             None
         };
         Ok(AuditLog {
-            sink: Some(Mutex::new(sink)),
+            sink: Some(sink),
             redact_key,
         })
     }
@@ -193,11 +221,34 @@ impl AuditLog {
         }
     }
 
-    /// A log into any writer (for embedders and tests).
+    /// A log into any writer, a line at a time; paths are redacted with `redact_key` (a
+    /// keyed hash instead of each path) when given.
     pub fn to_writer(w: Box<dyn Write + Send>, redact_key: Option<[u8; 32]>) -> AuditLog {
         AuditLog {
-            sink: Some(Mutex::new(w)),
+            sink: Some(Sink::Writer(Mutex::new(w))),
             redact_key,
+        }
+    }
+
+    /// A log appended to the file at `path` (created if need be).
+    pub fn to_file(path: &std::path::Path) -> std::io::Result<AuditLog> {
+        Ok(AuditLog::to_writer(Box::new(open_append(path)?), None))
+    }
+
+    /// A log that hands each line (one JSON object, without its newline) to `f`.
+    pub fn to_fn(f: impl Fn(&str) + Send + Sync + 'static) -> AuditLog {
+        AuditLog {
+            sink: Some(Sink::Callback(Box::new(f))),
+            redact_key: None,
+        }
+    }
+
+    /// A log of `tracing` events (target `mcp_fsbroker::audit`, level `info`, the line as
+    /// the message).
+    pub fn to_tracing() -> AuditLog {
+        AuditLog {
+            sink: Some(Sink::Tracing),
+            redact_key: None,
         }
     }
 
@@ -276,10 +327,24 @@ impl AuditLog {
                 return;
             }
         };
-        buf.push(b'\n');
-        let mut guard = lock(sink);
-        if let Err(e) = guard.write_all(&buf).and_then(|()| guard.flush()) {
-            tracing::warn!(error = %e, "cannot write audit log");
+        match sink {
+            Sink::Writer(w) => {
+                buf.push(b'\n');
+                let mut guard = lock(w);
+                if let Err(e) = guard.write_all(&buf).and_then(|()| guard.flush()) {
+                    tracing::warn!(error = %e, "cannot write audit log");
+                }
+            }
+            Sink::Callback(f) => f(&String::from_utf8_lossy(&buf)),
+            Sink::Tracing => {
+                let text = String::from_utf8_lossy(&buf);
+                // A violation stays at `warn`, as with the log off.
+                if r.violation.is_some() {
+                    tracing::warn!(target: "mcp_fsbroker::audit", "{text}");
+                } else {
+                    tracing::info!(target: "mcp_fsbroker::audit", "{text}");
+                }
+            }
         }
     }
 }
@@ -313,6 +378,14 @@ struct ConsentLine<'a> {
     #[serde(rename = "decidedBy")]
     decided_by: &'a [Decider],
     denied: Vec<String>,
+}
+
+/// Opens `path` for appending, creating it if need be.
+fn open_append(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
 }
 
 fn parse_key(hex: &str) -> Option<[u8; 32]> {

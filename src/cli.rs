@@ -3,12 +3,10 @@
 //! The flags build the same [`Policy`] a file would: `--root` adds roots to the embedded
 //! default (or the `--policy` file), `--consent` sets the consent mode.
 
-use crate::access::Access;
 use crate::path::MountName;
 use crate::policy::{ConsentMode, Policy, PolicyError, RootEntry};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
-use toml::Spanned;
 
 /// `fsbroker`: client-brokered filesystem access for MCP servers.
 #[derive(Debug, Parser)]
@@ -25,12 +23,20 @@ pub enum Command {
     /// Answer one server session's requests on stdin/stdout (newline-delimited JSON-RPC).
     Serve(CommonArgs),
     /// Sit between a host and an MCP server, answering the server's file requests.
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
     /// Validate policy files and print each one's effective configuration.
     CheckPolicy {
         /// The policy files.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+    },
+    /// What `proxy --sandbox` runs: restricts itself with the profile the proxy put in its
+    /// environment, then replaces itself with the server. Not for direct use.
+    #[command(name = "sandbox-exec", hide = true)]
+    SandboxExec {
+        /// The server command and its arguments.
+        #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1.., allow_hyphen_values = true)]
+        command: Vec<String>,
     },
 }
 
@@ -105,6 +111,23 @@ pub struct ProxyArgs {
     /// error and the exit code is 1.
     #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]
     pub shutdown_grace: std::time::Duration,
+    /// Start the server under a Landlock ruleset (Linux): it and everything it starts reach on
+    /// disk only its roots (read-only ones read-only), the system's runtime directories, its
+    /// own installation, a private temporary directory and what --sandbox-allow adds.
+    /// `--sandbox` refuses to start the server where the kernel cannot enforce that;
+    /// `--sandbox=best-effort` starts it and logs what is not enforced.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "strict", value_parser = ["strict", "best-effort"],
+          conflicts_with = "url")]
+    pub sandbox: Option<String>,
+    /// With --sandbox, also allow PATH: read and execute, or read and write with `:rw`
+    /// (repeatable).
+    #[arg(long = "sandbox-allow", value_name = "PATH[:rw]", requires = "sandbox")]
+    pub sandbox_allow: Vec<String>,
+    /// With --sandbox, `none` also forbids the server TCP connections and binds.
+    #[arg(long = "sandbox-net", value_name = "any|none", default_value = "any",
+          value_parser = ["any", "none"])]
+    pub sandbox_net: String,
     /// The server command and its arguments. Everything from the first positional argument
     /// on is the server's, options included; a `--` before it is allowed, not needed.
     #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1..)]
@@ -148,7 +171,7 @@ impl CommonArgs {
     pub fn build_policy(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
         let mut policy = match &self.policy {
             Some(p) => Policy::load(p)?,
-            None => Policy::embedded_default()?,
+            None => Policy::from_default_file()?,
         };
         let mut roots = self.roots.clone();
         if roots.is_empty() && self.policy.is_none() && cwd_default {
@@ -156,16 +179,14 @@ impl CommonArgs {
         }
         for arg in &roots {
             let (mount, path) = split_root_arg(arg);
-            let entry = RootEntry {
-                path: Spanned::new(0..0, path),
-                mount: mount.map(|m| Spanned::new(0..0, m)),
-                name: None,
-                access: if self.writable {
-                    Access::Write
-                } else {
-                    Access::Read
-                },
-                servers: vec!["*".to_owned()],
+            let entry = match mount {
+                Some(m) => RootEntry::new(m, path),
+                None => RootEntry::unnamed(path),
+            };
+            let entry = if self.writable {
+                entry.writable()
+            } else {
+                entry
             };
             if entry.mount.is_none() {
                 check_unnamed_root(arg, &entry)?;
@@ -185,7 +206,7 @@ impl CommonArgs {
         if self.no_audit {
             policy.audit.enabled = false;
         }
-        policy.revalidate("<command line>")?;
+        policy.validate("<command line>")?;
         Ok(policy)
     }
 }
@@ -218,7 +239,7 @@ fn check_unnamed_root(arg: &str, entry: &RootEntry) -> Result<(), PolicyError> {
     Policy::mount_of(entry).map(drop).map_err(|e| {
         usage(format!(
             "{e}; name the mount: --root NAME={}",
-            entry.path.get_ref().display()
+            entry.path.display()
         ))
     })
 }

@@ -50,7 +50,7 @@ impl Config {
                 tracing::info!(%mount, directory = %dir, "mount name derived from the directory name");
             }
             let spec = RootSpec {
-                path: r.path.get_ref().clone(),
+                path: r.path.clone(),
                 name: r.name.clone().unwrap_or_else(|| mount.to_string()),
                 mount,
                 access: r.access,

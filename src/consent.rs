@@ -36,6 +36,18 @@ pub struct ConsentRequest {
     pub folders: Vec<MountPath>,
     /// The access asked for (already capped by what the roots allow).
     pub access: Access,
+    /// The host path of each of `paths`, in the same order (its root's directory, resolved,
+    /// joined with the path beneath it): for a host's dialog, which may show where the files
+    /// are. It never reaches the server.
+    pub host_paths: Vec<std::path::PathBuf>,
+}
+
+impl ConsentRequest {
+    /// The host path of `path`, one of the request's `paths`.
+    pub fn host_path(&self, path: &MountPath) -> Option<&std::path::Path> {
+        let i = self.paths.iter().position(|p| p == path)?;
+        self.host_paths.get(i).map(std::path::PathBuf::as_path)
+    }
 }
 
 /// A provider's answer. Paths not in the request are ignored, and the access is capped by
@@ -171,6 +183,53 @@ pub trait ConsentProvider: Send + Sync + 'static {
     }
 }
 
+/// A consent provider made of an async closure: it gets the request (its own copy) and
+/// answers with a [`ConsentDecision`] (every path at one access) or a [`ConsentAnswer`]
+/// (path by path). The broker applies the time limit and denies when it passes.
+///
+/// ```
+/// use mcp_fsbroker::consent::{self, ConsentDecision};
+/// let docs: mcp_fsbroker::path::MountPath = "proj/docs".parse().unwrap();
+/// let provider = consent::from_fn(move |req| {
+///     let docs = docs.clone();
+///     async move {
+///         ConsentDecision {
+///             approved: req.paths.iter().filter(|p| p.starts_with(&docs)).cloned().collect(),
+///             access: mcp_fsbroker::Access::Read,
+///         }
+///     }
+/// });
+/// # let _ = provider;
+/// ```
+pub fn from_fn<F, Fut, D>(decide: F) -> Arc<dyn ConsentProvider>
+where
+    F: Fn(ConsentRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = D> + Send + 'static,
+    D: Into<ConsentAnswer> + 'static,
+{
+    Arc::new(FromFn(decide))
+}
+
+/// The provider [`from_fn`] makes.
+struct FromFn<F>(F);
+
+impl<F, Fut, D> ConsentProvider for FromFn<F>
+where
+    F: Fn(ConsentRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = D> + Send + 'static,
+    D: Into<ConsentAnswer> + 'static,
+{
+    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        let answer = (self.0)(request.clone());
+        Box::pin(async move { answer.await.into().into() })
+    }
+
+    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
+        let answer = (self.0)(request.clone());
+        Box::pin(async move { answer.await.into() })
+    }
+}
+
 /// Approves every request (mode `auto`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AutoConsent;
@@ -222,7 +281,7 @@ impl ConsentSource {
     /// The provider for the `[consent]` section `config`.
     pub(crate) fn provider(
         &self,
-        config: &crate::policy::ConsentConfig,
+        config: &crate::policy::ConsentPolicy,
     ) -> Arc<dyn ConsentProvider> {
         if let Some(custom) = &self.custom {
             return custom.clone();

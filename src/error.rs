@@ -115,6 +115,12 @@ impl ErrorKind {
         }
     }
 
+    /// The kind whose JSON-RPC `error.code` is `code` (each kind has its own), or `None` for
+    /// a code the broker never sends: what turns a JSON error back into its kind.
+    pub fn from_code(code: i64) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.wire().code == code)
+    }
+
     /// The outcome string used in audit lines: `data.code`, or a short name for protocol faults.
     pub const fn outcome(self) -> &'static str {
         match self.wire().data_code {
@@ -197,6 +203,68 @@ impl Reason {
             Reason::Locked => "locked",
             Reason::UploadOffset => "upload_offset",
         }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    /// The `data.code` (`PERMISSION_DENIED`), or the protocol fault's name (`INVALID_PARAMS`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.outcome())
+    }
+}
+
+impl Reason {
+    /// Every reason.
+    pub const ALL: [Reason; 18] = [
+        Reason::OutsideRoot,
+        Reason::NoConsent,
+        Reason::ReadOnly,
+        Reason::Revoked,
+        Reason::OsDenied,
+        Reason::Malformed,
+        Reason::NotRegularFile,
+        Reason::RootItself,
+        Reason::CrossRoot,
+        Reason::IntoItself,
+        Reason::NotUtf8,
+        Reason::NoSpace,
+        Reason::FileTooLarge,
+        Reason::ReadOnlyFilesystem,
+        Reason::SymlinkLoop,
+        Reason::EtagMismatch,
+        Reason::Locked,
+        Reason::UploadOffset,
+    ];
+}
+
+impl fmt::Display for Reason {
+    /// The wire string (`no_consent`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that is no [`Reason`]'s wire string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownReason(pub String);
+
+impl fmt::Display for UnknownReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown reason {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownReason {}
+
+impl std::str::FromStr for Reason {
+    type Err = UnknownReason;
+
+    /// The reason whose wire string (`error.data.reason`) is `s`.
+    fn from_str(s: &str) -> Result<Reason, UnknownReason> {
+        Reason::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| UnknownReason(s.to_owned()))
     }
 }
 
@@ -305,6 +373,36 @@ impl Error {
     /// The short message.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The `data.limit` (the limit a `QUOTA_EXCEEDED` passed), if any.
+    pub fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// The `data.retryAfterMs` of a `RATE_LIMITED`, if any.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        self.retry_after_ms
+    }
+
+    /// The error a JSON-RPC error object (`{code, message, data?}`, as [`Error::to_json`]
+    /// makes it) stands for; `None` when `code` is none of the broker's. A `data.reason`
+    /// this version does not know is left out.
+    pub fn from_json(error: &Value) -> Option<Error> {
+        let kind = ErrorKind::from_code(error.get("code")?.as_i64()?)?;
+        let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+        let data = error.get("data");
+        let field = |k: &str| data.and_then(|d| d.get(k));
+        Some(Error {
+            kind,
+            message: message.to_owned(),
+            reason: field("reason")
+                .and_then(Value::as_str)
+                .and_then(|r| r.parse().ok()),
+            path: field("path").and_then(Value::as_str).map(str::to_owned),
+            limit: field("limit").and_then(Value::as_u64),
+            retry_after_ms: field("retryAfterMs").and_then(Value::as_u64),
+        })
     }
 
     /// The JSON-RPC error object: `{code, message, data?}`.

@@ -17,6 +17,11 @@ pub(crate) const MAX_BATCH: usize = 1024;
 pub(crate) struct Id(Value);
 
 impl Id {
+    /// The number `n` as an id (for calls that build their own request).
+    pub(crate) fn number(n: u64) -> Id {
+        Id(Value::from(n))
+    }
+
     /// Accepts a string or an integral number.
     pub(crate) fn from_value(v: &Value) -> Option<Id> {
         match v {

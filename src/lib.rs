@@ -11,12 +11,17 @@
 //!
 //! ## Embedding
 //!
-//! A host builds a [`Broker`] from a [`Policy`] with [`Broker::builder`], merges
-//! [`Broker::capabilities`] into its `initialize` request, hands each message a server sends
-//! to [`Broker::handle_message`] (or raw lines to [`Broker::handle_line`]), and relays the
-//! [`Outbound`] notifications to their server. See [`Broker`] for a runnable example. A host
-//! shows its own consent dialog by implementing [`consent::ConsentProvider`]; errors are
-//! [`Error`] with their [`ErrorKind`] and wire code.
+//! A host builds a [`Policy`] in code ([`Policy::new`] with [`policy::RootEntry`] and
+//! [`policy::GrantEntry`]) or loads one ([`Policy::load`]), builds a [`Broker`] from it with
+//! [`Broker::builder`] (which validates it), merges [`Broker::capabilities`] into its
+//! `initialize` request, hands each message a server sends to [`Broker::handle_message`] (or
+//! raw lines to [`Broker::handle_line`], or typed calls to [`Broker::call`]), and relays the
+//! [`Notification`]s to their server. The broker orders each session's calls itself:
+//! a change runs after the calls started before it, a read after the changes started before
+//! it. A host shows its own consent dialog with a closure ([`consent::from_fn`]) or by
+//! implementing [`ConsentProvider`]; errors are [`Error`] with their [`ErrorKind`],
+//! [`Reason`] and wire code. The audit log goes where the host says ([`AuditLog`]), never to
+//! its stderr by default. `examples/embed.rs` is a complete host.
 //!
 //! ## Features
 //!
@@ -54,7 +59,8 @@
 //! - `error`, `lines` (queues of lines bounded in bytes), `framing` (bounded line reading),
 //!   `access` (read or write, and server matching), `deadline`, `method`, `path`, `jsonrpc` (wire
 //!   types and decoding; no I/O), `atomic` (atomic replacement of a file: temporary, fsync,
-//!   rename, fsync directory), `locks` (in-process per-path locks for writers): the leaves.
+//!   rename, fsync directory), `locks` (in-process per-path locks for writers), `turn` (the
+//!   order of a session's requests: changes alone and in order): the leaves.
 //! - `policy`, `limits` (rate limits, governor), `audit` (the JSON-lines audit log),
 //!   `consent` (grants per session), `root` (roots, their cap-std directory handles and the
 //!   symlink-aware resolver; the only ambient authority), `upload` (staged chunked uploads),
@@ -122,21 +128,27 @@ mod root;
 mod serve;
 mod session;
 mod state;
+mod turn;
 mod upload;
 mod watch;
 
 pub use access::Access;
 pub use audit::AuditLog;
-pub use broker::{Broker, BrokerBuilder, Outbound, OutboundReceiver};
-pub use error::{Error, ErrorKind, Reason};
+pub use broker::{Broker, BrokerBuilder, Notification, Notifications};
+pub use consent::{ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest};
+pub use error::{Error, ErrorKind, Reason, UnknownReason};
 pub use method::Method;
+pub use path::MountPath;
 pub use policy::Policy;
 pub use reload::{ReloadReport, watch_policy};
 pub use root::{Root, Roots};
 pub use serve::run as serve;
 
-/// Limits of the operations that are fixed rather than configured.
-pub mod ops_limits {
+/// The limits that are fixed rather than configured (the configured ones are
+/// [`policy::Limits`], the policy's `[limits]` section).
+pub mod fixed_limits {
+    pub use crate::broker::MAX_SESSIONS;
+    pub use crate::consent::MAX_GRANTS;
     pub use crate::ops::MAX_LIST_DEPTH;
 }
 

@@ -5,110 +5,24 @@
 //! concurrently. So a server may pipeline consent and the reads that depend on it, or the
 //! chunks of an upload, and sees its own changes in order.
 //!
-//! [`Orderer`] is the rule: each request takes a [`Turn`] in the order it arrived and waits
-//! until the turn may run. [`Dispatcher`] drives it for the faces that read lines (serve and
+//! [`Orderer`] (in `turn`, below the broker, which orders every session's requests with it
+//! too) is the rule: each request takes a turn in the order it arrived and waits until the
+//! turn may run. [`Dispatcher`] drives it for the faces that read lines (serve and
 //! the proxy's lane), with the number and bytes of queued or running lines bounded.
 
 use crate::broker::Broker;
 use crate::jsonrpc::{Message, Response};
 use crate::lines::LineSender;
-use crate::locks::lock;
-use std::collections::BTreeSet;
+pub(crate) use crate::turn::Orderer;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 /// How long a shutdown waits for operations in flight before giving up on them.
 pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// The order of one session's (or one connection's) requests: see the module documentation.
-#[derive(Default)]
-pub(crate) struct Orderer {
-    turns: Mutex<Turns>,
-    /// Woken whenever a turn ends, so that the turns waiting look again.
-    ended: Notify,
-}
-
-/// The turns taken and not yet ended, by arrival number.
-#[derive(Default)]
-struct Turns {
-    next: u64,
-    open: BTreeSet<u64>,
-    /// Those of `open` that are changes.
-    changes: BTreeSet<u64>,
-}
-
-impl Orderer {
-    /// An orderer with no turns taken.
-    pub(crate) fn new() -> Arc<Orderer> {
-        Arc::new(Orderer::default())
-    }
-
-    /// Takes the next turn, for a change when `ordered`. Call it in the order the requests
-    /// arrived; the turn ends when it is dropped, once the request has been answered.
-    pub(crate) fn enter(self: &Arc<Self>, ordered: bool) -> Turn {
-        let mut turns = lock(&self.turns);
-        let number = turns.next;
-        turns.next += 1;
-        turns.open.insert(number);
-        if ordered {
-            turns.changes.insert(number);
-        }
-        Turn {
-            orderer: self.clone(),
-            number,
-            ordered,
-        }
-    }
-}
-
-/// One request's place in its session's order; dropping it ends the turn.
-pub(crate) struct Turn {
-    orderer: Arc<Orderer>,
-    number: u64,
-    ordered: bool,
-}
-
-impl Turn {
-    /// Whether the turn may run now: a change once every earlier turn has ended, anything
-    /// else once every earlier change has.
-    fn may_run(&self) -> bool {
-        let turns = lock(&self.orderer.turns);
-        let earlier = if self.ordered {
-            &turns.open
-        } else {
-            &turns.changes
-        };
-        earlier.range(..self.number).next().is_none()
-    }
-
-    /// Waits until the turn may run.
-    pub(crate) async fn ready(&self) {
-        loop {
-            let ended = self.orderer.ended.notified();
-            tokio::pin!(ended);
-            // Registered before looking, so a turn that ends in between still wakes us.
-            ended.as_mut().enable();
-            if self.may_run() {
-                return;
-            }
-            ended.await;
-        }
-    }
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        let mut turns = lock(&self.orderer.turns);
-        turns.open.remove(&self.number);
-        turns.changes.remove(&self.number);
-        drop(turns);
-        self.orderer.ended.notify_waiters();
-    }
-}
 
 /// Runs one session's lines through its [`Orderer`]: other requests concurrently, each change
 /// alone (see the module documentation), with the number and bytes of queued or running lines
@@ -243,37 +157,5 @@ async fn unless<F: Future<Output = Option<Vec<u8>>>>(
         biased;
         () = &mut c => (None, None),
         answer = work => (answer, Some(c)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::future::Future;
-    use std::pin::pin;
-    use std::task::{Context, Poll, Waker};
-
-    /// Whether `turn` may run now, without waiting.
-    fn ready_now(turn: &Turn) -> bool {
-        let mut cx = Context::from_waker(Waker::noop());
-        matches!(pin!(turn.ready()).poll(&mut cx), Poll::Ready(()))
-    }
-
-    #[test]
-    fn a_change_waits_for_what_came_before_and_holds_up_what_comes_after() {
-        let orderer = Orderer::new();
-        let read = orderer.enter(false);
-        let change = orderer.enter(true);
-        let later = orderer.enter(false);
-        let other = orderer.enter(false);
-        assert!(ready_now(&read));
-        assert!(!ready_now(&change));
-        assert!(!ready_now(&later));
-        drop(read);
-        assert!(ready_now(&change));
-        assert!(!ready_now(&later));
-        drop(change);
-        assert!(ready_now(&later));
-        assert!(ready_now(&other));
     }
 }

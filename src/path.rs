@@ -197,6 +197,22 @@ impl MountPath {
     }
 }
 
+impl std::str::FromStr for MountPath {
+    type Err = Error;
+
+    /// Parses a mount-form path (`MOUNT` or `MOUNT/REL`) with the one request-path parser;
+    /// any other form (absolute, `file://`, `..` out of the mount) is an `INVALID_PATH`.
+    fn from_str(s: &str) -> Result<MountPath> {
+        match RequestPath::parse(s)? {
+            RequestPath::Mount { mount, rel } => Ok(MountPath {
+                mount: MountName::new(&mount).map_err(Error::malformed)?,
+                rel,
+            }),
+            _ => Err(Error::malformed("not a mount-form path (MOUNT/REL)")),
+        }
+    }
+}
+
 impl fmt::Display for MountPath {
     /// The mount form, `MOUNT` or `MOUNT/REL/PATH`: the only form paths leave the broker in.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

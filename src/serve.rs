@@ -9,7 +9,7 @@
 //! order every face keeps. One writer task owns the output: responses and the session's
 //! notifications are written whole, one per line, and nothing else goes to it.
 
-use crate::broker::{Broker, OutboundReceiver};
+use crate::broker::{Broker, Notifications};
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc;
 use crate::lines::line_channel;
@@ -30,7 +30,7 @@ pub async fn run<R, W, S>(
     server_id: &str,
     input: R,
     output: W,
-    mut outbound: OutboundReceiver,
+    mut outbound: Notifications,
     shutdown: S,
 ) -> std::io::Result<()>
 where

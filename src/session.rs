@@ -1,7 +1,9 @@
-//! One server session: its grants and its cap on operations in flight.
+//! One server session: its grants, its cap on operations in flight and the order of its
+//! requests.
 
 use crate::consent::{Grant, Grants};
 use crate::locks::lock;
+use crate::turn::Orderer;
 use crate::upload::Uploads;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Semaphore;
@@ -38,6 +40,8 @@ pub(crate) struct Session {
     pub(crate) in_flight: Arc<Semaphore>,
     /// Change notifications in flight; a permit travels with each one until the host drops it.
     pub(crate) notify_slots: Arc<Semaphore>,
+    /// The order of the session's requests, whichever face or host task sends them.
+    pub(crate) order: Arc<Orderer>,
 }
 
 impl Session {
@@ -58,6 +62,7 @@ impl Session {
             uploads: Mutex::new(Uploads::default()),
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
             notify_slots: Arc::new(Semaphore::new(watch_queue)),
+            order: Orderer::new(),
         }
     }
 

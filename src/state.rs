@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 /// host drops the value, so a host that stops reading makes the session owe an `overflow`
 /// instead of making the broker buffer without bound.
 #[derive(Debug)]
-pub struct Outbound {
+pub struct Notification {
     /// The session it is for.
     pub server_id: String,
     /// The JSON-RPC notification.
@@ -28,9 +28,9 @@ pub struct Outbound {
     _slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
-/// The receiving end of the broker's outbound notifications. Its size is bounded by the
+/// The stream of the broker's notifications to servers. Its size is bounded by the
 /// sessions' notification slots.
-pub type OutboundReceiver = mpsc::UnboundedReceiver<Outbound>;
+pub type Notifications = mpsc::UnboundedReceiver<Notification>;
 
 /// What every operation and background task of one broker works with.
 pub(crate) struct Shared {
@@ -41,7 +41,10 @@ pub(crate) struct Shared {
     pub(crate) locks: LockTable,
     pub(crate) sweeper: Sweeper,
     pub(crate) hub: WatchHub,
-    pub(crate) outbound: mpsc::UnboundedSender<Outbound>,
+    pub(crate) outbound: mpsc::UnboundedSender<Notification>,
+    /// Ticks each time a configuration is put in force, for what must follow the roots
+    /// outside the broker (the proxy's sandbox).
+    pub(crate) changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -58,6 +61,7 @@ impl Shared {
     /// Puts a new configuration in force.
     pub(crate) fn set_config(&self, config: Arc<Config>) {
         *write(&self.config) = config;
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 
@@ -88,7 +92,7 @@ impl Sink for Shared {
             message["params"] = p;
         }
         self.outbound
-            .send(Outbound {
+            .send(Notification {
                 server_id: server_id.to_owned(),
                 message,
                 _slot: slot,

@@ -353,7 +353,7 @@ fn finding_7_the_proxy_answers_a_servers_batch_within_the_line_limit() {
         json!({"lines": [proxy_host::line(consent.to_string()),
                          proxy_host::line(Value::Array(reads).to_string()),
                          proxy_host::sentinel("s")],
-               "expect": 2, "until": "s", "timeout": 20}),
+               "expect": 2, "until": "s", "timeout": 120}),
     );
     assert!(!r.timed_out, "the server was not answered");
     let answer = r

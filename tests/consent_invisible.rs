@@ -184,13 +184,14 @@ fn mount_path(rel: &str) -> MountPath {
 async fn finding_11_the_tty_prompt_shows_no_invisible_character() {
     let (master, slave) = pty();
     let shown_on_tty = decline(master);
-    let provider = TtyConsent::with_device(slave).with_wait(Duration::from_secs(10));
+    let provider = TtyConsent::with_device(slave).with_wait(Duration::from_secs(60));
     let req = ConsentRequest {
         server_id: "srv\u{E0041}\u{202E}名前".into(),
         message: Some(message()),
         paths: vec![mount_path(&odd_name()), mount_path("plain.txt")],
         folders: Vec::new(),
         access: Access::Read,
+        host_paths: Vec::new(),
     };
     let decision = provider.decide(&req).await;
     assert!(decision.approved.is_empty());
@@ -236,6 +237,7 @@ async fn finding_11_the_command_provider_is_given_a_sanitised_copy_to_show() {
         paths: vec![mount_path(&odd_name()), mount_path("plain.txt")],
         folders: Vec::new(),
         access: Access::Read,
+        host_paths: Vec::new(),
     };
     let decision = CommandConsent::new(prog.clone()).decide(&req).await;
     assert!(decision.approved.is_empty());

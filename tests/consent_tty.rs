@@ -24,11 +24,17 @@ fn request(access: Access) -> ConsentRequest {
         }],
         folders: Vec::new(),
         access,
+        host_paths: Vec::new(),
     }
 }
 
-/// Answers the prompt on the master side once it has appeared; returns what was shown.
-fn answer(mut master: std::fs::File, reply: &'static str) -> std::thread::JoinHandle<String> {
+/// Answers the prompt on the master side once it has appeared; returns what was shown, and
+/// the master side, which the caller keeps open until the provider has decided: closing it
+/// hangs the terminal up and may discard an answer not read yet (a slow machine's case).
+fn answer(
+    mut master: std::fs::File,
+    reply: &'static str,
+) -> std::thread::JoinHandle<(String, std::fs::File)> {
     std::thread::spawn(move || {
         let mut shown = Vec::new();
         let mut buf = [0u8; 512];
@@ -37,22 +43,25 @@ fn answer(mut master: std::fs::File, reply: &'static str) -> std::thread::JoinHa
             shown.extend_from_slice(&buf[..n]);
         }
         master.write_all(reply.as_bytes()).unwrap();
-        // Keep the master open until the provider has read the answer.
-        std::thread::sleep(Duration::from_millis(300));
-        String::from_utf8_lossy(&shown).into_owned()
+        (String::from_utf8_lossy(&shown).into_owned(), master)
     })
 }
+
+/// How long an answered prompt waits: generous, since a slow machine must not turn an answer
+/// into a timeout.
+const ANSWERED: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn tty_prompt_read_answer_grants_read() {
     let (master, slave) = pty();
     let shown = answer(master, "r\n");
-    let provider = TtyConsent::with_device(slave).with_wait(Duration::from_secs(10));
+    let provider = TtyConsent::with_device(slave).with_wait(ANSWERED);
     let req = request(Access::Write);
     let decision = provider.decide(&req).await;
     assert_eq!(decision.approved, req.paths);
     assert_eq!(decision.access, Access::Read);
-    let shown = shown.join().unwrap();
+    // Joined only now: the master side stays open until the answer has been read.
+    let (shown, _master) = shown.join().unwrap();
     assert!(
         shown.contains("project/src"),
         "prompt did not show the path: {shown}"
@@ -68,7 +77,7 @@ async fn tty_prompt_read_answer_grants_read() {
 async fn tty_prompt_write_answer_grants_write() {
     let (master, slave) = pty();
     let shown = answer(master, "w\n");
-    let provider = TtyConsent::with_device(slave).with_wait(Duration::from_secs(10));
+    let provider = TtyConsent::with_device(slave).with_wait(ANSWERED);
     let decision = provider.decide(&request(Access::Write)).await;
     assert_eq!(decision.access, Access::Write);
     assert_eq!(decision.approved.len(), 1);
@@ -79,7 +88,7 @@ async fn tty_prompt_write_answer_grants_write() {
 async fn tty_prompt_no_answer_denies() {
     let (master, slave) = pty();
     let shown = answer(master, "n\n");
-    let provider = TtyConsent::with_device(slave).with_wait(Duration::from_secs(10));
+    let provider = TtyConsent::with_device(slave).with_wait(ANSWERED);
     let decision = provider.decide(&request(Access::Read)).await;
     assert!(decision.approved.is_empty());
     shown.join().unwrap();

@@ -191,7 +191,8 @@ fn timed_out_listings_answer_timeout_and_their_threads_come_back() {
             }
         }
         let peak = threads();
-        let deadline = Instant::now() + Duration::from_secs(10);
+        // A generous bound on a condition: stopped walks retire within 100 ms of idling.
+        let deadline = Instant::now() + Duration::from_secs(60);
         let mut now = threads();
         while now > baseline + 2 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -306,7 +307,7 @@ fn a_host_that_stops_reading_gets_every_answer_later_with_bounded_memory() {
     std::thread::sleep(Duration::from_secs(2)); // the host does not read meanwhile
     let stalled = vm_hwm_kb(pid);
     let mut seen = std::collections::BTreeSet::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(300);
     while seen.len() < 2000 {
         assert!(Instant::now() < deadline, "only {} answers", seen.len());
         let r = raw.line();

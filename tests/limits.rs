@@ -3,15 +3,41 @@ mod common;
 use common::*;
 use serde_json::json;
 
+/// Calls `method` until it is refused (at most 1000 times); returns how many passed and the
+/// refusal.
+async fn until_refused(
+    b: &mcp_fsbroker::Broker,
+    server: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> (u64, serde_json::Value) {
+    let mut passed = 0;
+    for _ in 0..1000 {
+        let r = call(b, server, method, params.clone()).await;
+        if r.get("error").is_some() {
+            return (passed, r);
+        }
+        passed += 1;
+    }
+    panic!("{passed} calls of {method} and none was refused");
+}
+
+// At one request a second, the n-th request past the burst is allowed no sooner than n
+// seconds after the first: the tests allow what the time they took refilled, so a slow
+// machine cannot fail them, and on any machine that runs them within a second they are exact.
+
 #[tokio::test]
 async fn the_request_after_the_burst_is_rate_limited_for_that_session_only() {
     let f = Fixture::new();
     let b = f.broker_with("read", "[limits]\nrequests_per_second = 1\nburst = 3\n");
-    for i in 0..3 {
-        let r = call(&b, "s", "ping", json!({})).await;
-        assert_eq!(ok(&r), &json!({}), "ping {i} is within the burst");
-    }
-    let r = call(&b, "s", "ping", json!({})).await;
+    let start = std::time::Instant::now();
+    let (passed, r) = until_refused(&b, "s", "ping", json!({})).await;
+    let refilled = start.elapsed().as_secs();
+    assert!(
+        passed >= 3 && passed <= 3 + refilled,
+        "{passed} pings passed with a burst of 3 in {:?}",
+        start.elapsed()
+    );
     let (code, data_code, _) = err(&r);
     assert_eq!((code, data_code.as_str()), (-31012, "RATE_LIMITED"));
     let retry = r["error"]["data"]["retryAfterMs"]
@@ -28,12 +54,20 @@ async fn every_method_counts_against_the_rate_limit() {
     let f = Fixture::new();
     f.file("a.txt", "a");
     let b = f.broker_with("read", "[limits]\nrequests_per_second = 1\nburst = 3\n");
+    let start = std::time::Instant::now();
     consent_all(&b, "s").await;
     let r = call(&b, "s", "files/read", json!({"path": "project/a.txt"})).await;
     assert_eq!(ok(&r)["content"], "a");
     let r = call(&b, "s", "roots/list", json!({})).await;
     ok(&r);
-    let r = call(&b, "s", "files/stat", json!({"path": "project/a.txt"})).await;
+    // Consent, read and roots/list took the burst: a stat passes only on what time refilled.
+    let (passed, r) = until_refused(&b, "s", "files/stat", json!({"path": "project/a.txt"})).await;
+    let refilled = start.elapsed().as_secs();
+    assert!(
+        passed <= refilled,
+        "{passed} stats passed after a burst of 3 in {:?}",
+        start.elapsed()
+    );
     assert_eq!(err(&r).0, -31012);
 }
 

@@ -118,7 +118,7 @@ fn check_policy_takes_several_files_and_checks_every_one() {
 
 #[test]
 fn embedded_default_parses_with_the_built_in_limits() {
-    let p = Policy::embedded_default().expect("default policy");
+    let p = Policy::from_default_file().expect("default policy");
     assert_eq!(p.limits, Limits::default());
     assert!(p.roots.is_empty());
     assert!(p.grants.is_empty());

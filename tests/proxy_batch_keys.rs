@@ -42,7 +42,7 @@ fn send_batches(p: &mut Sidecar, call: i64, batches: &[String]) -> Raw {
     let r = raw(
         p,
         call,
-        json!({"lines": lines, "expect": batches.len(), "until": "s", "timeout": 5}),
+        json!({"lines": lines, "expect": batches.len(), "until": "s", "timeout": 60}),
     );
     assert!(!r.timed_out, "the server was not answered: {r:?}");
     r
@@ -198,7 +198,7 @@ fn finding_10_a_single_line_is_judged_as_a_batch_item_is() {
     let r = raw(
         &mut p,
         1,
-        json!({"lines": [line(single), sentinel("s")], "expect": 1, "until": "s", "timeout": 5}),
+        json!({"lines": [line(single), sentinel("s")], "expect": 1, "until": "s", "timeout": 60}),
     );
     assert_no_marked_line_reached_the_host(&r);
     assert_refused(&answered_items(&r), json!("s1"), -32600);
@@ -219,7 +219,7 @@ fn finding_10_a_mixed_batch_is_split_item_by_item_as_written() {
     let r = raw(
         &mut p,
         1,
-        json!({"lines": [line(&batch), sentinel("s")], "expect": 2, "until": "s", "timeout": 5}),
+        json!({"lines": [line(&batch), sentinel("s")], "expect": 2, "until": "s", "timeout": 60}),
     );
     assert_no_marked_line_reached_the_host(&r);
     assert_eq!(r.host_lines.len(), 1, "{r:?}");

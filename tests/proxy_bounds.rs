@@ -59,7 +59,7 @@ fn an_over_long_server_line_is_refused_to_the_server_and_never_reaches_the_host(
             &mut p,
             call,
             json!({"lines": [padded(template, 2 * LIMIT, 1), sentinel(&until)],
-                   "expect": 1, "until": until, "timeout": 3}),
+                   "expect": 1, "until": until, "timeout": 60}),
         );
         assert!(
             !r.host_lines.iter().any(|l| contains(l, b"over-long")),

@@ -41,7 +41,7 @@ fn refusal_problem(p: &mut Sidecar, call: i64, bad: &[u8], code: i64) -> Option<
     let r = raw(
         p,
         call,
-        json!({"lines": [line(bad), sentinel(&until)], "expect": 1, "until": until, "timeout": 3}),
+        json!({"lines": [line(bad), sentinel(&until)], "expect": 1, "until": until, "timeout": 60}),
     );
     let what = show(bad);
     if !r.host_lines.is_empty() {
@@ -205,7 +205,7 @@ fn brokered_notifications_from_the_server_are_dropped() {
     let r = raw(
         &mut p,
         1,
-        json!({"lines": lines, "until": "s", "timeout": 3}),
+        json!({"lines": lines, "until": "s", "timeout": 60}),
     );
     assert!(
         r.host_lines.is_empty(),
@@ -232,7 +232,7 @@ fn a_brokered_notification_inside_a_server_batch_is_dropped() {
         &mut p,
         1,
         json!({"lines": [line(mixed.to_string()), line(only_ours.to_string()), sentinel("s")],
-               "until": "s", "timeout": 3}),
+               "until": "s", "timeout": 60}),
     );
     let shown: Vec<String> = r.host_lines.iter().map(|l| show(l)).collect();
     assert!(
@@ -259,7 +259,7 @@ fn a_server_batch_with_nothing_brokered_reaches_the_host_byte_for_byte() {
     let r: Raw = raw(
         &mut p,
         1,
-        json!({"lines": [line(batch), sentinel("s")], "until": "s", "timeout": 3}),
+        json!({"lines": [line(batch), sentinel("s")], "until": "s", "timeout": 60}),
     );
     assert_eq!(
         r.host_lines.len(),
@@ -301,7 +301,7 @@ fn a_host_with_roots_never_receives_the_servers_roots_list() {
     let r = raw(
         &mut p,
         1,
-        json!({"lines": lines, "expect": 9, "until": "s", "timeout": 3}),
+        json!({"lines": lines, "expect": 9, "until": "s", "timeout": 60}),
     );
     let shown: Vec<String> = r.host_lines.iter().map(|l| show(l)).collect();
     assert!(
@@ -348,7 +348,7 @@ fn a_roots_list_behind_a_duplicate_method_key_never_reaches_the_host() {
     let r = raw(
         &mut p,
         1,
-        json!({"lines": lines, "expect": 2, "until": "s", "timeout": 3}),
+        json!({"lines": lines, "expect": 2, "until": "s", "timeout": 60}),
     );
     let shown: Vec<String> = r.host_lines.iter().map(|l| show(l)).collect();
     assert!(

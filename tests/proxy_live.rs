@@ -30,9 +30,9 @@ fn notes(path: &Path) -> Vec<Value> {
 }
 
 /// Polls the server's notes (nudging it with a request so it reads its input) until `want`
-/// holds, for at most ten seconds.
+/// holds, for at most a minute (a generous bound: it only bounds the wait).
 fn wait_for_note(p: &mut Sidecar, path: &Path, want: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         p.request("tools/list", json!({}));
         if let Some(n) = notes(path).into_iter().find(|n| want(n)) {

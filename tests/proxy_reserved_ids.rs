@@ -78,7 +78,7 @@ fn a_server_request_with_the_proxys_reserved_id_is_refused_and_never_reaches_the
     let r = raw(
         &mut p,
         2,
-        json!({"lines": lines, "expect": 2, "until": "s", "timeout": 3}),
+        json!({"lines": lines, "expect": 2, "until": "s", "timeout": 60}),
     );
     let shown: Vec<String> = r.host_lines.iter().map(|l| show(l)).collect();
     assert!(
@@ -184,7 +184,7 @@ fn a_reserved_id_behind_a_duplicate_id_key_never_reaches_the_host() {
     let r = raw(
         &mut p,
         2,
-        json!({"lines": lines, "expect": 2, "until": "s", "timeout": 3}),
+        json!({"lines": lines, "expect": 2, "until": "s", "timeout": 60}),
     );
     let shown: Vec<String> = r.host_lines.iter().map(|l| show(l)).collect();
     assert!(

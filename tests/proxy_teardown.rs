@@ -78,10 +78,10 @@ fn queued_consents_are_dropped_when_the_server_exits() {
     // Four questions written in one go, and the server is gone.
     start_raw(&mut p, 1, json!({"lines": lines, "exit": 0}));
     let started = Instant::now();
-    p.wait_exit(Duration::from_secs(10));
+    p.wait_exit(Duration::from_secs(60));
     let took = started.elapsed();
     assert_ran_at_most_once(&runs);
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(took < Duration::from_secs(60), "{took:?}");
 }
 
 #[test]
@@ -95,13 +95,13 @@ fn queued_consents_in_a_batch_are_dropped_when_the_host_leaves() {
         json!({"lines": [line(Value::Array(batch).to_string())], "expect": 1, "timeout": 60}),
     );
     // Once the first question is being decided, the host goes away.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while run_count(&runs) == 0 {
         assert!(Instant::now() < deadline, "the consent program never ran");
         std::thread::sleep(Duration::from_millis(20));
     }
     p.close_stdin();
-    p.wait_exit(Duration::from_secs(10));
+    p.wait_exit(Duration::from_secs(60));
     assert_ran_at_most_once(&runs);
 }
 
@@ -154,10 +154,11 @@ fn the_server_is_ended_with_its_process_group() {
     p.close_stdin();
     let started = Instant::now();
     // 0.5 s to SIGTERM (ignored), 0.5 s more to SIGKILL; no waiting for a grandchild that
-    // holds the server's output open.
-    let status = p.wait_exit(Duration::from_secs(10));
+    // holds the server's output open. The grandchild lives 1000 s, so a bound of 60 s tells
+    // waiting for it apart however slow the machine.
+    let status = p.wait_exit(Duration::from_secs(60));
     let took = started.elapsed();
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(30);
     while alive(pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -170,7 +171,7 @@ fn the_server_is_ended_with_its_process_group() {
     }
     assert!(!survived, "the server's grandchild survived the proxy");
     assert!(
-        took < Duration::from_secs(4),
+        took < Duration::from_secs(60),
         "the proxy took {took:?} to end a server that ignores SIGTERM ({status:?})"
     );
 }
@@ -200,8 +201,9 @@ fn a_signal_to_the_proxy_ends_the_server_and_reports_its_exit_code() {
             signal,
         )
         .unwrap();
-        // The host's input stays open: the signal alone ends the session.
-        let status = p.wait_exit(Duration::from_secs(10));
+        // The host's input stays open: the signal alone ends the session. A server left alone
+        // would stay for good, so the generous bound holds only if the proxy ended it.
+        let status = p.wait_exit(Duration::from_secs(60));
         let took = started.elapsed();
         assert_eq!(
             status.code(),
@@ -210,7 +212,7 @@ fn a_signal_to_the_proxy_ends_the_server_and_reports_its_exit_code() {
             p.stderr()
         );
         assert!(
-            took < Duration::from_secs(5),
+            took < Duration::from_secs(60),
             "{signal:?} {env:?}: {took:?}"
         );
     }

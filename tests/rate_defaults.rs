@@ -118,7 +118,7 @@ async fn a_developers_workload_at_the_default_policy_is_never_rate_limited() {
 async fn a_flood_at_the_default_policy_is_rate_limited() {
     let f = Fixture::new();
     let b = f.broker();
-    let burst = mcp_fsbroker::Policy::embedded_default()
+    let burst = mcp_fsbroker::Policy::from_default_file()
         .unwrap()
         .limits
         .burst

@@ -118,13 +118,13 @@ fn readme_and_security_say_the_proxy_confines_only_files_requests() {
     ] {
         let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
-            flat.contains("apply only to `files/*` requests")
+            flat.contains("apply only to `files/*`")
                 || flat.contains("apply only to what a server asks for with `files/*` requests"),
             "{name} says what the proxy confines"
         );
         assert!(
-            flat.contains("issue 19"),
-            "{name} names the sandbox to come"
+            flat.contains("`--sandbox`") && flat.contains("Landlock"),
+            "{name} names the sandbox that confines the rest"
         );
     }
 }

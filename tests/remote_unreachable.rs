@@ -31,9 +31,10 @@ fn an_endpoint_unreachable_at_the_start_is_an_error_and_an_exit() {
     assert_eq!(r["error"]["code"], -32603, "{r}");
     assert_eq!(r["error"]["data"]["reason"], "unreachable", "{r}");
     // Two retries: 200 ms and 400 ms of backoff. The bound only proves there is no hang.
-    let (status, took) = timed_exit(&mut p, Duration::from_secs(20));
+    let (status, took) = timed_exit(&mut p, Duration::from_secs(60));
     assert_eq!(status.code(), Some(1), "{}", p.stderr());
-    assert!(took < Duration::from_secs(15), "took {took:?}");
+    // Refused connections fail at once; waiting out the tool call would take its 30 s.
+    assert!(took < Duration::from_secs(25), "took {took:?}");
     let err = p.stderr();
     assert!(
         err.contains(&format!(
@@ -66,9 +67,10 @@ fn a_server_gone_mid_session_fails_the_requests_in_flight_and_ends_the_proxy() {
     let r = p.wait_id(&json!(1));
     assert_eq!(r["error"]["code"], -32603, "{r}");
     assert_eq!(r["error"]["data"]["reason"], "unreachable", "{r}");
-    let (status, took) = timed_exit(&mut p, Duration::from_secs(20));
+    let (status, took) = timed_exit(&mut p, Duration::from_secs(60));
     assert_eq!(status.code(), Some(1), "{}", p.stderr());
-    assert!(took < Duration::from_secs(15), "took {took:?}");
+    // Refused connections fail at once; waiting out the tool call would take its 30 s.
+    assert!(took < Duration::from_secs(25), "took {took:?}");
     assert!(
         p.stderr()
             .contains("fsbroker: cannot reach the remote server"),
@@ -94,8 +96,10 @@ fn a_server_that_never_completes_the_connection_costs_one_connect_timeout() {
     let r = p.wait_id(&json!("init"));
     let took = started.elapsed();
     assert_eq!(r["error"]["data"]["reason"], "unreachable", "{r}");
-    assert!(took < Duration::from_secs(9), "took {took:?}");
-    let (status, _) = timed_exit(&mut p, Duration::from_secs(20));
+    // One connect timeout (3 s) on any machine; retrying would take 24 s of timers, which no
+    // speed shortens, so 20 s tells them apart even on a slow machine.
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    let (status, _) = timed_exit(&mut p, Duration::from_secs(60));
     assert_eq!(status.code(), Some(1), "{}", p.stderr());
 }
 

@@ -27,7 +27,7 @@ async fn deep_recursive_listing_is_capped_and_never_overflows_the_stack() {
     )
     .await;
     let entries = ok(&r)["entries"].as_array().unwrap().clone();
-    assert_eq!(entries.len(), mcp_fsbroker::ops_limits::MAX_LIST_DEPTH);
+    assert_eq!(entries.len(), mcp_fsbroker::fixed_limits::MAX_LIST_DEPTH);
     // A cursor deep in the chain skips without emitting and still does not overflow.
     let deep_cursor: Vec<&str> = std::iter::repeat_n("a", 1000).collect();
     let cursor = base64_url(&serde_json::to_vec(&deep_cursor).unwrap());

@@ -22,6 +22,16 @@ async fn read(client: &Client, path: &str) -> Value {
 }
 
 /// Asserts that `got` is the refusal of a path no consent covers.
+/// Creates `rel` under the root and waits until `client` has heard of it: a notification
+/// wrongly routed to `client` by an earlier change would have reached it before this one, as a
+/// connection's notifications arrive in order. (No pause whose length a slow machine could
+/// outgrow.)
+async fn sentinel(f: &Fixture, client: &Client, rel: &str) {
+    std::fs::File::create(f.root.join(rel)).unwrap();
+    let path = format!("project/{rel}");
+    wait_notification(client, |n| n["params"]["path"] == path.as_str()).await;
+}
+
 fn assert_no_consent(got: &Value) {
     assert_eq!(got["error"]["data"]["code"], "PERMISSION_DENIED", "{got}");
     assert_eq!(got["error"]["data"]["reason"], "no_consent", "{got}");
@@ -65,8 +75,7 @@ async fn servers_with_the_same_name_do_not_share_a_session() {
     let got_b = wait_notification(&cb, is_new).await;
     assert_eq!(got_a["params"]["watchId"], a_watch.as_str());
     assert_eq!(got_b["params"]["watchId"], b_watch.as_str());
-    // A short pause lets a misrouted notification arrive before the check.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    sentinel(&f, &cb, "watched/sentinel.txt").await;
     let b_got = notifications(&cb).await;
     assert!(
         b_got
@@ -208,7 +217,8 @@ async fn handlers_sharing_a_host_id_each_hear_of_their_own_watches() {
     f.file("watched/new.txt", "x");
     wait_notification(&one, |n| n["params"]["watchId"] == first.as_str()).await;
     wait_notification(&two, |n| n["params"]["watchId"] == second.as_str()).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    sentinel(&f, &one, "watched/sentinel-one.txt").await;
+    sentinel(&f, &two, "watched/sentinel-two.txt").await;
     for (client, other) in [(&one, &second), (&two, &first)] {
         let got = notifications(client).await;
         assert!(

@@ -13,7 +13,7 @@
 mod common;
 use common::wire::is_rfc3339_utc;
 use common::*;
-use mcp_fsbroker::{Broker, OutboundReceiver, Policy};
+use mcp_fsbroker::{Broker, Notifications, Policy};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -191,7 +191,7 @@ impl Home {
         serde_json::from_str(&seed.replace("/home/user", t)).unwrap()
     }
 
-    fn broker(&self, roots: &str) -> (Broker, OutboundReceiver) {
+    fn broker(&self, roots: &str) -> (Broker, Notifications) {
         let text = format!("{roots}\n[audit]\nenabled = false\n\n[consent]\nmode = \"auto\"\n");
         Broker::builder(Policy::parse(&text, "seed").unwrap())
             .build()
@@ -200,13 +200,13 @@ impl Home {
 
     /// The broker for the `files/*` examples, after the seed's consent example was answered
     /// as the seed says.
-    async fn consented(&self) -> (Broker, OutboundReceiver) {
+    async fn consented(&self) -> (Broker, Notifications) {
         let (b, rx, _) = self.consent().await;
         (b, rx)
     }
 
     /// As [`Home::consented`], with the broker's answer to the consent example.
-    async fn consent(&self) -> (Broker, OutboundReceiver, Value) {
+    async fn consent(&self) -> (Broker, Notifications, Value) {
         let root = self.path().join("project");
         let (b, rx) = self.broker(&format!(
             "[[roots]]\npath = {root:?}\nmount = \"project\"\naccess = \"write\"\n"

@@ -51,7 +51,7 @@ fn the_stdout_pipe_is_blocking_again_after_the_session() {
     // The command holds its copy of the write end until dropped: the reader's end of file
     // needs every copy gone.
     drop(cmd);
-    let status = wait(&mut child, Duration::from_secs(10));
+    let status = wait(&mut child, Duration::from_secs(60));
     assert!(status.success(), "{status:?}");
     let flags = rustix::fs::fcntl_getfl(kept.as_fd()).unwrap();
     assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
@@ -70,7 +70,7 @@ fn a_file_as_stdout_gets_every_response() {
         .stdout(std::fs::File::create(&out_path).unwrap())
         .stderr(Stdio::null());
     let mut child = cmd.spawn().unwrap();
-    let status = wait(&mut child, Duration::from_secs(10));
+    let status = wait(&mut child, Duration::from_secs(60));
     assert!(status.success(), "{status:?}");
     let out = std::fs::read_to_string(&out_path).unwrap();
     assert_eq!(out.lines().count(), 2, "{out}");

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
 use common::*;
-use mcp_fsbroker::{Broker, OutboundReceiver, Policy};
+use mcp_fsbroker::{Broker, Notifications, Policy};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ fn lower_descriptor_limit(to: u64) {
     .unwrap();
 }
 
-fn library(f: &Fixture) -> (Broker, OutboundReceiver) {
+fn library(f: &Fixture) -> (Broker, Notifications) {
     let text = f.policy_text(
         "write",
         "[consent]\nmode = \"auto\"\n\n[limits]\nrequests_per_second = 1000000\n\
@@ -39,7 +39,7 @@ fn library(f: &Fixture) -> (Broker, OutboundReceiver) {
 }
 
 /// Change notifications until `done` says so or `EXPECT` passes.
-async fn until(rx: &mut OutboundReceiver, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+async fn until(rx: &mut Notifications, done: impl Fn(&Value) -> bool) -> Vec<Value> {
     let deadline = tokio::time::Instant::now() + EXPECT;
     let mut out = Vec::new();
     while let Ok(Some(m)) = tokio::time::timeout_at(deadline, rx.recv()).await {

@@ -14,7 +14,7 @@
 mod common;
 
 use common::*;
-use mcp_fsbroker::{Broker, OutboundReceiver, Policy};
+use mcp_fsbroker::{Broker, Notifications, Policy};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
@@ -30,7 +30,7 @@ fn iterations() -> usize {
 }
 
 /// A broker over a writable `project` root with automatic consent and `extra` TOML.
-fn library(f: &Fixture, extra: &str) -> (Broker, OutboundReceiver) {
+fn library(f: &Fixture, extra: &str) -> (Broker, Notifications) {
     let text = f.policy_text(
         "write",
         &format!(
@@ -65,7 +65,7 @@ async fn watch(b: &Broker, server: &str, params: Value) -> String {
 /// The `params` of change notifications until one matches `want` (returned last) or `wait`
 /// passes. Each message is dropped at once, so its notification slot is freed.
 async fn until(
-    rx: &mut OutboundReceiver,
+    rx: &mut Notifications,
     wait: Duration,
     want: impl Fn(&Value) -> bool,
 ) -> Vec<Value> {
@@ -89,7 +89,7 @@ fn is(p: &Value, id: &str, path: &str, event: &str) -> bool {
 }
 
 /// Waits for (id, path, event); returns everything seen up to it.
-async fn expect(rx: &mut OutboundReceiver, id: &str, path: &str, event: &str) -> Vec<Value> {
+async fn expect(rx: &mut Notifications, id: &str, path: &str, event: &str) -> Vec<Value> {
     let seen = until(rx, EXPECT, |p| is(p, id, path, event)).await;
     assert!(
         seen.last().is_some_and(|p| is(p, id, path, event)),
@@ -244,7 +244,7 @@ async fn finding_1_directory_replaced_by_a_link_through_broker_methods_never_rep
 }
 
 /// Waits for the `unwatched` notification of `id` with reason `moved_out`.
-async fn expect_moved_out(rx: &mut OutboundReceiver, id: &str, path: &str) -> Vec<Value> {
+async fn expect_moved_out(rx: &mut Notifications, id: &str, path: &str) -> Vec<Value> {
     let seen = until(rx, EXPECT, |p| {
         p["watchId"] == id && p["event"] == "unwatched"
     })

@@ -9,7 +9,7 @@ mod common;
 mod sidecar;
 
 use common::*;
-use mcp_fsbroker::{Broker, Outbound, OutboundReceiver, Policy};
+use mcp_fsbroker::{Broker, Notification, Notifications, Policy};
 use serde_json::{Value, json};
 use sidecar::*;
 use std::ffi::OsString;
@@ -18,7 +18,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::{Duration, Instant};
 
-const EXPECT: Duration = Duration::from_secs(5);
+/// How long an expected message may take: generous, as it only bounds a wait.
+const EXPECT: Duration = Duration::from_secs(60);
 const QUIET: Duration = Duration::from_millis(400);
 
 /// The policy file for a writable `project` root with automatic consent and `extra` TOML.
@@ -185,6 +186,8 @@ fn recursive_watch_needing_more_kernel_watches_than_the_limit_is_quota_exceeded(
 /// the test stops receiving, the process's stdout pipe fills up.
 struct Paused {
     child: Child,
+    /// The read side of the process's stdout, to see how full the pipe is.
+    out: std::os::fd::OwnedFd,
     stdin: ChildStdin,
     lines: Receiver<Value>,
     next_id: i64,
@@ -200,6 +203,9 @@ impl Paused {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
+        let out = std::os::fd::AsFd::as_fd(&stdout)
+            .try_clone_to_owned()
+            .unwrap();
         let (tx, lines) = sync_channel(1);
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -220,6 +226,7 @@ impl Paused {
         let stdin = child.stdin.take().unwrap();
         Paused {
             child,
+            out,
             stdin,
             lines,
             next_id: 0,
@@ -270,13 +277,20 @@ impl Paused {
         f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
     }
 
-    /// Waits (at least `min`, at most `max`) until the process has used no CPU for 300 ms.
-    fn settle(&self, min: Duration, max: Duration) {
-        std::thread::sleep(min);
+    /// Waits (at most `max`) until the process is held up on its output, its stdout pipe
+    /// full, and has then used no CPU for a second: it has taken in every change and is
+    /// waiting for the host. A busy machine makes this take longer, not end early: a process
+    /// with work left is not kept off the CPU for a whole second.
+    fn settle(&self, max: Duration) {
         let deadline = Instant::now() + max;
+        while rustix::io::ioctl_fionread(&self.out).unwrap_or(0) < 48 << 10 {
+            assert!(Instant::now() < deadline, "the output pipe never filled");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let mut last = self.cpu_ticks();
         let mut still = 0;
-        while still < 3 && Instant::now() < deadline {
+        while still < 10 {
+            assert!(Instant::now() < deadline, "the process never settled");
             std::thread::sleep(Duration::from_millis(100));
             let now = self.cpu_ticks();
             still = if now == last { still + 1 } else { 0 };
@@ -326,10 +340,10 @@ fn host_that_stops_reading_stdout_is_owed_one_overflow_and_the_watch_goes_on() {
         }
         std::thread::sleep(Duration::from_millis(60));
     }
-    p.settle(Duration::from_millis(300), Duration::from_secs(8));
+    p.settle(Duration::from_secs(120));
 
     // Reading again: the backlog, then one overflow for the watched path.
-    let seen = p.until(Duration::from_secs(15), |v| event(v) == "overflow");
+    let seen = p.until(EXPECT, |v| event(v) == "overflow");
     let last = seen
         .last()
         .unwrap_or_else(|| panic!("nothing after the flood"));
@@ -362,7 +376,7 @@ fn host_that_stops_reading_stdout_is_owed_one_overflow_and_the_watch_goes_on() {
 
 // ---- through the library handle ----
 
-fn library(f: &Fixture, extra: &str) -> (Broker, OutboundReceiver) {
+fn library(f: &Fixture, extra: &str) -> (Broker, Notifications) {
     let text = f.policy_text("read", &format!("[consent]\nmode = \"auto\"\n\n{extra}"));
     Broker::builder(Policy::parse(&text, "test").unwrap())
         .build()
@@ -374,16 +388,16 @@ async fn watch(b: &Broker, server: &str, params: Value) -> String {
 }
 
 /// The next outbound message within `wait`.
-async fn next(rx: &mut OutboundReceiver, wait: Duration) -> Option<Outbound> {
+async fn next(rx: &mut Notifications, wait: Duration) -> Option<Notification> {
     tokio::time::timeout(wait, rx.recv()).await.ok().flatten()
 }
 
 /// Messages until one matches `want` (returned last) or `wait` passes.
 async fn until(
-    rx: &mut OutboundReceiver,
+    rx: &mut Notifications,
     wait: Duration,
-    want: impl Fn(&Outbound) -> bool,
-) -> Vec<Outbound> {
+    want: impl Fn(&Notification) -> bool,
+) -> Vec<Notification> {
     let deadline = tokio::time::Instant::now() + wait;
     let mut out = Vec::new();
     while let Ok(Some(m)) = tokio::time::timeout_at(deadline, rx.recv()).await {
@@ -396,7 +410,7 @@ async fn until(
     out
 }
 
-fn is(m: &Outbound, id: &str, path: &str, event: &str) -> bool {
+fn is(m: &Notification, id: &str, path: &str, event: &str) -> bool {
     let p = &m.message["params"];
     p["watchId"] == id && p["path"] == path && p["event"] == event
 }
@@ -411,13 +425,15 @@ async fn held_notifications_fill_watch_queue_and_the_watch_owes_one_overflow() {
     let ws = watch(&b, "s", json!({"path": "project"})).await;
     let wb = watch(&b, "other", json!({"path": "project/barrier.txt"})).await;
 
+    // Empty files: each is one kernel event (a creation), so no window can split one into a
+    // creation and a later modification on a slow machine.
     for i in 0..10 {
-        std::fs::write(f.root.join(format!("f{i}.txt")), "x").unwrap();
+        std::fs::File::create(f.root.join(format!("f{i}.txt"))).unwrap();
     }
     // A change after them, reported to another session: once it arrives, every change
     // before it has been offered to "s".
     std::fs::write(f.root.join("barrier.txt"), "1").unwrap();
-    let mut held: Vec<Outbound> = Vec::new();
+    let mut held: Vec<Notification> = Vec::new();
     let deadline = Instant::now() + EXPECT;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());

@@ -6,7 +6,8 @@ use mcp_fsbroker::cli::{Cli, Command, CommonArgs, ProxyArgs};
 use mcp_fsbroker::policy::ConsentMode;
 use mcp_fsbroker::proxy::Proxy;
 use mcp_fsbroker::proxy::remote::{self, RemoteConfig};
-use mcp_fsbroker::{Broker, BrokerBuilder, OutboundReceiver};
+use mcp_fsbroker::proxy::sandbox;
+use mcp_fsbroker::{Broker, BrokerBuilder, Notifications};
 use std::process::ExitCode;
 use std::time::Duration;
 use tracing_subscriber::EnvFilter;
@@ -22,7 +23,12 @@ fn main() -> ExitCode {
     match cli.command {
         Command::CheckPolicy { files } => check_policy(&files),
         Command::Serve(args) => run(|| serve(args)),
-        Command::Proxy(args) => run(|| proxy(args)),
+        Command::Proxy(args) => run(|| proxy(*args)),
+        // Before any runtime starts: Landlock restricts the calling thread, and the server
+        // that replaces this process must inherit the restriction whole.
+        Command::SandboxExec { command } => {
+            ExitCode::from(mcp_fsbroker::proxy::sandbox::exec_helper(&command))
+        }
     }
 }
 
@@ -91,15 +97,17 @@ where
 fn start_broker(
     args: &CommonArgs,
     configure: impl FnOnce(BrokerBuilder) -> BrokerBuilder,
-) -> Result<(Broker, OutboundReceiver), ExitCode> {
+) -> Result<(Broker, Notifications), ExitCode> {
     let policy = args.build_policy(true).map_err(|e| {
         eprintln!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
-    let (broker, outbound) = configure(Broker::builder(policy)).build().map_err(|e| {
-        eprintln!("fsbroker: {e}");
-        ExitCode::from(2)
-    })?;
+    let (broker, outbound) = configure(Broker::builder(policy).audit_to_stderr_when_unset())
+        .build()
+        .map_err(|e| {
+            eprintln!("fsbroker: {e}");
+            ExitCode::from(2)
+        })?;
     let reload_args = args.clone();
     tokio::spawn(mcp_fsbroker::watch_policy(
         broker.clone(),
@@ -163,6 +171,17 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
         eprintln!("fsbroker: --header, --header-env and --bearer-env need --url");
         return ExitCode::from(2);
     }
+    if args.sandbox_net != "any" && args.sandbox.is_none() {
+        eprintln!("fsbroker: --sandbox-net needs --sandbox");
+        return ExitCode::from(2);
+    }
+    let sandbox = match sandbox_options(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fsbroker: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if remote.is_none() && args.command.is_empty() {
         eprintln!(
             "fsbroker: proxy needs the server command (e.g. `fsbroker proxy --root DIR node server.js`) or --url URL"
@@ -200,15 +219,32 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
                 }
             }
         }
-        None => {
-            match mcp_fsbroker::proxy::spawn_child(&args.command, max_line, args.shutdown_grace) {
+        None => match &sandbox {
+            Some(options) => match sandbox::spawn_sandboxed(
+                &args.command,
+                options,
+                &broker,
+                args.common.server_id.as_deref(),
+                max_line,
+                args.shutdown_grace,
+            ) {
                 Ok(l) => (l, None),
                 Err(e) => {
                     eprintln!("fsbroker: {e}");
                     return ExitCode::from(e.exit_code());
                 }
+            },
+            None => {
+                match mcp_fsbroker::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
+                {
+                    Ok(l) => (l, None),
+                    Err(e) => {
+                        eprintln!("fsbroker: {e}");
+                        return ExitCode::from(e.exit_code());
+                    }
+                }
             }
-        }
+        },
     };
     let code = proxy
         .run(
@@ -224,6 +260,32 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
         eprintln!("fsbroker: {e}");
     }
     ExitCode::from(code)
+}
+
+/// The sandbox the proxy's flags ask for, if any.
+fn sandbox_options(args: &ProxyArgs) -> Result<Option<sandbox::SandboxOptions>, String> {
+    let Some(mode) = &args.sandbox else {
+        return Ok(None);
+    };
+    let allow = args
+        .sandbox_allow
+        .iter()
+        .map(|a| a.parse::<sandbox::SandboxAllow>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--sandbox-allow {e}"))?;
+    Ok(Some(sandbox::SandboxOptions {
+        mode: if mode == "best-effort" {
+            sandbox::SandboxMode::BestEffort
+        } else {
+            sandbox::SandboxMode::Strict
+        },
+        allow,
+        net: if args.sandbox_net == "none" {
+            sandbox::SandboxNet::None
+        } else {
+            sandbox::SandboxNet::Any
+        },
+    }))
 }
 
 /// The remote endpoint and its extra headers, with secrets read from the environment.

@@ -1,6 +1,6 @@
 //! [`BrokerBuilder`]: a policy, a consent source and an audit log become a [`Broker`].
 
-use super::{Broker, OutboundReceiver};
+use super::{Broker, Notifications};
 use crate::atomic::Sweeper;
 use crate::audit::AuditLog;
 use crate::config::Config;
@@ -18,6 +18,7 @@ pub struct BrokerBuilder {
     policy: Policy,
     consent: ConsentSource,
     audit: Option<AuditLog>,
+    audit_stderr: bool,
 }
 
 impl Broker {
@@ -27,6 +28,7 @@ impl Broker {
             policy,
             consent: ConsentSource::default(),
             audit: None,
+            audit_stderr: false,
         }
     }
 }
@@ -51,22 +53,35 @@ impl BrokerBuilder {
         self
     }
 
-    /// Uses `log` instead of the audit log the policy names.
+    /// Uses `log` instead of the audit log the policy names (by default, the policy's
+    /// `audit.file`, or `tracing` events when it names none: see [`AuditLog`]).
     pub fn audit_log(mut self, log: AuditLog) -> Self {
         self.audit = Some(log);
         self
     }
 
-    /// Opens the roots and builds the broker, with the stream of its outbound notifications.
-    pub fn build(self) -> std::result::Result<(Broker, OutboundReceiver), PolicyError> {
+    /// Writes the audit log to stderr when the policy names no file, as the `fsbroker`
+    /// binary does (a library host rarely wants this: its stderr is its own).
+    pub fn audit_to_stderr_when_unset(mut self) -> Self {
+        self.audit_stderr = true;
+        self
+    }
+
+    /// Validates the policy (with the checks and messages of [`Policy::load`]), opens the
+    /// roots and builds the broker, with the stream of its outbound notifications.
+    pub fn build(self) -> std::result::Result<(Broker, Notifications), PolicyError> {
         let err = |key: String, message: String| PolicyError {
             file: "<policy>".into(),
             line: None,
             key,
             message,
         };
+        // A policy built in code is checked as a loaded one was, with the same messages.
+        self.policy.validate("<policy>")?;
         let audit = match self.audit {
             Some(a) => a,
+            None if self.audit_stderr => AuditLog::open_or_stderr(&self.policy.audit)
+                .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
             None => AuditLog::open(&self.policy.audit)
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
         };
@@ -81,6 +96,7 @@ impl BrokerBuilder {
             sweeper: Sweeper::default(),
             hub: WatchHub::default(),
             outbound: tx,
+            changes: tokio::sync::watch::Sender::new(0),
         };
         Ok((
             Broker {

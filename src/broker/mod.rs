@@ -3,7 +3,7 @@
 mod batch;
 mod builder;
 
-pub use crate::state::{Outbound, OutboundReceiver};
+pub use crate::state::{Notification, Notifications};
 pub use crate::watch::CHANGED;
 pub use builder::BrokerBuilder;
 
@@ -13,12 +13,14 @@ use crate::consent::Grant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, Item, Message, Request, Response};
 use crate::locks::lock;
+use crate::method::Method;
 use crate::ops::{self, Ctx};
 use crate::path::{MountPath, RequestPath};
 use crate::policy::Policy;
 use crate::root::Roots;
 use crate::session::Session;
 use crate::state::Shared;
+use crate::turn::Turn;
 use crate::watch::Sink;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -81,6 +83,12 @@ impl Broker {
         self.inner.config().roots.clone()
     }
 
+    /// A receiver that sees a change each time a policy is put in force (a reload).
+    #[cfg_attr(not(feature = "proxy"), allow(dead_code))]
+    pub(crate) fn policy_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
     /// The policy in force.
     pub fn policy(&self) -> Policy {
         self.inner.config().policy.clone()
@@ -101,6 +109,10 @@ impl Broker {
         server_id: &str,
         decoded: Result<Message, Response>,
     ) -> Option<Vec<u8>> {
+        let _turn = match &decoded {
+            Ok(message) => self.take_turn(server_id, message).await,
+            Err(_) => None,
+        };
         let response = match decoded {
             // A batch's answer is built as a line, within the line limit.
             Ok(Message::Batch(items)) => return self.answer_batch(server_id, items).await,
@@ -121,6 +133,7 @@ impl Broker {
     }
 
     async fn handle_parsed(&self, server_id: &str, message: Message) -> Option<Value> {
+        let _turn = self.take_turn(server_id, &message).await;
         match message {
             Message::Single(item) => self.handle_item(server_id, item).await,
             // Items run one after another: a batch takes one session's turn, so it cannot
@@ -131,6 +144,52 @@ impl Broker {
                 serde_json::from_slice(&line).ok()
             }
         }
+    }
+
+    /// Takes `message`'s turn in its session's order and waits until it may run: a message
+    /// holding a change (a batch holding one is one change) after every request of the
+    /// session that came before it has been answered, anything else after every earlier
+    /// change. The turn is taken when the call is first polled, so a host that starts calls
+    /// concurrently gets them in the order it started them. `None` (no order to keep) when
+    /// the session cannot be had: the request then fails on its own.
+    async fn take_turn(&self, server_id: &str, message: &Message) -> Option<Turn> {
+        self.turn_for(server_id, message.methods().any(crate::method::is_ordered))
+            .await
+    }
+
+    /// Takes the next turn in `server_id`'s order, for a change when `ordered`, and waits
+    /// until it may run (see [`Broker::take_turn`]).
+    async fn turn_for(&self, server_id: &str, ordered: bool) -> Option<Turn> {
+        let session = self.session(server_id).ok()?;
+        let turn = session.order.enter(ordered);
+        turn.ready().await;
+        Some(turn)
+    }
+
+    /// Calls `method` with `params` (a JSON object, or `Null` for none) for `server_id` and
+    /// returns its result or its [`Error`]: the typed twin of [`Broker::handle_message`], in
+    /// the same order, under the same limits, audited alike.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use mcp_fsbroker::policy::{Policy, RootEntry};
+    /// use mcp_fsbroker::{Broker, ErrorKind, Method, Reason};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let policy = Policy::new().root(RootEntry::new("demo", dir.path()));
+    /// let (broker, _notifications) = Broker::builder(policy).build().unwrap();
+    /// let params = serde_json::json!({"path": "demo/hello.txt"});
+    /// let e = broker.call("my-server", Method::Read, params).await.unwrap_err();
+    /// assert_eq!((e.kind(), e.reason()), (ErrorKind::PermissionDenied, Some(Reason::NoConsent)));
+    /// # });
+    /// ```
+    pub async fn call(&self, server_id: &str, method: Method, params: Value) -> Result<Value> {
+        let _turn = self.turn_for(server_id, method.is_ordered()).await;
+        let request = Request {
+            id: jsonrpc::Id::number(0),
+            method: method.name().to_owned(),
+            params,
+        };
+        self.handle_request(server_id, request).await.outcome
     }
 
     async fn handle_item(&self, server_id: &str, item: Item) -> Option<Value> {
@@ -311,8 +370,7 @@ pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
         if !crate::access::matches_server(&g.servers, server_id) {
             continue;
         }
-        let located =
-            RequestPath::parse(g.path.get_ref()).and_then(|p| config.roots.locate(&p, server_id));
+        let located = RequestPath::parse(&g.path).and_then(|p| config.roots.locate(&p, server_id));
         if let Ok((root, path)) = located {
             out.push(Grant {
                 path,

@@ -239,7 +239,7 @@ async fn resolve(
 }
 
 /// Lets the policy's rules decide what they cover (see
-/// [`crate::policy::ConsentConfig::rule_on`]) and returns the paths left for the provider.
+/// [`crate::policy::ConsentPolicy::rule_on`]) and returns the paths left for the provider.
 fn apply_rules(
     ctx: &Ctx,
     server: &str,
@@ -331,6 +331,17 @@ async fn ask_provider(
             .map(|c| c.real.clone())
             .collect(),
         access,
+        host_paths: ask
+            .iter()
+            .map(|c| {
+                ctx.config
+                    .roots
+                    .iter()
+                    .find(|r| *r.mount() == c.real.mount)
+                    .map(|r| r.host_path_of(&c.real.rel))
+                    .unwrap_or_default()
+            })
+            .collect(),
     };
     let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
     let source = &ctx.inner.consent;

@@ -12,7 +12,7 @@ use toml::Spanned;
 /// The `[consent]` section.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ConsentConfig {
+pub struct ConsentPolicy {
     /// The provider for requests that no rule decides; unset means `tty` where a controlling
     /// terminal exists, else `deny` (in `fsbroker proxy`, `elicit`).
     pub mode: Option<ConsentMode>,
@@ -39,7 +39,7 @@ pub(crate) enum Ruling {
     Ask,
 }
 
-impl ConsentConfig {
+impl ConsentPolicy {
     /// The rules that apply to `server` and cover `path`, in order.
     fn covering<'a>(
         &'a self,
@@ -77,9 +77,9 @@ impl ConsentConfig {
     }
 }
 
-impl Default for ConsentConfig {
+impl Default for ConsentPolicy {
     fn default() -> Self {
-        ConsentConfig {
+        ConsentPolicy {
             mode: None,
             fallback: None,
             timeout_secs: default_consent_timeout(),
@@ -140,32 +140,95 @@ impl fmt::Display for ConsentMode {
     }
 }
 
-/// A `[[consent.rules]]` entry: decides consent for matching paths without asking.
+/// A `[[consent.rules]]` entry: decides consent for matching paths without asking. Build one
+/// with [`ConsentRule::allow`] or [`ConsentRule::deny`].
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawConsentRule")]
 pub struct ConsentRule {
     /// Server ids the rule applies to; `["*"]` (default) means every server.
-    #[serde(default = "all_servers")]
     pub servers: Vec<String>,
     /// Mount-form paths; the rule applies to these and everything beneath them.
-    pub paths: Vec<Spanned<String>>,
+    pub paths: Vec<String>,
     /// `allow` or `deny`.
     pub decision: Decision,
     /// For `allow`: the most the rule grants (default: what the root allows).
     pub access: Option<Access>,
+    /// Where each of `paths` stood in the file it was loaded from.
+    spans: Vec<std::ops::Range<usize>>,
+}
+
+/// A `[[consent.rules]]` entry as written, with the places of its paths.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConsentRule {
+    #[serde(default = "all_servers")]
+    servers: Vec<String>,
+    paths: Vec<Spanned<String>>,
+    decision: Decision,
+    access: Option<Access>,
+}
+
+impl From<RawConsentRule> for ConsentRule {
+    fn from(r: RawConsentRule) -> ConsentRule {
+        ConsentRule {
+            servers: r.servers,
+            spans: r.paths.iter().map(Spanned::span).collect(),
+            paths: r.paths.into_iter().map(Spanned::into_inner).collect(),
+            decision: r.decision,
+            access: r.access,
+        }
+    }
+}
+
+impl ConsentRule {
+    /// A rule that approves the mount-form `paths` (and everything beneath them) without
+    /// asking, for every server, at the access asked for within the root's.
+    pub fn allow<S: Into<String>>(paths: impl IntoIterator<Item = S>) -> ConsentRule {
+        ConsentRule {
+            servers: all_servers(),
+            paths: paths.into_iter().map(Into::into).collect(),
+            decision: Decision::Allow,
+            access: None,
+            spans: Vec::new(),
+        }
+    }
+
+    /// A rule that denies the mount-form `paths` (and everything beneath them) without
+    /// asking, for every server.
+    pub fn deny<S: Into<String>>(paths: impl IntoIterator<Item = S>) -> ConsentRule {
+        ConsentRule {
+            decision: Decision::Deny,
+            ..ConsentRule::allow(paths)
+        }
+    }
+
+    /// Grants at most `access` (for an allow rule).
+    pub fn at_most(mut self, access: Access) -> ConsentRule {
+        self.access = Some(access);
+        self
+    }
+
+    /// Only for the servers `ids`.
+    pub fn servers<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> ConsentRule {
+        self.servers = ids.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The span of path `i` in the file it was loaded from.
+    pub(crate) fn path_span(&self, i: usize) -> Option<std::ops::Range<usize>> {
+        self.spans.get(i).cloned()
+    }
 }
 
 impl ConsentRule {
     /// Whether one of the rule's paths is `path` or lies above it.
     pub(crate) fn covers(&self, path: &MountPath) -> bool {
-        self.paths
-            .iter()
-            .any(|p| match RequestPath::parse(p.get_ref()) {
-                Ok(RequestPath::Mount { mount, rel }) => {
-                    mount == path.mount.as_str() && path.rel.starts_with(&rel)
-                }
-                _ => false,
-            })
+        self.paths.iter().any(|p| match RequestPath::parse(p) {
+            Ok(RequestPath::Mount { mount, rel }) => {
+                mount == path.mount.as_str() && path.rel.starts_with(&rel)
+            }
+            _ => false,
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The effective configuration as text, for `fsbroker check-policy`.
 
-use super::{AuditConfig, Limits, Policy};
+use super::{AuditPolicy, Limits, Policy};
 use serde::Serialize;
 
 /// The effective configuration as TOML-like text, for `fsbroker check-policy`.
@@ -10,9 +10,9 @@ pub fn describe(policy: &Policy) -> String {
         let mount = Policy::mount_of(r)
             .map(|m| m.to_string())
             .unwrap_or_default();
-        let abs = std::fs::canonicalize(r.path.get_ref())
+        let abs = std::fs::canonicalize(&r.path)
             .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| r.path.get_ref().display().to_string());
+            .unwrap_or_else(|_| r.path.display().to_string());
         out.push_str(&format!(
             "[[roots]]\npath = {abs:?}\nmount = {mount:?}\nname = {:?}\naccess = {:?}\nservers = {:?}\n\n",
             r.name.clone().unwrap_or_else(|| mount.clone()),
@@ -43,7 +43,7 @@ pub fn describe(policy: &Policy) -> String {
         out.push_str(&format!(
             "[[grants]]\nservers = {:?}\npath = {:?}\naccess = {:?}\n\n",
             g.servers,
-            g.path.get_ref(),
+            &g.path,
             g.access.as_str()
         ));
     }
@@ -70,5 +70,5 @@ struct LimitsSection<'a> {
 
 #[derive(Serialize)]
 struct AuditSection<'a> {
-    audit: &'a AuditConfig,
+    audit: &'a AuditPolicy,
 }

@@ -11,7 +11,7 @@ use toml::Spanned;
 /// The final component of root entry `root`'s absolute, lexically cleaned path, as text
 /// (bytes that are not UTF-8 become U+FFFD, which the mount derivation replaces anyway).
 fn dir_name(root: &RootEntry) -> Result<String, String> {
-    let path = root.path.get_ref();
+    let path = &root.path;
     let abs = std::path::absolute(path)
         .map_err(|e| format!("cannot make the root path absolute: {e}"))?;
     let cleaned = path_clean::clean(&abs);
@@ -69,7 +69,7 @@ impl Policy {
     }
 
     /// The embedded default policy.
-    pub fn embedded_default() -> Result<Policy, PolicyError> {
+    pub fn from_default_file() -> Result<Policy, PolicyError> {
         Policy::parse(DEFAULT_POLICY, "<default>")
     }
 
@@ -93,7 +93,7 @@ impl Policy {
             }
         })?;
         policy
-            .validate()
+            .check()
             .map_err(|Invalid { key, span, message }| PolicyError {
                 file: file.to_owned(),
                 line: span
@@ -105,12 +105,13 @@ impl Policy {
         Ok(policy)
     }
 
-    /// Validates a policy changed in memory (such as by command-line flags); `file` names
-    /// its origin in errors.
-    pub fn revalidate(&self, file: &str) -> Result<(), PolicyError> {
-        self.validate()
+    /// Validates a policy built or changed in memory (in code, or by command-line flags) with
+    /// the checks and messages of loading a file; `origin` names it in errors (in place of a
+    /// file name). [`Broker::builder`](crate::Broker::builder)'s `build` calls it.
+    pub fn validate(&self, origin: &str) -> Result<(), PolicyError> {
+        self.check()
             .map_err(|Invalid { key, message, .. }| PolicyError {
-                file: file.to_owned(),
+                file: origin.to_owned(),
                 line: None,
                 key,
                 message,
@@ -123,7 +124,7 @@ impl Policy {
     /// component (`/`).
     pub fn mount_of(root: &RootEntry) -> Result<MountName, String> {
         match &root.mount {
-            Some(m) => MountName::new(m.get_ref()),
+            Some(m) => MountName::new(m),
             None => Ok(MountName::from_dir_name(&dir_name(root)?)),
         }
     }
@@ -140,7 +141,7 @@ impl Policy {
 
     /// Checks what types alone cannot: root directories exist, mounts are unique, rule and
     /// grant paths are mount-form paths of declared roots, limits are consistent.
-    fn validate(&self) -> Result<(), Invalid> {
+    fn check(&self) -> Result<(), Invalid> {
         let mounts = self.validate_roots()?;
         self.validate_paths(&mounts)?;
         self.limits.validate()?;
@@ -151,7 +152,6 @@ impl Policy {
     fn validate_roots(&self) -> Result<Vec<MountName>, Invalid> {
         let mut mounts: Vec<MountName> = Vec::new();
         for (i, r) in self.roots.iter().enumerate() {
-            let mount_span = || r.mount.as_ref().map_or(r.path.span(), |m| m.span());
             let mount = Policy::mount_of(r).map_err(|m| {
                 let hint = if r.mount.is_none() {
                     "; give it a mount name (`mount = \"NAME\"`)"
@@ -160,23 +160,23 @@ impl Policy {
                 };
                 Invalid::at(
                     format!("roots[{i}].mount"),
-                    mount_span(),
+                    r.mount_span(),
                     format!("{m}{hint}"),
                 )
             })?;
-            match std::fs::metadata(r.path.get_ref()) {
+            match std::fs::metadata(&r.path) {
                 Ok(m) if m.is_dir() => {}
                 Ok(_) => {
                     return Err(Invalid::at(
                         format!("roots[{i}].path"),
-                        r.path.span(),
+                        r.path_span(),
                         "not a directory".into(),
                     ));
                 }
                 Err(e) => {
                     return Err(Invalid::at(
                         format!("roots[{i}].path"),
-                        r.path.span(),
+                        r.path_span(),
                         format!("cannot open root directory: {e}"),
                     ));
                 }
@@ -185,13 +185,13 @@ impl Policy {
                 // Name both directories: with derived names, neither may read like the mount.
                 return Err(Invalid::at(
                     format!("roots[{i}].mount"),
-                    mount_span(),
+                    r.mount_span(),
                     format!(
                         "mount name {mount} is used by another root ({} and {}); give one of \
                          them its own mount name (`mount = \"NAME\"` in a policy, \
                          `--root NAME=PATH` on the command line)",
-                        self.roots[j].path.get_ref().display(),
-                        r.path.get_ref().display(),
+                        self.roots[j].path.display(),
+                        r.path.display(),
                     ),
                 ));
             }
@@ -202,24 +202,33 @@ impl Policy {
 
     /// Every consent rule path and grant path is a mount-form path of one of `mounts`.
     fn validate_paths(&self, mounts: &[MountName]) -> Result<(), Invalid> {
-        let check_path = |key: String, p: &Spanned<String>| match RequestPath::parse(p.get_ref()) {
-            Ok(RequestPath::Mount { mount, .. }) if mounts.iter().any(|m| m.as_str() == mount) => {
-                Ok(())
+        let check_path = |key: String, p: &str, span: Option<std::ops::Range<usize>>| {
+            match RequestPath::parse(p) {
+                Ok(RequestPath::Mount { mount, .. })
+                    if mounts.iter().any(|m| m.as_str() == mount) =>
+                {
+                    Ok(())
+                }
+                Ok(_) => Err(Invalid::at(
+                    key,
+                    span,
+                    "must be a mount-form path (MOUNT/REL) of a root declared in this policy"
+                        .into(),
+                )),
+                Err(e) => Err(Invalid::at(key, span, e.message().to_owned())),
             }
-            Ok(_) => Err(Invalid::at(
-                key,
-                p.span(),
-                "must be a mount-form path (MOUNT/REL) of a root declared in this policy".into(),
-            )),
-            Err(e) => Err(Invalid::at(key, p.span(), e.message().to_owned())),
         };
         for (i, rule) in self.consent.rules.iter().enumerate() {
             for (j, p) in rule.paths.iter().enumerate() {
-                check_path(format!("consent.rules[{i}].paths[{j}]"), p)?;
+                check_path(
+                    format!("consent.rules[{i}].paths[{j}]"),
+                    p,
+                    rule.path_span(j),
+                )?;
             }
         }
         for (i, g) in self.grants.iter().enumerate() {
-            check_path(format!("grants[{i}].path"), &g.path)?;
+            check_path(format!("grants[{i}].path"), &g.path, g.path_span())?;
         }
         Ok(())
     }
@@ -307,13 +316,10 @@ struct Invalid {
 }
 
 impl Invalid {
-    /// A fault in a value whose place in the text is known.
-    fn at(key: String, span: std::ops::Range<usize>, message: String) -> Invalid {
-        Invalid {
-            key,
-            span: Some(span),
-            message,
-        }
+    /// A fault in a value whose place in the text may be known (not in a policy built in
+    /// code).
+    fn at(key: String, span: Option<std::ops::Range<usize>>, message: String) -> Invalid {
+        Invalid { key, span, message }
     }
 
     /// A fault in a value whose type keeps no place (it is found from the key later).

@@ -9,7 +9,7 @@ mod describe;
 mod load;
 
 pub(crate) use consent::Ruling;
-pub use consent::{ConsentConfig, ConsentMode, ConsentRule, Decision};
+pub use consent::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
 pub use describe::describe;
 pub use load::PolicyError;
 
@@ -31,7 +31,7 @@ pub struct Policy {
     pub roots: Vec<RootEntry>,
     /// How consent is decided.
     #[serde(default)]
-    pub consent: ConsentConfig,
+    pub consent: ConsentPolicy,
     /// Grants that hold from the start of a session, without asking.
     #[serde(default)]
     pub grants: Vec<GrantEntry>,
@@ -40,40 +40,182 @@ pub struct Policy {
     pub limits: Limits,
     /// The audit log.
     #[serde(default)]
-    pub audit: AuditConfig,
+    pub audit: AuditPolicy,
 }
 
-/// One `[[roots]]` entry.
+/// Where a value stood in the policy text it was loaded from (byte ranges), for errors that
+/// name its line. A policy built in code has none: spans are a loading detail, kept beside
+/// the plain values an embedder builds.
+type Span = Option<std::ops::Range<usize>>;
+
+/// One `[[roots]]` entry: build one with [`RootEntry::new`] (or [`RootEntry::unnamed`]).
+///
+/// ```
+/// use mcp_fsbroker::policy::RootEntry;
+/// let root = RootEntry::new("proj", "/home/me/proj").writable();
+/// assert_eq!(root.mount.as_deref(), Some("proj"));
+/// ```
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawRootEntry")]
 pub struct RootEntry {
     /// The host directory (absolute, or relative to the working directory).
-    pub path: Spanned<PathBuf>,
+    pub path: PathBuf,
     /// The mount name; default: derived from the directory's final component.
-    pub mount: Option<Spanned<String>>,
+    pub mount: Option<String>,
     /// The display name in `roots/list`; default: the mount name.
     pub name: Option<String>,
     /// `read` (default) or `write`.
-    #[serde(default = "default_access")]
     pub access: Access,
     /// Server ids that see the root; `["*"]` (default) means every server.
-    #[serde(default = "all_servers")]
     pub servers: Vec<String>,
+    /// Where `path` and `mount` stood in the file.
+    spans: (Span, Span),
+}
+
+impl RootEntry {
+    /// The directory `path` under the mount name `mount`: read-only, seen by every server.
+    pub fn new(mount: impl Into<String>, path: impl Into<PathBuf>) -> RootEntry {
+        RootEntry {
+            mount: Some(mount.into()),
+            ..RootEntry::unnamed(path)
+        }
+    }
+
+    /// The directory `path`, its mount name derived from its final component (see
+    /// `policy/README.md`): read-only, seen by every server.
+    pub fn unnamed(path: impl Into<PathBuf>) -> RootEntry {
+        RootEntry {
+            path: path.into(),
+            mount: None,
+            name: None,
+            access: Access::Read,
+            servers: all_servers(),
+            spans: (None, None),
+        }
+    }
+
+    /// Read-only (the default).
+    pub fn read_only(mut self) -> RootEntry {
+        self.access = Access::Read;
+        self
+    }
+
+    /// Readable and writable (within what consent grants).
+    pub fn writable(mut self) -> RootEntry {
+        self.access = Access::Write;
+        self
+    }
+
+    /// Shows the root as `name` in `roots/list`.
+    pub fn display_name(mut self, name: impl Into<String>) -> RootEntry {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Only the servers `ids` see the root.
+    pub fn servers<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> RootEntry {
+        self.servers = ids.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The span of `path` in the file it was loaded from.
+    pub(crate) fn path_span(&self) -> Span {
+        self.spans.0.clone()
+    }
+
+    /// The span of `mount` (else of `path`) in the file it was loaded from.
+    pub(crate) fn mount_span(&self) -> Span {
+        self.spans.1.clone().or_else(|| self.spans.0.clone())
+    }
+}
+
+/// A `[[roots]]` entry as written, with the places of its values.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRootEntry {
+    path: Spanned<PathBuf>,
+    mount: Option<Spanned<String>>,
+    name: Option<String>,
+    #[serde(default = "default_access")]
+    access: Access,
+    #[serde(default = "all_servers")]
+    servers: Vec<String>,
+}
+
+impl From<RawRootEntry> for RootEntry {
+    fn from(r: RawRootEntry) -> RootEntry {
+        let path_span = Some(r.path.span());
+        let mount_span = r.mount.as_ref().map(Spanned::span);
+        RootEntry {
+            path: r.path.into_inner(),
+            mount: r.mount.map(Spanned::into_inner),
+            name: r.name,
+            access: r.access,
+            servers: r.servers,
+            spans: (path_span, mount_span),
+        }
+    }
 }
 
 /// A `[[grants]]` entry: a standing grant, in force from the start of every matching session
-/// and kept when the session ends.
+/// and kept when the session ends. Build one with [`GrantEntry::new`].
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawGrantEntry")]
 pub struct GrantEntry {
     /// Server ids the grant is for; `["*"]` (default) means every server.
-    #[serde(default = "all_servers")]
     pub servers: Vec<String>,
     /// The mount-form path granted, with everything beneath it.
-    pub path: Spanned<String>,
+    pub path: String,
     /// `read` (default) or `write`.
-    #[serde(default = "default_access")]
     pub access: Access,
+    /// Where `path` stood in the file.
+    span: Span,
+}
+
+impl GrantEntry {
+    /// A grant of `access` on the mount-form `path` (`MOUNT` or `MOUNT/REL`) and everything
+    /// beneath it, for every server.
+    pub fn new(path: impl Into<String>, access: Access) -> GrantEntry {
+        GrantEntry {
+            servers: all_servers(),
+            path: path.into(),
+            access,
+            span: None,
+        }
+    }
+
+    /// Only for the servers `ids`.
+    pub fn servers<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> GrantEntry {
+        self.servers = ids.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The span of `path` in the file it was loaded from.
+    pub(crate) fn path_span(&self) -> Span {
+        self.span.clone()
+    }
+}
+
+/// A `[[grants]]` entry as written, with the place of its path.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGrantEntry {
+    #[serde(default = "all_servers")]
+    servers: Vec<String>,
+    path: Spanned<String>,
+    #[serde(default = "default_access")]
+    access: Access,
+}
+
+impl From<RawGrantEntry> for GrantEntry {
+    fn from(g: RawGrantEntry) -> GrantEntry {
+        GrantEntry {
+            servers: g.servers,
+            span: Some(g.path.span()),
+            path: g.path.into_inner(),
+            access: g.access,
+        }
+    }
 }
 
 /// The `[limits]` section: every limit applies per server session.
@@ -149,7 +291,7 @@ impl Default for Limits {
 /// The `[audit]` section.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct AuditConfig {
+pub struct AuditPolicy {
     /// Whether operations are logged.
     pub enabled: bool,
     /// The file to append JSON lines to; unset means stderr.
@@ -160,9 +302,9 @@ pub struct AuditConfig {
     pub redact_key: Option<String>,
 }
 
-impl Default for AuditConfig {
+impl Default for AuditPolicy {
     fn default() -> Self {
-        AuditConfig {
+        AuditPolicy {
             enabled: true,
             file: None,
             redact_paths: false,
@@ -174,8 +316,63 @@ impl Default for AuditConfig {
 fn default_access() -> Access {
     Access::Read
 }
-fn all_servers() -> Vec<String> {
+pub(crate) fn all_servers() -> Vec<String> {
     vec!["*".to_owned()]
+}
+
+impl Policy {
+    /// An empty policy: no roots, no grants, the default limits, consent by the policy's
+    /// default mode, and the audit log on (where it goes: see [`AuditPolicy`]). Add to it
+    /// with the methods below; [`Broker::builder`](crate::Broker::builder) validates it, with
+    /// the messages loading a file gives.
+    ///
+    /// ```
+    /// use mcp_fsbroker::policy::{GrantEntry, Policy, RootEntry};
+    /// use mcp_fsbroker::Access;
+    /// let policy = Policy::new()
+    ///     .root(RootEntry::new("proj", "/home/me/proj"))
+    ///     .grant(GrantEntry::new("proj/docs", Access::Read));
+    /// assert_eq!(policy.roots.len(), 1);
+    /// ```
+    pub fn new() -> Policy {
+        Policy::default()
+    }
+
+    /// Adds a root.
+    pub fn root(mut self, root: RootEntry) -> Policy {
+        self.roots.push(root);
+        self
+    }
+
+    /// Adds a standing grant.
+    pub fn grant(mut self, grant: GrantEntry) -> Policy {
+        self.grants.push(grant);
+        self
+    }
+
+    /// Adds a consent rule, tried in order before the consent provider is asked.
+    pub fn consent_rule(mut self, rule: ConsentRule) -> Policy {
+        self.consent.rules.push(rule);
+        self
+    }
+
+    /// Sets the consent mode (used when the broker has no consent provider of its own).
+    pub fn consent_mode(mut self, mode: ConsentMode) -> Policy {
+        self.consent.mode = Some(mode);
+        self
+    }
+
+    /// Sets the limits.
+    pub fn limits(mut self, limits: Limits) -> Policy {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the `[audit]` section.
+    pub fn audit(mut self, audit: AuditPolicy) -> Policy {
+        self.audit = audit;
+        self
+    }
 }
 
 /// A policy file's identity and version (inode, size, modification time), to notice that it

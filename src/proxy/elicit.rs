@@ -251,6 +251,7 @@ mod tests {
             folders: Vec::new(),
             paths,
             access,
+            host_paths: Vec::new(),
         }
     }
 

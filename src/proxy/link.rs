@@ -40,6 +40,16 @@ pub struct SpawnError {
     pub source: std::io::Error,
 }
 
+impl Link {
+    /// This link with `f` run once the server has exited, on its exit code; what `f` returns
+    /// is the exit code reported.
+    pub(crate) fn after_exit(mut self, f: impl FnOnce(u8) -> u8 + Send + 'static) -> Link {
+        let exit = self.exit;
+        self.exit = Box::pin(async move { f(exit.await) });
+        self
+    }
+}
+
 impl SpawnError {
     /// The exit code a shell would give: 127 for a missing program, 126 for one that cannot
     /// be run, 1 otherwise.
@@ -62,17 +72,28 @@ pub fn spawn_child(
     max_line: usize,
     grace: Duration,
 ) -> Result<Link, SpawnError> {
-    let (program, args) = match command.split_first() {
-        Some(x) => x,
-        None => {
-            return Err(SpawnError {
-                program: String::new(),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"),
-            });
-        }
+    let Some((program, args)) = command.split_first() else {
+        return Err(SpawnError {
+            program: String::new(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"),
+        });
     };
-    let mut child = Command::new(program)
-        .args(args)
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    spawn_command(cmd, program.clone(), max_line, grace, None)
+}
+
+/// Starts `cmd` as [`spawn_child`] does (`program` names it in errors). When `stop` fires,
+/// the server is ended as if the proxy were ending: its input closed, then SIGTERM, then
+/// SIGKILL.
+pub(crate) fn spawn_command(
+    mut cmd: Command,
+    program: String,
+    max_line: usize,
+    grace: Duration,
+    stop: Option<oneshot::Receiver<()>>,
+) -> Result<Link, SpawnError> {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -124,7 +145,7 @@ pub fn spawn_child(
         }
     });
     let (end, end_rx) = oneshot::channel::<()>();
-    let exit = Box::pin(supervise(child, end_rx, close_tx, grace));
+    let exit = Box::pin(supervise(child, end_rx, stop, close_tx, grace));
     Ok(Link {
         to_server,
         from_server,
@@ -189,6 +210,7 @@ pub(crate) async fn write_queued<W: AsyncWrite + Unpin>(
 async fn supervise(
     mut child: Child,
     end: oneshot::Receiver<()>,
+    stop: Option<oneshot::Receiver<()>>,
     close: oneshot::Sender<()>,
     grace: Duration,
 ) -> u8 {
@@ -203,9 +225,19 @@ async fn supervise(
             let _ = rustix::process::kill_process_group(g, s);
         }
     };
+    // A stop that is dropped unfired asks nothing.
+    let stop = async move {
+        let fired = match stop {
+            Some(rx) => rx.await.is_ok(),
+            None => false,
+        };
+        if !fired {
+            std::future::pending::<()>().await;
+        }
+    };
     let status = tokio::select! {
         s = child.wait() => s,
-        _ = end => {
+        _ = async { tokio::select! { _ = end => {}, _ = stop => {} } } => {
             let _ = close.send(());
             match tokio::time::timeout(grace, child.wait()).await {
                 Ok(s) => s,

@@ -28,6 +28,7 @@ mod lane;
 mod link;
 mod peek;
 pub mod remote;
+pub mod sandbox;
 mod strict;
 
 // The binary's needs are public (`Proxy`, `spawn_child`, `remote`); the rest serves the
@@ -43,7 +44,7 @@ pub(crate) use from_server::host_part;
 #[cfg(feature = "fuzzing")]
 pub(crate) use peek::{Kind, peek};
 
-use crate::broker::{Broker, OutboundReceiver};
+use crate::broker::{Broker, Notifications};
 use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, LineSender, budget, line_channel};
 use crate::locks::lock;
@@ -102,7 +103,7 @@ impl Proxy {
     pub async fn run<R, W, S>(
         self,
         broker: Broker,
-        outbound: OutboundReceiver,
+        outbound: Notifications,
         host_in: R,
         host_out: W,
         link: Link,
@@ -276,7 +277,7 @@ impl Tasks {
 
 /// Relays the broker's notifications to the server. One broker per proxy serves one session,
 /// so every notification is for it.
-async fn notify_server(mut outbound: OutboundReceiver, to_server: LineSender) {
+async fn notify_server(mut outbound: Notifications, to_server: LineSender) {
     while let Some(n) = outbound.recv().await {
         let Ok(line) = serde_json::to_vec(&n.message) else {
             continue;

@@ -2,7 +2,7 @@
 //! holds which session name, and which connection each broker notification goes to.
 
 use crate::broker::CHANGED;
-use crate::{Broker, Outbound};
+use crate::{Broker, Notification};
 use rmcp::Peer;
 use rmcp::model::{ClientNotification, CustomNotification};
 use rmcp::service::RoleClient;
@@ -49,7 +49,7 @@ pub(super) struct Claim {
     pub(super) holders: Vec<u64>,
     /// Change notifications, with their arrival numbers, for watches no holder is known to
     /// own yet, kept while a `files/watch` that may have created them is in flight.
-    pending: Vec<(u64, Outbound)>,
+    pending: Vec<(u64, Notification)>,
 }
 
 pub(super) struct Connection {
@@ -164,7 +164,7 @@ impl Registry {
     }
 
     /// Hands one broker notification to the connection it belongs to, or drops it.
-    pub(super) fn route(&mut self, message: Outbound) {
+    pub(super) fn route(&mut self, message: Notification) {
         self.routed += 1;
         let arrival = self.routed;
         let Some(claim) = self.claims.get_mut(&message.server_id) else {
@@ -220,8 +220,8 @@ impl Registry {
 fn deliver_change(
     connections: &mut HashMap<u64, Connection>,
     holders: &[u64],
-    message: Outbound,
-) -> Result<(), Outbound> {
+    message: Notification,
+) -> Result<(), Notification> {
     let params = message.message.get("params");
     let watch_id = params
         .and_then(|p| p.get("watchId"))
@@ -272,7 +272,7 @@ fn free_name(base: &str, free: impl Fn(&str) -> bool) -> String {
 /// One notification on its way to a connection's server.
 enum Note {
     /// A change notification, holding its session's notification slot until sent.
-    Change(Outbound),
+    Change(Notification),
     /// The session's roots changed.
     RootsChanged,
     /// Another broker notification.

@@ -5,7 +5,7 @@ use super::registry::{Connection, Refusal, Registry, Wanted};
 use crate::locks::lock;
 use crate::method::Method;
 use crate::order::Orderer;
-use crate::{Broker, OutboundReceiver};
+use crate::{Broker, Notifications};
 use rmcp::Peer;
 use rmcp::service::RoleClient;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -83,7 +83,7 @@ impl NotificationRouter {
     /// Routes the broker's notifications until the broker and all its clones are dropped.
     /// Give it the outbound stream of the broker this router was built with, and spawn it on
     /// the runtime that runs the rmcp clients.
-    pub async fn run(self, mut outbound: OutboundReceiver) {
+    pub async fn run(self, mut outbound: Notifications) {
         while let Some(message) = outbound.recv().await {
             lock(&self.shared.registry).route(message);
         }

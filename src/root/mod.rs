@@ -132,6 +132,13 @@ impl Root {
         p
     }
 
+    /// The directory's device and inode, from its handle: what the proxy's sandbox pins a
+    /// root's path to, so that the kernel's rule names the directory the broker opened.
+    pub(crate) fn pin(&self) -> std::io::Result<(u64, u64)> {
+        use dirs::FileIdOf;
+        self.dir.file_id()
+    }
+
     /// The root as a `file://` URI, percent-encoded.
     pub fn uri(&self) -> String {
         let mut out = String::from("file://");

@@ -58,6 +58,31 @@ pub fn node_dir() -> &'static Path {
     })
 }
 
+/// The official filesystem server (`tests/interop/fs-server`, locked), installed like the
+/// SDK: the path of its entry script, run with `node`.
+pub fn fs_server() -> &'static Path {
+    static SCRIPT: OnceLock<PathBuf> = OnceLock::new();
+    SCRIPT.get_or_init(|| {
+        let dir = base().join("fs-server");
+        with_lock(|| {
+            let src = sources().join("fs-server");
+            let stamp = stamp(&[src.join("package.json"), src.join("package-lock.json")]);
+            if !fresh(&dir, &stamp) {
+                reset(&dir);
+                for f in ["package.json", "package-lock.json"] {
+                    std::fs::copy(src.join(f), dir.join(f)).unwrap();
+                }
+                let mut npm = Command::new("npm");
+                npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                    .current_dir(&dir);
+                install(npm, "npm ci (the official filesystem server)");
+                std::fs::write(dir.join(".stamp"), &stamp).unwrap();
+            }
+        });
+        dir.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+    })
+}
+
 /// The Python interpreter of a virtual environment holding the Python SDK (`mcp`).
 pub fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();

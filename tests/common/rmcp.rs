@@ -13,7 +13,7 @@
 
 use crate::common::Fixture;
 use mcp_fsbroker::rmcp_adapter::{BrokerClientHandler, NotificationRouter};
-use mcp_fsbroker::{Broker, OutboundReceiver, Policy};
+use mcp_fsbroker::{Broker, Notifications, Policy};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
@@ -64,7 +64,7 @@ pub fn server_exe() -> PathBuf {
 }
 
 /// A broker over the fixture's root (`project`) with consent `mode`, and `extra` policy TOML.
-pub fn broker_with(f: &Fixture, mode: &str, extra: &str) -> (Broker, OutboundReceiver) {
+pub fn broker_with(f: &Fixture, mode: &str, extra: &str) -> (Broker, Notifications) {
     let text = f.policy_text("read", &format!("[consent]\nmode = \"{mode}\"\n{extra}"));
     Broker::builder(Policy::parse(&text, "test").unwrap())
         .build()

@@ -189,7 +189,7 @@ fn cli_roots_take_mount_names_and_are_read_only_unless_writable() {
         (mount(&p, 0), mount(&p, 1)),
         ("docs".into(), "project2".into())
     );
-    assert_eq!(p.roots[0].path.get_ref(), &f.root);
+    assert_eq!(&p.roots[0].path, &f.root);
     assert!(p.roots.iter().all(|r| r.access == Access::Read));
     assert_eq!(p.consent.mode, Some(ConsentMode::Deny));
     let p = args(&roots, true, None).build_policy(true).expect("policy");
@@ -200,7 +200,7 @@ fn cli_roots_take_mount_names_and_are_read_only_unless_writable() {
 fn cli_without_roots_or_policy_offers_the_current_directory_read_only() {
     let p = args(&[], false, None).build_policy(true).expect("policy");
     assert_eq!(p.roots.len(), 1);
-    assert_eq!(p.roots[0].path.get_ref(), Path::new("."));
+    assert_eq!(&p.roots[0].path, Path::new("."));
     assert_eq!(p.roots[0].access, Access::Read);
     assert!(
         args(&[], false, None)

@@ -1,0 +1,359 @@
+//! `fsbroker proxy --sandbox`: a local server, and everything it starts, runs under a
+//! Landlock ruleset that lets it reach on disk only its roots, the system's runtime
+//! directories, its own installation, a private temporary directory and what the user added.
+//!
+//! Most servers open files themselves and treat roots as a hint; for them the broker's
+//! confinement is advisory. Landlock makes it the kernel's: a process restricts itself, and
+//! the restriction holds for it and its descendants, across `execve`, and cannot be lifted.
+//! The landlock crate forbids unsafe code, and a `pre_exec` hook would need it, so the
+//! restriction is applied by a small helper: the proxy starts its own binary as
+//! `fsbroker sandbox-exec`, which reads the profile from its environment, restricts itself,
+//! and replaces itself with the server ([`exec_helper`]).
+//!
+//! Split by concern: `profile` computes what the server may reach (from the roots, the
+//! options and the command), `launcher` finds a server's installation and the caches its
+//! launcher needs, and `enforce` turns a profile into Landlock rules and says what the kernel
+//! cannot enforce. This file starts the helper and ends the server when the roots it was
+//! started with are narrowed.
+
+mod enforce;
+mod launcher;
+mod profile;
+
+use crate::broker::Broker;
+use crate::path::RelPath;
+use crate::proxy::link::{Link, SpawnError, spawn_command};
+use profile::Profile;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// The environment variable that carries the profile from the proxy to the helper. The
+/// helper removes it before starting the server.
+const PROFILE_VAR: &str = "FSBROKER_SANDBOX_PROFILE";
+
+/// The environment variable that makes the sandbox act as if the kernel's Landlock ABI were
+/// at most this version: to rehearse `--sandbox`'s refusal and `--sandbox=best-effort`'s
+/// report on a newer kernel. It can only take protections away from what the kernel offers,
+/// and only for a process whose environment the user controls anyway.
+pub const ABI_CAP_VAR: &str = "FSBROKER_LANDLOCK_ABI";
+
+/// How strictly `--sandbox` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SandboxMode {
+    /// Every protection of the profile is enforced, or the server is not started.
+    Strict,
+    /// The server starts with what the kernel can enforce; the rest is logged at warn.
+    BestEffort,
+}
+
+/// Whether a sandboxed server may use the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SandboxNet {
+    /// The network is untouched (the default).
+    Any,
+    /// No TCP connections and no TCP binds (Landlock ABI 4 and later).
+    None,
+}
+
+/// A directory (or file) the user adds to the profile with `--sandbox-allow PATH[:rw]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxAllow {
+    /// The path.
+    pub path: PathBuf,
+    /// Read and write (`:rw`); otherwise read and execute.
+    pub write: bool,
+}
+
+impl std::str::FromStr for SandboxAllow {
+    type Err = String;
+
+    /// `PATH`, `PATH:ro` or `PATH:rw`; a path that itself ends in `:rw` is written `PATH:rw:ro`.
+    fn from_str(s: &str) -> Result<SandboxAllow, String> {
+        let (path, write) = match s.rsplit_once(':') {
+            Some((p, "rw")) => (p, true),
+            Some((p, "ro")) => (p, false),
+            _ => (s, false),
+        };
+        if path.is_empty() {
+            return Err(format!("{s:?}: no path (write PATH, PATH:ro or PATH:rw)"));
+        }
+        Ok(SandboxAllow {
+            path: PathBuf::from(path),
+            write,
+        })
+    }
+}
+
+/// The options of `--sandbox`.
+#[derive(Debug, Clone)]
+pub struct SandboxOptions {
+    /// Strict or best effort.
+    pub mode: SandboxMode,
+    /// What `--sandbox-allow` adds.
+    pub allow: Vec<SandboxAllow>,
+    /// `--sandbox-net`.
+    pub net: SandboxNet,
+}
+
+/// Why a sandboxed server was not started.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel cannot enforce what the profile needs (strict mode).
+    #[error("--sandbox cannot be enforced: {0}")]
+    Unsupported(String),
+    /// The profile could not be built or applied.
+    #[error("--sandbox: {0}")]
+    Profile(String),
+    /// The helper could not be started.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+}
+
+impl SandboxError {
+    /// The exit code for this error: the spawn error's own, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            SandboxError::Spawn(e) => e.exit_code(),
+            _ => 1,
+        }
+    }
+}
+
+/// Starts `command` as a sandboxed server of `broker`, whose session is `server_id` when it
+/// is configured. The roots it may reach are those the session sees; without a configured
+/// id, only roots offered to every server (`servers = ["*"]`), since the session's name is
+/// known only once the server has answered `initialize`. The server is ended (its input
+/// closed, then SIGTERM, then SIGKILL) when a reload removes or narrows one of those roots.
+pub fn spawn_sandboxed(
+    command: &[String],
+    options: &SandboxOptions,
+    broker: &Broker,
+    server_id: Option<&str>,
+    max_line: usize,
+    grace: Duration,
+) -> Result<Link, SandboxError> {
+    let roots = sandbox_roots(broker, server_id);
+    let tmp = private_tmp().map_err(|e| {
+        SandboxError::Profile(format!(
+            "cannot create the private temporary directory: {e}"
+        ))
+    })?;
+    let built = Profile::build(command, &roots, options, &tmp);
+    let profile = match built {
+        Ok(p) => p,
+        Err(e) => {
+            remove_tmp(&tmp);
+            return Err(e);
+        }
+    };
+    // The same rules the helper will apply, built here first: a kernel that cannot enforce
+    // them, or a root that is gone, stops the proxy before anything is started.
+    let missing = match enforce::check(&profile) {
+        Ok(m) => m,
+        Err(e) => {
+            remove_tmp(&tmp);
+            return Err(e);
+        }
+    };
+    for line in profile.describe() {
+        tracing::info!("sandbox: {line}");
+    }
+    if !missing.is_empty() {
+        tracing::warn!(
+            "sandbox: not enforced on this kernel: {}",
+            missing.join("; ")
+        );
+    }
+    let json = match serde_json::to_string(&profile) {
+        Ok(j) => j,
+        Err(e) => {
+            remove_tmp(&tmp);
+            return Err(SandboxError::Profile(e.to_string()));
+        }
+    };
+    let exe = std::env::current_exe().map_err(|e| {
+        SandboxError::Profile(format!("cannot find fsbroker's own executable: {e}"))
+    })?;
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.arg("sandbox-exec")
+        .arg("--")
+        .args(command)
+        .env(PROFILE_VAR, json);
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let program = command.first().cloned().unwrap_or_default();
+    let link = match spawn_command(cmd, program, max_line, grace, Some(stop_rx)) {
+        Ok(l) => l,
+        Err(e) => {
+            remove_tmp(&tmp);
+            return Err(e.into());
+        }
+    };
+    let ended = Arc::new(AtomicBool::new(false));
+    tokio::spawn(police(
+        broker.clone(),
+        server_id.map(str::to_owned),
+        roots,
+        stop_tx,
+        ended.clone(),
+    ));
+    Ok(link.after_exit(move |code| {
+        remove_tmp(&tmp);
+        // A server ended because its roots were taken away did not end well, whatever it
+        // said: the host should see a failure and may start it again.
+        if ended.load(Ordering::SeqCst) && code == 0 {
+            1
+        } else {
+            code
+        }
+    }))
+}
+
+/// One root the sandbox opens to the server: its real directory, pinned by device and inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SandboxRoot {
+    mount: String,
+    path: PathBuf,
+    pin: (u64, u64),
+    write: bool,
+}
+
+/// The roots the server may reach: see [`spawn_sandboxed`].
+fn sandbox_roots(broker: &Broker, server_id: Option<&str>) -> Vec<SandboxRoot> {
+    let mut out = Vec::new();
+    for r in broker.roots().iter() {
+        let seen = match server_id {
+            Some(id) => r.visible_to(id),
+            None => r.servers().iter().any(|s| s == "*"),
+        };
+        if !seen {
+            if server_id.is_none() {
+                tracing::info!(
+                    mount = %r.mount(),
+                    "sandbox: root offered to named servers only is left out; pass --server-id to include it"
+                );
+            }
+            continue;
+        }
+        match r.pin() {
+            Ok(pin) => out.push(SandboxRoot {
+                mount: r.mount().to_string(),
+                path: r.host_path_of(&RelPath::root()),
+                pin,
+                write: r.access() == crate::access::Access::Write,
+            }),
+            // A root whose handle cannot be asked what it is gives the server nothing.
+            Err(e) => tracing::warn!(mount = %r.mount(), error = %e, "sandbox: root left out"),
+        }
+    }
+    out
+}
+
+/// Waits for policy changes and ends the server when one of `started` is gone or narrowed:
+/// a Landlock domain can be neither widened nor narrowed from outside, so the kernel would
+/// go on allowing what the user took back. A root added is logged: the server sees it after
+/// a restart.
+async fn police(
+    broker: Broker,
+    server_id: Option<String>,
+    started: Vec<SandboxRoot>,
+    mut stop: oneshot::Sender<()>,
+    ended: Arc<AtomicBool>,
+) {
+    let mut changes = broker.policy_changes();
+    loop {
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            _ = stop.closed() => return,
+        }
+        // The same view as at the start: a root the session no longer sees is taken away.
+        let now = sandbox_roots(&broker, server_id.as_deref());
+        let taken: Vec<&SandboxRoot> = started
+            .iter()
+            .filter(|s| {
+                !now.iter()
+                    .any(|n| n.mount == s.mount && n.pin == s.pin && (n.write || !s.write))
+            })
+            .collect();
+        if !taken.is_empty() {
+            let names: Vec<&str> = taken.iter().map(|t| t.mount.as_str()).collect();
+            tracing::warn!(
+                roots = ?names,
+                "sandbox: a root the server was started with was removed or narrowed; ending the server (the kernel cannot take back what it allows a running process)"
+            );
+            ended.store(true, Ordering::SeqCst);
+            let _ = stop.send(());
+            return;
+        }
+        let added: Vec<&str> = now
+            .iter()
+            .filter(|n| !started.iter().any(|s| s.mount == n.mount))
+            .map(|n| n.mount.as_str())
+            .collect();
+        if !added.is_empty() {
+            tracing::info!(
+                roots = ?added,
+                "sandbox: roots added; the running server can reach them on disk only after a restart"
+            );
+        }
+    }
+}
+
+/// Creates the server's private temporary directory beneath the system's, readable only by
+/// the user.
+fn private_tmp() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::temp_dir().join(format!("fsbroker-sandbox-{name}"));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    std::fs::canonicalize(&dir)
+}
+
+fn remove_tmp(tmp: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(tmp) {
+        tracing::warn!(dir = %tmp.display(), error = %e, "sandbox: cannot remove the private temporary directory");
+    }
+}
+
+/// `fsbroker sandbox-exec -- SERVER...`: restricts this process with the profile in its
+/// environment, then replaces it with the server. Returns only on failure, with the exit
+/// code to use (the server never started).
+pub fn exec_helper(command: &[String]) -> u8 {
+    use std::os::unix::process::CommandExt;
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("fsbroker sandbox-exec: no server command");
+        return 2;
+    };
+    let profile: Profile = match std::env::var(PROFILE_VAR)
+        .map_err(|e| e.to_string())
+        .and_then(|j| serde_json::from_str(&j).map_err(|e| e.to_string()))
+    {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("fsbroker sandbox-exec: no usable profile in {PROFILE_VAR}: {e}");
+            return 2;
+        }
+    };
+    if let Err(e) = enforce::restrict(&profile) {
+        eprintln!("fsbroker: {e}");
+        return 1;
+    }
+    let tmp = profile.tmp();
+    let err = std::process::Command::new(program)
+        .args(args)
+        .env_remove(PROFILE_VAR)
+        .env("TMPDIR", tmp)
+        .env("TMP", tmp)
+        .env("TEMP", tmp)
+        .exec();
+    eprintln!("fsbroker: cannot start {program} in the sandbox: {err}");
+    match err.kind() {
+        std::io::ErrorKind::NotFound => 127,
+        std::io::ErrorKind::PermissionDenied => 126,
+        _ => 1,
+    }
+}
