@@ -2,6 +2,7 @@
 //! its own requests, drops the host's roots notifications, and relays the rest to the server.
 //! Batches are looked into, so an answer meant for the proxy never reaches the server.
 
+use super::era::HostAction;
 use super::host::{HostChannel, add_capabilities};
 use super::peek::{self, Kind};
 use super::strict::{self, BatchItems};
@@ -50,15 +51,27 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
             }
         };
         let line = match peek::peek(&line) {
-            Kind::Request { method, id } if method == "initialize" => {
-                match serde_json::from_slice::<Value>(&line) {
-                    Ok(message) => {
-                        host.note_capabilities(message.pointer("/params/capabilities"));
-                        *lock(&state.init_id) = Some(id);
-                        let extended = add_capabilities(message, &capabilities);
-                        serde_json::to_vec(&extended).unwrap_or(line)
+            Kind::Request { method, id } => {
+                match state.era.judge_request(&method, &id, line, &capabilities) {
+                    HostAction::Answer(answer) => {
+                        if let (Ok(v), Some(to_host)) = (serde_json::to_vec(&answer), host.sender())
+                        {
+                            let _ = to_host.send(v).await;
+                        }
+                        continue;
                     }
-                    Err(_) => line,
+                    HostAction::Relay(line) if method == "initialize" => {
+                        match serde_json::from_slice::<Value>(&line) {
+                            Ok(message) => {
+                                host.note_capabilities(message.pointer("/params/capabilities"));
+                                *lock(&state.init_id) = Some(id);
+                                let extended = add_capabilities(message, &capabilities);
+                                serde_json::to_vec(&extended).unwrap_or(line)
+                            }
+                            Err(_) => line,
+                        }
+                    }
+                    HostAction::Relay(line) => line,
                 }
             }
             Kind::Response { id } if host.is_reserved(&id) => {

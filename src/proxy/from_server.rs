@@ -8,6 +8,7 @@
 //! come. Refusals wait for room in the queue towards the server: whatever drains it (a
 //! child's stdin writer, the remote transport's driver) never waits for this reader.
 
+use super::era;
 use super::host::HostChannel;
 use super::peek::{self, Kind};
 use super::strict::{self, BatchItems};
@@ -42,7 +43,11 @@ pub(super) async fn read_server(
             lane: for_lane,
             host: for_host,
             mut refusals,
+            input,
         } = route(line, &host, &state);
+        for response in input {
+            era::intercept(&state, response, to_host.clone(), to_server.clone());
+        }
         if let Some(ForLane { line, ids, batch }) = for_lane {
             match lane.try_send(line) {
                 Ok(()) => {}
@@ -131,6 +136,8 @@ struct Routed {
     lane: Option<ForLane>,
     host: Option<Vec<u8>>,
     refusals: Refusals,
+    /// Answers to the host that ask for input: the proxy looks into them first.
+    input: Vec<Value>,
 }
 
 impl Routed {
@@ -163,20 +170,31 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
             tracing::debug!(%method, "dropped a brokered method sent as a notification");
             Routed::default()
         }
+        Kind::Response { id } if state.era.take_upstream_answer(&id, &line) => Routed::default(),
         Kind::Response { id } => {
             if lock(&state.init_id).as_ref() == Some(&id) {
                 state.note_server_name(&line);
+                state.era.note_init_answer(&line);
             }
-            Routed {
-                host: Some(line),
-                ..Routed::default()
+            match era::input_required(&line) {
+                Some(response) => Routed {
+                    input: vec![response],
+                    ..Routed::default()
+                },
+                None => {
+                    state.era.forget(&id);
+                    Routed {
+                        host: Some(line),
+                        ..Routed::default()
+                    }
+                }
             }
         }
         Kind::Request { .. } | Kind::Notification { .. } => Routed {
             host: Some(line),
             ..Routed::default()
         },
-        Kind::Batch => split_batch(line, host),
+        Kind::Batch => split_batch(line, host, state),
         Kind::Other => {
             let id = peek::refusal_id(&line);
             Routed::refused(refusal(id.as_ref(), unreadable(&line)))
@@ -190,7 +208,7 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
 /// as a batch of their own. A batch with nothing to take out is relayed as the server wrote
 /// it, byte for byte. A batch of more than [`MAX_BATCH`] items is refused whole, as the broker
 /// refuses one, so the proxy's own answers to a batch are bounded too.
-fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
+fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
     let mut theirs = Vec::new();
     let mut ours = Vec::new();
     let mut ids = Vec::new();
@@ -199,6 +217,7 @@ fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
         batch: true,
     };
     let mut changed = false;
+    let mut input = Vec::new();
     let mut count = 0;
     for item in BatchItems::new(&line) {
         let Ok(item) = item else {
@@ -228,6 +247,13 @@ fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
                 refusals.items.push(refusal(id.as_ref(), unreadable(item)));
                 changed = true;
             }
+            Kind::Response { id } if state.era.take_upstream_answer(&id, item) => changed = true,
+            Kind::Response { .. } if era::input_required(item).is_some() => {
+                if let Some(response) = era::input_required(item) {
+                    input.push(response);
+                }
+                changed = true;
+            }
             Kind::Request { .. } | Kind::Notification { .. } | Kind::Response { .. } => {
                 append(&mut theirs, item)
             }
@@ -247,6 +273,7 @@ fn split_batch(line: Vec<u8>, host: &HostChannel) -> Routed {
         lane,
         host: host_line,
         refusals,
+        input,
     }
 }
 
