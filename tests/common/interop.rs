@@ -171,3 +171,17 @@ pub fn py_host(tool: &str, command: &[std::ffi::OsString]) -> serde_json::Value 
 pub fn py_server() -> Vec<std::ffi::OsString> {
     vec![python().into(), sources().join("py_server.py").into()]
 }
+
+/// `python py_era_host.py MODE TOOL COMMAND...` with the Python SDK's `mcp.Client` in `mode`
+/// (`auto` probes `server/discover` first): calls the tool once and returns the host's JSON
+/// line (`protocolVersion`, `result` or `error`, `hostRootsCalls`).
+pub fn py_era_host(mode: &str, tool: &str, command: &[std::ffi::OsString]) -> serde_json::Value {
+    let mut cmd = Command::new(python());
+    cmd.arg(sources().join("py_era_host.py"))
+        .arg(mode)
+        .arg(tool)
+        .args(command);
+    let out = run(cmd, Duration::from_secs(60), "the Python SDK era host");
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("the Python SDK era host printed no JSON ({e}): {out}"))
+}
