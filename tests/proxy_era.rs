@@ -148,18 +148,47 @@ fn modern_roots_input_requests_are_answered_by_the_broker_over_rounds() {
 }
 
 #[test]
-fn roots_mixed_with_elicitation_and_files_input_requests_are_refused() {
+fn files_input_requests_are_refused() {
     let f = Fixture::new();
     let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
     discover(&mut p, "probe");
-    for (id, tool) in [(1, "mixed"), (2, "files")] {
-        let r = call(&mut p, id, tool, json!({}));
-        assert!(r.get("error").is_some(), "{tool}: {r}");
-        assert!(!r.to_string().contains("roots/list"), "{r}");
-        assert!(!r.to_string().contains("files/read\""), "{r}");
-    }
+    let r = call(&mut p, 2, "files", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    assert!(!r.to_string().contains("files/read\""), "{r}");
     let rest = rest(&mut p);
     assert!(rest.iter().all(|l| !l.contains("roots/list")), "{rest:?}");
+}
+
+#[test]
+fn roots_mixed_with_elicitation_round_trip_and_the_handle_is_single_use() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 1, "mixed", json!({}));
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "input_required", "{r}");
+    let requests = result["inputRequests"].as_object().unwrap();
+    // The host sees the elicitation only, and a state of the proxy's, not the server's.
+    assert_eq!(requests.keys().collect::<Vec<_>>(), ["e"], "{r}");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(state, "mixed-state");
+    let retry = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{
+        "name":"mixed","arguments":{},"_meta": modern_meta(),
+        "inputResponses":{"e":{"action":"accept","content":{}}},"requestState": state}});
+    p.send(&retry);
+    let done = p.wait_id(&json!(2));
+    let responses = &done["result"]["structuredContent"]["responses"];
+    assert_eq!(responses["e"]["action"], "accept", "{done}");
+    assert_eq!(responses["r"]["roots"][0]["name"], "project", "{done}");
+    // The same handle again is refused, and never reaches the server.
+    let mut again = retry.clone();
+    again["id"] = json!(3);
+    p.send(&again);
+    let refused = p.wait_id(&json!(3));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.contains("roots/list")), "{rest:?}");
+    assert_eq!(received(&log).matches("\"mixed-state\"").count(), 1);
 }
 
 #[test]

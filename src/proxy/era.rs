@@ -20,8 +20,10 @@
 //! - under `--era modern`, the host's `initialize` is refused (the proxy never downgrades);
 //! - in any session, an `input_required` result whose `inputRequests` hold `roots/list` is
 //!   answered by the broker: the proxy retries upstream itself, at most [`MAX_ROUNDS`] times,
-//!   and the host sees only the final result. Roots mixed with other input requests, and
-//!   `files/*` input requests (not allowed in that revision), are refused: never forwarded.
+//!   and the host sees only the final result. Roots mixed with sampling or elicitation are
+//!   answered by the broker too, and the rest goes to the host with a `requestState` that is
+//!   a single-use handle to those answers and the server's own state; the host's retry gets
+//!   them back. `files/*` input requests (not allowed in that revision) are refused.
 
 use super::State;
 use crate::broker::Broker;
@@ -83,6 +85,8 @@ pub(crate) struct EraState {
     originals: Mutex<HashMap<String, (String, Value)>>,
     upstream: Upstream,
     resolver: OnceLock<Resolver>,
+    /// Mixed results waiting for the host's retry, by handle.
+    parked: Mutex<HashMap<String, Parked>>,
 }
 
 /// What the host's request becomes.
@@ -104,6 +108,7 @@ impl EraState {
             originals: Mutex::new(HashMap::new()),
             upstream: Upstream::new(),
             resolver: OnceLock::new(),
+            parked: Mutex::new(HashMap::new()),
         }
     }
 
@@ -214,6 +219,10 @@ impl EraState {
         }
         self.settle(Era::Modern);
         declare(&mut message, capabilities);
+        if let Err(why) = self.redeem(&mut message) {
+            return HostAction::Answer(json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32602, "message": why}}));
+        }
         if INTERACTIVE.contains(&method) {
             self.remember(id, method, &message);
         }
@@ -467,6 +476,8 @@ pub(crate) fn intercept(
 enum Asked {
     /// Only roots: the proxy answers and retries.
     Roots(Vec<(String, Value)>),
+    /// Roots and sampling or elicitation: the proxy answers the roots, the host the rest.
+    Mixed(Vec<(String, Value)>),
     /// Nothing the proxy answers (sampling, elicitation, or only `requestState`): for the
     /// host.
     Host,
@@ -505,9 +516,7 @@ fn judge(result: &Value) -> Asked {
     match (roots.is_empty(), other) {
         (true, _) => Asked::Host,
         (false, 0) => Asked::Roots(roots),
-        (false, _) => Asked::Refused(
-            "the server asked for roots together with sampling or elicitation in one input_required result; fsbroker answers roots itself and does not yet split such a result, so it is refused rather than let the host answer roots".into(),
-        ),
+        (false, _) => Asked::Mixed(roots),
     }
 }
 
@@ -533,7 +542,7 @@ async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineS
             return current;
         }
         let result = current.get("result").cloned().unwrap_or(Value::Null);
-        let roots = match judge(&result) {
+        let (roots, mixed) = match judge(&result) {
             Asked::Host => {
                 if let Some(obj) = current.as_object_mut() {
                     obj.insert("id".into(), host_id.clone());
@@ -541,7 +550,8 @@ async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineS
                 return current;
             }
             Asked::Refused(why) => return error_for(host_id, why),
-            Asked::Roots(r) => r,
+            Asked::Roots(r) => (r, false),
+            Asked::Mixed(r) => (r, true),
         };
         let Some((method, params)) = original.clone() else {
             return error_for(
@@ -550,30 +560,12 @@ async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineS
             );
         };
         let session = state.session_id(resolver.configured.as_deref());
-        let mut responses = Map::new();
-        for (k, p) in roots {
-            let mut request = json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"});
-            if !p.is_null() {
-                request["params"] = p;
-            }
-            let answer = resolver.broker.handle_message(&session, request).await;
-            match answer.as_ref().and_then(|a| a.get("result")) {
-                Some(r) => {
-                    responses.insert(k, r.clone());
-                }
-                None => {
-                    let why = answer
-                        .as_ref()
-                        .and_then(|a| a.pointer("/error/message"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("no answer")
-                        .to_owned();
-                    return error_for(
-                        host_id,
-                        format!("the broker refused the server's roots/list: {why}"),
-                    );
-                }
-            }
+        let responses = match broker_roots(resolver, &session, roots.clone()).await {
+            Ok(r) => r,
+            Err(why) => return error_for(host_id, why),
+        };
+        if mixed {
+            return split(&state.era, host_id, current, &roots, responses);
         }
         tracing::info!(
             keys = responses.len(),
@@ -585,13 +577,9 @@ async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineS
             json!({})
         };
         if let Some(obj) = retry.as_object_mut() {
-            let slot = obj.entry("inputResponses").or_insert_with(|| json!({}));
-            if !slot.is_object() {
-                *slot = json!({});
-            }
-            if let Some(slot) = slot.as_object_mut() {
-                slot.extend(responses);
-            }
+            // The retry answers this round: what the host sent in an earlier one is not
+            // carried on.
+            obj.insert("inputResponses".into(), Value::Object(responses));
             match result.get("requestState") {
                 Some(s) => {
                     obj.insert("requestState".into(), s.clone());
@@ -615,6 +603,143 @@ async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineS
         host_id,
         format!("the server asked for input more than {MAX_ROUNDS} times"),
     )
+}
+
+/// The broker's answers to the server's `roots/list` input requests, by key.
+async fn broker_roots(
+    resolver: &Resolver,
+    session: &str,
+    roots: Vec<(String, Value)>,
+) -> Result<Map<String, Value>, String> {
+    let mut responses = Map::new();
+    for (k, p) in roots {
+        let mut request = json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"});
+        if !p.is_null() {
+            request["params"] = p;
+        }
+        let answer = resolver.broker.handle_message(session, request).await;
+        match answer.as_ref().and_then(|a| a.get("result")) {
+            Some(r) => {
+                responses.insert(k, r.clone());
+            }
+            None => {
+                let why = answer
+                    .as_ref()
+                    .and_then(|a| a.pointer("/error/message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("no answer")
+                    .to_owned();
+                return Err(format!("the broker refused the server's roots/list: {why}"));
+            }
+        }
+    }
+    Ok(responses)
+}
+
+/// Roots mixed with sampling or elicitation: the host gets the result without the roots
+/// entries, and a `requestState` that is a single-use handle to the broker's answers and
+/// the server's own state; its retry gets them back (see [`EraState::redeem`]).
+fn split(
+    era: &EraState,
+    host_id: &Value,
+    mut response: Value,
+    roots: &[(String, Value)],
+    answers: Map<String, Value>,
+) -> Value {
+    let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) else {
+        return error_for(host_id, "an input_required answer without a result".into());
+    };
+    if let Some(requests) = result
+        .get_mut("inputRequests")
+        .and_then(Value::as_object_mut)
+    {
+        for (k, _) in roots {
+            requests.remove(k);
+        }
+    }
+    let server_state = result.remove("requestState");
+    let handle = match era.park(Parked {
+        answers,
+        server_state,
+    }) {
+        Some(h) => h,
+        None => {
+            return error_for(
+                host_id,
+                "too many input requests wait for the host; refused rather than let the host answer roots".into(),
+            );
+        }
+    };
+    result.insert("requestState".into(), Value::String(handle));
+    if let Some(obj) = response.as_object_mut() {
+        obj.insert("id".into(), host_id.clone());
+    }
+    tracing::info!(
+        "answered the server's roots from the broker; the rest of its input requests go to the host"
+    );
+    response
+}
+
+/// What the proxy keeps while the host answers the rest of a mixed `input_required`.
+#[derive(Debug)]
+struct Parked {
+    answers: Map<String, Value>,
+    server_state: Option<Value>,
+}
+
+/// The prefix of the proxy's `requestState` handles.
+const HANDLE_PREFIX: &str = "fsbroker-state-";
+/// Mixed results waiting for the host's retry at once.
+const MAX_PARKED: usize = 256;
+
+impl EraState {
+    fn park(&self, parked: Parked) -> Option<String> {
+        let mut random = [0u8; 16];
+        getrandom::fill(&mut random).ok()?;
+        let handle = format!("{HANDLE_PREFIX}{:032x}", u128::from_le_bytes(random));
+        let mut all = lock(&self.parked);
+        if all.len() >= MAX_PARKED {
+            return None;
+        }
+        all.insert(handle.clone(), parked);
+        Some(handle)
+    }
+
+    /// Puts back, in the host's retry (`message`), what a handle of ours stands for: the
+    /// broker's roots answers beside the host's, and the server's `requestState`. A handle
+    /// is taken once; an unknown or used one is an error (returned as the message to give).
+    fn redeem(&self, message: &mut Value) -> Result<(), String> {
+        let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else {
+            return Ok(());
+        };
+        let Some(handle) = params
+            .get("requestState")
+            .and_then(Value::as_str)
+            .filter(|s| s.starts_with(HANDLE_PREFIX))
+            .map(str::to_owned)
+        else {
+            return Ok(());
+        };
+        let Some(parked) = lock(&self.parked).remove(&handle) else {
+            return Err("requestState is unknown or was already used".into());
+        };
+        let slot = params.entry("inputResponses").or_insert_with(|| json!({}));
+        if !slot.is_object() {
+            *slot = json!({});
+        }
+        if let Some(slot) = slot.as_object_mut() {
+            slot.extend(parked.answers);
+        }
+        match parked.server_state {
+            Some(s) => {
+                params.insert("requestState".into(), s);
+            }
+            None => {
+                params.remove("requestState");
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -645,7 +770,7 @@ mod tests {
         ));
         assert!(matches!(
             judge(&json!({"inputRequests": {"r": roots, "s": sample}})),
-            Asked::Refused(_)
+            Asked::Mixed(_)
         ));
         assert!(matches!(
             judge(&json!({"inputRequests": {"f": {"method": "files/read"}}})),

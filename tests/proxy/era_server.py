@@ -10,7 +10,9 @@ Tools (`tools/call`), answered in either era:
   `requestState` "round-<N>") `rounds` times (default 1), then returns
   `structuredContent: {"roots": <the last inputResponses' roots>, "rounds": N,
   "states": [the requestState of every retry], "meta": <the _meta of the last retry>}`;
-- `mixed`: asks for roots and an elicitation at once;
+- `mixed`: asks for roots (key "r") and an elicitation (key "e") at once, with
+  `requestState` "mixed-state"; a retry echoing it gets `structuredContent: {"responses":
+  <its inputResponses>}`;
 - `files`: asks for `files/read` as an input request;
 - `meta`: returns the `_meta` it got.
 
@@ -55,8 +57,13 @@ def call(mid, params):
         return result(mid, {"resultType": "input_required",
                             "inputRequests": {"f": {"method": "files/read",
                                                     "params": {"path": "project/a.txt"}}}})
+    if name == "mixed" and state is not None:
+        if state != "mixed-state":
+            return error(mid, -32602, f"requestState not echoed: {state!r}")
+        return result(mid, {"resultType": "complete", "content": [],
+                            "structuredContent": {"responses": responses}})
     if name == "mixed":
-        return result(mid, {"resultType": "input_required", "requestState": "mixed",
+        return result(mid, {"resultType": "input_required", "requestState": "mixed-state",
                             "inputRequests": {
                                 "r": {"method": "roots/list", "params": {}},
                                 "e": {"method": "elicitation/create",
