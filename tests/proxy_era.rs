@@ -262,3 +262,40 @@ fn the_era_policy_key_is_honoured_and_the_flag_overrides_it() {
     assert_eq!(discover(&mut p, "probe")["error"]["code"], -32601);
     p.finish();
 }
+
+#[test]
+fn cancelling_a_request_cancels_the_proxys_retry_and_gets_no_answer() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    p.send(&json!({"jsonrpc":"2.0","id":5,"method":"tools/call",
+        "params":{"name":"roots","arguments":{"hang":true},"_meta": modern_meta()}}));
+    // Wait (boundedly) for the proxy's retry to reach the server.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !received(&log).contains("inputResponses") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no retry: {}",
+            received(&log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":5,"reason":"user"}}));
+    // A later request is answered; the cancelled one never is.
+    let m = call(&mut p, 6, "meta", json!({}));
+    assert!(m.get("result").is_some(), "{m}");
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.contains("\"id\":5")), "{rest:?}");
+    let got = received(&log);
+    let cancel = got
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| {
+            m["method"] == "notifications/cancelled"
+                && m["params"]["requestId"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("fsbroker-retry-"))
+        });
+    assert!(cancel.is_some(), "the retry was not cancelled: {got}");
+}

@@ -87,6 +87,10 @@ pub(crate) struct EraState {
     resolver: OnceLock<Resolver>,
     /// Mixed results waiting for the host's retry, by handle.
     parked: Mutex<HashMap<String, Parked>>,
+    /// The proxy's retry under way for a host request, by the host's id.
+    retrying: Mutex<HashMap<String, String>>,
+    /// Host requests cancelled while the proxy retried them.
+    cancelled: Mutex<std::collections::HashSet<String>>,
 }
 
 /// What the host's request becomes.
@@ -109,6 +113,8 @@ impl EraState {
             upstream: Upstream::new(),
             resolver: OnceLock::new(),
             parked: Mutex::new(HashMap::new()),
+            retrying: Mutex::new(HashMap::new()),
+            cancelled: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -289,6 +295,28 @@ impl EraState {
         self.upstream.complete(id, line)
     }
 
+    /// The host's `notifications/cancelled` (`line`) for a request the proxy is retrying:
+    /// the same cancellation for the proxy's retry, to send to the server as well. The
+    /// retry's waiter is let go, and the host gets no answer.
+    pub(crate) fn cancel(&self, line: &[u8]) -> Option<Vec<u8>> {
+        if lock(&self.retrying).is_empty() {
+            return None;
+        }
+        let v = serde_json::from_slice::<Value>(line).ok()?;
+        let host_key = key(v.pointer("/params/requestId")?);
+        let upstream = lock(&self.retrying).remove(&host_key)?;
+        lock(&self.cancelled).insert(host_key);
+        lock(&self.upstream.pending).remove(&upstream);
+        let mut params = v.get("params").cloned().unwrap_or_else(|| json!({}));
+        params["requestId"] = Value::String(upstream);
+        let cancel =
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
+        tracing::info!(
+            "the host cancelled a request the proxy was retrying; the retry is cancelled too"
+        );
+        serde_json::to_vec(&cancel).ok()
+    }
+
     /// Forgets the params kept for the host request `id`, once it has its final answer.
     pub(crate) fn forget(&self, id: &Value) {
         let mut originals = lock(&self.originals);
@@ -412,12 +440,21 @@ impl Upstream {
         true
     }
 
-    async fn request(&self, to_server: &LineSender, method: &str, params: Value) -> Option<Value> {
+    /// Sends `method` with `params` to the server and waits for its answer; `on_sent` learns
+    /// the id first, so a cancellation can follow the request.
+    async fn request(
+        &self,
+        to_server: &LineSender,
+        method: &str,
+        params: Value,
+        on_sent: impl FnOnce(&str),
+    ) -> Option<Value> {
         let id = format!(
             "{}{}",
             self.prefix,
             self.next.fetch_add(1, Ordering::Relaxed)
         );
+        on_sent(&id);
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = lock(&self.pending);
@@ -466,6 +503,10 @@ pub(crate) fn intercept(
         let id = response.get("id").cloned().unwrap_or(Value::Null);
         let out = resolve(&state, &id, response, &to_server).await;
         state.era.forget(&id);
+        // A request the host cancelled gets no answer.
+        if lock(&state.era.cancelled).remove(&key(&id)) {
+            return;
+        }
         if let Ok(line) = serde_json::to_vec(&out) {
             let _ = to_host.send(line).await;
         }
@@ -589,7 +630,16 @@ async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineS
                 }
             }
         }
-        match state.era.upstream.request(to_server, &method, retry).await {
+        let host_key = key(host_id);
+        let asked = state
+            .era
+            .upstream
+            .request(to_server, &method, retry, |id| {
+                lock(&state.era.retrying).insert(host_key.clone(), id.to_owned());
+            })
+            .await;
+        lock(&state.era.retrying).remove(&host_key);
+        match asked {
             Some(next) => current = next,
             None => {
                 return error_for(

@@ -17,6 +17,9 @@ use tokio::io::{AsyncRead, BufReader};
 /// The host's notification that the proxy drops: the server's roots are the broker's.
 const ROOTS_CHANGED: &str = "notifications/roots/list_changed";
 
+/// The host's cancellation, which also cancels the proxy's retry of that request.
+const CANCELLED: &str = "notifications/cancelled";
+
 /// Reads the host's lines until its input ends.
 pub(super) async fn read_host<R: AsyncRead + Unpin>(
     host_in: R,
@@ -77,6 +80,14 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
             Kind::Response { id } if host.is_reserved(&id) => {
                 host.complete(&id, serde_json::from_slice(&line).unwrap_or(Value::Null));
                 continue;
+            }
+            Kind::Notification { method } if method == CANCELLED => {
+                if let Some(extra) = state.era.cancel(&line)
+                    && to_server.send(extra).await.is_err()
+                {
+                    return;
+                }
+                line
             }
             Kind::Notification { method } if method == ROOTS_CHANGED => {
                 tracing::debug!("dropped the host's roots/list_changed: the broker owns the roots");

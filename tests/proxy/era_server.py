@@ -74,6 +74,8 @@ def call(mid, params):
         rounds = int(args.get("rounds", 1))
         done = 0 if state is None else int(state.split("-")[1])
         seen = states.setdefault(args.get("tag", ""), [])
+        if state is not None and args.get("hang"):
+            return  # never answers a retry: for the cancellation test
         if state is not None:
             seen.append(state)
             if f"r{done}" not in responses:
