@@ -145,6 +145,14 @@ fn modern_roots_input_requests_are_answered_by_the_broker_over_rounds() {
     // Three retries reached the server, none under the host's id.
     assert_eq!(received(&log).matches("inputResponses").count(), 3);
     assert!(p.stderr().contains("modern"), "{}", p.stderr());
+    // The session is named by the server/discover answer, as by initialize's: the audit
+    // lines of the broker's roots say so.
+    assert!(
+        p.stderr()
+            .contains(r#""method":"roots/list","outcome":"ok","path":null,"server":"era-dual""#),
+        "{}",
+        p.stderr()
+    );
 }
 
 #[test]

@@ -74,7 +74,13 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
                             Err(_) => line,
                         }
                     }
-                    HostAction::Relay(line) => line,
+                    HostAction::Relay(line) => {
+                        // A forwarded probe's answer names the server, as `initialize`'s does.
+                        if method == "server/discover" {
+                            *lock(&state.init_id) = Some(id);
+                        }
+                        line
+                    }
                 }
             }
             Kind::Response { id } if host.is_reserved(&id) => {

@@ -1,0 +1,20 @@
+// An MCP server written with the TypeScript SDK 2.x (`@modelcontextprotocol/server` 2.4.0),
+// served with `serveStdio`, which lets the connection's opening exchange choose the era (a
+// dual-era server). Its tool `roots` asks for the client's roots the 2026-07-28 way: it
+// returns an `input_required` result with a `roots/list` input request, and on the retry
+// answers the roots it got as JSON text (`[{uri, name}]`).
+import { McpServer, inputRequired, inputResponse } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+
+serveStdio(() => {
+    const server = new McpServer({ name: 'ts2-roots-server', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.registerTool('roots', { description: 'The client roots, asked with input_required' }, async (ctx) => {
+        const got = inputResponse(ctx.mcpReq.inputResponses, 'roots');
+        if (got.kind !== 'roots') {
+            return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+        }
+        const roots = got.roots.map((r) => ({ uri: r.uri, name: r.name }));
+        return { content: [{ type: 'text', text: JSON.stringify(roots) }] };
+    });
+    return server;
+});
