@@ -307,3 +307,31 @@ fn cancelling_a_request_cancels_the_proxys_retry_and_gets_no_answer() {
         });
     assert!(cancel.is_some(), "the retry was not cancelled: {got}");
 }
+
+#[test]
+fn a_host_batch_carrying_a_probe_or_a_modern_request_is_refused_whole() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &[]);
+    p.send(&json!([
+        {"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta": modern_meta()}},
+        {"jsonrpc":"2.0","id":"t","method":"tools/list","params":{}},
+    ]));
+    let answers = p.next();
+    let answers = answers.as_array().unwrap_or_else(|| panic!("{answers}"));
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(
+        answers.iter().all(|a| a["error"]["code"] == -32600),
+        "{answers:?}"
+    );
+    // An ordinary batch still passes (this server leaves batches unanswered; its log shows
+    // what it got, and the line after the batch is answered, so the batch came first).
+    p.send(&json!([{"jsonrpc":"2.0","id":"t2","method":"tools/list","params":{}}]));
+    assert!(p.request("tools/list", json!({})).get("result").is_some());
+    p.finish();
+    assert!(received(&log).contains("\"t2\""), "{}", received(&log));
+    assert!(
+        !received(&log).contains("server/discover"),
+        "{}",
+        received(&log)
+    );
+}

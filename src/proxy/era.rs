@@ -238,6 +238,36 @@ impl EraState {
         }
     }
 
+    /// A host batch carrying `server/discover` or a 2026-07-28 request: revision 2026-07-28
+    /// has no batches, and such an item must be judged alone (answered by the proxy, or given
+    /// the broker's capabilities), so the whole batch is refused, each request in it answered
+    /// `-32600`. `None` for any other batch, which is relayed as before.
+    pub(crate) fn refuse_batch(&self, line: &[u8]) -> Option<Value> {
+        let mut ids = Vec::new();
+        let mut modern = false;
+        for item in super::strict::BatchItems::new(line) {
+            let Ok(item) = item else {
+                return None;
+            };
+            if let super::peek::Kind::Request { method, id } = super::peek::peek(item) {
+                modern |= method == "server/discover" || carries_modern_meta(item);
+                ids.push(id);
+            }
+        }
+        if !modern {
+            return None;
+        }
+        tracing::warn!("refused a host batch carrying server/discover or a 2026-07-28 request");
+        let refusals = ids
+            .into_iter()
+            .map(|id| {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600,
+                "message": "server/discover and 2026-07-28 requests cannot come in a batch through fsbroker proxy"}})
+            })
+            .collect();
+        Some(Value::Array(refusals))
+    }
+
     fn remember(&self, id: &Value, method: &str, message: &Value) {
         let mut originals = lock(&self.originals);
         if originals.len() >= MAX_ORIGINALS {
@@ -331,6 +361,16 @@ impl EraState {
 pub(crate) fn mentions(line: &[u8], needle: &[u8]) -> bool {
     line.windows(needle.len()).any(|w| w == needle)
         || line.windows(2).any(|w| w == b"\\u" || w == b"\\/")
+}
+
+/// Whether a request (`item`) names a 2026-07-28 protocol version in `params._meta`.
+fn carries_modern_meta(item: &[u8]) -> bool {
+    mentions(item, VERSION_KEY.as_bytes())
+        && serde_json::from_slice::<Value>(item).is_ok_and(|v| {
+            v.pointer("/params/_meta")
+                .and_then(Value::as_object)
+                .is_some_and(|m| m.contains_key(VERSION_KEY))
+        })
 }
 
 /// Whether a server line may be an `input_required` result (to be parsed and judged).

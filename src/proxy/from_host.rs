@@ -103,6 +103,12 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
                 tracing::warn!("dropped an ambiguous answer to the proxy's request from the host");
                 continue;
             }
+            Kind::Batch if let Some(refused) = state.era.refuse_batch(&line) => {
+                if let (Ok(v), Some(to_host)) = (serde_json::to_vec(&refused), host.sender()) {
+                    let _ = to_host.send(v).await;
+                }
+                continue;
+            }
             Kind::Batch => match keep_for_server(line, &host) {
                 Some(rest) => rest,
                 None => continue,
