@@ -335,3 +335,16 @@ fn a_host_batch_carrying_a_probe_or_a_modern_request_is_refused_whole() {
         received(&log)
     );
 }
+
+#[test]
+fn a_roots_input_request_hidden_outside_an_input_required_result_never_reaches_the_host() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    // A tasks-extension-like answer: the roots question sits inside a task, with no
+    // resultType the proxy takes over.
+    let r = call(&mut p, 9, "task", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.contains("roots/list")), "{rest:?}");
+}

@@ -388,6 +388,43 @@ pub(crate) fn input_required(line: &[u8]) -> Option<Value> {
         .filter(needs_input)
 }
 
+/// Whether a server message carries, anywhere in it, an `inputRequests` map with a
+/// `roots/list` entry, outside an `input_required` result the proxy takes over (the tasks
+/// extension, or a shape not foreseen): such a message is never relayed to the host.
+pub(crate) fn hides_roots(line: &[u8]) -> bool {
+    if !mentions(line, b"inputRequests") {
+        return false;
+    }
+    match serde_json::from_slice::<Value>(line) {
+        Ok(v) => asks_roots(&v),
+        // What the proxy cannot read never reaches the host anyway (`from_server`).
+        Err(_) => false,
+    }
+}
+
+fn asks_roots(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.iter().any(|(k, inner)| {
+            (k == "inputRequests"
+                && inner.as_object().is_some_and(|m| {
+                    m.values()
+                        .any(|r| r.get("method").and_then(Value::as_str) == Some("roots/list"))
+                }))
+                || asks_roots(inner)
+        }),
+        Value::Array(a) => a.iter().any(asks_roots),
+        _ => false,
+    }
+}
+
+/// The host's answer in place of a server answer that hides a roots question.
+pub(crate) fn roots_refused(id: &Value) -> Value {
+    error_for(
+        id,
+        "the server's answer carries a roots/list input request that fsbroker cannot take over; refused rather than let the host answer roots".into(),
+    )
+}
+
 /// Whether a response asks for input (`result.resultType` is `input_required`).
 pub(crate) fn needs_input(response: &Value) -> bool {
     response
@@ -835,6 +872,16 @@ impl EraState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roots_hidden_anywhere_are_found() {
+        let task = br#"{"jsonrpc":"2.0","id":1,"result":{"task":{"status":"input_required","inputRequests":{"k":{"method":"roots/list"}}}}}"#;
+        assert!(hides_roots(task));
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"x":[{"inputRequests":{"k":{"method":"roots/list"}}}]}}"#;
+        assert!(hides_roots(note));
+        let sampling = br#"{"jsonrpc":"2.0","id":1,"result":{"inputRequests":{"k":{"method":"sampling/createMessage"}}}}"#;
+        assert!(!hides_roots(sampling));
+    }
 
     #[test]
     fn escapes_count_as_mentions() {

@@ -181,6 +181,10 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
                     input: vec![response],
                     ..Routed::default()
                 },
+                None if era::hides_roots(&line) => Routed {
+                    input: vec![era::roots_refused(&id)],
+                    ..Routed::default()
+                },
                 None => {
                     state.era.forget(&id);
                     Routed {
@@ -189,6 +193,13 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
                     }
                 }
             }
+        }
+        Kind::Request { id, .. } if era::hides_roots(&line) => {
+            Routed::refused(refusal(Some(&id), hidden_roots()))
+        }
+        Kind::Notification { .. } if era::hides_roots(&line) => {
+            tracing::warn!("dropped a server notification carrying a roots/list input request");
+            Routed::default()
         }
         Kind::Request { .. } | Kind::Notification { .. } => Routed {
             host: Some(line),
@@ -254,6 +265,15 @@ fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
                 }
                 changed = true;
             }
+            Kind::Response { id } if era::hides_roots(item) => {
+                input.push(era::roots_refused(&id));
+                changed = true;
+            }
+            Kind::Request { id, .. } if era::hides_roots(item) => {
+                refusals.items.push(refusal(Some(&id), hidden_roots()));
+                changed = true;
+            }
+            Kind::Notification { .. } if era::hides_roots(item) => changed = true,
             Kind::Request { .. } | Kind::Notification { .. } | Kind::Response { .. } => {
                 append(&mut theirs, item)
             }
@@ -305,6 +325,13 @@ fn reserved_id() -> Error {
     Error::new(
         ErrorKind::InvalidRequest,
         "request id is reserved by the proxy",
+    )
+}
+
+fn hidden_roots() -> Error {
+    Error::new(
+        ErrorKind::InvalidRequest,
+        "a roots/list input request is answered by the proxy, never relayed to the host",
     )
 }
 

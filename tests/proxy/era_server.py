@@ -14,6 +14,8 @@ Tools (`tools/call`), answered in either era:
   `requestState` "mixed-state"; a retry echoing it gets `structuredContent: {"responses":
   <its inputResponses>}`;
 - `files`: asks for `files/read` as an input request;
+- `task`: answers a task whose status carries a `roots/list` input request (a shape of the
+  tasks extension, with no `resultType` of `input_required`);
 - `meta`: returns the `_meta` it got.
 
 $RECV_LOG: every line received is appended to that file.
@@ -53,6 +55,9 @@ def call(mid, params):
     state = params.get("requestState")
     if name == "meta":
         return result(mid, {"content": [], "structuredContent": {"meta": meta}})
+    if name == "task":
+        return result(mid, {"task": {"taskId": "t1", "status": "input_required",
+                                     "inputRequests": {"r": {"method": "roots/list"}}}})
     if name == "files":
         return result(mid, {"resultType": "input_required",
                             "inputRequests": {"f": {"method": "files/read",
