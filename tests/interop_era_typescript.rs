@@ -68,3 +68,18 @@ fn by_default_the_session_stays_legacy_and_gets_the_brokers_roots() {
     );
     assert_eq!(out["hostRootsCalls"], 0, "{out}");
 }
+
+#[test]
+fn roots_mixed_with_elicitation_round_trip_through_the_host() {
+    let f = Fixture::new();
+    let out = interop::py_era_host("auto", "mixed", &through_proxy(&f, &["--era", "modern"]));
+    assert_eq!(out["protocolVersion"], "2026-07-28", "{out}");
+    assert_eq!(
+        out["result"]["roots"],
+        json!([{"uri": file_uri(&f.root), "name": "project"}]),
+        "{out}"
+    );
+    assert_eq!(out["result"]["confirm"], json!({"ok": true}), "{out}");
+    assert_eq!(out["hostElicitations"], 1, "{out}");
+    assert_eq!(out["hostRootsCalls"], 0, "{out}");
+}

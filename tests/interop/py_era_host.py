@@ -4,7 +4,8 @@ Usage: py_era_host.py MODE TOOL COMMAND [ARGS...]. MODE is the client's `mode` (
 SDK's default, probes `server/discover` and falls back to `initialize`; "legacy"; or a modern
 version). Launches COMMAND over stdio, calls TOOL once, and prints one JSON line:
 {"protocolVersion", "result": <the tool's JSON answer>, "hostRootsCalls": how many times the
-host's own roots handler ran}, or {"error": {code, message}, "hostRootsCalls"} when the SDK
+host's own roots handler ran, "hostElicitations": how many forms it answered (accepting
+with {"ok": true})}, or {"error": {code, message}, "hostRootsCalls"} when the SDK
 raised an MCP error. The host's roots handler answers a root no broker offers, so a
 test can tell whose roots a server got.
 """
@@ -18,6 +19,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 calls = []
+elicited = []
 
 
 async def host_roots(context):
@@ -32,11 +34,18 @@ def first(group):
     return group
 
 
+async def host_elicit(context, params):
+    elicited.append(params.message)
+    return types.ElicitResult(action="accept", content={"ok": True})
+
+
 async def main() -> None:
     mode, tool, command, *args = sys.argv[1:]
     params = StdioServerParameters(command=command, args=args)
     try:
-        async with Client(params, mode=mode, list_roots_callback=host_roots) as client:
+        async with Client(
+            params, mode=mode, list_roots_callback=host_roots, elicitation_callback=host_elicit
+        ) as client:
             called = await client.call_tool(tool, {})
             text = called.content[0].text if called.content else "null"
             out = {
@@ -48,6 +57,7 @@ async def main() -> None:
         e = first(group)
         out = {"error": {"code": e.error.code, "message": e.error.message}}
     out["hostRootsCalls"] = len(calls)
+    out["hostElicitations"] = len(elicited)
     print(json.dumps(out), flush=True)
 
 
