@@ -83,3 +83,25 @@ fn roots_mixed_with_elicitation_round_trip_through_the_host() {
     assert_eq!(out["hostElicitations"], 1, "{out}");
     assert_eq!(out["hostRootsCalls"], 0, "{out}");
 }
+
+/// A legacy-only host (the TypeScript SDK 1.x `Client`, which never probes) in front of the
+/// 2.x server: the session is legacy, the server's roots question becomes a `roots/list`
+/// request, and the broker answers it.
+#[test]
+fn a_legacy_only_typescript_host_gets_the_brokers_roots_from_the_2x_server() {
+    let f = Fixture::new();
+    let args: Vec<OsString> = vec!["--root".into(), f.root.clone().into()];
+    let mut h = interop::ts_host_of("ts2_server.mjs", &args, &json!({}), None);
+    let r = h.request("roots", json!({}));
+    assert_eq!(
+        r["result"],
+        json!([{"uri": file_uri(&f.root), "name": "project"}]),
+        "{r}"
+    );
+    let server = h.request("$server", json!({}));
+    assert_eq!(
+        server["result"]["serverInfo"]["name"], "ts2-roots-server",
+        "{server}"
+    );
+    h.finish();
+}

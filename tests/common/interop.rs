@@ -138,6 +138,17 @@ pub fn ts_host(
     capabilities: &serde_json::Value,
     elicit: Option<&serde_json::Value>,
 ) -> crate::sidecar::Sidecar {
+    ts_host_of("ts_server.mjs", proxy_args, capabilities, elicit)
+}
+
+/// As [`ts_host`], with the server script `server` of `tests/interop` (such as
+/// `ts2_server.mjs`, the TypeScript SDK 2.x server) behind the proxy.
+pub fn ts_host_of(
+    server: &str,
+    proxy_args: &[std::ffi::OsString],
+    capabilities: &serde_json::Value,
+    elicit: Option<&serde_json::Value>,
+) -> crate::sidecar::Sidecar {
     let dir = node_dir();
     let mut cmd = Command::new("setsid");
     cmd.arg("-w")
@@ -147,7 +158,7 @@ pub fn ts_host(
         .arg("proxy")
         .args(proxy_args)
         .args(["--", "node"])
-        .arg(dir.join("ts_server.mjs"))
+        .arg(dir.join(server))
         .env("HOST_CAPABILITIES", capabilities.to_string());
     if let Some(answer) = elicit {
         cmd.env("HOST_ELICIT", answer.to_string());
