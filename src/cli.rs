@@ -4,7 +4,7 @@
 //! default (or the `--policy` file), `--consent` sets the consent mode.
 
 use crate::path::MountName;
-use crate::policy::{ConsentMode, Policy, PolicyError, RootEntry};
+use crate::policy::{ConsentMode, EraMode, Policy, PolicyError, RootEntry};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -92,6 +92,11 @@ pub struct ProxyArgs {
     /// Send `Authorization: Bearer <value of VARIABLE>`.
     #[arg(long = "bearer-env", value_name = "VARIABLE")]
     pub bearer_env: Option<String>,
+    /// Which protocol era a session may take: auto (legacy whenever the server speaks it,
+    /// where files are brokered; modern only with a modern-only server), legacy or modern.
+    /// Overrides the policy's `[proxy] era`.
+    #[arg(long = "era", value_name = "auto|legacy|modern", value_parser = parse_era)]
+    pub era: Option<EraMode>,
     /// Seconds allowed for connecting to the remote server (every retry included), and for
     /// its answer to a message that needs no work (a notification, a response, the GET
     /// stream).
@@ -140,6 +145,10 @@ fn parse_grace(s: &str) -> Result<std::time::Duration, String> {
         .filter(|v| (0.0..=3600.0).contains(v))
         .map(std::time::Duration::from_secs_f64)
         .ok_or_else(|| format!("{s:?} is not a number of seconds between 0 and 3600"))
+}
+
+fn parse_era(s: &str) -> Result<EraMode, String> {
+    EraMode::parse(s).ok_or_else(|| format!("{s:?} is not an era: use auto, legacy or modern"))
 }
 
 fn parse_mode(s: &str) -> Result<ConsentMode, String> {

@@ -188,7 +188,7 @@ async fn proxy(args: ProxyArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let proxy = Proxy::new(args.common.server_id.clone());
+    let proxy = Proxy::new(args.common.server_id.clone()).era(args.era);
     // The proxy asks through the host unless the mode says otherwise: a host launches it
     // without a terminal, so the host's own interface is where the user is.
     let elicit = |b: BrokerBuilder| {

@@ -1,6 +1,6 @@
 //! The effective configuration as text, for `fsbroker check-policy`.
 
-use super::{AuditPolicy, Limits, Policy};
+use super::{AuditPolicy, Limits, Policy, ProxyPolicy};
 use serde::Serialize;
 
 /// The effective configuration as TOML-like text, for `fsbroker check-policy`.
@@ -60,7 +60,19 @@ pub fn describe(policy: &Policy) -> String {
         })
         .unwrap_or_default(),
     );
+    out.push('\n');
+    out.push_str(
+        &toml::to_string(&ProxySection {
+            proxy: &policy.proxy,
+        })
+        .unwrap_or_default(),
+    );
     out
+}
+
+#[derive(Serialize)]
+struct ProxySection<'a> {
+    proxy: &'a ProxyPolicy,
 }
 
 #[derive(Serialize)]

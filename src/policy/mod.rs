@@ -41,6 +41,44 @@ pub struct Policy {
     /// The audit log.
     #[serde(default)]
     pub audit: AuditPolicy,
+    /// What `fsbroker proxy` does with the protocol's eras.
+    #[serde(default)]
+    pub proxy: ProxyPolicy,
+}
+
+/// The `[proxy]` section.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProxyPolicy {
+    /// Which era a proxied session may take (`--era` overrides it).
+    pub era: EraMode,
+}
+
+/// Which protocol era `fsbroker proxy` lets a session take: the legacy era (2025-11-25 and
+/// earlier, with `initialize`), where roots, consent and `files/*` are brokered, or the
+/// modern one (2026-07-28), where only roots are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EraMode {
+    /// Legacy whenever the server speaks it; modern only with a modern-only server.
+    #[default]
+    Auto,
+    /// Legacy only: a modern-only server is an error.
+    Legacy,
+    /// Modern only: a host's `initialize` is refused.
+    Modern,
+}
+
+impl EraMode {
+    /// The mode named `s` on the command line or in a policy.
+    pub fn parse(s: &str) -> Option<EraMode> {
+        match s {
+            "auto" => Some(EraMode::Auto),
+            "legacy" => Some(EraMode::Legacy),
+            "modern" => Some(EraMode::Modern),
+            _ => None,
+        }
+    }
 }
 
 /// Where a value stood in the policy text it was loaded from (byte ranges), for errors that

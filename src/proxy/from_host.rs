@@ -2,6 +2,7 @@
 //! its own requests, drops the host's roots notifications, and relays the rest to the server.
 //! Batches are looked into, so an answer meant for the proxy never reaches the server.
 
+use super::era::HostAction;
 use super::host::{HostChannel, add_capabilities};
 use super::peek::{self, Kind};
 use super::strict::{self, BatchItems};
@@ -15,6 +16,9 @@ use tokio::io::{AsyncRead, BufReader};
 
 /// The host's notification that the proxy drops: the server's roots are the broker's.
 const ROOTS_CHANGED: &str = "notifications/roots/list_changed";
+
+/// The host's cancellation, which also cancels the proxy's retry of that request.
+const CANCELLED: &str = "notifications/cancelled";
 
 /// Reads the host's lines until its input ends.
 pub(super) async fn read_host<R: AsyncRead + Unpin>(
@@ -50,20 +54,46 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
             }
         };
         let line = match peek::peek(&line) {
-            Kind::Request { method, id } if method == "initialize" => {
-                match serde_json::from_slice::<Value>(&line) {
-                    Ok(message) => {
-                        host.note_capabilities(message.pointer("/params/capabilities"));
-                        *lock(&state.init_id) = Some(id);
-                        let extended = add_capabilities(message, &capabilities);
-                        serde_json::to_vec(&extended).unwrap_or(line)
+            Kind::Request { method, id } => {
+                match state.era.judge_request(&method, &id, line, &capabilities) {
+                    HostAction::Answer(answer) => {
+                        if let (Ok(v), Some(to_host)) = (serde_json::to_vec(&answer), host.sender())
+                        {
+                            let _ = to_host.send(v).await;
+                        }
+                        continue;
                     }
-                    Err(_) => line,
+                    HostAction::Relay(line) if method == "initialize" => {
+                        match serde_json::from_slice::<Value>(&line) {
+                            Ok(message) => {
+                                host.note_capabilities(message.pointer("/params/capabilities"));
+                                *lock(&state.init_id) = Some(id);
+                                let extended = add_capabilities(message, &capabilities);
+                                serde_json::to_vec(&extended).unwrap_or(line)
+                            }
+                            Err(_) => line,
+                        }
+                    }
+                    HostAction::Relay(line) => {
+                        // A forwarded probe's answer names the server, as `initialize`'s does.
+                        if method == "server/discover" {
+                            *lock(&state.init_id) = Some(id);
+                        }
+                        line
+                    }
                 }
             }
             Kind::Response { id } if host.is_reserved(&id) => {
                 host.complete(&id, serde_json::from_slice(&line).unwrap_or(Value::Null));
                 continue;
+            }
+            Kind::Notification { method } if method == CANCELLED => {
+                if let Some(extra) = state.era.cancel(&line)
+                    && to_server.send(extra).await.is_err()
+                {
+                    return;
+                }
+                line
             }
             Kind::Notification { method } if method == ROOTS_CHANGED => {
                 tracing::debug!("dropped the host's roots/list_changed: the broker owns the roots");
@@ -71,6 +101,12 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
             }
             Kind::Other if maybe_ours(&line, &host) => {
                 tracing::warn!("dropped an ambiguous answer to the proxy's request from the host");
+                continue;
+            }
+            Kind::Batch if let Some(refused) = state.era.refuse_batch(&line) => {
+                if let (Ok(v), Some(to_host)) = (serde_json::to_vec(&refused), host.sender()) {
+                    let _ = to_host.send(v).await;
+                }
                 continue;
             }
             Kind::Batch => {

@@ -9,6 +9,7 @@
 //! child's stdin writer, the remote transport's driver) never waits for this reader.
 
 use super::cancel;
+use super::era;
 use super::host::HostChannel;
 use super::peek::{self, Kind};
 use super::strict::{self, BatchItems};
@@ -43,7 +44,11 @@ pub(super) async fn read_server(
             lane: for_lane,
             host: for_host,
             mut refusals,
+            input,
         } = route(line, &host, &state);
+        for response in input {
+            era::intercept(&state, response, to_host.clone(), to_server.clone());
+        }
         if let Some(ForLane { line, ids, batch }) = for_lane {
             match lane.try_send(line) {
                 Ok(()) => {}
@@ -156,6 +161,8 @@ struct Routed {
     /// whose answers came in a refused batch.
     host: Vec<Vec<u8>>,
     refusals: Refusals,
+    /// Answers to the host that ask for input: the proxy looks into them first.
+    input: Vec<Value>,
 }
 
 impl Routed {
@@ -195,14 +202,36 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
             tracing::debug!("the server cancelled a brokered request; stopped");
             Routed::default()
         }
+        Kind::Response { id } if state.era.take_upstream_answer(&id, &line) => Routed::default(),
         Kind::Response { id } => {
             if lock(&state.init_id).as_ref() == Some(&id) {
                 state.note_server_name(&line);
+                state.era.note_init_answer(&line);
             }
-            Routed {
-                host: vec![line],
-                ..Routed::default()
+            match era::input_required(&line) {
+                Some(response) => Routed {
+                    input: vec![response],
+                    ..Routed::default()
+                },
+                None if era::hides_roots(&line) => Routed {
+                    input: vec![era::roots_refused(&id)],
+                    ..Routed::default()
+                },
+                None => {
+                    state.era.forget(&id);
+                    Routed {
+                        host: vec![line],
+                        ..Routed::default()
+                    }
+                }
             }
+        }
+        Kind::Request { id, .. } if era::hides_roots(&line) => {
+            Routed::refused(refusal(Some(&id), hidden_roots()))
+        }
+        Kind::Notification { .. } if era::hides_roots(&line) => {
+            tracing::warn!("dropped a server notification carrying a roots/list input request");
+            Routed::default()
         }
         Kind::Request { .. } | Kind::Notification { .. } => Routed {
             host: vec![line],
@@ -244,6 +273,7 @@ fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
         batch: true,
     };
     let mut changed = false;
+    let mut input = Vec::new();
     let mut count = 0;
     for item in BatchItems::new(&line) {
         let Ok(item) = item else {
@@ -274,6 +304,22 @@ fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
                 refusals.items.push(refusal(id.as_ref(), unreadable(item)));
                 changed = true;
             }
+            Kind::Response { id } if state.era.take_upstream_answer(&id, item) => changed = true,
+            Kind::Response { .. } if era::input_required(item).is_some() => {
+                if let Some(response) = era::input_required(item) {
+                    input.push(response);
+                }
+                changed = true;
+            }
+            Kind::Response { id } if era::hides_roots(item) => {
+                input.push(era::roots_refused(&id));
+                changed = true;
+            }
+            Kind::Request { id, .. } if era::hides_roots(item) => {
+                refusals.items.push(refusal(Some(&id), hidden_roots()));
+                changed = true;
+            }
+            Kind::Notification { .. } if era::hides_roots(item) => changed = true,
             Kind::Request { .. } | Kind::Notification { .. } | Kind::Response { .. } => {
                 append(&mut theirs, item)
             }
@@ -294,6 +340,7 @@ fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
         lane,
         host: host_line.into_iter().collect(),
         refusals,
+        input,
     }
 }
 
@@ -382,6 +429,13 @@ fn reserved_id() -> Error {
     Error::new(
         ErrorKind::InvalidRequest,
         "request id is reserved by the proxy",
+    )
+}
+
+fn hidden_roots() -> Error {
+    Error::new(
+        ErrorKind::InvalidRequest,
+        "a roots/list input request is answered by the proxy, never relayed to the host",
     )
 }
 

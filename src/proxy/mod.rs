@@ -21,6 +21,7 @@
 
 mod cancel;
 mod elicit;
+mod era;
 mod from_host;
 mod from_server;
 mod host;
@@ -49,6 +50,7 @@ use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, LineSender, budget, line_channel};
 use crate::locks::lock;
 use crate::order::SHUTDOWN_GRACE;
+use crate::policy::EraMode;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -72,6 +74,7 @@ pub struct Proxy {
     host: Arc<HostChannel>,
     to_host_rx: LineReceiver,
     server_id: Option<String>,
+    era: Option<EraMode>,
 }
 
 impl Proxy {
@@ -84,7 +87,14 @@ impl Proxy {
             host: Arc::new(HostChannel::new(to_host)),
             to_host_rx,
             server_id,
+            era: None,
         }
+    }
+
+    /// The era rule of this proxy (`--era`); without it, the policy's `[proxy] era`.
+    pub fn era(mut self, mode: Option<EraMode>) -> Proxy {
+        self.era = mode;
+        self
     }
 
     /// Consent mode `elicit` for this proxy's broker ([`crate::BrokerBuilder::elicitation`]):
@@ -118,6 +128,7 @@ impl Proxy {
             host,
             to_host_rx,
             server_id,
+            era,
         } = self;
         let Link {
             to_server,
@@ -127,6 +138,19 @@ impl Proxy {
         } = link;
         let max_line = broker.policy().limits.max_line_bytes.get();
         let state = Arc::new(State::new());
+        let mode = era.unwrap_or(broker.policy().proxy.era);
+        tracing::info!(?mode, "protocol era rule");
+        state
+            .era
+            .configure(mode, era::Resolver::new(broker.clone(), server_id.clone()));
+        // A session that cannot go on in the era asked for ends as a shutdown does.
+        let era_state = state.clone();
+        let shutdown = async move {
+            tokio::select! {
+                () = shutdown => {}
+                () = era_state.era.failed() => {}
+            }
+        };
 
         let writer = tokio::spawn(write_host(host_out, to_host_rx));
         let (lane_tx, lane_rx) = line_channel(QUEUE_LINES, budget(max_line));
@@ -181,6 +205,9 @@ impl Proxy {
         tasks.wind_down(ending.server_done, host).await;
         let id = state.session_id(server_id.as_deref());
         broker.end_session(&id);
+        if state.era.failure().is_some() {
+            return 1;
+        }
         code
     }
 }
@@ -300,6 +327,8 @@ struct State {
     brokered: Arc<cancel::Brokered>,
     /// The protocol revision the server's `initialize` result agreed.
     version: Mutex<Option<String>>,
+    /// The protocol era, and the roots questions of a modern session.
+    era: era::EraState,
 }
 
 impl State {
@@ -310,6 +339,7 @@ impl State {
             session: OnceLock::new(),
             brokered: Arc::default(),
             version: Mutex::new(None),
+            era: era::EraState::new(),
         }
     }
 

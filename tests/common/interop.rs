@@ -163,11 +163,32 @@ pub fn ts_host(
     capabilities: &serde_json::Value,
     elicit: Option<&serde_json::Value>,
 ) -> crate::sidecar::Sidecar {
-    ts_host_with(proxy_args, capabilities, elicit, &[])
+    ts_host_of("ts_server.mjs", proxy_args, capabilities, elicit)
 }
 
 /// [`ts_host`] with more of the host's environment (such as `HOST_ELICIT_LATE`).
 pub fn ts_host_with(
+    proxy_args: &[std::ffi::OsString],
+    capabilities: &serde_json::Value,
+    elicit: Option<&serde_json::Value>,
+    env: &[(&str, &str)],
+) -> crate::sidecar::Sidecar {
+    ts_host_full("ts_server.mjs", proxy_args, capabilities, elicit, env)
+}
+
+/// As [`ts_host`], with the server script `server` of `tests/interop` (such as
+/// `ts2_server.mjs`, the TypeScript SDK 2.x server) behind the proxy.
+pub fn ts_host_of(
+    server: &str,
+    proxy_args: &[std::ffi::OsString],
+    capabilities: &serde_json::Value,
+    elicit: Option<&serde_json::Value>,
+) -> crate::sidecar::Sidecar {
+    ts_host_full(server, proxy_args, capabilities, elicit, &[])
+}
+
+fn ts_host_full(
+    server: &str,
     proxy_args: &[std::ffi::OsString],
     capabilities: &serde_json::Value,
     elicit: Option<&serde_json::Value>,
@@ -182,7 +203,7 @@ pub fn ts_host_with(
         .arg("proxy")
         .args(proxy_args)
         .args(["--", "node"])
-        .arg(dir.join("ts_server.mjs"))
+        .arg(dir.join(server))
         .env("HOST_CAPABILITIES", capabilities.to_string());
     if let Some(answer) = elicit {
         cmd.env("HOST_ELICIT", answer.to_string());
@@ -206,4 +227,18 @@ pub fn py_host(tool: &str, command: &[std::ffi::OsString]) -> serde_json::Value 
 /// The Python SDK server's command line: `python py_server.py`.
 pub fn py_server() -> Vec<std::ffi::OsString> {
     vec![python().into(), sources().join("py_server.py").into()]
+}
+
+/// `python py_era_host.py MODE TOOL COMMAND...` with the Python SDK's `mcp.Client` in `mode`
+/// (`auto` probes `server/discover` first): calls the tool once and returns the host's JSON
+/// line (`protocolVersion`, `result` or `error`, `hostRootsCalls`).
+pub fn py_era_host(mode: &str, tool: &str, command: &[std::ffi::OsString]) -> serde_json::Value {
+    let mut cmd = Command::new(python());
+    cmd.arg(sources().join("py_era_host.py"))
+        .arg(mode)
+        .arg(tool)
+        .args(command);
+    let out = run(cmd, Duration::from_secs(60), "the Python SDK era host");
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("the Python SDK era host printed no JSON ({e}): {out}"))
 }

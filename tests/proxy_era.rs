@@ -1,0 +1,350 @@
+//! `fsbroker proxy` and the protocol's eras (revision 2026-07-28 against 2025-11-25 and
+//! earlier), through the real binary with a scripted server (`tests/proxy/era_server.py`)
+//! and this test as the host: the host's `server/discover` probe is answered by the proxy,
+//! a modern request before `initialize` is refused, `--era` is honoured, and a server's
+//! `roots/list` input request is answered by the broker and never reaches the host.
+
+mod common;
+#[path = "common/sidecar.rs"]
+mod sidecar;
+
+use common::Fixture;
+use serde_json::{Value, json};
+use sidecar::Sidecar;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
+
+fn era_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proxy/era_server.py")
+}
+
+/// `fsbroker proxy --root ROOT OPTS... -- python3 era_server.py` with `ERA=era` and the
+/// server's received lines logged to the returned file.
+fn proxy(f: &Fixture, era: &str, opts: &[&str]) -> (Sidecar, PathBuf) {
+    let log = f.outside.join(format!("recv-{era}.log"));
+    let mut args: Vec<OsString> = vec!["proxy".into(), "--root".into(), f.root.clone().into()];
+    args.extend(opts.iter().map(OsString::from));
+    args.extend(["--".into(), "python3".into(), era_server().into()]);
+    let p = Sidecar::spawn_env(
+        &args,
+        &[
+            ("ERA", era),
+            ("RECV_LOG", log.to_str().unwrap()),
+            ("FSBROKER_LOG", "info"),
+        ],
+    );
+    (p, log)
+}
+
+fn received(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// A 2026-07-28 request's `_meta`, with the host's own roots capability.
+fn modern_meta() -> Value {
+    json!({META_VERSION: "2026-07-28", META_CAPS: {"roots": {}, "sampling": {}}})
+}
+
+fn discover(p: &mut Sidecar, id: &str) -> Value {
+    p.send(&json!({"jsonrpc":"2.0","id":id,"method":"server/discover",
+        "params":{"_meta": modern_meta()}}));
+    p.wait_id(&json!(id))
+}
+
+fn call(p: &mut Sidecar, id: i64, tool: &str, args: Value) -> Value {
+    p.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+        "params":{"name":tool,"arguments":args,"_meta": modern_meta()}}));
+    p.wait_id(&json!(id))
+}
+
+fn initialize(p: &mut Sidecar) -> Value {
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{"roots":{}},
+        "clientInfo":{"name":"t","version":"1"}}}),
+    );
+    p.wait_id(&json!("init"))
+}
+
+/// Everything the host received after `r`, to check nothing mentions `roots/list`.
+fn rest(p: &mut Sidecar) -> Vec<String> {
+    let (_, lines) = p.finish();
+    lines
+        .into_iter()
+        .map(|l| String::from_utf8_lossy(&l).into_owned())
+        .collect()
+}
+
+#[test]
+fn auto_answers_the_discover_probe_itself_so_the_host_falls_back_to_initialize() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &[]);
+    let r = discover(&mut p, "probe");
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    let init = initialize(&mut p);
+    assert_eq!(init["result"]["serverInfo"]["name"], "era-dual", "{init}");
+    let (status, _) = p.finish();
+    assert!(status.success());
+    assert!(
+        !received(&log).contains("server/discover"),
+        "the probe reached the server: {}",
+        received(&log)
+    );
+    assert!(p.stderr().contains("legacy"), "{}", p.stderr());
+}
+
+#[test]
+fn a_modern_request_before_initialize_is_refused_in_auto_and_legacy() {
+    let f = Fixture::new();
+    for opts in [&[][..], &["--era", "legacy"][..]] {
+        let (mut p, log) = proxy(&f, "dual", opts);
+        let r = call(&mut p, 1, "meta", json!({}));
+        assert_eq!(r["error"]["code"], -32022, "{r}");
+        let supported = r["error"]["data"]["supported"].as_array().unwrap();
+        assert!(supported.contains(&json!("2025-11-25")), "{r}");
+        assert!(!supported.contains(&json!("2026-07-28")), "{r}");
+        p.finish();
+        assert!(!received(&log).contains("tools/call"), "{}", received(&log));
+    }
+}
+
+#[test]
+fn modern_roots_input_requests_are_answered_by_the_broker_over_rounds() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern"]);
+    let d = discover(&mut p, "probe");
+    assert_eq!(d["result"]["supportedVersions"][0], "2026-07-28", "{d}");
+    let r = call(&mut p, 7, "roots", json!({"rounds": 3}));
+    let got = &r["result"]["structuredContent"];
+    assert_eq!(got["rounds"], 3, "{r}");
+    assert_eq!(
+        got["states"],
+        json!(["round-1", "round-2", "round-3"]),
+        "{r}"
+    );
+    let roots = got["roots"].as_array().unwrap();
+    assert_eq!(roots.len(), 1, "{r}");
+    assert_eq!(roots[0]["name"], "project");
+    assert_eq!(
+        roots[0]["uri"],
+        format!("file://{}", f.root.canonicalize().unwrap().display())
+    );
+    // The broker's capabilities are declared in every modern request.
+    let caps = &got["meta"][META_CAPS];
+    assert_eq!(caps["roots"], json!({}), "{r}");
+    assert!(caps["extensions"].is_object(), "{r}");
+    assert_eq!(caps["sampling"], json!({}), "the host's own are kept: {r}");
+    let m = call(&mut p, 8, "meta", json!({}));
+    assert!(m["result"]["structuredContent"]["meta"][META_CAPS]["extensions"].is_object());
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.contains("roots/list")), "{rest:?}");
+    // Three retries reached the server, none under the host's id.
+    assert_eq!(received(&log).matches("inputResponses").count(), 3);
+    assert!(p.stderr().contains("modern"), "{}", p.stderr());
+    // The session is named by the server/discover answer, as by initialize's: the audit
+    // lines of the broker's roots say so.
+    assert!(
+        p.stderr()
+            .contains(r#""method":"roots/list","outcome":"ok","path":null,"server":"era-dual""#),
+        "{}",
+        p.stderr()
+    );
+}
+
+#[test]
+fn files_input_requests_are_refused() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 2, "files", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    assert!(!r.to_string().contains("files/read\""), "{r}");
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.contains("roots/list")), "{rest:?}");
+}
+
+#[test]
+fn roots_mixed_with_elicitation_round_trip_and_the_handle_is_single_use() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 1, "mixed", json!({}));
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "input_required", "{r}");
+    let requests = result["inputRequests"].as_object().unwrap();
+    // The host sees the elicitation only, and a state of the proxy's, not the server's.
+    assert_eq!(requests.keys().collect::<Vec<_>>(), ["e"], "{r}");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(state, "mixed-state");
+    let retry = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{
+        "name":"mixed","arguments":{},"_meta": modern_meta(),
+        "inputResponses":{"e":{"action":"accept","content":{}}},"requestState": state}});
+    p.send(&retry);
+    let done = p.wait_id(&json!(2));
+    let responses = &done["result"]["structuredContent"]["responses"];
+    assert_eq!(responses["e"]["action"], "accept", "{done}");
+    assert_eq!(responses["r"]["roots"][0]["name"], "project", "{done}");
+    // The same handle again is refused, and never reaches the server.
+    let mut again = retry.clone();
+    again["id"] = json!(3);
+    p.send(&again);
+    let refused = p.wait_id(&json!(3));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.contains("roots/list")), "{rest:?}");
+    assert_eq!(received(&log).matches("\"mixed-state\"").count(), 1);
+}
+
+#[test]
+fn a_roots_input_request_in_a_legacy_session_never_reaches_the_host() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &[]);
+    initialize(&mut p);
+    p.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call",
+        "params":{"name":"roots","arguments":{}}}));
+    let r = p.wait_id(&json!(3));
+    assert!(r.get("error").is_some(), "{r}");
+    assert!(!r.to_string().contains("roots/list"), "{r}");
+}
+
+#[test]
+fn era_legacy_with_a_modern_only_server_fails_with_a_clear_message() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "modern-only", &["--era", "legacy"]);
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},
+        "clientInfo":{"name":"t","version":"1"}}}),
+    );
+    let status = p.wait_exit(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "{}", p.stderr());
+    assert!(p.stderr().contains("--era legacy"), "{}", p.stderr());
+}
+
+#[test]
+fn auto_goes_modern_only_with_a_modern_only_server() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "modern-only", &[]);
+    // The probing host: discover (answered by the proxy), initialize (refused by the
+    // server with only modern versions), discover again (now forwarded).
+    assert_eq!(discover(&mut p, "p1")["error"]["code"], -32601);
+    let init = initialize(&mut p);
+    assert_eq!(init["error"]["code"], -32022, "{init}");
+    let d = discover(&mut p, "p2");
+    assert_eq!(d["result"]["supportedVersions"][0], "2026-07-28", "{d}");
+    let r = call(&mut p, 4, "roots", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["roots"][0]["name"], "project",
+        "{r}"
+    );
+}
+
+#[test]
+fn era_modern_refuses_the_hosts_initialize() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern"]);
+    let init = initialize(&mut p);
+    assert_eq!(init["error"]["code"], -32022, "{init}");
+    assert_eq!(init["error"]["data"]["supported"], json!(["2026-07-28"]));
+    p.finish();
+    assert!(!received(&log).contains("initialize"));
+}
+
+#[test]
+fn the_era_policy_key_is_honoured_and_the_flag_overrides_it() {
+    let f = Fixture::new();
+    let policy = f.outside.join("era.toml");
+    std::fs::write(&policy, "[proxy]\nera = \"modern\"\n").unwrap();
+    let (mut p, _) = proxy(&f, "dual", &["--policy", policy.to_str().unwrap()]);
+    assert!(discover(&mut p, "probe").get("result").is_some());
+    p.finish();
+    let (mut p, _) = proxy(
+        &f,
+        "dual",
+        &["--policy", policy.to_str().unwrap(), "--era", "auto"],
+    );
+    assert_eq!(discover(&mut p, "probe")["error"]["code"], -32601);
+    p.finish();
+}
+
+#[test]
+fn cancelling_a_request_cancels_the_proxys_retry_and_gets_no_answer() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    p.send(&json!({"jsonrpc":"2.0","id":5,"method":"tools/call",
+        "params":{"name":"roots","arguments":{"hang":true},"_meta": modern_meta()}}));
+    // Wait (boundedly) for the proxy's retry to reach the server.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !received(&log).contains("inputResponses") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no retry: {}",
+            received(&log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":5,"reason":"user"}}));
+    // A later request is answered; the cancelled one never is.
+    let m = call(&mut p, 6, "meta", json!({}));
+    assert!(m.get("result").is_some(), "{m}");
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.contains("\"id\":5")), "{rest:?}");
+    let got = received(&log);
+    let cancel = got
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| {
+            m["method"] == "notifications/cancelled"
+                && m["params"]["requestId"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("fsbroker-retry-"))
+        });
+    assert!(cancel.is_some(), "the retry was not cancelled: {got}");
+}
+
+#[test]
+fn a_host_batch_carrying_a_probe_or_a_modern_request_is_refused_whole() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &[]);
+    p.send(&json!([
+        {"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta": modern_meta()}},
+        {"jsonrpc":"2.0","id":"t","method":"tools/list","params":{}},
+    ]));
+    let answers = p.next();
+    let answers = answers.as_array().unwrap_or_else(|| panic!("{answers}"));
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(
+        answers.iter().all(|a| a["error"]["code"] == -32600),
+        "{answers:?}"
+    );
+    // An ordinary batch still passes (this server leaves batches unanswered; its log shows
+    // what it got, and the line after the batch is answered, so the batch came first).
+    p.send(&json!([{"jsonrpc":"2.0","id":"t2","method":"tools/list","params":{}}]));
+    assert!(p.request("tools/list", json!({})).get("result").is_some());
+    p.finish();
+    assert!(received(&log).contains("\"t2\""), "{}", received(&log));
+    assert!(
+        !received(&log).contains("server/discover"),
+        "{}",
+        received(&log)
+    );
+}
+
+#[test]
+fn a_roots_input_request_hidden_outside_an_input_required_result_never_reaches_the_host() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    // A tasks-extension-like answer: the roots question sits inside a task, with no
+    // resultType the proxy takes over.
+    let r = call(&mut p, 9, "task", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.contains("roots/list")), "{rest:?}");
+}
