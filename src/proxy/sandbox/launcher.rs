@@ -51,11 +51,7 @@ impl Guard {
 
     /// Whether `dir` may be opened to the server whole.
     fn allows(&self, dir: &Path) -> bool {
-        self.allows_tool_root(dir)
-            && !self
-                .home
-                .as_deref()
-                .is_some_and(|h| dir.parent() == Some(h))
+        self.allows_tool_root(dir) && self.home.as_deref().is_none_or(|h| dir.parent() != Some(h))
     }
 
     /// As [`Guard::allows`], for a tool's own root directly in the home directory (pyenv's).
@@ -256,10 +252,9 @@ fn python(f: &mut Finder<'_>, named: &Path, real: &Path, home: Option<&Path>) {
         .or_else(|| home.map(|h| h.join(".pyenv")));
     if let Some(root) = pyenv
         && (named.starts_with(&root) || real.starts_with(&root))
+        && f.guard.allows_tool_root(&root)
     {
-        if f.guard.allows_tool_root(&root) {
-            f.push(&root, Right::Exec, "pyenv");
-        }
+        f.push(&root, Right::Exec, "pyenv");
     }
 }
 
