@@ -80,23 +80,28 @@ pub fn spawn_child(
     };
     let mut cmd = Command::new(program);
     cmd.args(args);
-    spawn_command(cmd, program.clone(), max_line, grace, None)
+    spawn_command(cmd, program.clone(), max_line, grace, None, false)
 }
 
 /// Starts `cmd` as [`spawn_child`] does (`program` names it in errors). When `stop` fires,
 /// the server is ended as if the proxy were ending: its input closed, then SIGTERM, then
-/// SIGKILL.
+/// SIGKILL. With `pipe_stderr`, the server's stderr is a pipe copied to ours rather than ours.
 pub(crate) fn spawn_command(
     mut cmd: Command,
     program: String,
     max_line: usize,
     grace: Duration,
     stop: Option<oneshot::Receiver<()>>,
+    pipe_stderr: bool,
 ) -> Result<Link, SpawnError> {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(if pipe_stderr {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        })
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
@@ -111,6 +116,11 @@ pub(crate) fn spawn_command(
         });
     };
 
+    if let Some(mut err) = child.stderr.take() {
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut err, &mut tokio::io::stderr()).await;
+        });
+    }
     let (to_server, outgoing) = line_channel(QUEUE_LINES, budget(max_line));
     let (incoming, from_server) = line_channel(QUEUE_LINES, budget(max_line));
     let (close_tx, close_rx) = oneshot::channel::<()>();

@@ -1,11 +1,20 @@
 //! A server's own installation: the directory of its executable (and the prefix above a
-//! `bin` directory), the interpreter its script names, its script's package, and the caches
-//! of the common launchers (`npx`, `node`, `uvx`, `uv`, `python` with a virtual environment).
+//! `bin` directory), the interpreter its script names, its script's package, and what the
+//! common launchers (`npx`, `node`, `uvx`, `uv`, `python` with a virtual environment) need.
 //!
-//! Everything found here is inferred from the command line and the environment, so it is
-//! held to a [`Guard`]: no inferred directory may be `/`, the home directory or one of its
-//! ancestors, or contain a root; such a directory is left out (the single file is allowed
-//! instead where there is one).
+//! Everything found here is inferred from the command line, the environment and files on
+//! disk, so it is held to a [`Guard`]:
+//! - no inferred directory may be `/`, the home directory, one of its ancestors or one of
+//!   its direct children (`~/.local`, `~/.cargo`, `~/.ssh`), a directory anyone may write
+//!   (`/tmp`, `/var/tmp`, `/dev/shm`), or a directory that contains a root, the private
+//!   temporary directory or a path the user allowed for writing; such a directory is left out
+//!   (the single file is allowed instead where there is one);
+//! - nothing is read from a file the server could have written (one beneath a writable rule):
+//!   a `#!` line or a `pyvenv.cfg` there is not followed, so a server cannot widen the profile
+//!   of its next start;
+//! - the launchers' shared caches are never opened for writing: code the user later runs
+//!   outside the sandbox lives there. The server gets private caches in its temporary
+//!   directory instead (the profile's environment points the launcher at them).
 
 use super::profile::Right;
 use std::path::{Path, PathBuf};
@@ -17,24 +26,56 @@ pub(super) struct Found {
     pub why: String,
 }
 
-/// What an inferred directory must not be.
+/// What an inferred directory must not be, and which files may not be read for inference.
 pub(super) struct Guard {
     home: Option<PathBuf>,
-    roots: Vec<PathBuf>,
+    /// Directories the profile opens anyway (roots, the temporary directory, allowed paths):
+    /// an inferred directory must not contain one.
+    opened: Vec<PathBuf>,
+    /// Directories the server may write: files beneath them are not read for inference.
+    writable: Vec<PathBuf>,
 }
 
 impl Guard {
-    pub(super) fn new(home: Option<PathBuf>, roots: Vec<PathBuf>) -> Guard {
-        Guard { home, roots }
+    pub(super) fn new(
+        home: Option<PathBuf>,
+        opened: Vec<PathBuf>,
+        writable: Vec<PathBuf>,
+    ) -> Guard {
+        Guard {
+            home,
+            opened,
+            writable,
+        }
     }
 
     /// Whether `dir` may be opened to the server whole.
     fn allows(&self, dir: &Path) -> bool {
+        self.allows_tool_root(dir) && self.home.as_deref().is_none_or(|h| dir.parent() != Some(h))
+    }
+
+    /// As [`Guard::allows`], for a tool's own root directly in the home directory (pyenv's).
+    fn allows_tool_root(&self, dir: &Path) -> bool {
         dir.is_absolute()
             && dir.parent().is_some()
             && !self.home.as_deref().is_some_and(|h| h.starts_with(dir))
-            && !self.roots.iter().any(|r| r.starts_with(dir))
+            && !self.opened.iter().any(|r| r.starts_with(dir))
+            && !shared(dir)
     }
+
+    /// Whether a file's contents may steer the profile: not when the server could have
+    /// written it.
+    fn trusts(&self, file: &Path) -> bool {
+        let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        !self.writable.iter().any(|w| real.starts_with(w))
+    }
+}
+
+/// A directory anyone may write, or one with the sticky bit: shared with other users and
+/// other sandboxes.
+fn shared(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o1002 != 0)
 }
 
 /// Collects what the launcher of `command` needs.
@@ -44,87 +85,84 @@ struct Finder<'a> {
 }
 
 impl Finder<'_> {
-    fn dir(&mut self, dir: &Path, right: Right, why: &str) {
-        if !self.guard.allows(dir) {
-            tracing::info!(dir = %dir.display(), "sandbox: {why}: too wide to allow whole, left out");
-            return;
-        }
+    fn push(&mut self, path: &Path, right: Right, why: &str) {
         self.found.push(Found {
-            path: dir.to_path_buf(),
+            path: path.to_path_buf(),
             right,
             why: why.to_owned(),
         });
     }
 
+    fn dir(&mut self, dir: &Path, right: Right, why: &str) {
+        if self.guard.allows(dir) {
+            self.push(dir, right, why);
+        } else {
+            tracing::info!(dir = %dir.display(), "sandbox: {why}: too wide to allow whole, left out");
+        }
+    }
+
     /// A file's directory, or the file alone when its directory is too wide.
     fn file_or_dir(&mut self, file: &Path, why: &str) {
         match file.parent() {
-            Some(d) if self.guard.allows(d) => self.dir(d, Right::Exec, why),
-            _ => self.found.push(Found {
-                path: file.to_path_buf(),
-                right: Right::Exec,
-                why: why.to_owned(),
-            }),
+            Some(d) if self.guard.allows(d) => self.push(d, Right::Exec, why),
+            _ => self.push(file, Right::Exec, why),
         }
     }
 
-    /// A cache the launcher writes, created if missing so the server can use it.
-    fn cache(&mut self, dir: PathBuf, why: &str) {
-        if !self.guard.allows(&dir) {
-            return;
-        }
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            tracing::info!(dir = %dir.display(), error = %e, "sandbox: cannot create a launcher cache");
-        }
-        self.dir(&dir, Right::Write, why);
-    }
-
-    /// An executable: its directory, its real directory, and the prefix above a `bin`.
+    /// An executable: itself (or its directory), its real path's, and the prefix above a
+    /// `bin`.
     fn executable(&mut self, named: &Path) -> Option<PathBuf> {
         let real = std::fs::canonicalize(named).ok()?;
         for p in [named, real.as_path()] {
-            if let Some(d) = p.parent() {
-                self.dir(d, Right::Exec, "the server's executable");
-                if d.file_name().is_some_and(|n| n == "bin")
-                    && let Some(prefix) = d.parent()
-                {
-                    self.dir(prefix, Right::Exec, "the executable's installation");
-                }
+            self.file_or_dir(p, "the server's executable");
+            if let Some(d) = p.parent()
+                && d.file_name().is_some_and(|n| n == "bin")
+                && let Some(prefix) = d.parent()
+            {
+                self.dir(prefix, Right::Exec, "the executable's installation");
             }
         }
         Some(real)
     }
 }
 
-/// What the server started by `command` (in `cwd`) needs of its installation.
-pub(super) fn installation(command: &[String], cwd: &Path, guard: &Guard) -> Vec<Found> {
+/// What the server started by `command` (in `cwd`) needs of its installation, and the
+/// environment that points its launcher at private caches beneath `tmp`.
+pub(super) fn installation(
+    command: &[String],
+    cwd: &Path,
+    tmp: &Path,
+    guard: &Guard,
+) -> (Vec<Found>, Vec<(String, String)>) {
     let mut f = Finder {
         guard,
         found: Vec::new(),
     };
+    let mut env = Vec::new();
     let Some((program, args)) = command.split_first() else {
-        return f.found;
+        return (f.found, env);
     };
     let Some(named) = resolve(program, cwd) else {
-        return f.found;
+        return (f.found, env);
     };
     let Some(real) = f.executable(&named) else {
-        return f.found;
+        return (f.found, env);
     };
     let mut names = vec![base(&named), base(&real)];
-    // A script names its interpreter; one level is followed.
-    if let Some(interpreter) = shebang(&real).and_then(|i| resolve(&i, cwd)) {
+    // A script names its interpreter; one level is followed, and only in a file the server
+    // cannot have written.
+    let interpreter = guard
+        .trusts(&real)
+        .then(|| shebang(&real))
+        .flatten()
+        .and_then(|i| resolve(&i, cwd));
+    if let Some(interpreter) = interpreter {
         names.push(base(&interpreter));
         if let Some(r) = f.executable(&interpreter) {
             names.push(base(&r));
         }
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
     let script = args
         .iter()
         .find(|a| !a.starts_with('-'))
@@ -135,52 +173,29 @@ pub(super) fn installation(command: &[String], cwd: &Path, guard: &Guard) -> Vec
         f.file_or_dir(s, "the server's script");
     }
     let is = |pred: &dyn Fn(&str) -> bool| names.iter().any(|n| pred(n));
+    let private = |name: &str| tmp.join(name).to_string_lossy().into_owned();
     if is(&|n| matches!(n, "node" | "nodejs" | "npx" | "npm")) {
         if let Some(s) = &script {
             node_package(&mut f, s);
         }
-        let cache = var("npm_config_cache").or_else(|| home.as_ref().map(|h| h.join(".npm")));
-        if is(&|n| matches!(n, "npx" | "npm"))
-            && let Some(c) = cache
-        {
-            f.cache(c, "npm's cache");
-        }
-        if let Some(rc) = home
-            .as_ref()
-            .map(|h| h.join(".npmrc"))
-            .filter(|p| p.is_file())
-        {
-            f.found.push(Found {
-                path: rc,
-                right: Right::Read,
-                why: "npm's configuration".to_owned(),
-            });
-        }
+        env.push(("npm_config_cache".to_owned(), private("npm-cache")));
     }
     if is(&|n| n.starts_with("python")) {
         python(&mut f, &named, &real, home.as_deref());
     }
     if is(&|n| matches!(n, "uv" | "uvx")) {
-        let cache = var("UV_CACHE_DIR")
-            .or_else(|| var("XDG_CACHE_HOME").map(|c| c.join("uv")))
-            .or_else(|| home.as_ref().map(|h| h.join(".cache/uv")));
-        let data = var("XDG_DATA_HOME")
-            .map(|d| d.join("uv"))
+        env.push(("UV_CACHE_DIR".to_owned(), private("uv-cache")));
+        // The Pythons and tools uv installed, read and execute: a server must not replace
+        // what the user runs later outside the sandbox.
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .filter(|v| !v.is_empty())
+            .map(|d| PathBuf::from(d).join("uv"))
             .or_else(|| home.as_ref().map(|h| h.join(".local/share/uv")));
-        for (dir, why) in [(cache, "uv's cache"), (data, "uv's tools and Pythons")] {
-            if let Some(d) = dir {
-                f.cache(d, why);
-            }
-        }
-        if let Some(c) = home
-            .as_ref()
-            .map(|h| h.join(".config/uv"))
-            .filter(|p| p.is_dir())
-        {
-            f.dir(&c, Right::Read, "uv's configuration");
+        if let Some(d) = data.filter(|d| d.is_dir()) {
+            f.dir(&d, Right::Exec, "uv's Pythons and tools");
         }
     }
-    f.found
+    (f.found, env)
 }
 
 /// A Node script's package (the nearest directory above it with a `package.json`) and every
@@ -212,12 +227,16 @@ fn node_package(f: &mut Finder<'_>, script: &Path) {
 /// was made from, and pyenv's root when the command goes through its shims.
 fn python(f: &mut Finder<'_>, named: &Path, real: &Path, home: Option<&Path>) {
     if let Some(venv) = named.parent().and_then(Path::parent)
+        && f.guard.trusts(&venv.join("pyvenv.cfg"))
         && let Ok(cfg) = std::fs::read_to_string(venv.join("pyvenv.cfg"))
     {
         f.dir(venv, Right::Exec, "the virtual environment");
+        // Python takes the first `home` key, in any case.
         let base = cfg.lines().find_map(|l| {
             let (k, v) = l.split_once('=')?;
-            (k.trim() == "home").then(|| PathBuf::from(v.trim()))
+            k.trim()
+                .eq_ignore_ascii_case("home")
+                .then(|| PathBuf::from(v.trim()))
         });
         if let Some(b) = base.and_then(|b| std::fs::canonicalize(b).ok()) {
             f.dir(&b, Right::Exec, "the environment's Python");
@@ -233,8 +252,9 @@ fn python(f: &mut Finder<'_>, named: &Path, real: &Path, home: Option<&Path>) {
         .or_else(|| home.map(|h| h.join(".pyenv")));
     if let Some(root) = pyenv
         && (named.starts_with(&root) || real.starts_with(&root))
+        && f.guard.allows_tool_root(&root)
     {
-        f.dir(&root, Right::Exec, "pyenv");
+        f.push(&root, Right::Exec, "pyenv");
     }
 }
 
@@ -255,7 +275,8 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// The program a `#!` line runs: its interpreter, or with `env`, the program `env` runs.
+/// The program a `#!` line runs: its interpreter, or with `env`, the program `env` runs. An
+/// `env` given options (`-S`, `-u`) is not followed: its words are not a program name.
 fn shebang(file: &Path) -> Option<String> {
     use std::io::Read;
     let mut head = [0u8; 256];
@@ -266,7 +287,8 @@ fn shebang(file: &Path) -> Option<String> {
     let mut words = line.split_whitespace();
     let interpreter = words.next()?;
     if base(Path::new(interpreter)) == "env" {
-        words.find(|w| !w.starts_with('-')).map(str::to_owned)
+        let program = words.next()?;
+        (!program.starts_with('-')).then(|| program.to_owned())
     } else {
         Some(interpreter.to_owned())
     }

@@ -18,7 +18,9 @@
 
 mod enforce;
 mod launcher;
+mod privileges;
 mod profile;
+mod reaper;
 
 use crate::broker::Broker;
 use crate::path::RelPath;
@@ -184,7 +186,15 @@ pub fn spawn_sandboxed(
         .env(PROFILE_VAR, json);
     let (stop_tx, stop_rx) = oneshot::channel();
     let program = command.first().cloned().unwrap_or_default();
-    let link = match spawn_command(cmd, program, max_line, grace, Some(stop_rx)) {
+    if let Err(e) = reaper::adopt_orphans() {
+        remove_tmp(&tmp);
+        return Err(SandboxError::Profile(format!(
+            "cannot become the subreaper of the server's processes: {e}"
+        )));
+    }
+    // The server's stderr is a pipe the proxy copies, never the proxy's own stderr: that may
+    // be the user's terminal, into which a process holding it could push keystrokes.
+    let link = match spawn_command(cmd, program, max_line, grace, Some(stop_rx), true) {
         Ok(l) => l,
         Err(e) => {
             remove_tmp(&tmp);
@@ -200,6 +210,7 @@ pub fn spawn_sandboxed(
         ended.clone(),
     ));
     Ok(link.after_exit(move |code| {
+        reaper::end_descendants();
         remove_tmp(&tmp);
         // A server ended because its roots were taken away did not end well, whatever it
         // said: the host should see a failure and may start it again.
@@ -338,7 +349,7 @@ pub fn exec_helper(command: &[String]) -> u8 {
             return 2;
         }
     };
-    if let Err(e) = enforce::restrict(&profile) {
+    if let Err(e) = enforce::restrict(&profile).and_then(|()| privileges::drop_all()) {
         eprintln!("fsbroker: {e}");
         return 1;
     }
@@ -349,6 +360,7 @@ pub fn exec_helper(command: &[String]) -> u8 {
         .env("TMPDIR", tmp)
         .env("TMP", tmp)
         .env("TEMP", tmp)
+        .envs(profile.env.iter().map(|(k, v)| (k, v)))
         .exec();
     eprintln!("fsbroker: cannot start {program} in the sandbox: {err}");
     match err.kind() {

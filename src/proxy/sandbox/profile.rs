@@ -81,6 +81,8 @@ pub(super) struct Rule {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Profile {
     pub(super) rules: Vec<Rule>,
+    /// Environment the server starts with (private launcher caches), beside `TMPDIR`.
+    pub(super) env: Vec<(String, String)>,
     pub(super) net: SandboxNet,
     pub(super) mode: SandboxMode,
     tmp: PathBuf,
@@ -123,12 +125,29 @@ impl Profile {
             let right = if a.write { Right::Write } else { Right::Exec };
             add(&path, right, "--sandbox-allow", true);
         }
+        let allowed: Vec<(PathBuf, bool)> = options
+            .allow
+            .iter()
+            .map(|a| (cwd.join(&a.path), a.write))
+            .collect();
+        let mut opened: Vec<PathBuf> = roots.iter().map(|r| r.path.clone()).collect();
+        opened.push(tmp.to_path_buf());
+        opened.extend(allowed.iter().map(|(p, _)| p.clone()));
+        let mut writable: Vec<PathBuf> = roots
+            .iter()
+            .filter(|r| r.write)
+            .map(|r| r.path.clone())
+            .collect();
+        writable.push(tmp.to_path_buf());
+        writable.extend(allowed.iter().filter(|(_, w)| *w).map(|(p, _)| p.clone()));
         let guard = Guard::new(
             std::env::var_os("HOME").map(PathBuf::from),
-            roots.iter().map(|r| r.path.clone()).collect(),
+            opened,
+            writable,
         );
-        for found in launcher::installation(command, &cwd, &guard) {
-            add(&found.path, found.right, &found.why, false);
+        let (found, env) = launcher::installation(command, &cwd, tmp, &guard);
+        for f in found {
+            add(&f.path, f.right, &f.why, false);
         }
         for r in roots {
             rules.push(Rule {
@@ -144,6 +163,7 @@ impl Profile {
         rules.retain(|r| seen.insert((r.path.clone(), r.right)));
         Ok(Profile {
             rules,
+            env,
             net: options.net,
             mode: options.mode,
             tmp: tmp.to_path_buf(),
@@ -163,6 +183,9 @@ impl Profile {
             .filter(|r| r.required || r.path.exists())
             .map(|r| format!("{:<10} {} ({})", r.right.as_str(), r.path.display(), r.why))
             .collect();
+        for (k, v) in &self.env {
+            out.push(format!("environment {k}={v}"));
+        }
         out.push(match self.net {
             SandboxNet::Any => "network untouched".to_owned(),
             SandboxNet::None => "no TCP connect or bind".to_owned(),

@@ -1,0 +1,257 @@
+//! The ways out of `proxy --sandbox` a review found, one test each, every one failing before
+//! its fix: a process the server detaches outliving it; the server holding the proxy's stderr
+//! (a terminal takes injected keystrokes) or root's capabilities; launcher caches the user
+//! later runs code from, writable inside; files the server may write steering the profile of
+//! its next start; inferred directories wider than the server's installation (a shared
+//! directory, a dot-directory of the home). Every wait is bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
+
+mod common;
+#[path = "common/sidecar.rs"]
+mod sidecar;
+
+use serde_json::Value;
+use sidecar::*;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// A server that reads each path of `$CHECK` (`:`-separated), writes each of `$WRITE`, may
+/// detach a daemon (`$DAEMON`), and reports as one notification, then waits for its input to
+/// end.
+const CHECKER: &str = r#"
+import json, os, sys
+def read(p):
+    try:
+        return open(p).read()
+    except Exception as e:
+        return type(e).__name__
+def write(p):
+    try:
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        open(p, "w").write("x")
+        return "ok"
+    except Exception as e:
+        return type(e).__name__
+report = {"read": {}, "write": {}, "env": dict(os.environ)}
+for p in filter(None, os.environ.get("CHECK", "").split(":")):
+    report["read"][p] = read(p)
+for p in filter(None, os.environ.get("WRITE", "").split(":")):
+    report["write"][p] = write(p)
+report["stderr"] = os.readlink("/proc/self/fd/2")
+status = open("/proc/self/status").read()
+report["cap_eff"] = [l.split()[1] for l in status.splitlines() if l.startswith("CapEff")][0]
+if os.environ.get("DAEMON"):
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(w, str(os.getpid()).encode())
+            os.close(w)
+            import time
+            time.sleep(1000)
+        os._exit(0)
+    os.close(w)
+    report["daemon"] = int(os.read(r, 32))
+print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": report}}), flush=True)
+sys.stdin.read()
+"#;
+
+fn python() -> PathBuf {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+struct Layout {
+    _t: tempfile::TempDir,
+    base: PathBuf,
+}
+
+impl Layout {
+    fn new() -> Layout {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        for d in ["proj", "home"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        std::fs::write(base.join("checker.py"), CHECKER).unwrap();
+        Layout { _t: t, base }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.base.join("home")
+    }
+
+    /// `fsbroker proxy --sandbox --root proj EXTRA... COMMAND...` with HOME at the fake home
+    /// and `env`.
+    fn run(&self, extra: &[&str], command: &[OsString], env: &[(&str, String)]) -> Sidecar {
+        let mut args: Vec<OsString> = vec!["proxy".into(), "--sandbox".into()];
+        args.extend(extra.iter().map(OsString::from));
+        args.push("--root".into());
+        args.push(self.base.join("proj").into());
+        args.extend(command.iter().cloned());
+        let home = self.home();
+        let mut all: Vec<(&str, &str)> = vec![("HOME", home.to_str().unwrap())];
+        all.extend(env.iter().map(|(k, v)| (*k, v.as_str())));
+        Sidecar::spawn_env(&args, &all)
+    }
+
+    fn checker(&self) -> Vec<OsString> {
+        vec![python().into(), self.base.join("checker.py").into()]
+    }
+}
+
+fn report(p: &mut Sidecar) -> Value {
+    let n = p.next_within(LONG);
+    assert_eq!(n["method"], "notifications/message", "{n}\n{}", p.stderr());
+    n["params"]["data"].clone()
+}
+
+fn canary(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_process_the_server_detaches_ends_with_the_server() {
+    let l = Layout::new();
+    let mut p = l.run(&["--writable"], &l.checker(), &[("DAEMON", "1".into())]);
+    let r = report(&mut p);
+    let daemon = r["daemon"].as_i64().unwrap();
+    let proc_dir = PathBuf::from(format!("/proc/{daemon}"));
+    assert!(proc_dir.exists(), "the daemon never ran: {r}");
+    p.finish();
+    let start = Instant::now();
+    while proc_dir.exists() {
+        assert!(
+            start.elapsed() < LONG,
+            "the server's detached daemon {daemon} outlived it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_server_holds_neither_the_proxys_stderr_nor_any_capability() {
+    let l = Layout::new();
+    let mut p = l.run(&[], &l.checker(), &[]);
+    let r = report(&mut p);
+    let proxy_stderr = std::fs::read_link(format!("/proc/{}/fd/2", p.pid())).unwrap();
+    assert_ne!(
+        r["stderr"].as_str().unwrap(),
+        proxy_stderr.to_str().unwrap(),
+        "the server writes to the proxy's own stderr (a terminal, for a user)"
+    );
+    assert_eq!(r["cap_eff"], "0000000000000000", "{r}");
+    p.finish();
+}
+
+#[test]
+fn a_launchers_shared_caches_are_not_writable_and_it_gets_private_ones() {
+    let l = Layout::new();
+    // A program named `uvx` is what the profile recognises: this one is the checker.
+    let bin = l.base.join("tools/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let uvx = bin.join("uvx");
+    std::fs::write(&uvx, format!("#!{}\n{}", python().display(), CHECKER)).unwrap();
+    std::fs::set_permissions(&uvx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let data = l.home().join(".local/share/uv/python/cpython/bin/python3");
+    let cache = l.home().join(".cache/uv/planted");
+    canary(&data, "the user's Python");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let write = format!("{}:{}", data.display(), cache.display());
+    let mut p = l.run(&[], &["uvx".into()], &[("PATH", path), ("WRITE", write)]);
+    let r = report(&mut p);
+    assert_eq!(r["write"][data.to_str().unwrap()], "PermissionError", "{r}");
+    assert_eq!(
+        r["write"][cache.to_str().unwrap()],
+        "PermissionError",
+        "{r}"
+    );
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "the user's Python");
+    let private = r["env"]["UV_CACHE_DIR"].as_str().unwrap();
+    let tmp = r["env"]["TMPDIR"].as_str().unwrap();
+    assert!(private.starts_with(tmp), "{r}");
+    p.finish();
+}
+
+#[test]
+fn a_file_the_server_may_write_does_not_steer_the_profile() {
+    let l = Layout::new();
+    let outside = l.base.join("outside");
+    canary(&outside.join("secret.txt"), "CANARY");
+    // A virtual environment inside the writable root, its pyvenv.cfg pointing outside.
+    let venv = l.base.join("proj/.venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink(python(), venv.join("bin/python")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        format!("home = {}\n", outside.display()),
+    )
+    .unwrap();
+    let command: Vec<OsString> = vec![
+        venv.join("bin/python").into(),
+        l.base.join("checker.py").into(),
+    ];
+    let check = outside.join("secret.txt").to_str().unwrap().to_owned();
+    let mut p = l.run(
+        &["--writable"],
+        &command,
+        &[("CHECK", check.clone()), ("FSBROKER_LOG", "info".into())],
+    );
+    let r = report(&mut p);
+    assert_ne!(r["read"][&check], "CANARY", "{r}");
+    p.finish();
+    assert!(
+        !p.stderr()
+            .contains(&format!("{} (the environment", outside.display())),
+        "{}",
+        p.stderr()
+    );
+}
+
+#[test]
+fn a_script_in_a_shared_directory_opens_the_script_not_the_directory() {
+    let l = Layout::new();
+    let shared = l.base.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(
+        &shared,
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )
+    .unwrap();
+    std::fs::copy(l.base.join("checker.py"), shared.join("checker.py")).unwrap();
+    let neighbour = shared.join("someone-elses.txt");
+    canary(&neighbour, "CANARY");
+    let command: Vec<OsString> = vec![python().into(), shared.join("checker.py").into()];
+    let check = neighbour.to_str().unwrap().to_owned();
+    let mut p = l.run(&[], &command, &[("CHECK", check.clone())]);
+    let r = report(&mut p);
+    assert_eq!(r["read"][&check], "PermissionError", "{r}");
+    p.finish();
+}
+
+#[test]
+fn an_executable_in_a_dot_directory_of_home_does_not_open_that_directory() {
+    let l = Layout::new();
+    let cargo_bin = l.home().join(".cargo/bin");
+    std::fs::create_dir_all(&cargo_bin).unwrap();
+    std::os::unix::fs::symlink(python(), cargo_bin.join("server")).unwrap();
+    let token = l.home().join(".cargo/credentials.toml");
+    canary(&token, "CANARY-TOKEN");
+    let command: Vec<OsString> = vec![
+        cargo_bin.join("server").into(),
+        l.base.join("checker.py").into(),
+    ];
+    let check = token.to_str().unwrap().to_owned();
+    let mut p = l.run(&[], &command, &[("CHECK", check.clone())]);
+    let r = report(&mut p);
+    assert_eq!(r["read"][&check], "PermissionError", "{r}");
+    p.finish();
+}
