@@ -162,3 +162,36 @@ fn change_notifications_come_on_the_relayed_listen_stream() {
     let http = server.stop_http();
     assert_modern_wire(&http);
 }
+
+#[test]
+fn the_host_leaving_ends_an_open_listen_stream_cleanly() {
+    let f = Fixture::new();
+    let mut server = RemoteServer::evil("modern", "");
+    // A long grace: were the listen stream counted as a request left unanswered, the proxy
+    // would wait all of it and exit 1.
+    let mut p = proxy(
+        &server.url(),
+        &f,
+        &["--era", "modern", "--shutdown-grace", "600"],
+        &[],
+    );
+    discover(&mut p, "probe");
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen",
+        "params":{"notifications":{"toolsListChanged":true},"_meta": meta()}}),
+    );
+    server.wait_for("listen stream", |e| e["rpc"] == "subscriptions/listen");
+    let (status, rest) = p.finish();
+    assert!(status.success(), "{}", p.stderr());
+    let rest: Vec<Value> = rest
+        .iter()
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect();
+    assert!(
+        rest.iter().all(|m| m["id"] != "listen"),
+        "no error for the listen stream: {rest:?}"
+    );
+    server.wait_for("closed listen stream", |e| {
+        e["event"] == "closed" && e["what"] == "listen"
+    });
+}

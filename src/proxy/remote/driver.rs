@@ -99,6 +99,8 @@ pub(super) async fn drive(
     while let Some(line) = outgoing.try_recv() {
         left.extend(request_ids(&line));
     }
+    // The change notifications' streams end with the session and owe no answer.
+    shared.pending.end_listens();
     // The host gets an answer for every request left, unless it stopped reading: then the
     // queue towards it stays full, and waiting would keep the proxy from ending.
     if !failed {
@@ -216,11 +218,14 @@ impl Driver {
     async fn modern(&mut self, kind: Kind, line: Vec<u8>) {
         let shared = self.shared.clone();
         match kind {
-            Kind::Request { id, .. } => {
+            Kind::Request { id, method } => {
                 let ids = vec![id];
                 if let Err(e) = shared.pending.track(&ids) {
                     self.answer(e.response_for(&ids[0]));
                     return;
+                }
+                if method == "subscriptions/listen" {
+                    shared.pending.note_listen(&ids[0]);
                 }
                 match modern::headers_for(&line) {
                     Ok(headers) => {
@@ -346,7 +351,9 @@ impl Driver {
         let shared = self.shared.clone();
         let mut open = true;
         loop {
-            if self.inflight.is_empty() {
+            // Open `subscriptions/listen` streams last as long as the session: they do not
+            // hold up its end.
+            if self.inflight.is_empty() || shared.pending.only_listening() {
                 // Nothing waits for an answer: what is queued now still goes out, then the
                 // session ends.
                 match outgoing.try_recv() {
