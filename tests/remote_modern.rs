@@ -195,3 +195,22 @@ fn the_host_leaving_ends_an_open_listen_stream_cleanly() {
         e["event"] == "closed" && e["what"] == "listen"
     });
 }
+
+#[test]
+fn the_request_metadata_headers_cannot_be_set_by_hand() {
+    let f = Fixture::new();
+    for header in ["Mcp-Method: tools/list", "mcp-name: x"] {
+        let out = sidecar::run_bounded(&[
+            "proxy".into(),
+            "--url".into(),
+            "http://127.0.0.1:9/mcp".into(),
+            "--root".into(),
+            f.root.clone().into(),
+            "--header".into(),
+            header.into(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{header}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.to_lowercase().contains("mcp-"), "{header}: {err}");
+    }
+}
