@@ -180,7 +180,14 @@ fn the_host_leaving_ends_an_open_listen_stream_cleanly() {
         &json!({"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen",
         "params":{"notifications":{"toolsListChanged":true},"_meta": meta()}}),
     );
-    server.wait_for("listen stream", |e| e["rpc"] == "subscriptions/listen");
+    // The stream is open once its first notification reached the host (the server reports
+    // its close only from then on).
+    loop {
+        let m = p.next_within(Duration::from_secs(30));
+        if m["method"] == "notifications/subscriptions/acknowledged" {
+            break;
+        }
+    }
     let (status, rest) = p.finish();
     assert!(status.success(), "{}", p.stderr());
     let rest: Vec<Value> = rest

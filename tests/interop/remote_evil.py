@@ -217,14 +217,23 @@ class Handler(BaseHTTPRequestHandler):
                 "content": [{"type": "text", "text": json.dumps(got)}]}})
             return
         if method == "tools/call" and params.get("name") == "hold":
-            self.sse_start()
+            try:
+                self.sse_start()
+            except OSError:
+                # The client closed the stream before it started: that is a close too.
+                emit(event="closed", what=rid)
+                return
             self.forever(0.2, what=rid)
             return
         if method == "subscriptions/listen":
-            self.sse_start()
-            self.sse({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                      "params": {}})
-            self.sse({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            try:
+                self.sse_start()
+                self.sse({"jsonrpc": "2.0",
+                          "method": "notifications/subscriptions/acknowledged", "params": {}})
+                self.sse({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            except OSError:
+                emit(event="closed", what=rid)
+                return
             self.forever(0.2, what=rid)
             return
         self.json(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
