@@ -56,6 +56,14 @@ impl RemoteServer {
         RemoteServer::launch(cmd)
     }
 
+    /// Starts `tests/interop/SCRIPT` with the Python of the SDK tests (`mcp` 2.x, installed on
+    /// first use) and waits for the port it prints first.
+    pub fn python(script: &str) -> RemoteServer {
+        let mut cmd = Command::new(crate::interop::python());
+        cmd.arg(crate::interop::sources().join(script));
+        RemoteServer::launch(cmd)
+    }
+
     fn launch(mut cmd: Command) -> RemoteServer {
         let mut child = cmd
             .stdin(Stdio::piped())

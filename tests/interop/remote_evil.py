@@ -42,6 +42,15 @@ Modes:
   servers say 400, not 404, for a session they forgot).
 - forget400-always: as forget400, for every session.
 - slow SECONDS: answers tools/call with a JSON result after SECONDS.
+- modern: a modern-only server of revision 2026-07-28 (no session): initialize and any
+  request without `MCP-Protocol-Version: 2026-07-28` get 400 with a -32022 error naming only
+  2026-07-28; a request whose `Mcp-Method` or `Mcp-Name` does not mirror its body gets 400
+  -32020; server/discover is answered; tools/call "roots" answers input_required with a
+  roots/list input request (requestState "st1") until the retry carries inputResponses,
+  then the roots it got as text; tools/call "hold" streams keep-alives until the client
+  closes the stream ("closed" event); subscriptions/listen streams an acknowledgement and
+  notifications/tools/list_changed, then keep-alives; GET and DELETE get 405;
+  notifications 202. Events carry the mcpMethod and mcpName headers.
 - blackhole: no HTTP at all: a socket whose accept queue is full, so connecting to it hangs
   as with a host that drops packets.
 """
@@ -101,6 +110,8 @@ class Handler(BaseHTTPRequestHandler):
              lastEventId=self.headers.get("last-event-id"),
              authorization=self.headers.get("authorization"),
              protocolVersion=self.headers.get("mcp-protocol-version"),
+             mcpMethod=self.headers.get("mcp-method"),
+             mcpName=self.headers.get("mcp-name"),
              rpc=rpc, id=rid,
              error=(msg.get("error") or {}).get("code") if isinstance(msg, dict) else None,
              cancels=(msg.get("params") or {}).get("requestId")
@@ -163,8 +174,75 @@ class Handler(BaseHTTPRequestHandler):
             if what is not None:
                 emit(event="closed", what=what)
 
+    def modern(self, msg, method, rid):
+        """The `modern` mode: a modern-only server of revision 2026-07-28."""
+        version = self.headers.get("mcp-protocol-version")
+        if rid is None:
+            self.empty(202)
+            return
+        params = msg.get("params") or {}
+
+        def error(code, message, data=None):
+            e = {"code": code, "message": message}
+            if data is not None:
+                e["data"] = data
+            self.json(400, {"jsonrpc": "2.0", "id": rid, "error": e})
+
+        if version != "2026-07-28" or method == "initialize":
+            error(-32022, "Unsupported protocol version", {"supported": ["2026-07-28"]})
+            return
+        named = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+        if self.headers.get("mcp-method") != method or (
+                method in named and self.headers.get("mcp-name") != params.get(named[method])):
+            error(-32020, "Header mismatch")
+            return
+        if (params.get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion") != version:
+            error(-32020, "Header mismatch: version")
+            return
+        if method == "server/discover":
+            self.json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+                "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "modern", "version": "1"}}})
+            return
+        if method == "tools/call" and params.get("name") == "roots":
+            answers = params.get("inputResponses") or {}
+            if "r" not in answers:
+                self.json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+                    "resultType": "input_required",
+                    "inputRequests": {"r": {"method": "roots/list", "params": {}}},
+                    "requestState": "st1"}})
+                return
+            got = {"state": params.get("requestState"), "roots": answers["r"].get("roots")}
+            self.json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+                "content": [{"type": "text", "text": json.dumps(got)}]}})
+            return
+        if method == "tools/call" and params.get("name") == "hold":
+            try:
+                self.sse_start()
+            except OSError:
+                # The client closed the stream before it started: that is a close too.
+                emit(event="closed", what=rid)
+                return
+            self.forever(0.2, what=rid)
+            return
+        if method == "subscriptions/listen":
+            try:
+                self.sse_start()
+                self.sse({"jsonrpc": "2.0",
+                          "method": "notifications/subscriptions/acknowledged", "params": {}})
+                self.sse({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            except OSError:
+                emit(event="closed", what=rid)
+                return
+            self.forever(0.2, what=rid)
+            return
+        self.json(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+
     def do_DELETE(self):
         self.note()
+        if MODE == "modern":
+            self.empty(405, {"allow": "POST"})
+            return
         emit(event="delete", session=self.headers.get("mcp-session-id"))
         self.empty(200)
 
@@ -181,6 +259,8 @@ class Handler(BaseHTTPRequestHandler):
                             "error": {"code": -32001, "message": "Session not found"}})
         elif MODE == "resume-storm":
             self.sse_start()
+        elif MODE == "modern":
+            self.empty(405, {"allow": "POST"})
         elif MODE == "get-idle":
             self.sse_start()
             time.sleep(1.2)
@@ -210,6 +290,9 @@ class Handler(BaseHTTPRequestHandler):
         method = msg.get("method") if isinstance(msg, dict) else None
         rid = msg.get("id") if isinstance(msg, dict) else None
         sid = self.headers.get("mcp-session-id")
+        if MODE == "modern":
+            self.modern(msg, method, rid)
+            return
         if method == "initialize":
             with lock:
                 inits += 1

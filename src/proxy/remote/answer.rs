@@ -84,6 +84,10 @@ impl Shared {
             match end {
                 End::Broken(e) => return Err(e),
                 End::Dropped => {
+                    if self.is_modern() {
+                        // Revision 2026-07-28 has no resumption: what the stream owed is lost.
+                        return Err(RemoteError::StreamLost);
+                    }
                     let Some(last) = events.last_id.clone() else {
                         return Err(RemoteError::StreamLost);
                     };

@@ -25,9 +25,11 @@ const SECRET_PARTS: [&str; 9] = [
 ];
 
 /// Headers the transport sets itself; a user value would break the protocol.
-const RESERVED: [&str; 8] = [
+const RESERVED: [&str; 10] = [
     "mcp-session-id",
     "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
     "last-event-id",
     "accept",
     "content-type",

@@ -11,9 +11,10 @@
 use super::error::RemoteError;
 use super::http::Post;
 use super::listen::listen;
+use super::modern;
 use super::pending::request_ids;
 use super::requests::{InFlight, Start};
-use super::session::{Mode, Shared};
+use super::session::{Mode, Shared, Wire, refuses_as_modern_only};
 use crate::lines::LineReceiver;
 use crate::proxy::peek::{Kind, peek};
 use bytes::Bytes;
@@ -98,6 +99,8 @@ pub(super) async fn drive(
     while let Some(line) = outgoing.try_recv() {
         left.extend(request_ids(&line));
     }
+    // The change notifications' streams end with the session and owe no answer.
+    shared.pending.end_listens();
     // The host gets an answer for every request left, unless it stopped reading: then the
     // queue towards it stays full, and waiting would keep the proxy from ending.
     if !failed {
@@ -158,7 +161,15 @@ impl Driver {
     /// Sends one line the way its kind needs.
     async fn handle(&mut self, line: Vec<u8>) {
         let shared = self.shared.clone();
-        match peek(&line) {
+        let kind = peek(&line);
+        let method = match &kind {
+            Kind::Request { method, .. } => Some(method.as_str()),
+            _ => None,
+        };
+        if shared.wire_for(method, &line) == Wire::Modern {
+            return self.modern(kind, line).await;
+        }
+        match kind {
             Kind::Request { method, id } if method == "initialize" => {
                 self.initialize(line, id).await;
             }
@@ -199,6 +210,73 @@ impl Driver {
         }
     }
 
+    /// Sends one line by the 2026-07-28 transport: a request as a POST of its own that runs
+    /// on its own task; the host's cancellation of a request in flight by closing its
+    /// stream (nothing is sent); another notification as a POST judged on its status. A
+    /// batch (which that revision does not have) has each request answered `-32600`, and a
+    /// response (servers send no requests there) is dropped.
+    async fn modern(&mut self, kind: Kind, line: Vec<u8>) {
+        let shared = self.shared.clone();
+        match kind {
+            Kind::Request { id, method } => {
+                let ids = vec![id];
+                if let Err(e) = shared.pending.track(&ids) {
+                    self.answer(e.response_for(&ids[0]));
+                    return;
+                }
+                if method == "subscriptions/listen" {
+                    shared.pending.note_listen(&ids[0]);
+                }
+                match modern::headers_for(&line) {
+                    Ok(headers) => {
+                        let start = Start::Modern(Bytes::from(line), headers);
+                        self.inflight.start(&shared, start, ids);
+                    }
+                    Err(e) => {
+                        for id in shared.pending.take(&ids) {
+                            self.answer(e.response_for(&id));
+                        }
+                    }
+                }
+            }
+            Kind::Notification { method } if method == "notifications/cancelled" => {
+                let id = serde_json::from_slice::<Value>(&line)
+                    .ok()
+                    .and_then(|v| v.pointer("/params/requestId").cloned());
+                if let Some(id) = id {
+                    // Whatever comes back is for a request the host no longer waits for.
+                    let _ = self.inflight.cancel(&shared, &id, line);
+                }
+            }
+            Kind::Notification { .. } => {
+                let sent = match modern::headers_for(&line) {
+                    Ok(headers) => shared
+                        .post_modern(&Bytes::from(line), &headers, None)
+                        .await
+                        .map(drop),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = sent {
+                    tracing::warn!(error = %e, "a notification to the remote server was not delivered");
+                    if e.ends_session() {
+                        shared.fatal(e);
+                    }
+                }
+            }
+            Kind::Batch => {
+                tracing::warn!("refused a batch in a 2026-07-28 session, which has none");
+                for id in request_ids(&line) {
+                    self.answer(batch_refused(&id));
+                }
+            }
+            Kind::Response { .. } | Kind::Other => {
+                tracing::warn!(
+                    "dropped a response or unreadable message meant for the remote server: the 2026-07-28 transport carries none"
+                );
+            }
+        }
+    }
+
     /// Sends the host's `initialize` and waits until the server accepted it; its answer is
     /// read on a task of its own. A server that refuses the POST with 400, 404 or 405 is
     /// tried with the 2024-11-05 HTTP+SSE transport. When no session can be had, the host
@@ -213,6 +291,18 @@ impl Driver {
         }
         let body = Bytes::from(line);
         let result = match shared.post(&body, true, Post::Init).await {
+            Err(RemoteError::Status {
+                server: Some(said), ..
+            }) if refuses_as_modern_only(&modern_only_answer(&ids[0], &said)) => {
+                // A modern-only server says so in the body of a 400: its answer goes to the
+                // host (the era rule learns from it), and no session is made.
+                tracing::info!("the remote server refused initialize as modern-only");
+                shared.undecide();
+                for id in shared.pending.take(&ids) {
+                    self.answer(modern_only_answer(&id, &said));
+                }
+                return;
+            }
             Err(RemoteError::Status { status: s, .. })
                 if first
                     && matches!(shared.mode(), Mode::Streamable)
@@ -261,7 +351,9 @@ impl Driver {
         let shared = self.shared.clone();
         let mut open = true;
         loop {
-            if self.inflight.is_empty() {
+            // Open `subscriptions/listen` streams last as long as the session: they do not
+            // hold up its end.
+            if self.inflight.is_empty() || shared.pending.only_listening() {
                 // Nothing waits for an answer: what is queued now still goes out, then the
                 // session ends.
                 match outgoing.try_recv() {
@@ -283,6 +375,19 @@ impl Driver {
             }
         }
     }
+}
+
+/// The host's answer carrying the JSON-RPC error `said` of a server's HTTP error.
+fn modern_only_answer(id: &Value, said: &Value) -> Vec<u8> {
+    let v = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": said});
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+/// The answer to a request in a batch the 2026-07-28 transport cannot carry.
+fn batch_refused(id: &Value) -> Vec<u8> {
+    let v = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600,
+        "message": "a batch cannot be sent to a server in a 2026-07-28 session"}});
+    serde_json::to_vec(&v).unwrap_or_default()
 }
 
 /// Sends a notification or response and waits until the server has accepted it.

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use url::Url;
 
 /// What a POST must accept: a single JSON answer or an event stream.
-const ACCEPT_POST: &str = "application/json, text/event-stream";
+pub(super) const ACCEPT_POST: &str = "application/json, text/event-stream";
 /// What a GET must accept.
 pub(super) const ACCEPT_STREAM: &str = "text/event-stream";
 
@@ -200,7 +200,7 @@ impl Shared {
     /// Ends the session on the server (DELETE with its id), if it has one. A server that
     /// does not allow it (405) or cannot be reached is not waited for.
     pub(super) async fn delete(&self) {
-        if !matches!(self.mode(), Mode::Streamable) {
+        if !matches!(self.mode(), Mode::Streamable) || self.is_modern() {
             return;
         }
         let (b, _, with_session) = self.request(Method::DELETE, self.cfg.url.clone());

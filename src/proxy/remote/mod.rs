@@ -18,7 +18,9 @@
 //! - `driver`: the order in which messages are sent, and the end;
 //! - `requests`: the host's requests in flight and their cancellation;
 //! - `listen`: the GET stream for the server's own messages;
-//! - `legacy`: the HTTP+SSE fallback.
+//! - `legacy`: the HTTP+SSE fallback;
+//! - `modern`: the Streamable HTTP of revision 2026-07-28 (no session, a POST per message
+//!   with the request metadata headers), for a session whose era is modern.
 //!
 //! The driver, which takes the lines meant for the server in order, never waits for more
 //! than the server's acceptance of a message (its answer's status and headers): answers
@@ -34,6 +36,7 @@ mod fds;
 mod http;
 mod legacy;
 mod listen;
+mod modern;
 mod pending;
 mod renew;
 mod requests;

@@ -16,6 +16,9 @@ pub(crate) const MAX_PENDING: usize = 1024;
 /// The ids of the requests that wait, and a signal whenever one stops waiting.
 pub(super) struct Pending {
     ids: Mutex<HashSet<String>>,
+    /// The `subscriptions/listen` requests among them: their streams stay open for the
+    /// session, so they are never owed an answer at its end.
+    listens: Mutex<HashSet<String>>,
     settled: watch::Sender<u64>,
     cap: usize,
 }
@@ -31,6 +34,7 @@ impl Pending {
     pub(super) fn with_cap(cap: usize) -> Pending {
         Pending {
             ids: Mutex::new(HashSet::new()),
+            listens: Mutex::new(HashSet::new()),
             settled: watch::Sender::new(0),
             cap,
         }
@@ -44,6 +48,27 @@ impl Pending {
         }
         p.extend(ids.iter().map(key));
         Ok(())
+    }
+
+    /// Marks request `id` as a `subscriptions/listen`, whose stream lasts the session.
+    pub(super) fn note_listen(&self, id: &Value) {
+        lock(&self.listens).insert(key(id));
+    }
+
+    /// Whether every request that waits is a `subscriptions/listen`.
+    pub(super) fn only_listening(&self) -> bool {
+        let listens = lock(&self.listens);
+        lock(&self.ids).iter().all(|k| listens.contains(k))
+    }
+
+    /// Stops waiting for the `subscriptions/listen` requests: the session ends, and so do
+    /// their streams, which owe no answer.
+    pub(super) fn end_listens(&self) {
+        let listens: Vec<String> = lock(&self.listens).drain().collect();
+        let mut ids = lock(&self.ids);
+        for k in listens {
+            ids.remove(&k);
+        }
     }
 
     /// Whether any of `ids` still waits for its response.
@@ -62,6 +87,13 @@ impl Pending {
                 .collect()
         };
         if !taken.is_empty() {
+            let mut listens = lock(&self.listens);
+            if !listens.is_empty() {
+                for id in &taken {
+                    listens.remove(&key(id));
+                }
+            }
+            drop(listens);
             self.settled.send_modify(|n| *n = n.wrapping_add(1));
         }
         taken

@@ -8,10 +8,12 @@
 
 use super::error::RemoteError;
 use super::http::Post;
+use super::modern::Answered;
 use super::pending::key;
 use super::session::Shared;
 use bytes::Bytes;
 use reqwest::Response;
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +28,9 @@ pub(super) enum Start {
     /// accepted): only its answer is left to read, within the request timeout, and a
     /// failure ends the session, since the host cannot go on without it.
     Init(Response),
+    /// POST this request by the 2026-07-28 transport, with these request metadata headers:
+    /// its cancellation is closing the answer's stream, and nothing is sent for it.
+    Modern(Bytes, HeaderMap),
 }
 
 /// The request tasks and how to reach them by request id.
@@ -102,12 +107,16 @@ async fn run(
     ids: Vec<Value>,
     mut cancels: mpsc::Receiver<Vec<u8>>,
 ) {
+    let modern = matches!(start, Start::Modern(..));
     serve(&shared, start, &ids, &mut cancels).await;
     // Cancellations queued meanwhile still go out; once the channel is closed, the driver
-    // sends those that come later itself.
+    // sends those that come later itself. In the modern transport the stream, closed by
+    // now, was the cancellation.
     cancels.close();
     while let Ok(line) = cancels.try_recv() {
-        send_cancel(&shared, line).await;
+        if !modern {
+            send_cancel(&shared, line).await;
+        }
     }
 }
 
@@ -118,8 +127,31 @@ async fn serve(
     ids: &[Value],
     cancels: &mut mpsc::Receiver<Vec<u8>>,
 ) {
+    let modern = matches!(start, Start::Modern(..));
     let (resp, init) = match start {
         Start::Init(resp) => (resp, true),
+        Start::Modern(body, headers) => {
+            let posting = shared.post_modern(&body, &headers, ids.first());
+            tokio::pin!(posting);
+            let answered = loop {
+                tokio::select! {
+                    r = &mut posting => break r,
+                    Some(_) = cancels.recv() => {
+                        if !shared.pending.any(ids) {
+                            // Dropping the POST closes its connection: the server's
+                            // cancellation signal, even before it answered.
+                            tracing::debug!("let go of a cancelled request before its answer");
+                            return;
+                        }
+                    }
+                }
+            };
+            match answered {
+                Ok(Answered::Accepted(resp)) => (resp, false),
+                Ok(Answered::Said(line)) => return shared.deliver(line).await,
+                Err(e) => return failed(shared, ids, e, false).await,
+            }
+        }
         Start::Post(body) => match shared.post(&body, true, Post::Message).await {
             Ok(resp) => (resp, false),
             Err(e) => return failed(shared, ids, e, false).await,
@@ -144,7 +176,9 @@ async fn serve(
                 return;
             }
             Some(line) = cancels.recv() => {
-                send_cancel(shared, line).await;
+                if !modern {
+                    send_cancel(shared, line).await;
+                }
                 if !shared.pending.any(ids) {
                     tracing::debug!("let go of the stream of a cancelled request");
                     return;

@@ -27,8 +27,22 @@ pub(super) enum Mode {
     Legacy(Url),
 }
 
+/// Which era's Streamable HTTP the session speaks, decided by the host's first messages as
+/// the proxy's era rule let them through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    /// Nothing decided it yet.
+    Undecided,
+    /// The host's `initialize` went out: sessions, the GET stream, resumption, the DELETE.
+    Legacy,
+    /// A `server/discover` or a request with the 2026-07-28 `_meta` went out first: each
+    /// message is a POST of its own with the request metadata headers, and nothing else.
+    Modern,
+}
+
 #[derive(Debug)]
 struct State {
+    wire: Wire,
     session: Option<HeaderValue>,
     version: Option<HeaderValue>,
     /// Counts sessions: a task that saw a session expire renews it only if no other task
@@ -85,6 +99,7 @@ impl Shared {
             client,
             cfg,
             state: Mutex::new(State {
+                wire: Wire::Undecided,
                 session: None,
                 version: None,
                 generation: 0,
@@ -108,6 +123,47 @@ impl Shared {
     /// The session generation (see [`Shared::renewed`]).
     pub(super) fn generation(&self) -> u64 {
         lock(&self.state).generation
+    }
+
+    /// Forgets the transport decided by an `initialize` the server refused as modern-only.
+    pub(super) fn undecide(&self) {
+        let mut s = lock(&self.state);
+        if s.session.is_none() {
+            s.wire = Wire::Undecided;
+        }
+    }
+
+    /// Whether the session speaks the 2026-07-28 transport.
+    pub(super) fn is_modern(&self) -> bool {
+        lock(&self.state).wire == Wire::Modern
+    }
+
+    /// Decides the transport for the host's request `method` (the whole `line`): its
+    /// `initialize` means the legacy transport; a `server/discover`, or a request carrying the
+    /// 2026-07-28 `_meta`, before any accepted `initialize`, means the modern one (the
+    /// proxy's era rule forwards those only when the session goes modern). Returns the
+    /// transport the line goes by.
+    pub(super) fn wire_for(&self, method: Option<&str>, line: &[u8]) -> Wire {
+        let mut s = lock(&self.state);
+        match (s.wire, method) {
+            (Wire::Undecided, Some("initialize")) => s.wire = Wire::Legacy,
+            (Wire::Undecided, Some(m)) if m == "server/discover" || carries_modern_meta(line) => {
+                tracing::info!(
+                    "the remote session speaks the 2026-07-28 Streamable HTTP transport: no session, a POST per message"
+                );
+                s.wire = Wire::Modern;
+            }
+            (Wire::Legacy, Some("server/discover")) if s.session.is_none() => {
+                // Only after the server refused `initialize` as modern-only does the era rule
+                // forward a probe; no legacy session was made.
+                tracing::info!(
+                    "the remote server is modern-only; the session speaks the 2026-07-28 Streamable HTTP transport"
+                );
+                s.wire = Wire::Modern;
+            }
+            _ => {}
+        }
+        s.wire
     }
 
     /// The transport in use.
@@ -310,6 +366,11 @@ impl Shared {
         let is_init = s.init.as_ref().is_some_and(|(_, i)| i == id);
         if is_init && s.awaiting_init {
             s.awaiting_init = false;
+            if s.session.is_none() && refuses_as_modern_only(line) {
+                // A modern-only server: no legacy session was made, and the host's next
+                // `server/discover` (which the era rule then forwards) decides the transport.
+                s.wire = Wire::Undecided;
+            }
             let version = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
                 v.pointer("/result/protocolVersion")
                     .and_then(Value::as_str)
@@ -391,6 +452,34 @@ impl Shared {
             h.abort();
         }
     }
+}
+
+/// Whether a response is the `-32022` error of a server that speaks only 2026-07-28.
+pub(super) fn refuses_as_modern_only(line: &[u8]) -> bool {
+    use crate::proxy::era::{LEGACY_VERSIONS, UNSUPPORTED_VERSION};
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return false;
+    };
+    v.pointer("/error/code").and_then(Value::as_i64) == Some(UNSUPPORTED_VERSION)
+        && !v
+            .pointer("/error/data/supported")
+            .and_then(Value::as_array)
+            .is_some_and(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .any(|s| LEGACY_VERSIONS.contains(&s))
+            })
+}
+
+/// Whether a request names a protocol version in `params._meta` (the 2026-07-28 envelope).
+fn carries_modern_meta(line: &[u8]) -> bool {
+    use crate::proxy::era::VERSION_KEY;
+    crate::proxy::era::mentions(line, VERSION_KEY.as_bytes())
+        && serde_json::from_slice::<Value>(line).is_ok_and(|v| {
+            v.pointer("/params/_meta")
+                .and_then(Value::as_object)
+                .is_some_and(|m| m.contains_key(VERSION_KEY))
+        })
 }
 
 /// Whether an event's data is an empty object or nothing, as SDKs send to prime a stream.
