@@ -16,7 +16,7 @@
 //!   outside the sandbox lives there. The server gets private caches in its temporary
 //!   directory instead (the profile's environment points the launcher at them).
 
-use super::profile::Right;
+use super::right::Right;
 use std::path::{Path, PathBuf};
 
 /// One inferred path.

@@ -21,6 +21,7 @@ mod launcher;
 mod privileges;
 mod profile;
 mod reaper;
+mod right;
 
 use crate::broker::Broker;
 use crate::path::RelPath;

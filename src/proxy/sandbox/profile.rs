@@ -3,6 +3,7 @@
 //! out of reach.
 
 use super::launcher::{self, Guard};
+use super::right::Right;
 use super::{SandboxError, SandboxMode, SandboxNet, SandboxOptions, SandboxRoot};
 use std::path::{Path, PathBuf};
 
@@ -35,30 +36,6 @@ const DEVICES: &[&str] = &[
     "/dev/random",
     "/dev/urandom",
 ];
-
-/// What a rule allows beneath its path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub(super) enum Right {
-    /// Read files and list directories.
-    Read,
-    /// Read, list and execute.
-    Exec,
-    /// Everything: read, execute, write, create, remove, rename, truncate.
-    Write,
-    /// Read and write an existing device, as `/dev/null` needs.
-    Device,
-}
-
-impl Right {
-    fn as_str(self) -> &'static str {
-        match self {
-            Right::Read => "read",
-            Right::Exec => "read+exec",
-            Right::Write => "read+write",
-            Right::Device => "device",
-        }
-    }
-}
 
 /// One path and what the server may do beneath it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
