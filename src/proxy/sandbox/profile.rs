@@ -97,16 +97,19 @@ impl Profile {
         let cwd = std::env::current_dir().map_err(|e| {
             SandboxError::Profile(format!("cannot read the current directory: {e}"))
         })?;
-        for a in &options.allow {
-            let path = cwd.join(&a.path);
-            let right = if a.write { Right::Write } else { Right::Exec };
-            add(&path, right, "--sandbox-allow", true);
-        }
         let allowed: Vec<(PathBuf, bool)> = options
             .allow
             .iter()
-            .map(|a| (cwd.join(&a.path), a.write))
+            // By real path: a link named in `--sandbox-allow` must count where it leads.
+            .map(|a| {
+                let p = cwd.join(&a.path);
+                (std::fs::canonicalize(&p).unwrap_or(p), a.write)
+            })
             .collect();
+        for (path, write) in &allowed {
+            let right = if *write { Right::Write } else { Right::Exec };
+            add(path, right, "--sandbox-allow", true);
+        }
         let mut opened: Vec<PathBuf> = roots.iter().map(|r| r.path.clone()).collect();
         opened.push(tmp.to_path_buf());
         opened.extend(allowed.iter().map(|(p, _)| p.clone()));
