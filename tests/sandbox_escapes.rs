@@ -102,6 +102,25 @@ impl Layout {
         Sidecar::spawn_env(&args, &all)
     }
 
+    /// As [`Layout::run`], in `cwd` and with HOME at `home`.
+    fn run_in(
+        &self,
+        cwd: &Path,
+        home: &Path,
+        extra: &[&str],
+        command: &[OsString],
+        env: &[(&str, String)],
+    ) -> Sidecar {
+        let mut args: Vec<OsString> = vec!["proxy".into(), "--sandbox".into()];
+        args.extend(extra.iter().map(OsString::from));
+        args.push("--root".into());
+        args.push(self.base.join("proj").into());
+        args.extend(command.iter().cloned());
+        let mut all: Vec<(&str, &str)> = vec![("HOME", home.to_str().unwrap())];
+        all.extend(env.iter().map(|(k, v)| (*k, v.as_str())));
+        Sidecar::spawn_with(&args, Some(cwd), &all)
+    }
+
     fn checker(&self) -> Vec<OsString> {
         vec![python().into(), self.base.join("checker.py").into()]
     }
@@ -254,4 +273,200 @@ fn an_executable_in_a_dot_directory_of_home_does_not_open_that_directory() {
     let r = report(&mut p);
     assert_eq!(r["read"][&check], "PermissionError", "{r}");
     p.finish();
+}
+
+#[test]
+fn a_file_named_like_an_option_value_does_not_steer_the_profile() {
+    // A previous run of the server left `dev` in the writable root, its working directory,
+    // pointing at the user's key; `python -X dev` must not take it for the script.
+    let l = Layout::new();
+    let key = l.home().join(".ssh/id_rsa");
+    canary(&key, "CANARY-KEY");
+    let proj = l.base.join("proj");
+    std::os::unix::fs::symlink(&key, proj.join("dev")).unwrap();
+    let command: Vec<OsString> = vec![
+        python().into(),
+        "-X".into(),
+        "dev".into(),
+        l.base.join("checker.py").into(),
+    ];
+    let check = key.to_str().unwrap().to_owned();
+    let mut p = l.run_in(
+        &proj,
+        &l.home(),
+        &["--writable"],
+        &command,
+        &[("CHECK", check.clone())],
+    );
+    let r = report(&mut p);
+    assert_eq!(r["read"][&check], "PermissionError", "{r}");
+    p.finish();
+}
+
+#[test]
+fn a_link_where_node_looks_for_packages_opens_nothing_beyond_its_target_rules() {
+    // A `node_modules` beside the script that is a link to the home directory.
+    let l = Layout::new();
+    let key = l.home().join(".ssh/id_rsa");
+    canary(&key, "CANARY-KEY");
+    let app = l.base.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(app.join("package.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(l.home(), app.join("node_modules")).unwrap();
+    std::fs::write(
+        app.join("server.js"),
+        r#"const fs = require("fs");
+let read = {};
+for (const p of (process.env.CHECK || "").split(":").filter(Boolean)) {
+  try { read[p] = fs.readFileSync(p, "utf8"); } catch (e) { read[p] = e.code; }
+}
+console.log(JSON.stringify({jsonrpc: "2.0", method: "notifications/message",
+  params: {level: "info", data: {read}}}));
+process.stdin.resume();
+"#,
+    )
+    .unwrap();
+    let command: Vec<OsString> = vec!["node".into(), app.join("server.js").into()];
+    let check = key.to_str().unwrap().to_owned();
+    let mut p = l.run(&[], &command, &[("CHECK", check.clone())]);
+    let r = report(&mut p);
+    assert_eq!(r["read"][&check], "EACCES", "{r}");
+    p.finish();
+}
+
+#[test]
+fn a_home_reached_through_a_link_is_still_the_home() {
+    // `/home` is a link on some systems: the limits hold for the real path too.
+    let l = Layout::new();
+    let link = l.base.join("homelink");
+    std::os::unix::fs::symlink(l.home(), &link).unwrap();
+    let key = l.home().join(".ssh/id_rsa");
+    canary(&key, "CANARY-KEY");
+    std::fs::create_dir_all(l.home().join("bin")).unwrap();
+    std::os::unix::fs::symlink(python(), l.home().join("bin/server")).unwrap();
+    let command: Vec<OsString> = vec![
+        link.join("bin/server").into(),
+        l.base.join("checker.py").into(),
+    ];
+    let check = key.to_str().unwrap().to_owned();
+    let mut p = l.run_in(&l.base, &link, &[], &command, &[("CHECK", check.clone())]);
+    let r = report(&mut p);
+    assert_eq!(r["read"][&check], "PermissionError", "{r}");
+    p.finish();
+}
+
+#[test]
+fn an_allowed_link_counts_as_writable_where_it_leads() {
+    let l = Layout::new();
+    let outside = l.base.join("outside");
+    canary(&outside.join("secret.txt"), "CANARY");
+    let adir = l.base.join("adir");
+    let venv = adir.join(".venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink(python(), venv.join("bin/python")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        format!("home = {}\n", outside.display()),
+    )
+    .unwrap();
+    let alink = l.base.join("alink");
+    std::os::unix::fs::symlink(&adir, &alink).unwrap();
+    let allow = format!("{}:rw", alink.display());
+    let command: Vec<OsString> = vec![
+        venv.join("bin/python").into(),
+        l.base.join("checker.py").into(),
+    ];
+    let check = outside.join("secret.txt").to_str().unwrap().to_owned();
+    let mut p = l.run(
+        &["--sandbox-allow", &allow],
+        &command,
+        &[("CHECK", check.clone())],
+    );
+    let r = report(&mut p);
+    assert_ne!(r["read"][&check], "CANARY", "{r}");
+    p.finish();
+}
+
+#[test]
+fn a_deep_chain_of_processes_ends_with_the_server() {
+    let l = Layout::new();
+    let chain = l.base.join("chain.py");
+    std::fs::write(
+        &chain,
+        r#"import json, os, sys, time
+r, w = os.pipe()
+depth = 80
+if os.fork() == 0:
+    for _ in range(depth):
+        if os.fork() != 0:
+            time.sleep(1000)
+    os.write(w, str(os.getpid()).encode())
+    time.sleep(1000)
+os.close(w)
+leaf = int(os.read(r, 32))
+print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": {"leaf": leaf}}}), flush=True)
+sys.stdin.read()
+"#,
+    )
+    .unwrap();
+    let mut p = l.run(&[], &[python().into(), chain.into()], &[]);
+    let r = report(&mut p);
+    let leaf = PathBuf::from(format!("/proc/{}", r["leaf"]));
+    assert!(leaf.exists(), "{r}");
+    p.finish();
+    let start = Instant::now();
+    while leaf.exists() {
+        assert!(
+            start.elapsed() < LONG,
+            "the end of an 80-deep chain outlived the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_private_temporary_directory_goes_even_when_the_server_locks_it() {
+    let l = Layout::new();
+    let locker = l.base.join("locker.py");
+    std::fs::write(
+        &locker,
+        r#"import json, os, sys
+tmp = os.environ["TMPDIR"]
+os.makedirs(os.path.join(tmp, "locked/inner"))
+open(os.path.join(tmp, "locked/inner/f"), "w").write("x")
+os.chmod(os.path.join(tmp, "locked"), 0)
+print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": {"tmp": tmp}}}), flush=True)
+sys.stdin.read()
+"#,
+    )
+    .unwrap();
+    // As an ordinary user (root could remove a locked directory anyway), with the system's
+    // Python, which that user can run.
+    use std::os::unix::fs::PermissionsExt;
+    for d in [l.base.clone(), l.base.join("proj")] {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let args: Vec<OsString> = vec![
+        "proxy".into(),
+        "--sandbox".into(),
+        "--root".into(),
+        l.base.join("proj").into(),
+        "/usr/bin/python3".into(),
+        locker.into(),
+    ];
+    let mut p = Sidecar::spawn_wrapped(
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ],
+        &args,
+    );
+    let r = report(&mut p);
+    let tmp = PathBuf::from(r["tmp"].as_str().unwrap());
+    p.finish();
+    assert!(!tmp.exists(), "{} outlived the server", tmp.display());
 }

@@ -74,7 +74,7 @@ impl Sidecar {
         Sidecar::start(cmd)
     }
 
-    fn spawn_with(args: &[OsString], cwd: Option<&Path>, env: &[(&str, &str)]) -> Sidecar {
+    pub fn spawn_with(args: &[OsString], cwd: Option<&Path>, env: &[(&str, &str)]) -> Sidecar {
         let mut cmd = Command::new(crate::common::bin());
         cmd.args(args).envs(env.iter().copied());
         if let Some(d) = cwd {

@@ -2,7 +2,8 @@
 //! ABI that brought it; what the running kernel lacks is named, so strict mode can refuse and
 //! best effort can say exactly what is not enforced.
 
-use super::profile::{Profile, Right, Rule};
+use super::profile::{Profile, Rule};
+use super::right::Right;
 use super::{ABI_CAP_VAR, SandboxError, SandboxMode, SandboxNet};
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,

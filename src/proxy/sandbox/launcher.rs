@@ -16,7 +16,7 @@
 //!   outside the sandbox lives there. The server gets private caches in its temporary
 //!   directory instead (the profile's environment points the launcher at them).
 
-use super::profile::Right;
+use super::right::Right;
 use std::path::{Path, PathBuf};
 
 /// One inferred path.
@@ -28,7 +28,8 @@ pub(super) struct Found {
 
 /// What an inferred directory must not be, and which files may not be read for inference.
 pub(super) struct Guard {
-    home: Option<PathBuf>,
+    /// The home directory as given and as its real path (`/home` is a link on some systems).
+    homes: Vec<PathBuf>,
     /// Directories the profile opens anyway (roots, the temporary directory, allowed paths):
     /// an inferred directory must not contain one.
     opened: Vec<PathBuf>,
@@ -42,23 +43,35 @@ impl Guard {
         opened: Vec<PathBuf>,
         writable: Vec<PathBuf>,
     ) -> Guard {
+        let mut homes: Vec<PathBuf> = home.iter().cloned().collect();
+        homes.extend(home.and_then(|h| std::fs::canonicalize(h).ok()));
         Guard {
-            home,
+            homes,
             opened,
             writable,
         }
     }
 
+    /// Whether `path` (as given, or its real path) lies beneath a directory the server may
+    /// write: then it is reachable already, and nothing it holds or points at may steer the
+    /// profile.
+    fn writable(&self, path: &Path) -> bool {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.writable
+            .iter()
+            .any(|w| path.starts_with(w) || real.starts_with(w))
+    }
+
     /// Whether `dir` may be opened to the server whole.
     fn allows(&self, dir: &Path) -> bool {
-        self.allows_tool_root(dir) && self.home.as_deref().is_none_or(|h| dir.parent() != Some(h))
+        self.allows_tool_root(dir) && !self.homes.iter().any(|h| dir.parent() == Some(h.as_path()))
     }
 
     /// As [`Guard::allows`], for a tool's own root directly in the home directory (pyenv's).
     fn allows_tool_root(&self, dir: &Path) -> bool {
         dir.is_absolute()
             && dir.parent().is_some()
-            && !self.home.as_deref().is_some_and(|h| h.starts_with(dir))
+            && !self.homes.iter().any(|h| h.starts_with(dir))
             && !self.opened.iter().any(|r| r.starts_with(dir))
             && !shared(dir)
     }
@@ -66,8 +79,7 @@ impl Guard {
     /// Whether a file's contents may steer the profile: not when the server could have
     /// written it.
     fn trusts(&self, file: &Path) -> bool {
-        let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-        !self.writable.iter().any(|w| real.starts_with(w))
+        !self.writable(file)
     }
 }
 
@@ -85,27 +97,48 @@ struct Finder<'a> {
 }
 
 impl Finder<'_> {
+    /// Adds `path` by its real path, the one the kernel's rule will name; a path beneath a
+    /// writable rule (as given or real) is reachable already and is not followed anywhere.
     fn push(&mut self, path: &Path, right: Right, why: &str) {
-        self.found.push(Found {
-            path: path.to_path_buf(),
-            right,
-            why: why.to_owned(),
-        });
-    }
-
-    fn dir(&mut self, dir: &Path, right: Right, why: &str) {
-        if self.guard.allows(dir) {
-            self.push(dir, right, why);
-        } else {
-            tracing::info!(dir = %dir.display(), "sandbox: {why}: too wide to allow whole, left out");
+        if self.guard.writable(path) {
+            return;
+        }
+        if let Ok(real) = std::fs::canonicalize(path) {
+            self.found.push(Found {
+                path: real,
+                right,
+                why: why.to_owned(),
+            });
         }
     }
 
-    /// A file's directory, or the file alone when its directory is too wide.
+    /// A directory, judged by its real path.
+    fn dir(&mut self, dir: &Path, right: Right, why: &str) {
+        if self.guard.writable(dir) {
+            return;
+        }
+        let Ok(real) = std::fs::canonicalize(dir) else {
+            return;
+        };
+        if self.guard.allows(&real) {
+            self.push(&real, right, why);
+        } else {
+            tracing::info!(dir = %real.display(), "sandbox: {why}: too wide to allow whole, left out");
+        }
+    }
+
+    /// A file's directory, or the file alone when its directory is too wide (judged by the
+    /// file's real path).
     fn file_or_dir(&mut self, file: &Path, why: &str) {
-        match file.parent() {
+        if self.guard.writable(file) {
+            return;
+        }
+        let Ok(real) = std::fs::canonicalize(file) else {
+            return;
+        };
+        match real.parent() {
             Some(d) if self.guard.allows(d) => self.push(d, Right::Exec, why),
-            _ => self.push(file, Right::Exec, why),
+            _ => self.push(&real, Right::Exec, why),
         }
     }
 
@@ -163,16 +196,26 @@ pub(super) fn installation(
         }
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let script = args
-        .iter()
-        .find(|a| !a.starts_with('-'))
+    let is = |pred: &dyn Fn(&str) -> bool| names.iter().any(|n| pred(n));
+    // The script an interpreter runs: its first argument that is no option and names a
+    // script by its extension. Launchers (`npx`, `uvx`, `uv`) name packages, not files, and
+    // an argument such as `-m mod` or `-X dev` is no script: a file a server created under
+    // such a name must not steer the profile.
+    let interpreter_runs_script =
+        is(&|n| matches!(n, "node" | "nodejs") || n.starts_with("python"));
+    let script = script_argument(args)
+        .filter(|_| interpreter_runs_script)
+        .filter(|a| {
+            [".py", ".js", ".mjs", ".cjs"]
+                .iter()
+                .any(|ext| a.ends_with(ext))
+        })
         .map(|a| cwd.join(a))
-        .filter(|p| p.is_file())
+        .filter(|p| p.is_file() && !guard.writable(p))
         .and_then(|p| std::fs::canonicalize(p).ok());
     if let Some(s) = &script {
         f.file_or_dir(s, "the server's script");
     }
-    let is = |pred: &dyn Fn(&str) -> bool| names.iter().any(|n| pred(n));
     let private = |name: &str| tmp.join(name).to_string_lossy().into_owned();
     if is(&|n| matches!(n, "node" | "nodejs" | "npx" | "npm")) {
         if let Some(s) = &script {
@@ -196,6 +239,25 @@ pub(super) fn installation(
         }
     }
     (f.found, env)
+}
+
+/// The script argument of an interpreter's command line: the first argument that is neither
+/// an option nor an option's value; none when the code comes from elsewhere (`-m`, `-c`, `-e`,
+/// `-p`).
+fn script_argument(args: &[String]) -> Option<&String> {
+    let mut words = args.iter();
+    while let Some(a) = words.next() {
+        match a.as_str() {
+            "-m" | "-c" | "-e" | "-p" | "--eval" | "--print" => return None,
+            "-X" | "-W" | "-r" | "--require" | "--import" | "--loader" => {
+                words.next();
+            }
+            "--" => return words.next(),
+            _ if a.starts_with('-') => {}
+            _ => return Some(a),
+        }
+    }
+    None
 }
 
 /// A Node script's package (the nearest directory above it with a `package.json`) and every

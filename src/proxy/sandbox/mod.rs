@@ -21,6 +21,7 @@ mod launcher;
 mod privileges;
 mod profile;
 mod reaper;
+mod right;
 
 use crate::broker::Broker;
 use crate::path::RelPath;
@@ -162,6 +163,11 @@ pub fn spawn_sandboxed(
     };
     for line in profile.describe() {
         tracing::info!("sandbox: {line}");
+    }
+    if rustix::process::geteuid().is_root() {
+        tracing::warn!(
+            "sandbox: the server runs as root: without capabilities, but root's own files beneath the system directories (/etc/shadow) stay readable to it"
+        );
     }
     if !missing.is_empty() {
         tracing::warn!(
@@ -324,7 +330,21 @@ fn private_tmp() -> std::io::Result<PathBuf> {
     std::fs::canonicalize(&dir)
 }
 
+/// Removes the private temporary directory, first giving the user back every directory in
+/// it (a server may have made one unreadable to keep its files from being removed).
 fn remove_tmp(tmp: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut todo = vec![tmp.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    todo.push(e.path());
+                }
+            }
+        }
+    }
     if let Err(e) = std::fs::remove_dir_all(tmp) {
         tracing::warn!(dir = %tmp.display(), error = %e, "sandbox: cannot remove the private temporary directory");
     }
@@ -351,6 +371,15 @@ pub fn exec_helper(command: &[String]) -> u8 {
     };
     if let Err(e) = enforce::restrict(&profile).and_then(|()| privileges::drop_all()) {
         eprintln!("fsbroker: {e}");
+        return 1;
+    }
+    // If the proxy dies without ending the server (a signal it does not handle), the kernel
+    // ends the server; what the server started is then the subreaper's to find, and a proxy
+    // killed outright cannot. This survives `execve`.
+    if let Err(e) =
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+    {
+        eprintln!("fsbroker: cannot tie the server's life to the proxy's: {e}");
         return 1;
     }
     let tmp = profile.tmp();

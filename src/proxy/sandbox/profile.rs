@@ -3,6 +3,7 @@
 //! out of reach.
 
 use super::launcher::{self, Guard};
+use super::right::Right;
 use super::{SandboxError, SandboxMode, SandboxNet, SandboxOptions, SandboxRoot};
 use std::path::{Path, PathBuf};
 
@@ -35,30 +36,6 @@ const DEVICES: &[&str] = &[
     "/dev/random",
     "/dev/urandom",
 ];
-
-/// What a rule allows beneath its path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub(super) enum Right {
-    /// Read files and list directories.
-    Read,
-    /// Read, list and execute.
-    Exec,
-    /// Everything: read, execute, write, create, remove, rename, truncate.
-    Write,
-    /// Read and write an existing device, as `/dev/null` needs.
-    Device,
-}
-
-impl Right {
-    fn as_str(self) -> &'static str {
-        match self {
-            Right::Read => "read",
-            Right::Exec => "read+exec",
-            Right::Write => "read+write",
-            Right::Device => "device",
-        }
-    }
-}
 
 /// One path and what the server may do beneath it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -120,16 +97,19 @@ impl Profile {
         let cwd = std::env::current_dir().map_err(|e| {
             SandboxError::Profile(format!("cannot read the current directory: {e}"))
         })?;
-        for a in &options.allow {
-            let path = cwd.join(&a.path);
-            let right = if a.write { Right::Write } else { Right::Exec };
-            add(&path, right, "--sandbox-allow", true);
-        }
         let allowed: Vec<(PathBuf, bool)> = options
             .allow
             .iter()
-            .map(|a| (cwd.join(&a.path), a.write))
+            // By real path: a link named in `--sandbox-allow` must count where it leads.
+            .map(|a| {
+                let p = cwd.join(&a.path);
+                (std::fs::canonicalize(&p).unwrap_or(p), a.write)
+            })
             .collect();
+        for (path, write) in &allowed {
+            let right = if *write { Right::Write } else { Right::Exec };
+            add(path, right, "--sandbox-allow", true);
+        }
         let mut opened: Vec<PathBuf> = roots.iter().map(|r| r.path.clone()).collect();
         opened.push(tmp.to_path_buf());
         opened.extend(allowed.iter().map(|(p, _)| p.clone()));

@@ -5,15 +5,11 @@
 //! until none are left. A process that outlived the server would keep the sandbox's access
 //! (to a root just taken away, say) with nobody watching it.
 
-use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, waitpid};
+use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, wait};
 use std::time::{Duration, Instant};
 
-/// How many rounds of killing and reaping are tried: each round takes the children the
-/// previous one orphaned.
-const ROUNDS: usize = 64;
-
-/// How long the killed children are waited for, in all.
-const REAP: Duration = Duration::from_secs(5);
+/// How long the proxy spends ending what the server left, in all.
+const DEADLINE: Duration = Duration::from_secs(10);
 
 /// Makes this process the subreaper of what it starts from now on.
 pub(super) fn adopt_orphans() -> std::io::Result<()> {
@@ -21,51 +17,89 @@ pub(super) fn adopt_orphans() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Kills and reaps every child of this process, round after round, until none is left.
-/// Called once the server has exited, when the proxy's only children are what it left.
+/// Ends every descendant of this process: the whole tree is found from `/proc`, stopped
+/// (SIGSTOP) until no new process appears in it, then killed, and the dead are reaped; again
+/// until nothing is left or the deadline passes. Stopping first means a chain of processes,
+/// or one that forks as fast as it can, cannot stay a step ahead. Called once the server has
+/// exited, when the proxy's only descendants are what it left.
 pub(super) fn end_descendants() {
     let me = getpid();
     let start = Instant::now();
-    for _ in 0..ROUNDS {
-        let children = children_of(me);
-        if children.is_empty() {
+    let mut told = false;
+    while start.elapsed() < DEADLINE {
+        let mut tree = descendants(me);
+        if tree.is_empty() {
             return;
         }
-        tracing::info!(
-            count = children.len(),
-            "sandbox: ending what the server left running"
-        );
-        for &c in &children {
-            let _ = kill_process(c, Signal::KILL);
+        if !told {
+            tracing::info!(
+                count = tree.len(),
+                "sandbox: ending what the server left running"
+            );
+            told = true;
         }
-        for &c in &children {
-            while start.elapsed() < REAP {
-                match waitpid(Some(c), WaitOptions::NOHANG) {
-                    Ok(Some(_)) | Err(_) => break,
-                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                }
+        // Freeze the tree until it stops growing.
+        loop {
+            for &p in &tree {
+                let _ = kill_process(p, Signal::STOP);
             }
+            let again = descendants(me);
+            if again.iter().all(|p| tree.contains(p)) || start.elapsed() >= DEADLINE {
+                break;
+            }
+            tree = again;
         }
+        for &p in &tree {
+            let _ = kill_process(p, Signal::KILL);
+        }
+        reap(start);
     }
     tracing::warn!("sandbox: processes the server started are still running");
 }
 
-/// The processes whose parent is `parent`, from `/proc`.
-fn children_of(parent: Pid) -> Vec<Pid> {
+/// Reaps the dead among this process's children, briefly waiting for the killed to die.
+fn reap(start: Instant) {
+    let pause = Instant::now();
+    while start.elapsed() < DEADLINE && pause.elapsed() < Duration::from_millis(200) {
+        match wait(WaitOptions::NOHANG) {
+            Ok(Some(_)) => continue,
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => return,
+        }
+    }
+}
+
+/// Every process below `root`, from the parent ids in `/proc` (iteratively: no recursion on
+/// a tree the server shaped).
+fn descendants(root: Pid) -> Vec<Pid> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    dir.filter_map(|e| {
-        let e = e.ok()?;
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        // `pid (comm) state ppid ...`: the command may hold spaces and parentheses, so the
-        // fields are counted after the last `)`.
-        let rest = stat.get(stat.rfind(')')? + 1..)?;
-        let ppid: i32 = rest.split_whitespace().nth(1)?.parse().ok()?;
-        (ppid == parent.as_raw_nonzero().get())
-            .then(|| Pid::from_raw(pid))
-            .flatten()
-    })
-    .collect()
+    let pairs: Vec<(i32, i32)> = dir
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // `pid (comm) state ppid ...`: the command may hold spaces and parentheses, so
+            // the fields are counted after the last `)`.
+            let rest = stat.get(stat.rfind(')')? + 1..)?;
+            let ppid: i32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = vec![root.as_raw_nonzero().get()];
+    let mut i = 0;
+    while let Some(&parent) = found.get(i) {
+        for &(pid, ppid) in &pairs {
+            if ppid == parent && !found.contains(&pid) {
+                found.push(pid);
+            }
+        }
+        i += 1;
+    }
+    found
+        .into_iter()
+        .skip(1)
+        .filter_map(Pid::from_raw)
+        .collect()
 }
