@@ -9,17 +9,17 @@
 mod common;
 #[path = "common/interop.rs"]
 mod interop;
+#[path = "common/sandboxed.rs"]
+mod sandboxed;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
+use sandboxed::{LONG, python, report};
 use serde_json::{Value, json};
 use sidecar::*;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Generous: the server is Python or Node, started on a shared machine.
-const LONG: Duration = Duration::from_secs(60);
 
 /// A Python server that tries to read and write around the user's files, runs `cat` on the
 /// home canary as a child process, reports what happened as one notification, then waits for
@@ -68,15 +68,6 @@ fn layout() -> (tempfile::TempDir, PathBuf) {
     (t, base)
 }
 
-/// The real Python interpreter (not a shim), so the profile names its installation.
-fn python() -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 /// `fsbroker proxy PROXY_ARGS... python probe.py BASE` with HOME at the fake home.
 fn probe(base: &Path, proxy_args: &[&str], env: &[(&str, &str)]) -> Sidecar {
     let mut args: Vec<OsString> = vec!["proxy".into()];
@@ -88,12 +79,6 @@ fn probe(base: &Path, proxy_args: &[&str], env: &[(&str, &str)]) -> Sidecar {
     let mut all: Vec<(&str, &str)> = vec![("HOME", home.to_str().unwrap())];
     all.extend_from_slice(env);
     Sidecar::spawn_env(&args, &all)
-}
-
-fn report(p: &mut Sidecar) -> Value {
-    let n = p.next_within(LONG);
-    assert_eq!(n["method"], "notifications/message", "{n}\n{}", p.stderr());
-    n["params"]["data"].clone()
 }
 
 #[test]

@@ -7,16 +7,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
+#[path = "common/sandboxed.rs"]
+mod sandboxed;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
-use serde_json::Value;
+use sandboxed::{LONG, python, report};
 use sidecar::*;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-const LONG: Duration = Duration::from_secs(60);
 
 /// A server that reads each path of `$CHECK` (`:`-separated), writes each of `$WRITE`, may
 /// detach a daemon (`$DAEMON`), and reports as one notification, then waits for its input to
@@ -59,14 +59,6 @@ print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
                   "params": {"level": "info", "data": report}}), flush=True)
 sys.stdin.read()
 "#;
-
-fn python() -> PathBuf {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
 
 struct Layout {
     _t: tempfile::TempDir,
@@ -124,12 +116,6 @@ impl Layout {
     fn checker(&self) -> Vec<OsString> {
         vec![python().into(), self.base.join("checker.py").into()]
     }
-}
-
-fn report(p: &mut Sidecar) -> Value {
-    let n = p.next_within(LONG);
-    assert_eq!(n["method"], "notifications/message", "{n}\n{}", p.stderr());
-    n["params"]["data"].clone()
 }
 
 fn canary(path: &Path, text: &str) {

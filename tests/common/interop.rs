@@ -35,18 +35,7 @@ pub fn node_dir() -> &'static Path {
         let dir = base().join("node");
         with_lock(|| {
             let src = sources();
-            let stamp = stamp(&[src.join("package.json"), src.join("package-lock.json")]);
-            if !fresh(&dir, &stamp) {
-                reset(&dir);
-                for f in ["package.json", "package-lock.json"] {
-                    std::fs::copy(src.join(f), dir.join(f)).unwrap();
-                }
-                let mut npm = Command::new("npm");
-                npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-                    .current_dir(&dir);
-                install(npm, "npm ci (the MCP TypeScript SDK)");
-                std::fs::write(dir.join(".stamp"), &stamp).unwrap();
-            }
+            npm_ci(&src, &dir, "npm ci (the MCP TypeScript SDK)");
             for entry in std::fs::read_dir(&src).unwrap() {
                 let path = entry.unwrap().path();
                 if path.extension().is_some_and(|e| e == "mjs") {
@@ -65,22 +54,32 @@ pub fn fs_server() -> &'static Path {
     SCRIPT.get_or_init(|| {
         let dir = base().join("fs-server");
         with_lock(|| {
-            let src = sources().join("fs-server");
-            let stamp = stamp(&[src.join("package.json"), src.join("package-lock.json")]);
-            if !fresh(&dir, &stamp) {
-                reset(&dir);
-                for f in ["package.json", "package-lock.json"] {
-                    std::fs::copy(src.join(f), dir.join(f)).unwrap();
-                }
-                let mut npm = Command::new("npm");
-                npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-                    .current_dir(&dir);
-                install(npm, "npm ci (the official filesystem server)");
-                std::fs::write(dir.join(".stamp"), &stamp).unwrap();
-            }
+            npm_ci(
+                &sources().join("fs-server"),
+                &dir,
+                "npm ci (the official filesystem server)",
+            )
         });
         dir.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
     })
+}
+
+/// Installs the locked npm packages of `src` into `dir` with `npm ci`, unless `dir` already
+/// holds that exact set. Called holding the install lock.
+fn npm_ci(src: &Path, dir: &Path, what: &str) {
+    let stamp = stamp(&[src.join("package.json"), src.join("package-lock.json")]);
+    if fresh(dir, &stamp) {
+        return;
+    }
+    reset(dir);
+    for f in ["package.json", "package-lock.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let mut npm = Command::new("npm");
+    npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir);
+    install(npm, what);
+    std::fs::write(dir.join(".stamp"), &stamp).unwrap();
 }
 
 /// The Python interpreter of a virtual environment holding the Python SDK (`mcp`).
