@@ -348,3 +348,143 @@ fn a_roots_input_request_hidden_outside_an_input_required_result_never_reaches_t
     let rest = rest(&mut p);
     assert!(rest.iter().all(|l| !l.contains("roots/list")), "{rest:?}");
 }
+
+// What an adversarial review found, one test each (all failed before their fix).
+
+/// Waits (boundedly) until the server's log holds `text`.
+fn wait_received(log: &Path, text: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !received(log).contains(text) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never got {text:?}: {}",
+            received(log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_roots_question_in_the_answer_to_the_proxys_retry_never_reaches_the_host() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 1, "final_task", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    let rest = rest(&mut p);
+    assert!(!r.to_string().contains("inputRequests"), "{r}");
+    assert!(rest.iter().all(|l| !l.contains("inputRequests")), "{rest:?}");
+}
+
+#[test]
+fn a_roots_question_nested_in_an_input_required_result_never_reaches_the_host() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 2, "nested", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    assert!(!r.to_string().contains("inputRequests"), "{r}");
+    p.finish();
+}
+
+#[test]
+fn a_server_that_cancels_the_proxys_retry_fails_the_hosts_request_and_the_id_stays_hidden() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 3, "cancel_retry", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    let rest = rest(&mut p);
+    assert!(
+        rest.iter().all(|l| !l.contains("fsbroker-retry-")),
+        "{rest:?}"
+    );
+}
+
+#[test]
+fn batches_are_refused_both_ways_in_a_modern_session() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    // The server's batch: the host never gets an array, and its request an error.
+    let r = call(&mut p, 4, "batch", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    // The host's batch: refused, and never the server's.
+    p.send(&json!([{"jsonrpc":"2.0","id":"b1","method":"tools/list","params":{}}]));
+    let m = call(&mut p, 5, "meta", json!({}));
+    assert!(m.get("result").is_some(), "{m}");
+    let rest = rest(&mut p);
+    assert!(rest.iter().all(|l| !l.starts_with('[')), "{rest:?}");
+    assert!(!received(&log).contains("\"b1\""), "{}", received(&log));
+}
+
+#[test]
+fn roots_the_host_sends_the_server_itself_are_dropped_in_a_modern_session() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    p.send(
+        &json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{
+        "name":"responses","arguments":{},"_meta": modern_meta(),
+        "inputResponses":{"r":{"roots":[{"uri":"file:///home/user","name":"HOSTROOT"}]},
+                          "e":{"action":"accept"}}}}),
+    );
+    let r = p.wait_id(&json!(6));
+    let responses = &r["result"]["structuredContent"]["responses"];
+    assert!(responses.get("r").is_none(), "{r}");
+    assert_eq!(responses["e"]["action"], "accept", "{r}");
+    p.finish();
+}
+
+#[test]
+fn the_hosts_answer_to_a_brokered_roots_request_never_reaches_the_server() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &[]);
+    initialize(&mut p);
+    p.send(&json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+        "params":{"name":"ask_roots","arguments":{}}}));
+    p.wait_id(&json!(7));
+    // The broker's answer reaches the server; the host's, sent after, must not.
+    wait_received(&log, "\"rl\"");
+    p.send(&json!({"jsonrpc":"2.0","id":"rl","result":{"roots":[
+        {"uri":"file:///home/user","name":"HOSTROOT"}]}}));
+    let m = p.request("tools/list", json!({}));
+    assert!(m.get("result").is_some(), "{m}");
+    p.finish();
+    assert!(!received(&log).contains("HOSTROOT"), "{}", received(&log));
+}
+
+#[test]
+fn a_second_answer_to_initialize_cannot_change_the_era() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &[]);
+    initialize(&mut p);
+    p.send(&json!({"jsonrpc":"2.0","id":8,"method":"tools/call",
+        "params":{"name":"reinit","arguments":{}}}));
+    p.wait_id(&json!(8));
+    let d = discover(&mut p, "probe-after");
+    assert_eq!(d["error"]["code"], -32601, "{d}");
+    p.finish();
+    assert!(
+        !received(&log).contains("server/discover"),
+        "{}",
+        received(&log)
+    );
+}
+
+#[test]
+fn a_host_line_the_proxy_cannot_read_may_not_carry_a_probe() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &[]);
+    p.send_raw(
+        br#"{"jsonrpc":"2.0","id":"p","method":"server/discover","method":"server/discover"}"#,
+    );
+    let r = p.next();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    p.finish();
+    assert!(
+        !received(&log).contains("server/discover"),
+        "{}",
+        received(&log)
+    );
+}

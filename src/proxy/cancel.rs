@@ -111,6 +111,14 @@ impl Brokered {
         ))
     }
 
+    /// Whether `id` is (or was lately) a brokered request: the broker answers it, so an
+    /// answer from the host with that id is not the server's to get.
+    pub(super) fn knows(&self, id: &Value) -> bool {
+        let k = key(id);
+        let inner = lock(&self.inner);
+        inner.running.contains_key(&k) || inner.recent.contains(&k)
+    }
+
     /// Takes the server's cancellation of `id`: true when `id` is (or was lately) a brokered
     /// request, which then stops; false when the cancellation is for the host.
     pub(super) fn cancel(&self, id: &Value) -> bool {

@@ -181,6 +181,7 @@ impl EraState {
         line: Vec<u8>,
         capabilities: &Value,
     ) -> HostAction {
+        let line = strip_host_roots(line);
         let mode = self.mode();
         if method == "initialize" {
             if mode == EraMode::Modern {
@@ -347,6 +348,27 @@ impl EraState {
         serde_json::to_vec(&cancel).ok()
     }
 
+    /// Takes the server's `notifications/cancelled` (`line`) of one of the proxy's own retries:
+    /// the retry's waiter is let go (the host then gets an error), and the cancellation,
+    /// which names an id the host never saw, goes no further. False for any other line.
+    pub(crate) fn server_cancelled(&self, line: &[u8]) -> bool {
+        if !mentions(line, self.upstream.prefix.as_bytes()) {
+            return false;
+        }
+        let Some(id) = serde_json::from_slice::<Value>(line)
+            .ok()
+            .and_then(|v| v.pointer("/params/requestId").cloned())
+        else {
+            return false;
+        };
+        let Some(k) = id.as_str().filter(|s| s.starts_with(&self.upstream.prefix)) else {
+            return false;
+        };
+        lock(&self.upstream.pending).remove(k);
+        tracing::info!("the server cancelled the proxy's retry; the host's request fails");
+        true
+    }
+
     /// Forgets the params kept for the host request `id`, once it has its final answer.
     pub(crate) fn forget(&self, id: &Value) {
         let mut originals = lock(&self.originals);
@@ -402,19 +424,31 @@ pub(crate) fn hides_roots(line: &[u8]) -> bool {
     }
 }
 
-fn asks_roots(v: &Value) -> bool {
-    match v {
-        Value::Object(o) => o.iter().any(|(k, inner)| {
-            (k == "inputRequests"
-                && inner.as_object().is_some_and(|m| {
-                    m.values()
-                        .any(|r| r.get("method").and_then(Value::as_str) == Some("roots/list"))
-                }))
-                || asks_roots(inner)
-        }),
-        Value::Array(a) => a.iter().any(asks_roots),
-        _ => false,
+/// Whether `v` holds, anywhere, an `inputRequests` map with a `roots/list` entry. Walked
+/// with a stack of its own: no recursion on what a server shaped.
+pub(crate) fn asks_roots(v: &Value) -> bool {
+    let mut todo = vec![v];
+    while let Some(v) = todo.pop() {
+        match v {
+            Value::Object(o) => {
+                for (k, inner) in o {
+                    if k == "inputRequests"
+                        && inner.as_object().is_some_and(|m| {
+                            m.values().any(|r| {
+                                r.get("method").and_then(Value::as_str) == Some("roots/list")
+                            })
+                        })
+                    {
+                        return true;
+                    }
+                    todo.push(inner);
+                }
+            }
+            Value::Array(a) => todo.extend(a),
+            _ => {}
+        }
     }
+    false
 }
 
 /// The host's answer in place of a server answer that hides a roots question.
@@ -423,6 +457,34 @@ pub(crate) fn roots_refused(id: &Value) -> Value {
         id,
         "the server's answer carries a roots/list input request that fsbroker cannot take over; refused rather than let the host answer roots".into(),
     )
+}
+
+/// A host request's `inputResponses` without the entries that answer roots: the proxy never
+/// passes a roots question to the host, so such an answer is the host's own, and the
+/// server's roots come from the broker alone (the broker's answers are merged in later, for
+/// the questions the proxy parked).
+fn strip_host_roots(line: Vec<u8>) -> Vec<u8> {
+    if !mentions(&line, b"inputResponses") {
+        return line;
+    }
+    let Ok(mut message) = serde_json::from_slice::<Value>(&line) else {
+        return line;
+    };
+    let Some(responses) = message
+        .pointer_mut("/params/inputResponses")
+        .and_then(Value::as_object_mut)
+    else {
+        return line;
+    };
+    let before = responses.len();
+    responses.retain(|_, r| r.get("roots").is_none());
+    if responses.len() == before {
+        return line;
+    }
+    tracing::warn!(
+        "dropped roots the host sent the server itself; the server's roots are the broker's"
+    );
+    serde_json::to_vec(&message).unwrap_or(line)
 }
 
 /// Whether a response asks for input (`result.resultType` is `input_required`).
@@ -578,7 +640,13 @@ pub(crate) fn intercept(
     let state = state.clone();
     tokio::spawn(async move {
         let id = response.get("id").cloned().unwrap_or(Value::Null);
-        let out = resolve(&state, &id, response, &to_server).await;
+        let mut out = resolve(&state, &id, response, &to_server).await;
+        // The one check before the host: whatever the rounds ended with (the final result,
+        // an answer for the host to complete, what a split left), a roots question anywhere
+        // in it is refused, never relayed.
+        if asks_roots(&out) {
+            out = roots_refused(&id);
+        }
         state.era.forget(&id);
         // A request the host cancelled gets no answer.
         if lock(&state.era.cancelled).remove(&key(&id)) {

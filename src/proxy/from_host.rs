@@ -2,7 +2,7 @@
 //! its own requests, drops the host's roots notifications, and relays the rest to the server.
 //! Batches are looked into, so an answer meant for the proxy never reaches the server.
 
-use super::era::HostAction;
+use super::era::{self, HostAction};
 use super::host::{HostChannel, add_capabilities};
 use super::peek::{self, Kind};
 use super::strict::{self, BatchItems};
@@ -87,6 +87,12 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
                 host.complete(&id, serde_json::from_slice(&line).unwrap_or(Value::Null));
                 continue;
             }
+            Kind::Response { id } if state.brokered.knows(&id) => {
+                tracing::warn!(
+                    "dropped the host's answer to a request the broker answers (roots/list or files/*)"
+                );
+                continue;
+            }
             Kind::Notification { method } if method == CANCELLED => {
                 if let Some(extra) = state.era.cancel(&line)
                     && to_server.send(extra).await.is_err()
@@ -101,6 +107,23 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
             }
             Kind::Other if maybe_ours(&line, &host) => {
                 tracing::warn!("dropped an ambiguous answer to the proxy's request from the host");
+                continue;
+            }
+            // What the proxy cannot read exactly must not carry a probe or a 2026-07-28
+            // request past the era rules.
+            Kind::Other
+                if era::mentions(&line, b"server/discover")
+                    || era::mentions(&line, era::VERSION_KEY.as_bytes()) =>
+            {
+                tracing::warn!(
+                    "refused a host message the proxy cannot read that names the 2026-07-28 era"
+                );
+                let id = peek::refusal_id(&line).unwrap_or(Value::Null);
+                let refusal = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600,
+                    "message": "a message fsbroker proxy cannot read exactly may not carry server/discover or a 2026-07-28 request"}});
+                if let (Ok(v), Some(to_host)) = (serde_json::to_vec(&refusal), host.sender()) {
+                    let _ = to_host.send(v).await;
+                }
                 continue;
             }
             Kind::Batch if let Some(refused) = state.era.refuse_batch(&line) => {

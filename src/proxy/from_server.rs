@@ -198,13 +198,28 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
             tracing::debug!(%method, "dropped a brokered method sent as a notification");
             Routed::default()
         }
+        Kind::Notification { method }
+            if method == "notifications/cancelled" && state.era.server_cancelled(&line) =>
+        {
+            Routed::default()
+        }
         Kind::Notification { method } if cancels_ours(&method, &line, state) => {
             tracing::debug!("the server cancelled a brokered request; stopped");
             Routed::default()
         }
         Kind::Response { id } if state.era.take_upstream_answer(&id, &line) => Routed::default(),
         Kind::Response { id } => {
-            if lock(&state.init_id).as_ref() == Some(&id) {
+            // The first answer to `initialize` (or a forwarded probe) settles it: a later one
+            // with the same id cannot change the session's era.
+            let answers_init = {
+                let mut init = lock(&state.init_id);
+                let hit = init.as_ref() == Some(&id);
+                if hit {
+                    init.take();
+                }
+                hit
+            };
+            if answers_init {
                 state.note_server_name(&line);
                 state.era.note_init_answer(&line);
             }

@@ -378,6 +378,10 @@ impl State {
     /// The agreed protocol revision when it has no JSON-RPC batches (2025-06-18 and later,
     /// which removed them); `None` before `initialize` was answered or in an older one.
     fn without_batches(&self) -> Option<String> {
+        // A modern session may have no `initialize` answer to read a version from.
+        if self.era.era() == Some(era::Era::Modern) {
+            return Some(era::MODERN_VERSION.to_owned());
+        }
         lock(&self.version)
             .clone()
             .filter(|v| v.as_str() >= FIRST_WITHOUT_BATCHES)

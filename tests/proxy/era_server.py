@@ -16,7 +16,17 @@ Tools (`tools/call`), answered in either era:
 - `files`: asks for `files/read` as an input request;
 - `task`: answers a task whose status carries a `roots/list` input request (a shape of the
   tasks extension, with no `resultType` of `input_required`);
-- `meta`: returns the `_meta` it got.
+- `meta`: returns the `_meta` it got;
+- `responses`: returns the `inputResponses` it got;
+- `final_task`: asks for roots, then answers the retry with a complete result whose task
+  still carries a `roots/list` input request;
+- `nested`: an `input_required` result whose only roots question sits in a task, not in a
+  top-level `inputRequests`;
+- `cancel_retry`: asks for roots, then cancels the proxy's retry instead of answering it;
+- `batch`: answers with a batch (a notification and the result);
+- `ask_roots`: sends its own `roots/list` request (id "rl"), then answers the call;
+- `reinit`: answers the host's `initialize` (id "init") a second time, as a modern-only
+  server would.
 
 $RECV_LOG: every line received is appended to that file.
 """
@@ -55,6 +65,36 @@ def call(mid, params):
     state = params.get("requestState")
     if name == "meta":
         return result(mid, {"content": [], "structuredContent": {"meta": meta}})
+    if name == "responses":
+        return result(mid, {"content": [], "structuredContent": {"responses": responses}})
+    if name == "final_task" and state is None:
+        return result(mid, {"resultType": "input_required", "requestState": "ft",
+                            "inputRequests": {"r": {"method": "roots/list"}}})
+    if name == "final_task":
+        return result(mid, {"resultType": "complete", "content": [],
+                            "task": {"status": "input_required",
+                                     "inputRequests": {"x": {"method": "roots/list"}}}})
+    if name == "nested":
+        return result(mid, {"resultType": "input_required", "requestState": "q",
+                            "task": {"inputRequests": {"x": {"method": "roots/list"}}}})
+    if name == "cancel_retry" and state is None:
+        return result(mid, {"resultType": "input_required", "requestState": "cr",
+                            "inputRequests": {"r": {"method": "roots/list"}}})
+    if name == "cancel_retry":
+        return send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": mid, "reason": "no"}})
+    if name == "batch":
+        sys.stdout.write(json.dumps([
+            {"jsonrpc": "2.0", "method": "notifications/message",
+             "params": {"level": "info", "data": "x"}},
+            {"jsonrpc": "2.0", "id": mid, "result": {"content": []}}]) + "\n")
+        return sys.stdout.flush()
+    if name == "ask_roots":
+        send({"jsonrpc": "2.0", "id": "rl", "method": "roots/list"})
+        return result(mid, {"content": []})
+    if name == "reinit":
+        error("init", -32022, "Unsupported protocol version", {"supported": [MODERN]})
+        return result(mid, {"content": []})
     if name == "task":
         return result(mid, {"task": {"taskId": "t1", "status": "input_required",
                                      "inputRequests": {"r": {"method": "roots/list"}}}})
