@@ -373,7 +373,10 @@ fn a_roots_question_in_the_answer_to_the_proxys_retry_never_reaches_the_host() {
     assert!(r.get("error").is_some(), "{r}");
     let rest = rest(&mut p);
     assert!(!r.to_string().contains("inputRequests"), "{r}");
-    assert!(rest.iter().all(|l| !l.contains("inputRequests")), "{rest:?}");
+    assert!(
+        rest.iter().all(|l| !l.contains("inputRequests")),
+        "{rest:?}"
+    );
 }
 
 #[test]
@@ -487,4 +490,93 @@ fn a_host_line_the_proxy_cannot_read_may_not_carry_a_probe() {
         "{}",
         received(&log)
     );
+}
+
+// The second review's findings, one test each.
+
+/// A legacy session in 2025-03-26, the last revision with batches.
+fn initialize_2025_03_26(p: &mut Sidecar) {
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        "protocolVersion":"2025-03-26","capabilities":{"roots":{}},
+        "clientInfo":{"name":"t","version":"1"}}}),
+    );
+    p.wait_id(&json!("init"));
+}
+
+fn host_roots() -> Value {
+    json!({"roots":[{"uri":"file:///etc","name":"HOSTROOT"}]})
+}
+
+#[test]
+fn a_session_that_went_modern_stays_modern() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "modern-only", &[]);
+    let first = initialize(&mut p);
+    assert_eq!(first["error"]["code"], -32022, "{first}");
+    let d = discover(&mut p, "probe");
+    assert!(d.get("result").is_some(), "{d}");
+    // A second handshake is the proxy's to refuse: the server never sees it.
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"again","method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},
+        "clientInfo":{"name":"t","version":"1"}}}),
+    );
+    let again = p.wait_id(&json!("again"));
+    assert_eq!(again["error"]["code"], -32022, "{again}");
+    let r = call(&mut p, 1, "roots", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    p.finish();
+    assert_eq!(received(&log).matches("\"initialize\"").count(), 1);
+}
+
+#[test]
+fn a_host_batch_cannot_answer_a_request_the_broker_answers() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &[]);
+    initialize_2025_03_26(&mut p);
+    p.send(&json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+        "params":{"name":"ask_roots","arguments":{"rid":1}}}));
+    p.wait_id(&json!(7));
+    p.send(&json!([{"jsonrpc":"2.0","id":1,"result":host_roots()}]));
+    p.send(&json!({"jsonrpc":"2.0","id":"1","result":host_roots()}));
+    p.send_raw(br#"{"jsonrpc":"2.0","id":1.0,"result":{"roots":[{"uri":"file:///etc","name":"HOSTROOT"}]}}"#);
+    p.send_raw(br#"{"jsonrpc":"2.0","id":1,"result":{"roots":[{"uri":"file:///etc","name":"HOSTROOT"}]},"x":1,"x":2}"#);
+    let m = p.request("tools/list", json!({}));
+    assert!(m.get("result").is_some(), "{m}");
+    p.finish();
+    assert!(!received(&log).contains("HOSTROOT"), "{}", received(&log));
+}
+
+#[test]
+fn roots_the_host_sends_in_a_batch_or_an_unreadable_line_never_reach_the_server() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &[]);
+    initialize_2025_03_26(&mut p);
+    p.send(
+        &json!([{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{
+        "name":"responses","arguments":{},"inputResponses":{"r":host_roots()}}}]),
+    );
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"responses","arguments":{{}},"inputResponses":{{"r":{}}}}},"z":1,"z":2}}"#,
+        host_roots()
+    );
+    p.send_raw(line.as_bytes());
+    let refused = p.wait_id(&json!(6));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let m = p.request("tools/list", json!({}));
+    assert!(m.get("result").is_some(), "{m}");
+    p.finish();
+    assert!(!received(&log).contains("HOSTROOT"), "{}", received(&log));
+}
+
+#[test]
+fn a_roots_question_in_a_list_of_input_requests_never_reaches_the_host() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 9, "task_list", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+    assert!(!r.to_string().contains("inputRequests"), "{r}");
+    p.finish();
 }

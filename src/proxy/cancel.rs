@@ -71,6 +71,26 @@ fn key(id: &Value) -> String {
     id.to_string()
 }
 
+/// The keys `id` may stand for in a peer that reads ids loosely: an integral number
+/// (`1.0`, `1e0`) is that integer, and a string of digits (`"1"`) may be taken for it too.
+fn id_forms(id: &Value) -> Vec<String> {
+    let mut forms = vec![key(id)];
+    let integral = match id {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| f as i64)
+        }),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    if let Some(i) = integral {
+        forms.push(i.to_string());
+        forms.push(Value::String(i.to_string()).to_string());
+    }
+    forms
+}
+
 impl Brokered {
     /// Notes a brokered request the server sent, before it goes to the broker's lane.
     pub(super) fn start(&self, id: &Value) {
@@ -114,9 +134,10 @@ impl Brokered {
     /// Whether `id` is (or was lately) a brokered request: the broker answers it, so an
     /// answer from the host with that id is not the server's to get.
     pub(super) fn knows(&self, id: &Value) -> bool {
-        let k = key(id);
         let inner = lock(&self.inner);
-        inner.running.contains_key(&k) || inner.recent.contains(&k)
+        id_forms(id)
+            .iter()
+            .any(|k| inner.running.contains_key(k) || inner.recent.contains(k))
     }
 
     /// Takes the server's cancellation of `id`: true when `id` is (or was lately) a brokered

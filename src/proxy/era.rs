@@ -187,6 +187,15 @@ impl EraState {
             if mode == EraMode::Modern {
                 return HostAction::Answer(unsupported(id, &[MODERN_VERSION], "--era modern"));
             }
+            // A session that went modern stays modern: a later `initialize` would hand the
+            // era back to whatever the server answers it.
+            if self.era() == Some(Era::Modern) {
+                return HostAction::Answer(unsupported(
+                    id,
+                    &[MODERN_VERSION],
+                    "a session that is already 2026-07-28",
+                ));
+            }
             self.settle(Era::Legacy);
             return HostAction::Relay(line);
         }
@@ -313,8 +322,12 @@ impl EraState {
             EraMode::Auto => {
                 tracing::info!(?supported, "the server is modern-only; the host's next server/discover is forwarded");
                 self.modern_only.store(true, Ordering::Relaxed);
-                // The handshake failed, so the connection has no era yet.
-                lock(&self.era).take();
+                // The handshake failed, so the connection has no era yet; a modern era,
+                // settled by a probe, is not the handshake's to undo.
+                let mut era = lock(&self.era);
+                if *era == Some(Era::Legacy) {
+                    era.take();
+                }
             }
             EraMode::Modern => {}
         }
@@ -432,13 +445,16 @@ pub(crate) fn asks_roots(v: &Value) -> bool {
         match v {
             Value::Object(o) => {
                 for (k, inner) in o {
-                    if k == "inputRequests"
-                        && inner.as_object().is_some_and(|m| {
-                            m.values().any(|r| {
-                                r.get("method").and_then(Value::as_str) == Some("roots/list")
-                            })
-                        })
-                    {
+                    let asks =
+                        |r: &Value| r.get("method").and_then(Value::as_str) == Some("roots/list");
+                    // The specification's shape is a map; a list is looked into as well.
+                    let found = k == "inputRequests"
+                        && match inner {
+                            Value::Object(m) => m.values().any(asks),
+                            Value::Array(a) => a.iter().any(asks),
+                            _ => false,
+                        };
+                    if found {
                         return true;
                     }
                     todo.push(inner);
@@ -463,7 +479,7 @@ pub(crate) fn roots_refused(id: &Value) -> Value {
 /// passes a roots question to the host, so such an answer is the host's own, and the
 /// server's roots come from the broker alone (the broker's answers are merged in later, for
 /// the questions the proxy parked).
-fn strip_host_roots(line: Vec<u8>) -> Vec<u8> {
+pub(crate) fn strip_host_roots(line: Vec<u8>) -> Vec<u8> {
     if !mentions(&line, b"inputResponses") {
         return line;
     }

@@ -2,6 +2,7 @@
 //! its own requests, drops the host's roots notifications, and relays the rest to the server.
 //! Batches are looked into, so an answer meant for the proxy never reaches the server.
 
+use super::cancel;
 use super::era::{self, HostAction};
 use super::host::{HostChannel, add_capabilities};
 use super::peek::{self, Kind};
@@ -110,10 +111,13 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
                 continue;
             }
             // What the proxy cannot read exactly must not carry a probe or a 2026-07-28
-            // request past the era rules.
+            // request past the era rules, answers of its own for the server, nor an answer to
+            // a request the broker answers.
             Kind::Other
                 if era::mentions(&line, b"server/discover")
-                    || era::mentions(&line, era::VERSION_KEY.as_bytes()) =>
+                    || era::mentions(&line, era::VERSION_KEY.as_bytes())
+                    || era::mentions(&line, b"inputResponses")
+                    || names_brokered(&line, &state.brokered) =>
             {
                 tracing::warn!(
                     "refused a host message the proxy cannot read that names the 2026-07-28 era"
@@ -139,7 +143,7 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
                     }
                     continue;
                 }
-                match keep_for_server(line, &host) {
+                match keep_for_server(line, &host, &state.brokered) {
                     Some(rest) => rest,
                     None => continue,
                 }
@@ -189,7 +193,11 @@ async fn refuse(
 /// roots notifications; returns what remains for the server, unchanged when nothing was
 /// taken out, `None` when nothing remains. Each item is judged by the strict reader exactly
 /// as a single line of the host is, and what remains is the items as the host wrote them.
-fn keep_for_server(line: Vec<u8>, host: &HostChannel) -> Option<Vec<u8>> {
+fn keep_for_server(
+    line: Vec<u8>,
+    host: &HostChannel,
+    brokered: &cancel::Brokered,
+) -> Option<Vec<u8>> {
     let mut rest = Vec::new();
     let mut taken = false;
     for item in BatchItems::new(&line) {
@@ -201,6 +209,18 @@ fn keep_for_server(line: Vec<u8>, host: &HostChannel) -> Option<Vec<u8>> {
             Kind::Response { id } if host.is_reserved(&id) => {
                 host.complete(&id, serde_json::from_slice(item).unwrap_or(Value::Null));
                 taken = true;
+            }
+            Kind::Response { id } if brokered.knows(&id) => {
+                tracing::warn!(
+                    "dropped the host's answer to a request the broker answers (roots/list or files/*)"
+                );
+                taken = true;
+            }
+            Kind::Request { .. } if era::mentions(item, b"inputResponses") => {
+                let stripped = era::strip_host_roots(item.to_vec());
+                taken |= stripped.as_slice() != item;
+                rest.push(if rest.is_empty() { b'[' } else { b',' });
+                rest.extend_from_slice(&stripped);
             }
             Kind::Notification { method } if method == ROOTS_CHANGED => taken = true,
             Kind::Other if maybe_ours(item, host) => {
@@ -221,6 +241,13 @@ fn keep_for_server(line: Vec<u8>, host: &HostChannel) -> Option<Vec<u8>> {
         rest.push(b']');
         Some(rest)
     }
+}
+
+/// Whether a host message the strict reader finds ambiguous names, under some reading, a
+/// request the broker answers.
+fn names_brokered(message: &[u8], brokered: &cancel::Brokered) -> bool {
+    strict::read(message)
+        .is_ok_and(|e| e.duplicated && e.id.iter().chain(&e.ids).any(|id| brokered.knows(id)))
 }
 
 /// Whether a host message that the strict reader finds ambiguous (a key named twice) names
@@ -271,7 +298,7 @@ mod tests {
             ("[1,".to_owned(), Some("[1,".to_owned())),
         ];
         for (batch, want) in cases {
-            let got = keep_for_server(batch.clone().into_bytes(), &host);
+            let got = keep_for_server(batch.clone().into_bytes(), &host, &Default::default());
             assert_eq!(got.map(|g| String::from_utf8(g).unwrap()), want, "{batch}");
         }
     }

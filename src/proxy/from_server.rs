@@ -313,6 +313,11 @@ fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
                 changed = true;
             }
             Kind::Notification { method } if is_brokered(&method) => changed = true,
+            Kind::Notification { method }
+                if method == "notifications/cancelled" && state.era.server_cancelled(item) =>
+            {
+                changed = true
+            }
             Kind::Notification { method } if cancels_ours(&method, item, state) => changed = true,
             Kind::Other | Kind::Batch => {
                 let id = peek::refusal_id(item);

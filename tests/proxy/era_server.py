@@ -24,7 +24,9 @@ Tools (`tools/call`), answered in either era:
   top-level `inputRequests`;
 - `cancel_retry`: asks for roots, then cancels the proxy's retry instead of answering it;
 - `batch`: answers with a batch (a notification and the result);
-- `ask_roots`: sends its own `roots/list` request (id "rl"), then answers the call;
+- `ask_roots`: sends its own `roots/list` request (id `rid`, default "rl"), then answers
+  the call;
+- `task_list`: answers a task whose `inputRequests` is a list holding a `roots/list`;
 - `reinit`: answers the host's `initialize` (id "init") a second time, as a modern-only
   server would.
 
@@ -74,6 +76,9 @@ def call(mid, params):
         return result(mid, {"resultType": "complete", "content": [],
                             "task": {"status": "input_required",
                                      "inputRequests": {"x": {"method": "roots/list"}}}})
+    if name == "task_list":
+        return result(mid, {"content": [], "task": {"status": "input_required",
+                                                    "inputRequests": [{"method": "roots/list"}]}})
     if name == "nested":
         return result(mid, {"resultType": "input_required", "requestState": "q",
                             "task": {"inputRequests": {"x": {"method": "roots/list"}}}})
@@ -90,7 +95,7 @@ def call(mid, params):
             {"jsonrpc": "2.0", "id": mid, "result": {"content": []}}]) + "\n")
         return sys.stdout.flush()
     if name == "ask_roots":
-        send({"jsonrpc": "2.0", "id": "rl", "method": "roots/list"})
+        send({"jsonrpc": "2.0", "id": args.get("rid", "rl"), "method": "roots/list"})
         return result(mid, {"content": []})
     if name == "reinit":
         error("init", -32022, "Unsupported protocol version", {"supported": [MODERN]})
