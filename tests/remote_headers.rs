@@ -61,6 +61,7 @@ fn headers_follow_the_fallback_to_the_old_transport() {
     );
     initialize(&mut p, json!({}));
     p.finish();
+    server.stop();
     let http = server.named("http");
     assert!(http.len() >= 3, "{http:#?}");
     for r in &http {
@@ -103,6 +104,7 @@ fn a_proxy_named_by_the_environment_never_carries_traffic_to_loopback() {
         leaked.is_empty(),
         "the proxy variable's listener got: {leaked:#?}"
     );
+    server.stop();
     let http = server.named("http");
     assert!(http.len() >= 3, "{http:#?}");
     for r in &http {

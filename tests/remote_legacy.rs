@@ -40,6 +40,7 @@ fn an_old_http_sse_server_is_reached_through_the_fallback() {
     assert!(status.success(), "{}", p.stderr());
     // First the Streamable HTTP attempt, refused; then the stream; then messages to the
     // endpoint it named.
+    server.stop();
     let http = server.named("http");
     assert_eq!(
         (http[0]["method"].as_str(), http[0]["path"].as_str()),

@@ -70,8 +70,9 @@ fn a_400_for_a_forgotten_session_starts_a_new_one() {
     assert!(r.get("result").is_some(), "{r}");
     let r = call(&mut p, 2);
     assert!(r.get("result").is_some(), "{r}");
-    assert_eq!(server.named("initialize").len(), 2, "{:?}", server.seen);
     p.finish();
+    server.stop();
+    assert_eq!(server.named("initialize").len(), 2, "{:?}", server.seen);
 }
 
 #[test]
@@ -90,5 +91,6 @@ fn a_server_that_keeps_saying_400_unknown_session_ends_the_proxy_clearly() {
         "{err}"
     );
     // One new session was tried, not one per call.
+    server.stop();
     assert_eq!(server.named("initialize").len(), 2, "{:?}", server.seen);
 }

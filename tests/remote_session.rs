@@ -63,7 +63,7 @@ fn a_forgotten_session_is_replaced_and_the_request_still_succeeds() {
     // The next request gets 404; the proxy starts a new session and sends it again.
     let r = p.request("tools/list", json!({}));
     assert!(r["result"]["tools"].is_array(), "{r}");
-    let inits = server.named("initialize");
+    let inits = server.wait_count("initialize", 2, |e| e["event"] == "initialize");
     assert_eq!(inits.len(), 2, "{:#?}", server.seen);
     let second = inits[1]["session"].clone();
     assert_ne!(first, second);

@@ -67,15 +67,15 @@ fn a_new_session_whose_initialize_streams_forever_does_not_hold_up_requests() {
     // stream that never brings its result. Its headers carry the new session id, which is
     // all the proxy waits for.
     traffic_flows_and_the_end_is_clean(&mut p);
+    // The server's log trails its answers: wait for the request on the new session, after
+    // which both initialize events have been read.
+    server.wait_for("tools/list on session s2", |e| {
+        e["event"] == "http"
+            && e["method"] == "POST"
+            && e["rpc"] == "tools/list"
+            && e["session"] == "s2"
+    });
     assert_eq!(server.named("initialize").len(), 2, "{:#?}", server.seen);
-    assert!(
-        server
-            .posts("tools/list")
-            .iter()
-            .any(|e| e["session"] == "s2"),
-        "{:#?}",
-        server.seen
-    );
     // The session id comes from the answer to initialize only, not from the 202 to the
     // replayed notifications/initialized.
     let all = server.stop();
@@ -129,7 +129,7 @@ fn a_get_stream_that_always_says_404_is_given_up_after_one_new_session() {
     // The session goes on with the new session's id.
     let r = p.request("tools/list", json!({}));
     assert!(r["result"].is_object(), "{r}");
-    assert_eq!(server.posts("tools/list")[0]["session"], "s2");
+    assert_eq!(server.wait_post("tools/list")["session"], "s2");
     let (status, _) = p.finish();
     assert_eq!(status.code(), Some(0), "{}", p.stderr());
 }

@@ -180,6 +180,38 @@ impl RemoteServer {
             .collect()
     }
 
+    /// Waits (within [`WAIT`]) until `n` events for which `want` holds have been read, and
+    /// returns those read by then: the server's log trails the answers the proxy relays, so
+    /// counting what was seen so far right after an answer races the log.
+    pub fn wait_count(
+        &mut self,
+        what: &str,
+        n: usize,
+        want: impl Fn(&Value) -> bool,
+    ) -> Vec<Value> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let got: Vec<Value> = self.poll().iter().filter(|e| want(e)).cloned().collect();
+            if got.len() >= n {
+                return got;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => self.seen.push(v),
+                Err(_) => panic!("{n} x {what} never came: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// Waits (within [`WAIT`]) for the POST of `rpc` and returns it: the server's log of a
+    /// request may come after the answer the proxy relayed, so a test that just got an
+    /// answer waits for the log rather than reading what was seen so far.
+    pub fn wait_post(&mut self, rpc: &str) -> Value {
+        self.wait_for(&format!("a POST of {rpc}"), |e| {
+            e["event"] == "http" && e["method"] == "POST" && e["rpc"] == rpc
+        })
+    }
+
     /// The GET requests seen so far.
     pub fn gets(&mut self) -> Vec<Value> {
         self.named("http")
