@@ -243,20 +243,23 @@ fn keep_for_server(
     }
 }
 
-/// Whether a host message the strict reader finds ambiguous names, under some reading, a
-/// request the broker answers.
-fn names_brokered(message: &[u8], brokered: &cancel::Brokered) -> bool {
-    strict::read(message)
-        .is_ok_and(|e| e.duplicated && e.id.iter().chain(&e.ids).any(|id| brokered.knows(id)))
+/// Whether a host message the strict reader finds ambiguous (a key named twice) names, under
+/// some reading, an id for which `named` holds.
+fn ambiguous_and_names(message: &[u8], named: impl Fn(&Value) -> bool) -> bool {
+    strict::read(message).is_ok_and(|e| e.duplicated && e.id.iter().chain(&e.ids).any(named))
 }
 
-/// Whether a host message that the strict reader finds ambiguous (a key named twice) names
-/// one of the proxy's request ids under some reading. Such a message is dropped: taken as the
-/// answer it might be read differently, and relayed it might hand the server an answer meant
-/// for the proxy. The proxy's question then goes unanswered, which is a refusal.
+/// Whether an ambiguous host message names a request the broker answers.
+fn names_brokered(message: &[u8], brokered: &cancel::Brokered) -> bool {
+    ambiguous_and_names(message, |id| brokered.knows(id))
+}
+
+/// Whether an ambiguous host message names one of the proxy's request ids. Such a message is
+/// dropped: taken as the answer it might be read differently, and relayed it might hand the
+/// server an answer meant for the proxy. The proxy's question then goes unanswered, which is
+/// a refusal.
 fn maybe_ours(message: &[u8], host: &HostChannel) -> bool {
-    strict::read(message)
-        .is_ok_and(|e| e.duplicated && e.id.iter().chain(&e.ids).any(|id| host.is_reserved(id)))
+    ambiguous_and_names(message, |id| host.is_reserved(id))
 }
 
 #[cfg(test)]
