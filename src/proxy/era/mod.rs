@@ -1,0 +1,191 @@
+//! The protocol era of a proxied session, and the brokering of roots in the modern one.
+//!
+//! Protocol revision 2026-07-28 has no `initialize` handshake: every request carries its
+//! version and the client's capabilities in `_meta`, clients probe with `server/discover`,
+//! and a server that needs roots no longer asks the client with a request of its own but
+//! returns a result with `resultType: "input_required"` whose `inputRequests` the client
+//! answers in a retry. `files/*` exists only in the legacy era (2025-11-25 and earlier),
+//! so this module keeps sessions legacy whenever the server allows it, and never lets a
+//! server's `roots/list` reach the host in either era:
+//!
+//! - the era of a connection is the first evidence seen: `initialize` means legacy,
+//!   `server/discover` or a request with the modern `_meta` means modern;
+//! - under `--era auto` and `--era legacy`, the proxy answers the host's `server/discover`
+//!   itself, with the error a legacy-only server gives (`-32601`), so that probing clients
+//!   fall back to `initialize`; a request carrying the modern `_meta` before any
+//!   `initialize` is refused with `-32022` and the legacy versions;
+//! - under `--era auto`, a server that answers `initialize` with `-32022` and only modern
+//!   versions is modern-only: the host's next probe is forwarded and the session goes modern;
+//!   under `--era legacy` that ends the proxy with exit code 1;
+//! - under `--era modern`, the host's `initialize` is refused (the proxy never downgrades);
+//! - in any session, an `input_required` result whose `inputRequests` hold `roots/list` is
+//!   answered by the broker: the proxy retries upstream itself, at most [`MAX_ROUNDS`] times,
+//!   and the host sees only the final result. Roots mixed with sampling or elicitation are
+//!   answered by the broker too, and the rest goes to the host with a `requestState` that is
+//!   a single-use handle to those answers and the server's own state; the host's retry gets
+//!   them back. `files/*` input requests (not allowed in that revision) are refused.
+//!
+//! The host's side is judged in `host`; what a server line says is found in `scan`; the
+//! rounds with the broker's roots run in `rounds`, over the proxy's own requests in
+//! `upstream`; mixed questions wait for the host in `park`.
+
+mod host;
+mod park;
+mod rounds;
+mod scan;
+mod upstream;
+
+pub(crate) use host::{HostAction, strip_host_roots};
+pub(crate) use rounds::{Resolver, intercept, roots_refused};
+pub(crate) use scan::{hides_roots, input_required, mentions};
+
+use crate::locks::lock;
+use crate::policy::EraMode;
+use park::Parked;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, OnceLock};
+use tokio::sync::Notify;
+use upstream::Upstream;
+
+/// The `_meta` key of a 2026-07-28 request's protocol version.
+pub(crate) const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key of a 2026-07-28 request's client capabilities.
+pub(crate) const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The revision without a handshake.
+pub(crate) const MODERN_VERSION: &str = "2026-07-28";
+/// The revisions with the `initialize` handshake, newest first: the only ones where
+/// consent and `files/*` are brokered.
+pub(crate) const LEGACY_VERSIONS: [&str; 4] =
+    ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// JSON-RPC error code of 2026-07-28 for an unsupported protocol version.
+pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
+/// Rounds of `input_required` the proxy answers for one request before giving up.
+pub(crate) const MAX_ROUNDS: usize = 10;
+/// Host requests whose params are kept for a retry at once; beyond that an
+/// `input_required` answer is refused rather than relayed.
+const MAX_ORIGINALS: usize = 1024;
+/// The proxy's own requests to the server that may wait at once.
+const MAX_UPSTREAM: usize = 1024;
+/// The extension under which the proxy declares filesystem brokering in a modern session.
+const BROKERING_EXTENSION: &str = "io.github.fsbroker/filesystemBrokering";
+
+/// The methods whose result may be `input_required` (2026-07-28, the tasks extension
+/// included): their params are kept, so the proxy can retry them.
+const INTERACTIVE: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "tasks/get"];
+
+/// The era a connection settled on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// `initialize` was seen: 2025-11-25 or earlier.
+    Legacy,
+    /// `server/discover` or the modern `_meta` was relayed: 2026-07-28.
+    Modern,
+}
+
+/// What the proxy knows of the session's era, shared by both readers.
+#[derive(Debug)]
+pub(crate) struct EraState {
+    mode: Mutex<EraMode>,
+    era: Mutex<Option<Era>>,
+    /// The server refused `initialize` with only modern versions.
+    modern_only: AtomicBool,
+    /// Why the session cannot go on (`--era legacy` with a modern-only server).
+    failure: OnceLock<String>,
+    failed: Notify,
+    /// The host's interactive requests in a modern session, by id: their method and params.
+    originals: Mutex<HashMap<String, (String, Value)>>,
+    upstream: Upstream,
+    resolver: OnceLock<Resolver>,
+    /// Mixed results waiting for the host's retry, by handle.
+    parked: Mutex<HashMap<String, Parked>>,
+    /// The proxy's retry under way for a host request, by the host's id.
+    retrying: Mutex<HashMap<String, String>>,
+    /// Host requests cancelled while the proxy retried them.
+    cancelled: Mutex<HashSet<String>>,
+}
+
+impl EraState {
+    pub(crate) fn new() -> EraState {
+        EraState {
+            mode: Mutex::new(EraMode::Auto),
+            era: Mutex::new(None),
+            modern_only: AtomicBool::new(false),
+            failure: OnceLock::new(),
+            failed: Notify::new(),
+            originals: Mutex::new(HashMap::new()),
+            upstream: Upstream::new(),
+            resolver: OnceLock::new(),
+            parked: Mutex::new(HashMap::new()),
+            retrying: Mutex::new(HashMap::new()),
+            cancelled: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Sets the `--era` rule and what the roots are answered with.
+    pub(crate) fn configure(&self, mode: EraMode, resolver: Resolver) {
+        *lock(&self.mode) = mode;
+        let _ = self.resolver.set(resolver);
+    }
+
+    fn mode(&self) -> EraMode {
+        *lock(&self.mode)
+    }
+
+    /// The era settled on, if any.
+    pub(crate) fn era(&self) -> Option<Era> {
+        *lock(&self.era)
+    }
+
+    fn settle(&self, era: Era) {
+        let before = lock(&self.era).replace(era);
+        if before != Some(era) {
+            match era {
+                Era::Legacy => tracing::info!(
+                    era = "legacy",
+                    "session settled on the legacy era (initialize): roots, consent and files/* are brokered"
+                ),
+                Era::Modern => tracing::info!(
+                    era = "modern",
+                    version = MODERN_VERSION,
+                    "session settled on the modern era (no initialize): the server's roots are brokered; consent and files/* are not available in this era"
+                ),
+            }
+        }
+    }
+
+    /// Why the session must end, once it must.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure.get().cloned()
+    }
+
+    /// Completes once the session must end (see [`EraState::failure`]).
+    pub(crate) async fn failed(&self) {
+        loop {
+            let notified = self.failed.notified();
+            if self.failure.get().is_some() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn fail(&self, why: String) {
+        tracing::error!("{why}");
+        let _ = self.failure.set(why);
+        self.failed.notify_waiters();
+    }
+
+    /// Forgets the params kept for the host request `id`, once it has its final answer.
+    pub(crate) fn forget(&self, id: &Value) {
+        let mut originals = lock(&self.originals);
+        if !originals.is_empty() {
+            originals.remove(&key(id));
+        }
+    }
+}
+
+fn key(id: &Value) -> String {
+    id.to_string()
+}

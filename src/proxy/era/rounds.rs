@@ -1,0 +1,265 @@
+//! The rounds of an `input_required` answer: judged, its roots answered by the broker, and
+//! retried upstream until the server has what it needs (or the host must answer the rest).
+
+use super::park::split;
+use super::scan::{asks_roots, needs_input};
+use super::{MAX_ROUNDS, key};
+use crate::broker::Broker;
+use crate::lines::LineSender;
+use crate::locks::lock;
+use crate::proxy::State;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// What the proxy answers a server's roots questions with.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolver {
+    broker: Broker,
+    configured: Option<String>,
+}
+
+impl Resolver {
+    pub(crate) fn new(broker: Broker, configured: Option<String>) -> Resolver {
+        Resolver { broker, configured }
+    }
+}
+
+/// Takes over a server's `input_required` answer to the host's request: it is resolved on a
+/// task of its own (the server's reader must never wait for the server), and the host gets
+/// the final result or an error, never a `roots/list`.
+pub(crate) fn intercept(
+    state: &Arc<State>,
+    response: Value,
+    to_host: LineSender,
+    to_server: LineSender,
+) {
+    let state = state.clone();
+    tokio::spawn(async move {
+        let id = response.get("id").cloned().unwrap_or(Value::Null);
+        let mut out = resolve(&state, &id, response, &to_server).await;
+        // The one check before the host: whatever the rounds ended with (the final result,
+        // an answer for the host to complete, what a split left), a roots question anywhere
+        // in it is refused, never relayed.
+        if asks_roots(&out) {
+            out = roots_refused(&id);
+        }
+        state.era.forget(&id);
+        // A request the host cancelled gets no answer.
+        if lock(&state.era.cancelled).remove(&key(&id)) {
+            return;
+        }
+        if let Ok(line) = serde_json::to_vec(&out) {
+            let _ = to_host.send(line).await;
+        }
+    });
+}
+
+/// What one `input_required` result asks for.
+enum Asked {
+    /// Only roots: the proxy answers and retries.
+    Roots(Vec<(String, Value)>),
+    /// Roots and sampling or elicitation: the proxy answers the roots, the host the rest.
+    Mixed(Vec<(String, Value)>),
+    /// Nothing the proxy answers (sampling, elicitation, or only `requestState`): for the
+    /// host.
+    Host,
+    /// Something the proxy must refuse, and why.
+    Refused(String),
+}
+
+fn judge(result: &Value) -> Asked {
+    let Some(requests) = result.get("inputRequests") else {
+        return Asked::Host;
+    };
+    let Some(requests) = requests.as_object() else {
+        return Asked::Refused("inputRequests is not an object".into());
+    };
+    let mut roots = Vec::new();
+    let mut other = 0;
+    for (k, r) in requests {
+        match r.get("method").and_then(Value::as_str) {
+            Some("roots/list") => {
+                roots.push((k.clone(), r.get("params").cloned().unwrap_or(Value::Null)))
+            }
+            Some("sampling/createMessage" | "elicitation/create") => other += 1,
+            Some(m) if m.starts_with("files/") => {
+                return Asked::Refused(format!(
+                    "the server asked for {m} as an input request, which protocol revision 2026-07-28 does not allow; files/* is brokered only in the legacy era"
+                ));
+            }
+            Some(m) => {
+                return Asked::Refused(format!(
+                    "the server asked for {m:?} as an input request, which fsbroker does not relay"
+                ));
+            }
+            None => return Asked::Refused("an input request has no method".into()),
+        }
+    }
+    match (roots.is_empty(), other) {
+        (true, _) => Asked::Host,
+        (false, 0) => Asked::Roots(roots),
+        (false, _) => Asked::Mixed(roots),
+    }
+}
+
+pub(super) fn error_for(id: &Value, message: String) -> Value {
+    tracing::warn!("{message}");
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message}})
+}
+
+/// The host's answer in place of a server answer that hides a roots question.
+pub(crate) fn roots_refused(id: &Value) -> Value {
+    error_for(
+        id,
+        "the server's answer carries a roots/list input request that fsbroker cannot take over; refused rather than let the host answer roots".into(),
+    )
+}
+
+async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineSender) -> Value {
+    let Some(resolver) = state.era.resolver.get() else {
+        return error_for(
+            host_id,
+            "the server asked for input that fsbroker cannot broker here".into(),
+        );
+    };
+    let original = lock(&state.era.originals).get(&key(host_id)).cloned();
+    let mut current = first;
+    for _ in 0..MAX_ROUNDS {
+        if !needs_input(&current) {
+            if let Some(obj) = current.as_object_mut() {
+                obj.insert("id".into(), host_id.clone());
+            }
+            return current;
+        }
+        let result = current.get("result").cloned().unwrap_or(Value::Null);
+        let (roots, mixed) = match judge(&result) {
+            Asked::Host => {
+                if let Some(obj) = current.as_object_mut() {
+                    obj.insert("id".into(), host_id.clone());
+                }
+                return current;
+            }
+            Asked::Refused(why) => return error_for(host_id, why),
+            Asked::Roots(r) => (r, false),
+            Asked::Mixed(r) => (r, true),
+        };
+        let Some((method, params)) = original.clone() else {
+            return error_for(
+                host_id,
+                "the server asked for roots in answer to a request fsbroker did not keep for a retry; refused rather than let the host answer roots".into(),
+            );
+        };
+        let session = state.session_id(resolver.configured.as_deref());
+        let responses = match broker_roots(resolver, &session, roots.clone()).await {
+            Ok(r) => r,
+            Err(why) => return error_for(host_id, why),
+        };
+        if mixed {
+            return split(&state.era, host_id, current, &roots, responses);
+        }
+        tracing::info!(
+            keys = responses.len(),
+            "answered the server's roots input request from the broker"
+        );
+        let mut retry = if params.is_object() {
+            params
+        } else {
+            json!({})
+        };
+        if let Some(obj) = retry.as_object_mut() {
+            // The retry answers this round: what the host sent in an earlier one is not
+            // carried on.
+            obj.insert("inputResponses".into(), Value::Object(responses));
+            match result.get("requestState") {
+                Some(s) => {
+                    obj.insert("requestState".into(), s.clone());
+                }
+                None => {
+                    obj.remove("requestState");
+                }
+            }
+        }
+        let host_key = key(host_id);
+        let asked = state
+            .era
+            .upstream
+            .request(to_server, &method, retry, |id| {
+                lock(&state.era.retrying).insert(host_key.clone(), id.to_owned());
+            })
+            .await;
+        lock(&state.era.retrying).remove(&host_key);
+        match asked {
+            Some(next) => current = next,
+            None => {
+                return error_for(
+                    host_id,
+                    "the server did not answer the retry with the broker's roots".into(),
+                );
+            }
+        }
+    }
+    error_for(
+        host_id,
+        format!("the server asked for input more than {MAX_ROUNDS} times"),
+    )
+}
+
+/// The broker's answers to the server's `roots/list` input requests, by key.
+async fn broker_roots(
+    resolver: &Resolver,
+    session: &str,
+    roots: Vec<(String, Value)>,
+) -> Result<Map<String, Value>, String> {
+    let mut responses = Map::new();
+    for (k, p) in roots {
+        let mut request = json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"});
+        if !p.is_null() {
+            request["params"] = p;
+        }
+        let answer = resolver.broker.handle_message(session, request).await;
+        match answer.as_ref().and_then(|a| a.get("result")) {
+            Some(r) => {
+                responses.insert(k, r.clone());
+            }
+            None => {
+                let why = answer
+                    .as_ref()
+                    .and_then(|a| a.pointer("/error/message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("no answer")
+                    .to_owned();
+                return Err(format!("the broker refused the server's roots/list: {why}"));
+            }
+        }
+    }
+    Ok(responses)
+}
+
+/// Roots mixed with sampling or elicitation: the host gets the result without the roots
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_and_files_requests_are_refused() {
+        let roots = json!({"method": "roots/list"});
+        let sample = json!({"method": "sampling/createMessage", "params": {}});
+        assert!(matches!(
+            judge(&json!({"inputRequests": {"r": roots}})),
+            Asked::Roots(_)
+        ));
+        assert!(matches!(
+            judge(&json!({"inputRequests": {"s": sample}})),
+            Asked::Host
+        ));
+        assert!(matches!(
+            judge(&json!({"inputRequests": {"r": roots, "s": sample}})),
+            Asked::Mixed(_)
+        ));
+        assert!(matches!(
+            judge(&json!({"inputRequests": {"f": {"method": "files/read"}}})),
+            Asked::Refused(_)
+        ));
+    }
+}
