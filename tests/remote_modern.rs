@@ -221,3 +221,39 @@ fn the_request_metadata_headers_cannot_be_set_by_hand() {
         assert!(err.to_lowercase().contains("mcp-"), "{header}: {err}");
     }
 }
+
+/// A listen stream the server drops (no resumption in 2026-07-28) is not reopened behind the
+/// host's back, which would hide that changes in the gap were lost: the host gets its
+/// `subscriptions/listen` answered with an error naming the lost stream, and its SDK opens a
+/// new one and lists again. The session goes on.
+#[test]
+fn a_dropped_listen_stream_is_an_error_for_the_host_and_the_session_goes_on() {
+    let f = Fixture::new();
+    let mut server = RemoteServer::evil("modern", "");
+    let mut p = proxy(&server.url(), &f, &["--era", "modern"], &[]);
+    discover(&mut p, "probe");
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen",
+        "params":{"notifications":{"toolsListChanged":true,"dropAfterFirst":true},"_meta": meta()}}),
+    );
+    let answer = p.wait_id(&json!("listen"));
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert_eq!(answer["error"]["data"]["reason"], "stream_lost", "{answer}");
+    // The session goes on: the host's next request is answered.
+    p.send(&json!({"jsonrpc":"2.0","id":"after","method":"tools/list",
+        "params":{"_meta": meta()}}));
+    let after = p.wait_id(&json!("after"));
+    assert_eq!(after["result"]["tools"], json!([]), "{after}");
+    let (status, _) = p.finish();
+    assert!(status.success(), "{}", p.stderr());
+    let http = server.stop_http();
+    let listens = http
+        .iter()
+        .filter(|e| e["rpc"] == "subscriptions/listen")
+        .count();
+    assert_eq!(
+        listens, 1,
+        "the proxy opened no listen stream of its own: {http:#?}"
+    );
+    assert_modern_wire(&http);
+}

@@ -49,7 +49,8 @@ Modes:
   roots/list input request (requestState "st1") until the retry carries inputResponses,
   then the roots it got as text; tools/call "hold" streams keep-alives until the client
   closes the stream ("closed" event); subscriptions/listen streams an acknowledgement and
-  notifications/tools/list_changed, then keep-alives; GET and DELETE get 405;
+  notifications/tools/list_changed, then keep-alives (or, when its filter carries
+  `dropAfterFirst`, ends the stream there without an answer); GET and DELETE get 405;
   notifications 202. Events carry the mcpMethod and mcpName headers.
 - blackhole: no HTTP at all: a socket whose accept queue is full, so connecting to it hangs
   as with a host that drops packets.
@@ -233,6 +234,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.sse({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             except OSError:
                 emit(event="closed", what=rid)
+                return
+            if (params.get("notifications") or {}).get("dropAfterFirst"):
+                # The stream drops, with no answer, as when the server restarts.
+                emit(event="dropped", what=rid)
+                self.close_connection = True
                 return
             self.forever(0.2, what=rid)
             return
