@@ -35,6 +35,14 @@ fn call(p: &mut Sidecar, id: i64, name: &str) {
         "params":{"name":name,"arguments":{},"_meta": meta()}}));
 }
 
+/// Opens a `subscriptions/listen` stream with id "listen" and the filter `notifications`.
+fn listen(p: &mut Sidecar, notifications: Value) {
+    p.send(
+        &json!({"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen",
+        "params":{"notifications": notifications,"_meta": meta()}}),
+    );
+}
+
 /// Every POST the server saw mirrors its body in the headers and carries no session.
 fn assert_modern_wire(http: &[Value]) {
     assert!(!http.is_empty());
@@ -140,10 +148,7 @@ fn change_notifications_come_on_the_relayed_listen_stream() {
     let mut server = RemoteServer::evil("modern", "");
     let mut p = proxy(&server.url(), &f, &["--era", "modern"], &[]);
     discover(&mut p, "probe");
-    p.send(
-        &json!({"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen",
-        "params":{"notifications":{"toolsListChanged":true},"_meta": meta()}}),
-    );
+    listen(&mut p, json!({"toolsListChanged": true}));
     let mut seen = Vec::new();
     while !seen
         .iter()
@@ -176,10 +181,7 @@ fn the_host_leaving_ends_an_open_listen_stream_cleanly() {
         &[],
     );
     discover(&mut p, "probe");
-    p.send(
-        &json!({"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen",
-        "params":{"notifications":{"toolsListChanged":true},"_meta": meta()}}),
-    );
+    listen(&mut p, json!({"toolsListChanged": true}));
     // The stream is open once its first notification reached the host (the server reports
     // its close only from then on).
     loop {
@@ -232,9 +234,9 @@ fn a_dropped_listen_stream_is_an_error_for_the_host_and_the_session_goes_on() {
     let mut server = RemoteServer::evil("modern", "");
     let mut p = proxy(&server.url(), &f, &["--era", "modern"], &[]);
     discover(&mut p, "probe");
-    p.send(
-        &json!({"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen",
-        "params":{"notifications":{"toolsListChanged":true,"dropAfterFirst":true},"_meta": meta()}}),
+    listen(
+        &mut p,
+        json!({"toolsListChanged": true, "dropAfterFirst": true}),
     );
     let answer = p.wait_id(&json!("listen"));
     assert_eq!(answer["error"]["code"], -32603, "{answer}");
