@@ -54,10 +54,17 @@ fn roots_and_files() -> Value {
 /// Runs the 2.x host in `mode` over `fsbroker proxy --root ROOT PROXY_ARGS... -- SERVER`,
 /// calling `calls`, with the proxy logging at info; returns the host's report.
 fn host(mode: &str, f: &Fixture, server: Server, proxy_args: &[&str], calls: Value) -> Value {
+    let mut args: Vec<OsString> = vec!["--root".into(), f.root.clone().into_os_string()];
+    args.extend(proxy_args.iter().map(OsString::from));
+    host_over(mode, server, args, calls)
+}
+
+/// Runs the 2.x host in `mode` over `fsbroker proxy PROXY_ARGS... -- SERVER`, calling
+/// `calls`, with the proxy logging at info; returns the host's report.
+fn host_over(mode: &str, server: Server, proxy_args: Vec<OsString>, calls: Value) -> Value {
     let node = interop::node_dir();
     let mut command: Vec<OsString> = vec![common::bin().into(), "proxy".into()];
-    command.extend(["--root".into(), f.root.clone().into_os_string()]);
-    command.extend(proxy_args.iter().map(OsString::from));
+    command.extend(proxy_args);
     command.extend(["--".into(), "node".into()]);
     let script = match server {
         Server::DualEra | Server::ModernOnly => "ts2_server.mjs",
@@ -377,4 +384,27 @@ fn without_the_proxy_the_2x_clients_own_roots_reach_the_server() {
         );
         assert_eq!(out["hostRootsCalls"], 1, "{out}");
     }
+}
+
+/// A policy whose only root is for the server named `ts2-roots-server`, for the tests of the
+/// session's name; returns its path (inside the fixture's temporary directory).
+fn named_policy(f: &Fixture) -> OsString {
+    let text = format!(
+        "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"read\"\nservers = [\"ts2-roots-server\"]\n\n[audit]\nenabled = false\n",
+        f.root
+    );
+    let path = f.tmp.path().join("named.toml");
+    std::fs::write(&path, text).unwrap();
+    path.into_os_string()
+}
+
+/// A legacy session is named by the server's `serverInfo.name` from its answer to
+/// `initialize`, so a root the policy gives that server by name is among its roots.
+#[test]
+fn a_legacy_session_through_the_2x_client_is_named_by_the_server() {
+    let f = Fixture::new();
+    let args = vec!["--policy".into(), named_policy(&f)];
+    let out = host_over("auto", Server::DualEra, args, json!([["roots", {}]]));
+    settled(&out, "legacy");
+    assert_eq!(answer(&out, "roots"), &brokered(&f), "{out}");
 }
