@@ -56,12 +56,19 @@ fn roots_and_files() -> Value {
 fn host(mode: &str, f: &Fixture, server: Server, proxy_args: &[&str], calls: Value) -> Value {
     let mut args: Vec<OsString> = vec!["--root".into(), f.root.clone().into_os_string()];
     args.extend(proxy_args.iter().map(OsString::from));
-    host_over(mode, server, args, calls)
+    host_over(mode, server, args, calls, &[])
 }
 
 /// Runs the 2.x host in `mode` over `fsbroker proxy PROXY_ARGS... -- SERVER`, calling
-/// `calls`, with the proxy logging at info; returns the host's report.
-fn host_over(mode: &str, server: Server, proxy_args: Vec<OsString>, calls: Value) -> Value {
+/// `calls`, with the proxy logging at info and `extra` in the environment (such as
+/// `HOST_FORM`); returns the host's report.
+fn host_over(
+    mode: &str,
+    server: Server,
+    proxy_args: Vec<OsString>,
+    calls: Value,
+    extra: &[(&str, &str)],
+) -> Value {
     let node = interop::node_dir();
     let mut command: Vec<OsString> = vec![common::bin().into(), "proxy".into()];
     command.extend(proxy_args);
@@ -76,11 +83,12 @@ fn host_over(mode: &str, server: Server, proxy_args: Vec<OsString>, calls: Value
         Server::ModernOnly => "reject",
         Server::DualEra | Server::LegacyOnly => "serve",
     };
-    let env = [
+    let mut env = vec![
         ("HOST_CALLS", calls.as_str()),
         ("FSBROKER_LOG", "info"),
         ("TS2_SERVER_LEGACY", legacy),
     ];
+    env.extend_from_slice(extra);
     let out = interop::ts2_host(mode, &command, &env);
     // In no combination, run or refused, is the host ever asked for its roots.
     assert_eq!(out["hostRootsCalls"], 0, "{out}");
@@ -271,6 +279,54 @@ fn the_probing_2x_client_with_a_legacy_only_server_gets_roots_and_files() {
     legacy_only_with_files("auto");
 }
 
+/// Consent by elicitation in a legacy session: the proxy asks the 2.x host with a form naming
+/// the server and the path, the host's answer grants read, and the read goes through.
+fn consent_through_the_2x_host(mode: &str) {
+    let f = Fixture::new();
+    f.file("notes.txt", "brokered text\n");
+    let args = vec![
+        "--root".into(),
+        f.root.clone().into_os_string(),
+        "--consent".into(),
+        "elicit".into(),
+    ];
+    let calls = json!([
+        ["request", {"method": "files/consent", "params": {"requestedPaths": ["project/notes.txt"], "access": "read", "message": "to read the notes"}}],
+        ["request", {"method": "files/read", "params": {"path": "project/notes.txt"}}]
+    ]);
+    let form = [("HOST_FORM", r#"{"decision": "read"}"#)];
+    let out = host_over(mode, Server::LegacyOnly, args, calls, &form);
+    settled(&out, "legacy");
+    let calls = out["calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(calls.len(), 2, "{out}");
+    let granted = &calls[0]["result"]["result"];
+    assert_eq!(granted["granted"], true, "{out}");
+    assert_eq!(granted["access"], "read", "{out}");
+    assert_eq!(
+        calls[1]["result"]["result"]["content"], "brokered text\n",
+        "{out}"
+    );
+    let forms = out["hostElicitations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(forms.len(), 1, "{out}");
+    let message = forms[0]["message"].as_str().unwrap_or_default();
+    for part in ["ts-files-server", "project/notes.txt", "to read the notes"] {
+        assert!(message.contains(part), "{part} missing from {message}");
+    }
+}
+
+#[test]
+fn the_2x_clients_default_answers_the_consent_form_and_the_read_goes_through() {
+    consent_through_the_2x_host("legacy");
+}
+
+#[test]
+fn the_probing_2x_client_answers_the_consent_form_and_the_read_goes_through() {
+    consent_through_the_2x_host("auto");
+}
+
 /// `--era modern` in front of a server that speaks no 2026-07-28: the probing client's
 /// fallback `initialize` is refused by the proxy (never a downgrade), and the pinned client's
 /// probe is refused by the server; neither session runs.
@@ -404,7 +460,7 @@ fn named_policy(f: &Fixture) -> OsString {
 fn a_legacy_session_through_the_2x_client_is_named_by_the_server() {
     let f = Fixture::new();
     let args = vec!["--policy".into(), named_policy(&f)];
-    let out = host_over("auto", Server::DualEra, args, json!([["roots", {}]]));
+    let out = host_over("auto", Server::DualEra, args, json!([["roots", {}]]), &[]);
     settled(&out, "legacy");
     assert_eq!(answer(&out, "roots"), &brokered(&f), "{out}");
 }

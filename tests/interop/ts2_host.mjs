@@ -11,13 +11,15 @@
 // The environment sets the calls:
 //   HOST_CALLS  a JSON list of [TOOL, ARGS] (default [["roots", {}]]); a tool's answer is its
 //               first text item, read as JSON when it is JSON
+//   HOST_FORM   the content the host's form handler accepts with, as JSON (default {"ok": true})
 // The host's roots handler answers a root no broker offers and counts its calls, so a test
-// can tell whose roots a server got; its form handler accepts with {"ok": true}.
+// can tell whose roots a server got; its form handler accepts every form with HOST_FORM.
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const [mode, command, ...args] = process.argv.slice(2);
 const calls = JSON.parse(process.env.HOST_CALLS ?? '[["roots", {}]]');
+const form = JSON.parse(process.env.HOST_FORM ?? '{"ok": true}');
 const negotiation = { legacy: 'legacy', auto: 'auto', modern: { pin: '2026-07-28' } }[mode];
 if (negotiation === undefined) throw new Error(`unknown mode ${mode}`);
 
@@ -37,7 +39,7 @@ client.setRequestHandler('roots/list', async () => {
 });
 client.setRequestHandler('elicitation/create', async (request) => {
     hostElicitations.push(request.params);
-    return { action: 'accept', content: { ok: true } };
+    return { action: 'accept', content: form };
 });
 
 // The command inherits the whole environment (the SDK passes only a safe few by default), so
