@@ -1,8 +1,9 @@
 //! The TypeScript SDK 2.x client (`@modelcontextprotocol/client` 2.4.0) as the host in front
 //! of `fsbroker proxy`, in the three version negotiation modes it offers: `legacy` (its
 //! default: `initialize`, never a probe), `auto` (probes `server/discover` on a short-lived
-//! sibling process spawned from the same command, then falls back to `initialize`) and
-//! pinned to 2026-07-28 (`modern` here: the probe must offer it, no fallback). Behind the
+//! sibling process spawned from the same command, then falls back to `initialize`), pinned
+//! to 2026-07-28 (`modern` here: the probe must offer it, no fallback), and with a cached
+//! modern verdict (`prior` here: no probe, no `initialize`). Behind the
 //! proxy, three servers: the TypeScript SDK 2.x dual-era server (`ts2_server.mjs`), the same
 //! server made modern-only (`serveStdio`'s `legacy: 'reject'`), and the 1.x SDK's legacy-only
 //! server (`ts_server.mjs`). In every session that runs, the server's roots are the broker's,
@@ -214,6 +215,41 @@ fn the_pinned_modern_2x_client_gets_the_brokers_roots_with_era_modern() {
     );
     settled(&out, "modern");
     roots_and_form_round_trip(&out, &f);
+}
+
+/// A host that cached a modern verdict sends no probe and no `initialize`: its first request
+/// carries the 2026-07-28 `_meta`. `--era modern` serves it brokered.
+#[test]
+fn a_2x_client_with_a_cached_modern_verdict_gets_the_brokers_roots_with_era_modern() {
+    let f = Fixture::new();
+    let out = host(
+        "prior",
+        &f,
+        Server::DualEra,
+        &["--era", "modern"],
+        roots_and_mixed(),
+    );
+    settled(&out, "modern");
+    roots_and_form_round_trip(&out, &f);
+}
+
+/// In `--era auto` the same host's first request is refused with `-32022` naming the legacy
+/// versions, before anything reaches the server: nothing runs unbrokered.
+#[test]
+fn a_2x_client_with_a_cached_modern_verdict_is_refused_in_era_auto() {
+    let f = Fixture::new();
+    let out = host("prior", &f, Server::DualEra, &[], roots_and_mixed());
+    assert_eq!(out["tools"]["error"]["code"], -32022, "{out}");
+    assert_eq!(
+        out["tools"]["error"]["data"]["supported"],
+        json!(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]),
+        "{out}"
+    );
+    for call in out["calls"].as_array().cloned().unwrap_or_default() {
+        assert_eq!(call["error"]["code"], -32022, "{out}");
+    }
+    let log = out["stderr"].as_str().unwrap_or_default();
+    assert!(!log.contains("session settled"), "{log}");
 }
 
 /// `--era auto` keeps a dual-era server legacy, where `files/*` exists, so it answers the

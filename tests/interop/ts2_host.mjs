@@ -3,7 +3,8 @@
 // version negotiation: `legacy` (the SDK's default: `initialize`, never a probe), `auto`
 // (probes `server/discover` first, on a short-lived sibling process spawned from the same
 // command, and falls back to `initialize`) or `modern` (pinned to 2026-07-28: the probe must
-// offer it, no fallback). It launches COMMAND over stdio (the proxy, which launches the
+// offer it, no fallback) or `prior` (a cached modern verdict, `connect({prior})`: no probe
+// and no `initialize`, the first request already carries the 2026-07-28 `_meta`). It launches COMMAND over stdio (the proxy, which launches the
 // server), lists the tools, calls each tool of HOST_CALLS in turn, and prints one JSON line:
 //   {protocolVersion, serverInfo, tools: [names], calls: [{tool, result} | {tool, error}],
 //    hostRootsCalls, hostElicitations: [the forms' params], stderr: the command's stderr}
@@ -20,7 +21,17 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 const [mode, command, ...args] = process.argv.slice(2);
 const calls = JSON.parse(process.env.HOST_CALLS ?? '[["roots", {}]]');
 const form = JSON.parse(process.env.HOST_FORM ?? '{"ok": true}');
-const negotiation = { legacy: 'legacy', auto: 'auto', modern: { pin: '2026-07-28' } }[mode];
+const negotiation = { legacy: 'legacy', auto: 'auto', modern: { pin: '2026-07-28' }, prior: 'legacy' }[mode];
+// The verdict a host would have cached from an earlier `server/discover` of the 2.x server.
+const prior = {
+    kind: 'modern',
+    discover: {
+        supportedVersions: ['2026-07-28'],
+        capabilities: { tools: {} },
+        resultType: 'complete',
+        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'ts2-roots-server', version: '1.0.0' } }
+    }
+};
 if (negotiation === undefined) throw new Error(`unknown mode ${mode}`);
 
 const client = new Client(
@@ -67,7 +78,7 @@ async function closed() {
 }
 
 try {
-    await client.connect(transport);
+    await client.connect(transport, mode === 'prior' ? { prior } : {});
 } catch (e) {
     await closed();
     say({ connectError: failure(e), hostRootsCalls, hostElicitations, stderr });
