@@ -2,14 +2,15 @@
 // for the era tests. Usage: node ts2_host.mjs MODE COMMAND [ARGS...]. MODE is the client's
 // version negotiation: `legacy` (the SDK's default: `initialize`, never a probe), `auto`
 // (probes `server/discover` first, on a short-lived sibling process spawned from the same
-// command, and falls back to `initialize`) or `modern` (pinned to 2026-07-28: the probe must
-// offer it, no fallback) or `prior` (a cached modern verdict, `connect({prior})`: no probe
-// and no `initialize`, the first request already carries the 2026-07-28 `_meta`). It launches COMMAND over stdio (the proxy, which launches the
-// server), lists the tools, calls each tool of HOST_CALLS in turn, and prints one JSON line:
+// command, and falls back to `initialize`), `modern` (pinned to 2026-07-28: the probe must
+// offer it, no fallback) or `prior` (a cached modern verdict, `connect({prior})`: no probe and
+// no `initialize`; the first request already carries the 2026-07-28 `_meta`). It launches
+// COMMAND over stdio (the proxy, which launches the server), lists the tools, calls each tool
+// of HOST_CALLS in turn, and prints one JSON line:
 //   {protocolVersion, serverInfo, tools: [names], calls: [{tool, result} | {tool, error}],
 //    hostRootsCalls, hostElicitations: [the forms' params], stderr: the command's stderr}
 // or {connectError, hostRootsCalls, hostElicitations, stderr} when the connection failed.
-// The environment sets the calls:
+// The environment sets the calls and the answers:
 //   HOST_CALLS  a JSON list of [TOOL, ARGS] (default [["roots", {}]]); a tool's answer is its
 //               first text item, read as JSON when it is JSON
 //   HOST_FORM   the content the host's form handler accepts with, as JSON (default {"ok": true})
