@@ -241,3 +241,27 @@ pub fn py_era_host(mode: &str, tool: &str, command: &[std::ffi::OsString]) -> se
     serde_json::from_str(out.trim())
         .unwrap_or_else(|e| panic!("the Python SDK era host printed no JSON ({e}): {out}"))
 }
+
+/// `node ts2_host.mjs MODE COMMAND...` with the TypeScript SDK 2.x `Client` in `mode`
+/// (`legacy`, its default; `auto`, which probes `server/discover` on a sibling process first;
+/// `modern`, pinned to 2026-07-28), in a new session (`setsid`, so a proxy's consent fallback
+/// is `deny`), with `env` added to its environment (and so to the proxy's and the server's).
+/// The host lists the tools, calls those of `HOST_CALLS` (see `ts2_host.mjs`), and its JSON
+/// report is returned (`protocolVersion`, `tools`, `calls`, `hostRootsCalls`,
+/// `hostElicitations`, `stderr`: the proxy's log; or `connectError`).
+pub fn ts2_host(
+    mode: &str,
+    command: &[std::ffi::OsString],
+    env: &[(&str, &str)],
+) -> serde_json::Value {
+    let mut cmd = Command::new("setsid");
+    cmd.arg("-w")
+        .arg("node")
+        .arg(node_dir().join("ts2_host.mjs"))
+        .arg(mode)
+        .args(command)
+        .envs(env.iter().copied());
+    let out = run(cmd, Duration::from_secs(120), "the TypeScript SDK 2.x host");
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("the TypeScript SDK 2.x host printed no JSON ({e}): {out}"))
+}

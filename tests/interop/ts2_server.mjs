@@ -4,6 +4,8 @@
 // returns an `input_required` result with a `roots/list` input request, and on the retry
 // answers the roots it got as JSON text (`[{uri, name}]`). Its tool `mixed` asks for roots and
 // a form at once, and answers `{roots, confirm}` (`confirm`: the form's content).
+// With TS2_SERVER_LEGACY=reject in its environment it is modern-only: `serveStdio` answers
+// an `initialize` with `-32022` naming only the modern revisions.
 import { McpServer, inputRequired, inputResponse } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 
@@ -37,4 +39,4 @@ serveStdio(() => {
         return { content: [{ type: 'text', text: JSON.stringify({ roots, confirm: confirm.content }) }] };
     });
     return server;
-});
+}, { legacy: process.env.TS2_SERVER_LEGACY === 'reject' ? 'reject' : 'serve' });
