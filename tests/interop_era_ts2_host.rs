@@ -500,3 +500,23 @@ fn a_legacy_session_through_the_2x_client_is_named_by_the_server() {
     settled(&out, "legacy");
     assert_eq!(answer(&out, "roots"), &brokered(&f), "{out}");
 }
+
+/// A modern session is named by the server too: a 2026-07-28 server names itself in every
+/// result's `_meta`, and the 2.x client never sends its probe on the proxied connection
+/// (it probes a copy of the command, or not at all when pinned), so the name comes from the
+/// first answer that carries it, before any roots are answered.
+#[test]
+fn a_modern_session_through_the_2x_client_is_named_by_the_server() {
+    let f = Fixture::new();
+    for mode in ["auto", "modern"] {
+        let args = vec![
+            "--policy".into(),
+            named_policy(&f),
+            "--era".into(),
+            "modern".into(),
+        ];
+        let out = host_over(mode, Server::DualEra, args, json!([["roots", {}]]), &[]);
+        settled(&out, "modern");
+        assert_eq!(answer(&out, "roots"), &brokered(&f), "{mode}: {out}");
+    }
+}

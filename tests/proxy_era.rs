@@ -580,3 +580,72 @@ fn a_roots_question_in_a_list_of_input_requests_never_reaches_the_host() {
     assert!(!r.to_string().contains("inputRequests"), "{r}");
     p.finish();
 }
+
+/// `files/*` and consent exist only in a session that began with `initialize`: a server in a
+/// 2026-07-28 session (or before any handshake) that asks anyway is answered "method not
+/// found" by the proxy, and the broker never acts on it, whatever the consent mode.
+#[test]
+fn a_modern_session_never_gets_files_or_consent_even_by_asking_directly() {
+    let f = Fixture::new();
+    std::fs::write(f.root.join("a.txt"), "TOP SECRET").unwrap();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern", "--consent", "auto"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 2, "read_files", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    // The server's answers come before the sentinel call's answer.
+    call(&mut p, 3, "meta", json!({}));
+    let (_, _) = p.finish();
+    let got = received(&log);
+    let answers: Vec<Value> = got
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["id"] == "fc" || m["id"] == "fr")
+        .collect();
+    assert_eq!(answers.len(), 2, "{got}");
+    for a in &answers {
+        assert_eq!(a["error"]["code"], -32601, "{a}");
+    }
+    assert!(!got.contains("TOP SECRET"), "{got}");
+}
+
+/// One host request runs at most one set of rounds, however often the server answers it:
+/// the server's repeated `input_required` answers under the host's id while the proxy's
+/// retry is under way are dropped, so the server sees one retry and the host one answer.
+#[test]
+fn repeated_input_required_answers_to_one_request_run_one_set_of_rounds() {
+    let f = Fixture::new();
+    let (mut p, log) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 2, "dup_roots", json!({}));
+    assert!(r["result"]["structuredContent"]["roots"].is_array(), "{r}");
+    call(&mut p, 3, "meta", json!({}));
+    let rest = rest(&mut p);
+    let twos = rest
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["id"] == 2)
+        .count();
+    assert_eq!(
+        twos, 0,
+        "one answer for the request, already taken: {rest:?}"
+    );
+    let retries = received(&log).matches("\"requestState\": \"dup\"").count()
+        + received(&log).matches("\"requestState\":\"dup\"").count();
+    assert_eq!(retries, 1, "{}", received(&log));
+}
+
+/// The server answering the proxy's retry in a batch (which 2026-07-28 does not have) fails
+/// the host's request under the host's own id; the proxy's retry id never reaches the host.
+#[test]
+fn a_retry_answered_in_a_batch_fails_the_hosts_request_and_the_id_stays_hidden() {
+    let f = Fixture::new();
+    let (mut p, _) = proxy(&f, "dual", &["--era", "modern"]);
+    discover(&mut p, "probe");
+    let r = call(&mut p, 2, "batch_retry", json!({}));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let rest = rest(&mut p);
+    assert!(
+        rest.iter().all(|l| !l.contains("fsbroker-retry-")),
+        "{rest:?}"
+    );
+}

@@ -166,7 +166,7 @@ async fn refuse(
     host: &HostChannel,
     to_server: &LineSender,
 ) -> Result<(), ()> {
-    let refused = super::from_server::refuse_batch(line, version, host);
+    let refused = super::from_server::refuse_batch(line, version, &|id| host.is_reserved(id));
     for id in &refused.ours {
         host.complete(
             id,

@@ -47,7 +47,11 @@ pub(super) async fn read_server(
             input,
         } = route(line, &host, &state);
         for response in input {
-            era::intercept(&state, response, to_host.clone(), to_server.clone());
+            if let Some(l) = era::intercept(&state, response, to_host.clone(), to_server.clone())
+                && to_host.send(l).await.is_err()
+            {
+                return;
+            }
         }
         if let Some(ForLane { line, ids, batch }) = for_lane {
             match lane.try_send(line) {
@@ -180,6 +184,9 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
         return Routed::refused(refusal(None, parse_error("message is not valid utf-8")));
     }
     match peek::peek(&line) {
+        Kind::Request { method, id } if is_brokered(&method) && !state.serves(&method) => {
+            Routed::refused(refusal(Some(&id), not_in_era(&method)))
+        }
         Kind::Request { method, id } if is_brokered(&method) => {
             state.brokered.start(&id);
             Routed {
@@ -222,6 +229,8 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
             if answers_init {
                 state.note_server_name(&line);
                 state.era.note_init_answer(&line);
+            } else {
+                state.learn_modern_name(&line);
             }
             match era::input_required(&line) {
                 Some(response) => Routed {
@@ -254,7 +263,21 @@ fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
         },
         Kind::Batch => match state.without_batches() {
             Some(version) => {
-                let refused = refuse_batch(&line, &version, host);
+                let refused = refuse_batch(&line, &version, &|id| state.era.is_upstream(id));
+                // The proxy's retries answered in the batch fail, so the host's requests
+                // they stand for get an error instead of waiting for ever.
+                for id in &refused.ours {
+                    let e = refusal(
+                        Some(id),
+                        Error::new(
+                            ErrorKind::InvalidRequest,
+                            "the server answered the proxy's retry in a batch, which this protocol revision does not have",
+                        ),
+                    );
+                    if let Ok(l) = serde_json::to_vec(&e) {
+                        state.era.take_upstream_answer(id, &l);
+                    }
+                }
                 Routed {
                     host: refused.for_other_side,
                     refusals: Refusals {
@@ -303,6 +326,10 @@ fn split_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
             return Routed::refused(refusal(None, e));
         }
         match peek::peek(item) {
+            Kind::Request { method, id } if is_brokered(&method) && !state.serves(&method) => {
+                refusals.items.push(refusal(Some(&id), not_in_era(&method)));
+                changed = true;
+            }
             Kind::Request { method, id } if is_brokered(&method) => {
                 ids.push(id);
                 append(&mut ours, item);
@@ -378,7 +405,13 @@ pub(super) struct RefusedBatch {
 /// Refuses a batch in `version`, a revision that has none: nothing of it is relayed or acted
 /// on. Each request in it gets an error, one line each; each response in it becomes an
 /// error for the request it answered; notifications are dropped.
-pub(super) fn refuse_batch(line: &[u8], version: &str, host: &HostChannel) -> RefusedBatch {
+/// `ours` tells the proxy's own request ids towards the sender (its consent questions to the
+/// host, its retries to the server): answers to them are the proxy's, never the other side's.
+pub(super) fn refuse_batch(
+    line: &[u8],
+    version: &str,
+    ours: &dyn Fn(&Value) -> bool,
+) -> RefusedBatch {
     tracing::warn!(%version, "refused a JSON-RPC batch: this protocol revision has none");
     let e = Error::new(
         ErrorKind::InvalidRequest,
@@ -393,7 +426,7 @@ pub(super) fn refuse_batch(line: &[u8], version: &str, host: &HostChannel) -> Re
         let Ok(item) = item else { break };
         match peek::peek(item) {
             Kind::Request { id, .. } => out.for_sender.push(refusal(Some(&id), e.clone())),
-            Kind::Response { id } if host.is_reserved(&id) => out.ours.push(id),
+            Kind::Response { id } if ours(&id) => out.ours.push(id),
             Kind::Response { id } => {
                 if let Ok(l) = serde_json::to_vec(&refusal(Some(&id), e.clone())) {
                     out.for_other_side.push(l);
@@ -449,6 +482,15 @@ fn reserved_id() -> Error {
     Error::new(
         ErrorKind::InvalidRequest,
         "request id is reserved by the proxy",
+    )
+}
+
+fn not_in_era(method: &str) -> Error {
+    Error::new(
+        ErrorKind::MethodNotFound,
+        format!(
+            "{method} is brokered only in a session that began with initialize (protocol revision 2025-11-25 or earlier)"
+        ),
     )
 }
 

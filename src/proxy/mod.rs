@@ -354,13 +354,12 @@ impl State {
             .clone()
     }
 
-    /// Takes the session's name from the server's answer to `initialize`.
+    /// Takes the session's name from the server's answer to `initialize` (or to a forwarded
+    /// `server/discover`).
     fn note_server_name(&self, line: &[u8]) {
-        let name = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
-            v.pointer("/result/serverInfo/name")
-                .and_then(Value::as_str)
-                .and_then(crate::session::server_name)
-        });
+        let name = serde_json::from_slice::<Value>(line)
+            .ok()
+            .and_then(|v| server_name_in(&v));
         if let Some(name) = name {
             tracing::info!(server = %name, "server initialized");
             let _ = self.server_name.set(name);
@@ -373,6 +372,30 @@ impl State {
         if let Some(v) = version {
             *lock(&self.version) = Some(v);
         }
+    }
+
+    /// Whether the broker answers a server's request for `method` in this session: `roots/list`
+    /// always (the host is never asked), `files/*` and consent only once the host's
+    /// `initialize` made the session legacy. Revision 2026-07-28 has neither, and a server
+    /// that asks before the handshake has no era yet: the answer is no.
+    fn serves(&self, method: &str) -> bool {
+        method == "roots/list" || self.era.era() == Some(era::Era::Legacy)
+    }
+
+    /// Takes the session's name from any answer of the server in a modern session, until it
+    /// is known: a 2026-07-28 server names itself in every result's `_meta`, and a host may
+    /// never send the probe on this connection (the TypeScript SDK 2.x probes on a copy of
+    /// the command, or not at all with a remembered verdict). The first name holds, and only
+    /// until the session's name is fixed by the first brokered request.
+    fn learn_modern_name(&self, line: &[u8]) {
+        if self.server_name.get().is_some()
+            || self.session.get().is_some()
+            || self.era.era() != Some(era::Era::Modern)
+            || !era::mentions(line, SERVER_INFO_KEY.as_bytes())
+        {
+            return;
+        }
+        self.note_server_name(line);
     }
 
     /// The agreed protocol revision when it has no JSON-RPC batches (2025-06-18 and later,
@@ -398,4 +421,18 @@ async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: LineReceiver) {
             break;
         }
     }
+}
+
+/// Where a 2026-07-28 server names itself in a result's `_meta`.
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The server's name in its answer `v`: `serverInfo.name` in an `initialize` result, or
+/// the name under [`SERVER_INFO_KEY`] in a result's `_meta`; cleaned for a session id.
+fn server_name_in(v: &Value) -> Option<String> {
+    let result = v.get("result")?;
+    result
+        .pointer("/serverInfo/name")
+        .or_else(|| result.get("_meta")?.get(SERVER_INFO_KEY)?.get("name"))
+        .and_then(Value::as_str)
+        .and_then(crate::session::server_name)
 }

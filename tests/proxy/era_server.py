@@ -29,6 +29,11 @@ Tools (`tools/call`), answered in either era:
 - `task_list`: answers a task whose `inputRequests` is a list holding a `roots/list`;
 - `reinit`: answers the host's `initialize` (id "init") a second time, as a modern-only
   server would.
+- `read_files`: sends its own `files/consent` (id "fc") and `files/read` (id "fr")
+  requests, then answers the call;
+- `dup_roots`: answers the call with the same roots-only `input_required` result 5 times
+  (`requestState` "dup"); a retry gets `structuredContent: {"roots": ...}`;
+- `batch_retry`: asks for roots, then answers the retry inside a batch.
 
 $RECV_LOG: every line received is appended to that file.
 """
@@ -97,6 +102,26 @@ def call(mid, params):
     if name == "ask_roots":
         send({"jsonrpc": "2.0", "id": args.get("rid", "rl"), "method": "roots/list"})
         return result(mid, {"content": []})
+    if name == "read_files":
+        send({"jsonrpc": "2.0", "id": "fc", "method": "files/consent",
+              "params": {"requestedPaths": ["project"], "access": "read"}})
+        send({"jsonrpc": "2.0", "id": "fr", "method": "files/read",
+              "params": {"path": "project/a.txt"}})
+        return result(mid, {"content": []})
+    if name == "dup_roots" and state is None:
+        for _ in range(5):
+            result(mid, {"resultType": "input_required", "requestState": "dup",
+                         "inputRequests": {"r": {"method": "roots/list"}}})
+        return
+    if name == "dup_roots":
+        return result(mid, {"content": [], "structuredContent": {"roots": responses["r"]["roots"]}})
+    if name == "batch_retry" and state is None:
+        return result(mid, {"resultType": "input_required", "requestState": "br",
+                            "inputRequests": {"r": {"method": "roots/list"}}})
+    if name == "batch_retry":
+        sys.stdout.write(json.dumps([{"jsonrpc": "2.0", "id": mid,
+                                      "result": {"content": []}}]) + "\n")
+        return sys.stdout.flush()
     if name == "reinit":
         error("init", -32022, "Unsupported protocol version", {"supported": [MODERN]})
         return result(mid, {"content": []})

@@ -145,6 +145,9 @@ impl EraState {
         let Ok(v) = serde_json::from_slice::<Value>(line) else {
             return;
         };
+        if v.get("result").is_some() && self.era() == Some(Era::Legacy) {
+            self.announce(Era::Legacy);
+        }
         if v.pointer("/error/code").and_then(Value::as_i64) != Some(UNSUPPORTED_VERSION) {
             return;
         }

@@ -41,7 +41,7 @@ pub(crate) use scan::{hides_roots, input_required, mentions};
 
 use crate::locks::lock;
 use crate::policy::EraMode;
-use park::Parked;
+use park::Shelf;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
@@ -99,9 +99,11 @@ pub(crate) struct EraState {
     upstream: Upstream,
     resolver: OnceLock<Resolver>,
     /// Mixed results waiting for the host's retry, by handle.
-    parked: Mutex<HashMap<String, Parked>>,
+    parked: Mutex<Shelf>,
     /// The proxy's retry under way for a host request, by the host's id.
     retrying: Mutex<HashMap<String, String>>,
+    /// Host requests whose rounds the proxy runs (taken from `originals`, so at most as many).
+    claimed: Mutex<HashSet<String>>,
     /// Host requests cancelled while the proxy retried them.
     cancelled: Mutex<HashSet<String>>,
 }
@@ -117,8 +119,9 @@ impl EraState {
             originals: Mutex::new(HashMap::new()),
             upstream: Upstream::new(),
             resolver: OnceLock::new(),
-            parked: Mutex::new(HashMap::new()),
+            parked: Mutex::new(Shelf::default()),
             retrying: Mutex::new(HashMap::new()),
+            claimed: Mutex::new(HashSet::new()),
             cancelled: Mutex::new(HashSet::new()),
         }
     }
@@ -138,20 +141,26 @@ impl EraState {
         *lock(&self.era)
     }
 
+    /// Settles the era; a modern one is announced at once, a legacy one once the server has
+    /// accepted the host's `initialize` (a modern-only server refuses it).
     fn settle(&self, era: Era) {
         let before = lock(&self.era).replace(era);
-        if before != Some(era) {
-            match era {
-                Era::Legacy => tracing::info!(
-                    era = "legacy",
-                    "session settled on the legacy era (initialize): roots, consent and files/* are brokered"
-                ),
-                Era::Modern => tracing::info!(
-                    era = "modern",
-                    version = MODERN_VERSION,
-                    "session settled on the modern era (no initialize): the server's roots are brokered; consent and files/* are not available in this era"
-                ),
-            }
+        if before != Some(era) && era == Era::Modern {
+            self.announce(era);
+        }
+    }
+
+    fn announce(&self, era: Era) {
+        match era {
+            Era::Legacy => tracing::info!(
+                era = "legacy",
+                "session settled on the legacy era (initialize): roots, consent and files/* are brokered"
+            ),
+            Era::Modern => tracing::info!(
+                era = "modern",
+                version = MODERN_VERSION,
+                "session settled on the modern era (no initialize): the server's roots are brokered; consent and files/* are not available in this era"
+            ),
         }
     }
 
@@ -175,6 +184,25 @@ impl EraState {
         tracing::error!("{why}");
         let _ = self.failure.set(why);
         self.failed.notify_waiters();
+    }
+
+    /// Takes the params kept for the host request `id` for the rounds the proxy runs on it,
+    /// and marks the request as under way; `None` when none were kept.
+    pub(crate) fn claim(&self, id: &Value) -> Option<(String, Value)> {
+        let original = lock(&self.originals).remove(&key(id))?;
+        lock(&self.claimed).insert(key(id));
+        Some(original)
+    }
+
+    /// Whether the rounds for the host request `id` are under way.
+    pub(crate) fn is_claimed(&self, id: &Value) -> bool {
+        let claimed = lock(&self.claimed);
+        !claimed.is_empty() && claimed.contains(&key(id))
+    }
+
+    /// Ends the claim on the host request `id`, once its rounds are over.
+    pub(crate) fn release(&self, id: &Value) {
+        lock(&self.claimed).remove(&key(id));
     }
 
     /// Forgets the params kept for the host request `id`, once it has its final answer.

@@ -5,6 +5,7 @@ use super::EraState;
 use super::rounds::error_for;
 use crate::locks::lock;
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 
 /// the server's own state; its retry gets them back (see [`EraState::redeem`]).
 pub(super) fn split(
@@ -59,18 +60,71 @@ pub(super) struct Parked {
 const HANDLE_PREFIX: &str = "fsbroker-state-";
 /// Mixed results waiting for the host's retry at once.
 const MAX_PARKED: usize = 256;
+/// The bytes they may hold at once (the server's `requestState` is as large as it likes, up
+/// to the line limit).
+const MAX_PARKED_BYTES: usize = 64 << 20;
+
+/// The parked answers by handle, with their age and size: when a new one does not fit, the
+/// oldest go (a host that never retries must not hold the room for ever), and one larger
+/// than all the room is refused.
+#[derive(Debug, Default)]
+pub(super) struct Shelf {
+    items: HashMap<String, (u64, usize, Parked)>,
+    bytes: usize,
+    next: u64,
+}
+
+impl Shelf {
+    fn take(&mut self, handle: &str) -> Option<Parked> {
+        let (_, size, parked) = self.items.remove(handle)?;
+        self.bytes -= size;
+        Some(parked)
+    }
+
+    fn put(&mut self, handle: String, parked: Parked) -> bool {
+        let size = parked.size();
+        if size > MAX_PARKED_BYTES {
+            return false;
+        }
+        while self.items.len() >= MAX_PARKED || self.bytes + size > MAX_PARKED_BYTES {
+            let Some(oldest) = self
+                .items
+                .iter()
+                .min_by_key(|(_, (age, _, _))| *age)
+                .map(|(h, _)| h.clone())
+            else {
+                break;
+            };
+            tracing::warn!("dropped the oldest answer parked for the host's retry to make room");
+            self.take(&oldest);
+        }
+        self.next += 1;
+        self.bytes += size;
+        self.items.insert(handle, (self.next, size, parked));
+        true
+    }
+}
+
+impl Parked {
+    /// What it holds, in bytes of JSON.
+    fn size(&self) -> usize {
+        let state = self
+            .server_state
+            .as_ref()
+            .map_or(0, |s| serde_json::to_vec(s).map_or(usize::MAX, |v| v.len()));
+        let answers = serde_json::to_vec(&self.answers).map_or(usize::MAX, |v| v.len());
+        state.saturating_add(answers)
+    }
+}
 
 impl EraState {
     fn park(&self, parked: Parked) -> Option<String> {
         let mut random = [0u8; 16];
         getrandom::fill(&mut random).ok()?;
         let handle = format!("{HANDLE_PREFIX}{:032x}", u128::from_le_bytes(random));
-        let mut all = lock(&self.parked);
-        if all.len() >= MAX_PARKED {
-            return None;
-        }
-        all.insert(handle.clone(), parked);
-        Some(handle)
+        lock(&self.parked)
+            .put(handle.clone(), parked)
+            .then_some(handle)
     }
 
     /// Puts back, in the host's retry (`message`), what a handle of ours stands for: the
@@ -88,7 +142,7 @@ impl EraState {
         else {
             return Ok(());
         };
-        let Some(parked) = lock(&self.parked).remove(&handle) else {
+        let Some(parked) = lock(&self.parked).take(&handle) else {
             return Err("requestState is unknown or was already used".into());
         };
         let slot = params.entry("inputResponses").or_insert_with(|| json!({}));

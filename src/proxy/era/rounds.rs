@@ -24,34 +24,82 @@ impl Resolver {
     }
 }
 
-/// Takes over a server's `input_required` answer to the host's request: it is resolved on a
-/// task of its own (the server's reader must never wait for the server), and the host gets
-/// the final result or an error, never a `roots/list`.
+/// Takes over a server's `input_required` answer to the host's request. When the broker
+/// has roots to give for a request the proxy kept, the rounds run on a task of their own (the
+/// server's reader must never wait for the server) and `None` is returned: the host gets the
+/// final result or an error from that task, never a `roots/list`. Anything else is settled
+/// here and returned as the line for the host, which the reader sends as it sends any answer,
+/// so a flood of them waits for the host. A request whose rounds are under way is claimed:
+/// another `input_required` answer under its id is dropped, so one host request runs at most
+/// one set of rounds (and parks at most one mixed answer) however often the server answers.
 pub(crate) fn intercept(
     state: &Arc<State>,
     response: Value,
     to_host: LineSender,
     to_server: LineSender,
-) {
+) -> Option<Vec<u8>> {
+    let id = response.get("id").cloned().unwrap_or(Value::Null);
+    if state.era.is_claimed(&id) {
+        tracing::warn!(
+            "dropped another input_required answer to a request whose rounds are under way"
+        );
+        return None;
+    }
+    let result = response.get("result").unwrap_or(&Value::Null);
+    let brokered = matches!(judge(result), Asked::Roots(_) | Asked::Mixed(_));
+    let original = if brokered { state.era.claim(&id) } else { None };
+    let Some(original) = original else {
+        let out = resolve_now(state, &id, response);
+        return finish(state, &id, out);
+    };
     let state = state.clone();
     tokio::spawn(async move {
-        let id = response.get("id").cloned().unwrap_or(Value::Null);
-        let mut out = resolve(&state, &id, response, &to_server).await;
-        // The one check before the host: whatever the rounds ended with (the final result,
-        // an answer for the host to complete, what a split left), a roots question anywhere
-        // in it is refused, never relayed.
-        if asks_roots(&out) {
-            out = roots_refused(&id);
-        }
-        state.era.forget(&id);
-        // A request the host cancelled gets no answer.
-        if lock(&state.era.cancelled).remove(&key(&id)) {
-            return;
-        }
-        if let Ok(line) = serde_json::to_vec(&out) {
+        let out = resolve(&state, &id, response, original, &to_server).await;
+        state.era.release(&id);
+        if let Some(line) = finish(&state, &id, out) {
             let _ = to_host.send(line).await;
         }
     });
+    None
+}
+
+/// An `input_required` answer the broker has nothing to give to (only sampling or
+/// elicitation, something refused, or roots for a request the proxy did not keep).
+fn resolve_now(state: &State, host_id: &Value, mut response: Value) -> Value {
+    let result = response.get("result").unwrap_or(&Value::Null);
+    match judge(result) {
+        Asked::Host => {
+            if let Some(obj) = response.as_object_mut() {
+                obj.insert("id".into(), host_id.clone());
+            }
+            response
+        }
+        Asked::Refused(why) => error_for(host_id, why),
+        Asked::Roots(_) | Asked::Mixed(_) if state.era.era() != Some(super::Era::Modern) => {
+            error_for(
+                host_id,
+                "the server asked for roots with input_required in a session that is not 2026-07-28; refused rather than let the host answer roots".into(),
+            )
+        }
+        Asked::Roots(_) | Asked::Mixed(_) => error_for(
+            host_id,
+            "the server asked for roots in answer to a request fsbroker did not keep for a retry; refused rather than let the host answer roots".into(),
+        ),
+    }
+}
+
+/// The one check before the host: whatever the rounds ended with (the final result, an
+/// answer for the host to complete, what a split left), a roots question anywhere in it is
+/// refused, never relayed. A request the host cancelled gets no answer.
+fn finish(state: &State, id: &Value, mut out: Value) -> Option<Vec<u8>> {
+    if asks_roots(&out) {
+        out = roots_refused(id);
+    }
+    state.era.forget(id);
+    if lock(&state.era.cancelled).remove(&key(id)) {
+        return None;
+    }
+    serde_json::to_vec(&out).ok()
 }
 
 /// What one `input_required` result asks for.
@@ -115,14 +163,19 @@ pub(crate) fn roots_refused(id: &Value) -> Value {
     )
 }
 
-async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineSender) -> Value {
+async fn resolve(
+    state: &State,
+    host_id: &Value,
+    first: Value,
+    original: (String, Value),
+    to_server: &LineSender,
+) -> Value {
     let Some(resolver) = state.era.resolver.get() else {
         return error_for(
             host_id,
             "the server asked for input that fsbroker cannot broker here".into(),
         );
     };
-    let original = lock(&state.era.originals).get(&key(host_id)).cloned();
     let mut current = first;
     for _ in 0..MAX_ROUNDS {
         if !needs_input(&current) {
@@ -143,12 +196,7 @@ async fn resolve(state: &State, host_id: &Value, first: Value, to_server: &LineS
             Asked::Roots(r) => (r, false),
             Asked::Mixed(r) => (r, true),
         };
-        let Some((method, params)) = original.clone() else {
-            return error_for(
-                host_id,
-                "the server asked for roots in answer to a request fsbroker did not keep for a retry; refused rather than let the host answer roots".into(),
-            );
-        };
+        let (method, params) = original.clone();
         let session = state.session_id(resolver.configured.as_deref());
         let responses = match broker_roots(resolver, &session, roots.clone()).await {
             Ok(r) => r,

@@ -17,6 +17,12 @@ impl EraState {
         self.upstream.complete(id, line)
     }
 
+    /// Whether `id` names one of the proxy's own requests to the server.
+    pub(crate) fn is_upstream(&self, id: &Value) -> bool {
+        id.as_str()
+            .is_some_and(|s| s.starts_with(&self.upstream.prefix))
+    }
+
     /// The host's `notifications/cancelled` (`line`) for a request the proxy is retrying:
     /// the same cancellation for the proxy's retry, to send to the server as well. The
     /// retry's waiter is let go, and the host gets no answer.
