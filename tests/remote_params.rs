@@ -152,3 +152,62 @@ fn tool_arguments_are_mirrored_into_mcp_param_headers_from_a_json_tools_list() {
 fn tool_arguments_are_mirrored_into_mcp_param_headers_from_an_event_stream_tools_list() {
     mirrored(&["sse"]);
 }
+
+#[test]
+fn a_call_refused_for_its_headers_is_tried_once_more_after_the_proxy_lists_the_tools() {
+    retried(&["strict"]);
+}
+
+#[test]
+fn the_proxys_own_tools_list_is_read_from_an_event_stream_too() {
+    retried(&["strict", "sse"]);
+}
+
+/// A call before any list, against the strict server started with `args`.
+fn retried(args: &[&str]) {
+    let f = Fixture::new();
+    let mut server = RemoteServer::stdlib("params_server.py", args);
+    let mut p = proxy(&server.url(), &f, &["--era", "modern"], &[]);
+    request(&mut p, 1, "server/discover", json!({}));
+    // The host calls before it ever listed the tools: the server refuses the headers, the
+    // proxy lists the tools itself (both pages) and tries the call once more.
+    let r = request(
+        &mut p,
+        5,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"s": "eu", "n": 3}}),
+    );
+    assert!(r["result"]["content"][0]["text"].is_string(), "{r}");
+    // A tool whose declarations are invalid stays unknown: one retry, then the refusal.
+    let r = request(
+        &mut p,
+        6,
+        "tools/call",
+        json!({"name": "bad_number", "arguments": {"x": 1.5}}),
+    );
+    assert_eq!(r["error"]["code"], -32020, "{r}");
+    let (status, rest) = p.finish();
+    assert!(status.success(), "{}", p.stderr());
+    let http = server.stop_http();
+    let calls: Vec<&Value> = http.iter().filter(|e| e["id"] == 5).collect();
+    assert_eq!(calls.len(), 2, "the call and one retry: {http:#?}");
+    assert_eq!(calls[0]["params"], json!({}));
+    assert_eq!(
+        calls[1]["params"],
+        json!({"mcp-param-s": "eu", "mcp-param-n": "3"})
+    );
+    assert_eq!(http.iter().filter(|e| e["id"] == 6).count(), 2, "{http:#?}");
+    let lists: Vec<&Value> = http.iter().filter(|e| e["rpc"] == "tools/list").collect();
+    assert_eq!(
+        lists.len(),
+        4,
+        "the proxy's own list, both pages, twice: {http:#?}"
+    );
+    // The proxy's lists never reached the host.
+    assert!(
+        !rest
+            .iter()
+            .any(|l| String::from_utf8_lossy(l).contains("fsbroker-mcp-param-list")),
+        "{rest:?}"
+    );
+}

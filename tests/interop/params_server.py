@@ -5,7 +5,9 @@ it lists tools carrying `x-mcp-header` declarations (some valid, some not) and l
 Standard library only. Prints {"port": N} first, then one JSON event per POST:
 {"event": "http", "method": "POST", "rpc", "id", "params": {lower-case name: value} of the
 mcp-param-* headers, "headers": every header name, lower-case}. `sse` as the first argument
-answers tools/list as an event stream instead of a JSON body. tools/list is paginated: the
+answers tools/list as an event stream instead of a JSON body; `strict` refuses a
+tools/call whose declared arguments have no Mcp-Param-* header (400, -32020), as the
+revision requires of a server. tools/list is paginated: the
 first page has nextCursor "p2". tools/call answers the arguments it got as text. Ends when
 its standard input closes.
 """
@@ -14,7 +16,8 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-SSE = len(sys.argv) > 1 and sys.argv[1] == "sse"
+SSE = "sse" in sys.argv[1:]
+STRICT = "strict" in sys.argv[1:]
 lock = threading.Lock()
 
 
@@ -53,6 +56,15 @@ PAGE2 = [
 ]
 
 
+def declared(name):
+    """The (path, header) pairs the listed tool `name` declares (top level only)."""
+    for t in PAGE1 + PAGE2:
+        if t["name"] == name:
+            return [([k], v["x-mcp-header"]) for k, v in t["inputSchema"]["properties"].items()
+                    if "x-mcp-header" in v]
+    return []
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -67,6 +79,22 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("content-type", "text/event-stream")
         else:
             self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def missing(self, p):
+        args = p.get("arguments") or {}
+        for path, header in declared(p.get("name")):
+            if args.get(path[0]) is not None and self.headers.get("mcp-param-" + header) is None:
+                return True
+        return False
+
+    def refuse(self, rid):
+        data = json.dumps({"jsonrpc": "2.0", "id": rid, "error": {
+            "code": -32020, "message": "Header mismatch: Mcp-Param header missing"}}).encode()
+        self.send_response(400)
+        self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -99,6 +127,9 @@ class Handler(BaseHTTPRequestHandler):
                 result = {"tools": PAGE2}
             else:
                 result = {"tools": PAGE1, "nextCursor": "p2"}
+        elif method == "tools/call" and STRICT and self.missing(p):
+            self.refuse(rid)
+            return
         elif method == "tools/call":
             text = json.dumps({"name": p.get("name"), "arguments": p.get("arguments")})
             result = {"content": [{"type": "text", "text": text}]}

@@ -136,8 +136,28 @@ impl Params {
         let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
             return line;
         };
-        let Some(tools) = v.pointer_mut("/result/tools").and_then(Value::as_array_mut) else {
+        if !self.learn(&mut v, first) {
             return line;
+        }
+        serde_json::to_vec(&v).unwrap_or(line)
+    }
+
+    /// Learns the declarations of a `tools/list` answer the proxy asked for itself (the
+    /// first page when `first`), which the host never sees. Returns the next page's cursor.
+    pub(super) fn learn_own(&self, line: &[u8], first: bool) -> Option<String> {
+        let mut v = serde_json::from_slice::<Value>(line).ok()?;
+        self.learn(&mut v, first);
+        v.pointer("/result/nextCursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    /// Learns the declarations of the `tools/list` answer `v` (a first page replaces what
+    /// was known, a later one adds to it) and removes from it the tools that are invalid or
+    /// cannot be remembered. Returns whether it removed any.
+    fn learn(&self, v: &mut Value, first: bool) -> bool {
+        let Some(tools) = v.pointer_mut("/result/tools").and_then(Value::as_array_mut) else {
+            return false;
         };
         let mut learnt: HashMap<String, Vec<Decl>> = HashMap::new();
         let mut plain: Vec<String> = Vec::new();
@@ -156,6 +176,7 @@ impl Params {
             };
             match (name, decls) {
                 (_, Err(reason)) => {
+                    plain.extend(name.map(str::to_owned));
                     tracing::warn!(tool = ?name, %reason, "removed a tool with an invalid x-mcp-header declaration from the remote server's tools/list");
                     false
                 }
@@ -182,16 +203,14 @@ impl Params {
                 }
             }
         });
+        // Tools without declarations, and invalid ones, drop what an earlier page said.
         for name in &plain {
             known.remove(name);
         }
         known.extend(learnt);
         s.tools = known;
         drop(s);
-        if tools.len() == before {
-            return line;
-        }
-        serde_json::to_vec(&v).unwrap_or(line)
+        tools.len() != before
     }
 
     /// Adds to `headers` the `Mcp-Param-*` headers of the host's `tools/call` `line`, from
