@@ -177,7 +177,7 @@ impl Params {
             match (name, decls) {
                 (_, Err(reason)) => {
                     plain.extend(name.map(str::to_owned));
-                    tracing::warn!(tool = ?name, %reason, "removed a tool with an invalid x-mcp-header declaration from the remote server's tools/list");
+                    tracing::warn!(tool = ?name, reason = %reason, "removed a tool with an invalid x-mcp-header declaration from the remote server's tools/list");
                     false
                 }
                 (Some(name), Ok(decls)) if decls.is_empty() => {
@@ -246,8 +246,9 @@ impl Params {
                 Ok(None) => continue,
                 Err(why) => {
                     return Err(format!(
-                        "the argument {} of tool call {name:?} cannot be sent as header {}: {why}",
-                        d.path.join("."),
+                        "the argument {} of tool call {} cannot be sent as header {}: {why}",
+                        shown(&d.path.join(".")),
+                        shown(name),
                         d.header
                     ));
                 }
@@ -314,7 +315,17 @@ fn is_tchar(b: u8) -> bool {
 /// property names of the chain), or not.
 enum Reach<'a> {
     Path(Vec<&'a str>),
+    /// On such a chain, but deeper than [`MAX_DEPTH`].
+    Deep,
     Not,
+}
+
+/// Text a server chose, for a reason that is logged and may reach the host: escaped (no
+/// control characters reach the log) and cut to 64 characters.
+fn shown(text: &str) -> String {
+    let cut: String = text.chars().take(64).collect();
+    let more = if cut.len() < text.len() { "..." } else { "" };
+    format!("{cut:?}{more}")
 }
 
 /// The declarations of a tool's `inputSchema`, or why the tool is invalid. Walks the schema
@@ -341,43 +352,52 @@ pub(super) fn scan(schema: &Value) -> Result<Vec<Decl>, String> {
         if let Some(raw) = obj.get("x-mcp-header") {
             let path = match &reach {
                 Reach::Path(p) if !p.is_empty() => p,
+                Reach::Deep => {
+                    return Err(format!(
+                        "x-mcp-header on a property deeper than {MAX_DEPTH} levels, more than the proxy keeps"
+                    ));
+                }
                 _ => {
                     return Err("x-mcp-header is only permitted on properties reached through a chain of `properties` keys (not the root, items, additionalProperties, oneOf/anyOf/allOf/not, if/then/else or $defs)".into());
                 }
             };
-            let at = path.join(".");
+            let joined = path.join(".");
+            let at = shown(&joined);
             let Some(raw) = raw.as_str().filter(|s| !s.is_empty()) else {
                 return Err(format!("{at}: x-mcp-header must be a non-empty string"));
             };
             if !raw.bytes().all(is_tchar) {
                 return Err(format!(
-                    "{at}: x-mcp-header {raw:?} is not an RFC 9110 token"
+                    "{at}: x-mcp-header {} is not an RFC 9110 token",
+                    shown(raw)
                 ));
             }
-            if raw.len() > MAX_NAME || path.len() > MAX_DEPTH || at.len() > MAX_NAME {
+            if raw.len() > MAX_NAME || joined.len() > MAX_NAME {
                 return Err(format!(
-                    "{}: the x-mcp-header name or its path is longer than the proxy keeps",
-                    at.chars().take(64).collect::<String>()
+                    "{at}: the x-mcp-header name or its path is longer than the {MAX_NAME} bytes the proxy keeps"
                 ));
             }
             let ty = obj.get("type").and_then(Value::as_str);
             if !matches!(ty, Some("string" | "integer" | "boolean")) {
                 return Err(format!(
                     "{at}: x-mcp-header is only permitted on properties of type string, integer or boolean; got {}",
-                    ty.unwrap_or("<none>")
+                    ty.map_or_else(|| "<none>".to_owned(), shown)
                 ));
             }
             let lower = raw.to_ascii_lowercase();
             if !seen.insert(lower.clone()) {
                 return Err(format!(
-                    "x-mcp-header {raw:?} is not unique (ignoring case)"
+                    "x-mcp-header {} is not unique (ignoring case)",
+                    shown(raw)
                 ));
             }
             if decls.len() >= MAX_DECLS {
                 return Err(format!("more than {MAX_DECLS} x-mcp-header declarations"));
             }
-            let header = HeaderName::from_bytes(format!("mcp-param-{lower}").as_bytes())
-                .map_err(|_| format!("{at}: x-mcp-header {raw:?} cannot be a header name"))?;
+            let header =
+                HeaderName::from_bytes(format!("mcp-param-{lower}").as_bytes()).map_err(|_| {
+                    format!("{at}: x-mcp-header {} cannot be a header name", shown(raw))
+                })?;
             decls.push(Decl {
                 header,
                 path: path.iter().map(|s| (*s).to_owned()).collect(),
@@ -392,7 +412,8 @@ pub(super) fn scan(schema: &Value) -> Result<Vec<Decl>, String> {
                         Reach::Path(q)
                     }
                     // Deeper than the proxy keeps: an annotation there is refused.
-                    _ => Reach::Not,
+                    Reach::Path(_) | Reach::Deep => Reach::Deep,
+                    Reach::Not => Reach::Not,
                 };
                 stack.push((child, next));
             }
@@ -507,7 +528,14 @@ mod tests {
         for _ in 0..100 {
             schema = json!({"type":"object","properties":{"p":schema}});
         }
-        assert!(scan(&schema).is_err());
+        assert!(scan(&schema).is_err_and(|e| e.contains("deeper")));
+        // What the server chose reaches the log escaped and cut.
+        let bad =
+            json!({"properties":{"a\nINFO forged":{"type":"string","x-mcp-header":"A\r\nB"}}});
+        assert!(scan(&bad).is_err_and(|e| !e.contains('\n') && !e.contains('\r')));
+        let long = "x".repeat(10_000);
+        let bad = json!({"properties":{"a":{"type":"string","x-mcp-header":format!("{long} ")}}});
+        assert!(scan(&bad).is_err_and(|e| e.len() < 300));
         let many: serde_json::Map<String, Value> = (0..MAX_NODES + 1)
             .map(|i| (format!("p{i}"), json!({"type":"string"})))
             .collect();
