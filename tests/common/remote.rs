@@ -56,6 +56,14 @@ impl RemoteServer {
         RemoteServer::launch(cmd)
     }
 
+    /// Starts `tests/interop/SCRIPT` (standard library only) with `python3` and `args`,
+    /// and waits for the port it prints first.
+    pub fn stdlib(script: &str, args: &[&str]) -> RemoteServer {
+        let mut cmd = Command::new("python3");
+        cmd.arg(crate::interop::sources().join(script)).args(args);
+        RemoteServer::launch(cmd)
+    }
+
     /// Starts `tests/interop/SCRIPT` with the Python of the SDK tests (`mcp` 2.x, installed on
     /// first use) and waits for the port it prints first.
     pub fn python(script: &str) -> RemoteServer {

@@ -12,6 +12,7 @@ use super::error::RemoteError;
 use super::http::Post;
 use super::listen::listen;
 use super::modern;
+use super::params;
 use super::pending::request_ids;
 use super::requests::{InFlight, Start};
 use super::session::{Mode, Shared, Wire, refuses_as_modern_only};
@@ -227,8 +228,21 @@ impl Driver {
                 if method == "subscriptions/listen" {
                     shared.pending.note_listen(&ids[0]);
                 }
+                shared
+                    .params
+                    .note_request(&ids[0], &method, &line, &shared.pending);
                 match modern::headers_for(&line) {
-                    Ok(headers) => {
+                    Ok(mut headers) => {
+                        if method == "tools/call"
+                            && let Err(why) = shared.params.mirror(&line, &mut headers)
+                        {
+                            // Never sent: the headers could not say what the body does.
+                            tracing::warn!(%why, "refused a tool call whose argument cannot be mirrored in a header");
+                            for id in shared.pending.take(&ids) {
+                                self.answer(params::refusal(&id, &why));
+                            }
+                            return;
+                        }
                         let start = Start::Modern(Bytes::from(line), headers);
                         self.inflight.start(&shared, start, ids);
                     }

@@ -20,7 +20,9 @@
 //! - `listen`: the GET stream for the server's own messages;
 //! - `legacy`: the HTTP+SSE fallback;
 //! - `modern`: the Streamable HTTP of revision 2026-07-28 (no session, a POST per message
-//!   with the request metadata headers), for a session whose era is modern.
+//!   with the request metadata headers), for a session whose era is modern;
+//! - `params`: that transport's `Mcp-Param-*` headers, from the tools' `x-mcp-header`
+//!   declarations in the server's `tools/list` results.
 //!
 //! The driver, which takes the lines meant for the server in order, never waits for more
 //! than the server's acceptance of a message (its answer's status and headers): answers
@@ -37,6 +39,7 @@ mod http;
 mod legacy;
 mod listen;
 mod modern;
+mod params;
 mod pending;
 mod renew;
 mod requests;

@@ -5,11 +5,16 @@
 //! `resources/read`), since a server must refuse a request without them (`-32020`
 //! HeaderMismatch) and routes one without `MCP-Protocol-Version` to its legacy transport.
 //! A request is cancelled by closing its response stream (the driver lets go of it); no
-//! `notifications/cancelled` is sent.
+//! `notifications/cancelled` is sent. A `tools/call` refused with `-32020` is tried once
+//! more after the proxy listed the tools itself, as the revision advises: the server's
+//! tools may have changed their `x-mcp-header` declarations, or the host called before it
+//! listed them.
 
 use super::error::{MAX_SAID, RemoteError};
 use super::http::{ACCEPT_POST, read_body};
+use super::params;
 use super::session::Shared;
+use super::sse::{Events, is_event_stream, message};
 use crate::proxy::era::{MODERN_VERSION, VERSION_KEY};
 use base64::Engine;
 use bytes::Bytes;
@@ -23,6 +28,16 @@ const NAMED: [(&str, &str); 3] = [
     ("prompts/get", "name"),
     ("resources/read", "uri"),
 ];
+
+/// The JSON-RPC code of a header mismatch (revision 2026-07-28).
+const HEADER_MISMATCH: i64 = -32020;
+
+/// Pages of its own `tools/list` the proxy reads at most before a retry.
+const MAX_OWN_PAGES: usize = 32;
+
+/// The id of the proxy's own `tools/list`: its answer comes on its own POST's response, so
+/// it never meets the host's ids.
+const OWN_LIST_ID: &str = "fsbroker-mcp-param-list";
 
 /// What a modern POST brought back once the server took it.
 pub(super) enum Answered {
@@ -85,6 +100,112 @@ pub(super) fn encode_name(value: &str) -> String {
 }
 
 impl Shared {
+    /// POSTs the host's request `body` (id `id`) with `headers`. A `tools/call` the server
+    /// refuses with `-32020` is tried once more, with headers made again from what a fresh
+    /// `tools/list` of the proxy's own taught: a refused call was never run, so a second
+    /// try cannot run it twice. When the list cannot be had, or an argument then cannot be
+    /// mirrored, the host gets the first refusal (or the proxy's).
+    pub(super) async fn post_request_modern(
+        &self,
+        body: &Bytes,
+        headers: &HeaderMap,
+        id: &Value,
+    ) -> Result<Answered, RemoteError> {
+        let first = self.post_modern(body, headers, Some(id)).await?;
+        let Answered::Said(said) = &first else {
+            return Ok(first);
+        };
+        if !is_mismatch(said) || !is_tool_call(body) {
+            return Ok(first);
+        }
+        tracing::info!(
+            "the remote server refused a tool call's headers (-32020); the proxy lists the tools and tries once more"
+        );
+        match self.relist(body).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(first),
+            Err(e) => {
+                tracing::warn!(error = %e, "the proxy's own tools/list failed; the refusal goes to the host");
+                return Ok(first);
+            }
+        }
+        let mut again = headers_for(body)?;
+        if let Err(why) = self.params.mirror(body, &mut again) {
+            return Ok(Answered::Said(params::refusal(id, &why)));
+        }
+        self.post_modern(body, &again, Some(id)).await
+    }
+
+    /// Lists the server's tools for the proxy itself, with the `_meta` of the host's
+    /// request `call`, and learns their declarations, page by page (at most
+    /// [`MAX_OWN_PAGES`]). Returns false when the server refused the list.
+    async fn relist(&self, call: &[u8]) -> Result<bool, RemoteError> {
+        let meta = serde_json::from_slice::<Value>(call)
+            .ok()
+            .and_then(|v| v.pointer("/params/_meta").cloned())
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+        let id = Value::String(OWN_LIST_ID.into());
+        let mut cursor: Option<String> = None;
+        for page in 0..MAX_OWN_PAGES {
+            let mut params = serde_json::json!({"_meta": meta});
+            if let Some(c) = &cursor {
+                params["cursor"] = Value::String(c.clone());
+            }
+            let req = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/list",
+                "params": params});
+            let line = crate::jsonrpc::encode(&req);
+            let headers = headers_for(&line)?;
+            let resp = match self
+                .post_modern(&Bytes::from(line), &headers, Some(&id))
+                .await?
+            {
+                Answered::Accepted(resp) => resp,
+                Answered::Said(_) => {
+                    tracing::warn!(
+                        "the remote server refused the proxy's own tools/list; the refusal goes to the host"
+                    );
+                    return Ok(false);
+                }
+            };
+            let answer = self.read_own(resp, &id).await?;
+            cursor = self.params.learn_own(&answer, page == 0);
+            if cursor.is_none() {
+                return Ok(true);
+            }
+        }
+        tracing::warn!(
+            pages = MAX_OWN_PAGES,
+            "the server's tool list has more pages than the proxy reads; the rest are not known"
+        );
+        Ok(true)
+    }
+
+    /// The answer to the proxy's own request `id` from its POST's response (a JSON body or
+    /// an event stream), within the request timeout; nothing of it reaches the host.
+    async fn read_own(&self, resp: Response, id: &Value) -> Result<Vec<u8>, RemoteError> {
+        let limit = self.cfg.request_timeout;
+        if !is_event_stream(&resp) {
+            return read_body(resp, self.cfg.max_message, limit).await;
+        }
+        let mut events = Events::new(resp, self.cfg.max_message);
+        let reading = async {
+            loop {
+                let Ok(event) = events.next().await else {
+                    return Err(RemoteError::StreamLost);
+                };
+                let Some(m) = message(event) else { continue };
+                if serde_json::from_slice::<Value>(&m)
+                    .is_ok_and(|v| v.get("id") == Some(id) && v.get("method").is_none())
+                {
+                    return Ok(m);
+                }
+            }
+        };
+        tokio::time::timeout(limit, reading)
+            .await
+            .unwrap_or(Err(RemoteError::Timeout(limit)))
+    }
+
     /// POSTs one message of the modern transport with `headers`. `waits` says whether it is
     /// a request (whose answer's headers may take the request timeout). A 4xx or 5xx whose
     /// body is a JSON-RPC error is that request's answer (with `id`, when the server could
@@ -139,6 +260,18 @@ impl Shared {
             server: super::error::server_said(&raw),
         })
     }
+}
+
+/// Whether an answer is the `-32020` header mismatch error.
+fn is_mismatch(line: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(line)
+        .is_ok_and(|v| v.pointer("/error/code").and_then(Value::as_i64) == Some(HEADER_MISMATCH))
+}
+
+/// Whether a request is a `tools/call`.
+fn is_tool_call(line: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(line)
+        .is_ok_and(|v| v.get("method").and_then(Value::as_str) == Some("tools/call"))
 }
 
 #[cfg(test)]

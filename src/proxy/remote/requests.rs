@@ -131,7 +131,8 @@ async fn serve(
     let (resp, init) = match start {
         Start::Init(resp) => (resp, true),
         Start::Modern(body, headers) => {
-            let posting = shared.post_modern(&body, &headers, ids.first());
+            let Some(id) = ids.first() else { return };
+            let posting = shared.post_request_modern(&body, &headers, id);
             tokio::pin!(posting);
             let answered = loop {
                 tokio::select! {

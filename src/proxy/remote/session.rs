@@ -5,6 +5,7 @@
 
 use super::config::RemoteConfig;
 use super::error::RemoteError;
+use super::params::Params;
 use super::pending::Pending;
 use crate::lines::{LineSender, SendError};
 use crate::locks::lock;
@@ -76,6 +77,8 @@ pub(super) struct Shared {
     incoming: LineSender,
     /// The host's requests waiting for an answer.
     pub pending: Pending,
+    /// The tools' `x-mcp-header` declarations (a modern session's `Mcp-Param-*` headers).
+    pub(super) params: Params,
     failure: Arc<Mutex<Option<RemoteError>>>,
     failed: Notify,
     /// Tells the GET stream that a new session started, so it leaves the old one.
@@ -112,6 +115,7 @@ impl Shared {
             renewing: tokio::sync::Mutex::new(()),
             incoming,
             pending: Pending::with_cap(max_pending),
+            params: Params::default(),
             failure,
             failed: Notify::new(),
             sessions: watch::Sender::new(0),
@@ -320,6 +324,11 @@ impl Shared {
         }
         match peek(&line) {
             Kind::Response { id } => {
+                if self.is_modern() {
+                    // A `tools/list` result teaches the tools' `Mcp-Param-*` headers, and
+                    // loses the tools whose declarations are invalid.
+                    line = self.params.read_response(&id, line);
+                }
                 if !self.settle(&id, &line) {
                     return;
                 }

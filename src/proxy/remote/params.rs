@@ -1,0 +1,544 @@
+//! `Mcp-Param-*` headers of revision 2026-07-28 (basic/transports/streamable-http, "Custom
+//! Headers from Tool Parameters"): a tool's `inputSchema` may mark a property with
+//! `"x-mcp-header": "Name"`, and a client on Streamable HTTP must then mirror that argument
+//! of every `tools/call` into `Mcp-Param-Name`, since the server refuses the call with
+//! `-32020` without it. The proxy is that client towards a remote server in a modern
+//! session, so it learns the declarations from the `tools/list` results the server sends
+//! back, removes the tools whose declarations break the revision's constraints from those
+//! results (as the revision requires of a client), and adds the headers to each call.
+//!
+//! Everything here reads data a peer shapes, so it is bounded: the schema walk is iterative
+//! with a node budget, paths and names have a length limit, and at most [`MAX_TOOLS`] tools
+//! with at most [`MAX_DECLS`] declarations each are remembered. A tool that cannot be
+//! remembered within those bounds is removed from the list like an invalid one: the host
+//! could not call it anyway, since its headers would be missing.
+
+use super::modern::encode_name;
+use super::pending::{MAX_PENDING, Pending, key};
+use crate::locks::lock;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+/// Tools with declarations remembered at most (tools without any need no entry).
+pub(super) const MAX_TOOLS: usize = 1024;
+
+/// Declarations one tool may carry at most.
+pub(super) const MAX_DECLS: usize = 16;
+
+/// Schema nodes looked at per tool at most: a larger schema is not checked, and its tool is
+/// removed from the list.
+const MAX_NODES: usize = 4096;
+
+/// `properties` steps in a declared path at most.
+const MAX_DEPTH: usize = 16;
+
+/// Bytes of a header name (after `Mcp-Param-`) or of a declared path's property names
+/// together, at most.
+const MAX_NAME: usize = 256;
+
+/// The largest integer the revision lets be mirrored (JavaScript's safe range, 2^53 - 1).
+const MAX_SAFE: i64 = (1 << 53) - 1;
+
+/// The JSON-RPC code of a call the proxy refuses because an argument cannot be mirrored.
+const INVALID_PARAMS: i64 = -32602;
+
+/// Schema keywords whose subschemas are not statically reachable: an annotation found under
+/// one of them makes the tool invalid (the same list as the TypeScript SDK's checker).
+const UNREACHABLE: [&str; 18] = [
+    "items",
+    "prefixItems",
+    "contains",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "propertyNames",
+    "patternProperties",
+    "dependentSchemas",
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "$defs",
+    "definitions",
+];
+
+/// Those of [`UNREACHABLE`] whose value maps names to subschemas.
+const NAMED_SUBSCHEMAS: [&str; 4] = [
+    "patternProperties",
+    "dependentSchemas",
+    "$defs",
+    "definitions",
+];
+
+/// One `x-mcp-header` declaration: the header to send and where its value is in the call's
+/// `arguments`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Decl {
+    header: HeaderName,
+    path: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The declarations of each tool that has any, from the last `tools/list`.
+    tools: HashMap<String, Vec<Decl>>,
+    /// The host's `tools/list` requests waiting for their answer, each with whether it asks
+    /// for the first page (no cursor), whose answer replaces what was known.
+    lists: HashMap<String, (Value, bool)>,
+}
+
+/// The declarations learnt in one session.
+#[derive(Debug, Default)]
+pub(super) struct Params {
+    state: Mutex<State>,
+}
+
+impl Params {
+    /// Notes the host's request `id` for `method` (the whole `line`), before it is sent: a
+    /// `tools/list` has its answer read; any other request with the same id (ids may be
+    /// reused once answered) does not. `pending` bounds the requests noted: when many are,
+    /// those no longer waiting (a cancelled or failed list) are forgotten.
+    pub(super) fn note_request(&self, id: &Value, method: &str, line: &[u8], pending: &Pending) {
+        let k = key(id);
+        let mut s = lock(&self.state);
+        if method != "tools/list" {
+            s.lists.remove(&k);
+            return;
+        }
+        if s.lists.len() >= MAX_PENDING {
+            s.lists
+                .retain(|_, (id, _)| pending.any(std::slice::from_ref(id)));
+        }
+        let first = serde_json::from_slice::<Value>(line)
+            .ok()
+            .and_then(|v| v.pointer("/params/cursor").cloned())
+            .is_none_or(|c| c.is_null());
+        s.lists.insert(k, (id.clone(), first));
+    }
+
+    /// Reads the response `line` to request `id`: when it answers a noted `tools/list`,
+    /// learns its tools' declarations and returns it without the tools whose declarations
+    /// are invalid (or cannot be remembered), each removal logged at warn. Any other line
+    /// comes back unchanged.
+    pub(super) fn read_response(&self, id: &Value, line: Vec<u8>) -> Vec<u8> {
+        let first = {
+            let mut s = lock(&self.state);
+            match s.lists.remove(&key(id)) {
+                Some((_, first)) => first,
+                None => return line,
+            }
+        };
+        let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
+            return line;
+        };
+        if !self.learn(&mut v, first) {
+            return line;
+        }
+        serde_json::to_vec(&v).unwrap_or(line)
+    }
+
+    /// Learns the declarations of a `tools/list` answer the proxy asked for itself (the
+    /// first page when `first`), which the host never sees. Returns the next page's cursor.
+    pub(super) fn learn_own(&self, line: &[u8], first: bool) -> Option<String> {
+        let mut v = serde_json::from_slice::<Value>(line).ok()?;
+        self.learn(&mut v, first);
+        v.pointer("/result/nextCursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    /// Learns the declarations of the `tools/list` answer `v` (a first page replaces what
+    /// was known, a later one adds to it) and removes from it the tools that are invalid or
+    /// cannot be remembered. Returns whether it removed any.
+    fn learn(&self, v: &mut Value, first: bool) -> bool {
+        let Some(tools) = v.pointer_mut("/result/tools").and_then(Value::as_array_mut) else {
+            return false;
+        };
+        let mut learnt: HashMap<String, Vec<Decl>> = HashMap::new();
+        let mut plain: Vec<String> = Vec::new();
+        let mut s = lock(&self.state);
+        let mut known = if first {
+            HashMap::new()
+        } else {
+            std::mem::take(&mut s.tools)
+        };
+        let before = tools.len();
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(Value::as_str);
+            let decls = match tool.get("inputSchema").map(scan) {
+                None => Ok(Vec::new()),
+                Some(r) => r,
+            };
+            match (name, decls) {
+                (_, Err(reason)) => {
+                    plain.extend(name.map(str::to_owned));
+                    tracing::warn!(tool = ?name, reason = %reason, "removed a tool with an invalid x-mcp-header declaration from the remote server's tools/list");
+                    false
+                }
+                (Some(name), Ok(decls)) if decls.is_empty() => {
+                    plain.push(name.to_owned());
+                    true
+                }
+                (None, Ok(decls)) if decls.is_empty() => true,
+                (None, Ok(_)) => {
+                    tracing::warn!("removed a tool without a name but with x-mcp-header declarations from the remote server's tools/list");
+                    false
+                }
+                (Some(name), Ok(decls)) => {
+                    let room = known.len() + learnt.len() < MAX_TOOLS
+                        || known.contains_key(name)
+                        || learnt.contains_key(name);
+                    if room {
+                        learnt.insert(name.to_owned(), decls);
+                        true
+                    } else {
+                        tracing::warn!(tool = name, max = MAX_TOOLS, "removed a tool from the remote server's tools/list: too many tools with x-mcp-header declarations to remember");
+                        false
+                    }
+                }
+            }
+        });
+        // Tools without declarations, and invalid ones, drop what an earlier page said.
+        for name in &plain {
+            known.remove(name);
+        }
+        known.extend(learnt);
+        s.tools = known;
+        drop(s);
+        tools.len() != before
+    }
+
+    /// Adds to `headers` the `Mcp-Param-*` headers of the host's `tools/call` `line`, from
+    /// the declarations of the tool it names. An argument that is absent or null gets no
+    /// header. Fails, with the JSON-RPC error to answer the host with, when an argument
+    /// cannot be mirrored (an object, an array, a fraction, an integer beyond 2^53 - 1): the
+    /// call is then never sent, since the server would refuse it or, worse, act on a
+    /// request whose headers could not say what its body does.
+    ///
+    /// A value is always encoded first ([`encode_name`]: plain printable ASCII without
+    /// spaces at either end, else the Base64 sentinel), and the header built from that
+    /// ASCII only, so no argument can add a line break, a NUL or a header of its own.
+    pub(super) fn mirror(&self, line: &[u8], headers: &mut HeaderMap) -> Result<(), String> {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            return Ok(());
+        };
+        let Some(name) = v.pointer("/params/name").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        let decls = match lock(&self.state).tools.get(name) {
+            Some(d) => d.clone(),
+            None => return Ok(()),
+        };
+        let args = v.pointer("/params/arguments");
+        for d in &decls {
+            let mut at = args;
+            for step in &d.path {
+                at = at.and_then(|a| a.get(step.as_str()));
+            }
+            let Some(value) = at else { continue };
+            let text = match header_text(value) {
+                Ok(Some(t)) => t,
+                Ok(None) => continue,
+                Err(why) => {
+                    return Err(format!(
+                        "the argument {} of tool call {} cannot be sent as header {}: {why}",
+                        shown(&d.path.join(".")),
+                        shown(name),
+                        d.header
+                    ));
+                }
+            };
+            // `encode_name` leaves only printable ASCII; checked again, since a header
+            // must never carry anything else.
+            if !text.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+                return Err(format!("header {} would not be plain ASCII", d.header));
+            }
+            let value = HeaderValue::from_str(&text)
+                .map_err(|_| format!("header {} would not be a valid value", d.header))?;
+            headers.insert(d.header.clone(), value);
+        }
+        Ok(())
+    }
+}
+
+/// The JSON-RPC error for a call refused by [`Params::mirror`] with `why`.
+pub(super) fn refusal(id: &Value, why: &str) -> Vec<u8> {
+    let v = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": INVALID_PARAMS, "message": why,
+        "data": {"reason": "unmirrorable_argument"}}});
+    crate::jsonrpc::encode(&v)
+}
+
+/// The header text for an argument: a string as it is (then [`encode_name`]), an integer
+/// in decimal, a boolean as `true` or `false`; `None` for null (no header). An integer
+/// written with a zero fraction (`42.0`) is that integer.
+fn header_text(value: &Value) -> Result<Option<String>, &'static str> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(encode_name(s))),
+        Value::Bool(b) => Ok(Some(b.to_string())),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                if (-MAX_SAFE..=MAX_SAFE).contains(&i) {
+                    return Ok(Some(i.to_string()));
+                }
+                return Err("an integer outside -(2^53 - 1)..=2^53 - 1");
+            }
+            if n.is_u64() {
+                return Err("an integer outside -(2^53 - 1)..=2^53 - 1");
+            }
+            match n.as_f64() {
+                Some(f) if f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE as f64 => {
+                    // Exact: a whole f64 within 2^53 is an exact i64.
+                    #[allow(clippy::cast_possible_truncation)]
+                    let i = f as i64;
+                    Ok(Some(i.to_string()))
+                }
+                _ => Err("a number that is not an integer within -(2^53 - 1)..=2^53 - 1"),
+            }
+        }
+        Value::Array(_) | Value::Object(_) => Err("an object or array, which no header carries"),
+    }
+}
+
+/// Whether `b` is an RFC 9110 `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Where a schema node stands: on a chain of `properties` keys from the root (with the
+/// property names of the chain), or not.
+enum Reach<'a> {
+    Path(Vec<&'a str>),
+    /// On such a chain, but deeper than [`MAX_DEPTH`].
+    Deep,
+    Not,
+}
+
+/// Text a server chose, for a reason that is logged and may reach the host: escaped (no
+/// control characters reach the log) and cut to 64 characters.
+fn shown(text: &str) -> String {
+    let cut: String = text.chars().take(64).collect();
+    let more = if cut.len() < text.len() { "..." } else { "" };
+    format!("{cut:?}{more}")
+}
+
+/// The declarations of a tool's `inputSchema`, or why the tool is invalid. Walks the schema
+/// without recursion (a stack of nodes, at most [`MAX_NODES`] looked at) through
+/// `properties` and every keyword of [`UNREACHABLE`]; an annotation that is not on a
+/// property reached through `properties` alone, that is not a non-empty token, that sits on
+/// a property whose `type` is not `string`, `integer` or `boolean`, or that repeats another
+/// (ignoring case), makes the tool invalid.
+pub(super) fn scan(schema: &Value) -> Result<Vec<Decl>, String> {
+    let mut decls: Vec<Decl> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut stack: Vec<(&Value, Reach<'_>)> = vec![(schema, Reach::Path(Vec::new()))];
+    let mut looked = 0usize;
+    while let Some((node, reach)) = stack.pop() {
+        looked += 1;
+        if looked > MAX_NODES {
+            return Err(format!(
+                "the input schema has more than {MAX_NODES} nodes to check for x-mcp-header"
+            ));
+        }
+        let Some(obj) = node.as_object() else {
+            continue;
+        };
+        if let Some(raw) = obj.get("x-mcp-header") {
+            let path = match &reach {
+                Reach::Path(p) if !p.is_empty() => p,
+                Reach::Deep => {
+                    return Err(format!(
+                        "x-mcp-header on a property deeper than {MAX_DEPTH} levels, more than the proxy keeps"
+                    ));
+                }
+                _ => {
+                    return Err("x-mcp-header is only permitted on properties reached through a chain of `properties` keys (not the root, items, additionalProperties, oneOf/anyOf/allOf/not, if/then/else or $defs)".into());
+                }
+            };
+            let joined = path.join(".");
+            let at = shown(&joined);
+            let Some(raw) = raw.as_str().filter(|s| !s.is_empty()) else {
+                return Err(format!("{at}: x-mcp-header must be a non-empty string"));
+            };
+            if !raw.bytes().all(is_tchar) {
+                return Err(format!(
+                    "{at}: x-mcp-header {} is not an RFC 9110 token",
+                    shown(raw)
+                ));
+            }
+            if raw.len() > MAX_NAME || joined.len() > MAX_NAME {
+                return Err(format!(
+                    "{at}: the x-mcp-header name or its path is longer than the {MAX_NAME} bytes the proxy keeps"
+                ));
+            }
+            let ty = obj.get("type").and_then(Value::as_str);
+            if !matches!(ty, Some("string" | "integer" | "boolean")) {
+                return Err(format!(
+                    "{at}: x-mcp-header is only permitted on properties of type string, integer or boolean; got {}",
+                    ty.map_or_else(|| "<none>".to_owned(), shown)
+                ));
+            }
+            let lower = raw.to_ascii_lowercase();
+            if !seen.insert(lower.clone()) {
+                return Err(format!(
+                    "x-mcp-header {} is not unique (ignoring case)",
+                    shown(raw)
+                ));
+            }
+            if decls.len() >= MAX_DECLS {
+                return Err(format!("more than {MAX_DECLS} x-mcp-header declarations"));
+            }
+            let header =
+                HeaderName::from_bytes(format!("mcp-param-{lower}").as_bytes()).map_err(|_| {
+                    format!("{at}: x-mcp-header {} cannot be a header name", shown(raw))
+                })?;
+            decls.push(Decl {
+                header,
+                path: path.iter().map(|s| (*s).to_owned()).collect(),
+            });
+        }
+        if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+            for (k, child) in props {
+                let next = match &reach {
+                    Reach::Path(p) if p.len() < MAX_DEPTH => {
+                        let mut q = p.clone();
+                        q.push(k.as_str());
+                        Reach::Path(q)
+                    }
+                    // Deeper than the proxy keeps: an annotation there is refused.
+                    Reach::Path(_) | Reach::Deep => Reach::Deep,
+                    Reach::Not => Reach::Not,
+                };
+                stack.push((child, next));
+            }
+        }
+        for kw in UNREACHABLE {
+            match obj.get(kw) {
+                None => {}
+                Some(Value::Array(a)) => stack.extend(a.iter().map(|b| (b, Reach::Not))),
+                Some(Value::Object(o)) if NAMED_SUBSCHEMAS.contains(&kw) => {
+                    stack.extend(o.values().map(|b| (b, Reach::Not)));
+                }
+                Some(sub) => stack.push((sub, Reach::Not)),
+            }
+        }
+    }
+    Ok(decls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn headers(p: &Params, args: Value) -> Result<Vec<(String, String)>, String> {
+        let line = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+            "params":{"name":"t","arguments":args}}))
+        .unwrap_or_default();
+        let mut h = HeaderMap::new();
+        p.mirror(&line, &mut h)?;
+        let mut out: Vec<(String, String)> = h
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("?").to_owned()))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn learn(p: &Params, tools: Value) -> Value {
+        let pending = Pending::with_cap(8);
+        let id = json!(1);
+        p.note_request(&id, "tools/list", b"{}", &pending);
+        let line = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"result":{"tools":tools}}))
+            .unwrap_or_default();
+        serde_json::from_slice(&p.read_response(&id, line)).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn values_are_mirrored_encoded() {
+        let p = Params::default();
+        learn(
+            &p,
+            json!([{"name":"t","inputSchema":{"type":"object","properties":{
+                "s":{"type":"string","x-mcp-header":"S"},
+                "n":{"type":"integer","x-mcp-header":"N"},
+                "b":{"type":"boolean","x-mcp-header":"B"},
+                "o":{"type":"object","properties":{"deep":{"type":"string","x-mcp-header":"Deep"}}}}}}]),
+        );
+        let got = headers(
+            &p,
+            json!({"s":"x\r\nEvil: 1","n":42.0,"b":false,"o":{"deep":"v"}}),
+        );
+        assert_eq!(
+            got,
+            Ok(vec![
+                ("mcp-param-b".into(), "false".into()),
+                ("mcp-param-deep".into(), "v".into()),
+                ("mcp-param-n".into(), "42".into()),
+                ("mcp-param-s".into(), "=?base64?eA0KRXZpbDogMQ==?=".into()),
+            ])
+        );
+        assert_eq!(headers(&p, json!({"s":null})), Ok(vec![]));
+        assert!(headers(&p, json!({"n": 9_007_199_254_740_992_i64})).is_err());
+        assert!(headers(&p, json!({"n": 1.5})).is_err());
+        assert!(headers(&p, json!({"s": [1]})).is_err());
+        assert_eq!(
+            headers(&p, json!({"n": -9_007_199_254_740_991_i64})),
+            Ok(vec![("mcp-param-n".into(), "-9007199254740991".into())])
+        );
+    }
+
+    #[test]
+    fn invalid_declarations_remove_the_tool() {
+        let bad = [
+            json!({"type":"object","x-mcp-header":"Root"}),
+            json!({"properties":{"a":{"type":"string","x-mcp-header":""}}}),
+            json!({"properties":{"a":{"type":"string","x-mcp-header":"A B"}}}),
+            json!({"properties":{"a":{"type":"string","x-mcp-header":"A\r\nX"}}}),
+            json!({"properties":{"a":{"type":"number","x-mcp-header":"A"}}}),
+            json!({"properties":{"a":{"x-mcp-header":"A"}}}),
+            json!({"properties":{"a":{"type":"string","x-mcp-header":"A"},
+                                  "b":{"type":"string","x-mcp-header":"a"}}}),
+            json!({"properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"A"}}}}),
+            json!({"anyOf":[{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}]}),
+            json!({"$defs":{"x":{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}}}),
+        ];
+        for schema in bad {
+            assert!(scan(&schema).is_err(), "{schema}");
+        }
+        let p = Params::default();
+        let out = learn(
+            &p,
+            json!([{"name":"bad","inputSchema":{"properties":{"a":{"type":"number","x-mcp-header":"A"}}}},
+                   {"name":"good","inputSchema":{"properties":{"a":{"type":"string"}}}}]),
+        );
+        assert_eq!(out["result"]["tools"].as_array().map(Vec::len), Some(1));
+        assert_eq!(out["result"]["tools"][0]["name"], "good");
+    }
+
+    #[test]
+    fn deep_or_huge_schemas_are_bounded() {
+        let mut schema = json!({"type":"string","x-mcp-header":"D"});
+        for _ in 0..100 {
+            schema = json!({"type":"object","properties":{"p":schema}});
+        }
+        assert!(scan(&schema).is_err_and(|e| e.contains("deeper")));
+        // What the server chose reaches the log escaped and cut.
+        let bad =
+            json!({"properties":{"a\nINFO forged":{"type":"string","x-mcp-header":"A\r\nB"}}});
+        assert!(scan(&bad).is_err_and(|e| !e.contains('\n') && !e.contains('\r')));
+        let long = "x".repeat(10_000);
+        let bad = json!({"properties":{"a":{"type":"string","x-mcp-header":format!("{long} ")}}});
+        assert!(scan(&bad).is_err_and(|e| e.len() < 300));
+        let many: serde_json::Map<String, Value> = (0..MAX_NODES + 1)
+            .map(|i| (format!("p{i}"), json!({"type":"string"})))
+            .collect();
+        assert!(scan(&json!({"properties": many})).is_err());
+    }
+}
