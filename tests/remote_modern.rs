@@ -259,3 +259,26 @@ fn a_dropped_listen_stream_is_an_error_for_the_host_and_the_session_goes_on() {
     );
     assert_modern_wire(&http);
 }
+
+/// The tasks extension's requests name their task in `Mcp-Name` (`params.taskId`), as its
+/// HTTP binding asks and the TypeScript SDK 2.x server checks.
+#[test]
+fn tasks_requests_name_their_task_in_the_headers() {
+    let f = Fixture::new();
+    let mut server = RemoteServer::evil("modern", "");
+    let mut p = proxy(&server.url(), &f, &["--era", "modern"], &[]);
+    discover(&mut p, "probe");
+    p.send(&json!({"jsonrpc":"2.0","id":"task","method":"tasks/get",
+        "params":{"taskId":"t-1","_meta": meta()}}));
+    let answer = p.wait_id(&json!("task"));
+    assert!(
+        answer.get("result").is_some(),
+        "no header mismatch: {answer}"
+    );
+    let (status, _) = p.finish();
+    assert!(status.success(), "{}", p.stderr());
+    let http = server.stop_http();
+    let task = http.iter().find(|e| e["rpc"] == "tasks/get").unwrap();
+    assert_eq!(task["mcpName"], "t-1", "{task}");
+    assert_modern_wire(&http);
+}

@@ -192,7 +192,8 @@ class Handler(BaseHTTPRequestHandler):
         if version != "2026-07-28" or method == "initialize":
             error(-32022, "Unsupported protocol version", {"supported": ["2026-07-28"]})
             return
-        named = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+        named = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                 "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
         if self.headers.get("mcp-method") != method or (
                 method in named and self.headers.get("mcp-name") != params.get(named[method])):
             error(-32020, "Header mismatch")

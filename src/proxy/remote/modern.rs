@@ -23,10 +23,15 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 /// The methods whose target is mirrored in `Mcp-Name`, and the param that names it.
-const NAMED: [(&str, &str); 3] = [
+/// The `tasks/*` rows are the tasks extension's HTTP binding (`params.taskId`), which the
+/// TypeScript SDK 2.x server checks as it checks the core ones.
+const NAMED: [(&str, &str); 6] = [
     ("tools/call", "name"),
     ("prompts/get", "name"),
     ("resources/read", "uri"),
+    ("tasks/get", "taskId"),
+    ("tasks/update", "taskId"),
+    ("tasks/cancel", "taskId"),
 ];
 
 /// The JSON-RPC code of a header mismatch (revision 2026-07-28).
