@@ -217,3 +217,9 @@ impl EraState {
 fn key(id: &Value) -> String {
     id.to_string()
 }
+
+/// The host's `-32603` for its request `id`, saying (and logging) `message`.
+pub(super) fn error_for(id: &Value, message: String) -> Value {
+    tracing::warn!("{message}");
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message}})
+}

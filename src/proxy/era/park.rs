@@ -2,7 +2,7 @@
 //! handle, for the host's retry.
 
 use super::EraState;
-use super::rounds::error_for;
+use super::error_for;
 use crate::locks::lock;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;

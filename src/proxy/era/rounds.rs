@@ -3,7 +3,7 @@
 
 use super::park::split;
 use super::scan::{asks_roots, needs_input};
-use super::{MAX_ROUNDS, key};
+use super::{MAX_ROUNDS, error_for, key};
 use crate::broker::Broker;
 use crate::lines::LineSender;
 use crate::locks::lock;
@@ -148,11 +148,6 @@ fn judge(result: &Value) -> Asked {
         (false, 0) => Asked::Roots(roots),
         (false, _) => Asked::Mixed(roots),
     }
-}
-
-pub(super) fn error_for(id: &Value, message: String) -> Value {
-    tracing::warn!("{message}");
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message}})
 }
 
 /// The host's answer in place of a server answer that hides a roots question.

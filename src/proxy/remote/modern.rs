@@ -12,11 +12,10 @@
 
 use super::error::{MAX_SAID, RemoteError};
 use super::http::{ACCEPT_POST, read_body};
-use super::params;
+use super::params::{self, encode_name};
 use super::session::Shared;
 use super::sse::{Events, is_event_stream, message};
 use crate::proxy::era::{MODERN_VERSION, VERSION_KEY};
-use base64::Engine;
 use bytes::Bytes;
 use reqwest::Response;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -88,20 +87,6 @@ pub(super) fn headers_for(line: &[u8]) -> Result<HeaderMap, RemoteError> {
         );
     }
     Ok(h)
-}
-
-/// A header value for `value`: as it is when it is printable ASCII without spaces at either
-/// end (and does not look like the sentinel), else the revision's Base64 sentinel
-/// `=?base64?...?=` of its UTF-8 bytes, so the server can compare it with the body exactly.
-pub(super) fn encode_name(value: &str) -> String {
-    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
-        && value == value.trim()
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
-    if plain {
-        return value.to_owned();
-    }
-    let b64 = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
-    format!("=?base64?{b64}?=")
 }
 
 impl Shared {
@@ -282,15 +267,6 @@ fn is_tool_call(line: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_sent_plain_or_in_the_base64_sentinel() {
-        assert_eq!(encode_name("get_weather"), "get_weather");
-        assert_eq!(encode_name("file:///a b.txt"), "file:///a b.txt");
-        assert_eq!(encode_name(" lead"), "=?base64?IGxlYWQ=?=");
-        assert_eq!(encode_name("héllo"), "=?base64?aMOpbGxv?=");
-        assert_eq!(encode_name("=?base64?x?="), "=?base64?PT9iYXNlNjQ/eD89?=");
-    }
 
     #[test]
     fn headers_mirror_the_body() {

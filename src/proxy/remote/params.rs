@@ -13,9 +13,9 @@
 //! remembered within those bounds is removed from the list like an invalid one: the host
 //! could not call it anyway, since its headers would be missing.
 
-use super::modern::encode_name;
 use super::pending::{MAX_PENDING, Pending, key};
 use crate::locks::lock;
+use base64::Engine;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -432,10 +432,33 @@ pub(super) fn scan(schema: &Value) -> Result<Vec<Decl>, String> {
     Ok(decls)
 }
 
+/// A header value for `value`: as it is when it is printable ASCII without spaces at either
+/// end (and does not look like the sentinel), else the revision's Base64 sentinel
+/// `=?base64?...?=` of its UTF-8 bytes, so the server can compare it with the body exactly.
+pub(super) fn encode_name(value: &str) -> String {
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value == value.trim()
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        return value.to_owned();
+    }
+    let b64 = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
+    format!("=?base64?{b64}?=")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn names_are_sent_plain_or_in_the_base64_sentinel() {
+        assert_eq!(encode_name("get_weather"), "get_weather");
+        assert_eq!(encode_name("file:///a b.txt"), "file:///a b.txt");
+        assert_eq!(encode_name(" lead"), "=?base64?IGxlYWQ=?=");
+        assert_eq!(encode_name("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(encode_name("=?base64?x?="), "=?base64?PT9iYXNlNjQ/eD89?=");
+    }
 
     fn headers(p: &Params, args: Value) -> Result<Vec<(String, String)>, String> {
         let line = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
