@@ -12,116 +12,11 @@ mod sandboxed;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
-use sandboxed::{LONG, python, report};
+use sandboxed::{CHECKER, LONG, Layout, canary, python, python_prefix, report};
 use sidecar::*;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// A server that reads each path of `$CHECK` (`:`-separated), writes each of `$WRITE`, may
-/// detach a daemon (`$DAEMON`), and reports as one notification, then waits for its input to
-/// end.
-const CHECKER: &str = r#"
-import json, os, sys
-def read(p):
-    try:
-        return open(p).read()
-    except Exception as e:
-        return type(e).__name__
-def write(p):
-    try:
-        os.makedirs(os.path.dirname(p), exist_ok=True)
-        open(p, "w").write("x")
-        return "ok"
-    except Exception as e:
-        return type(e).__name__
-report = {"read": {}, "write": {}, "env": dict(os.environ)}
-for p in filter(None, os.environ.get("CHECK", "").split(":")):
-    report["read"][p] = read(p)
-for p in filter(None, os.environ.get("WRITE", "").split(":")):
-    report["write"][p] = write(p)
-report["stderr"] = os.readlink("/proc/self/fd/2")
-status = open("/proc/self/status").read()
-report["cap_eff"] = [l.split()[1] for l in status.splitlines() if l.startswith("CapEff")][0]
-if os.environ.get("DAEMON"):
-    r, w = os.pipe()
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            os.write(w, str(os.getpid()).encode())
-            os.close(w)
-            import time
-            time.sleep(1000)
-        os._exit(0)
-    os.close(w)
-    report["daemon"] = int(os.read(r, 32))
-print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
-                  "params": {"level": "info", "data": report}}), flush=True)
-sys.stdin.read()
-"#;
-
-struct Layout {
-    _t: tempfile::TempDir,
-    base: PathBuf,
-}
-
-impl Layout {
-    fn new() -> Layout {
-        let t = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(t.path()).unwrap();
-        for d in ["proj", "home"] {
-            std::fs::create_dir_all(base.join(d)).unwrap();
-        }
-        std::fs::write(base.join("checker.py"), CHECKER).unwrap();
-        Layout { _t: t, base }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.base.join("home")
-    }
-
-    /// `fsbroker proxy --sandbox --root proj EXTRA... COMMAND...` with HOME at the fake home
-    /// and `env`.
-    fn run(&self, extra: &[&str], command: &[OsString], env: &[(&str, String)]) -> Sidecar {
-        let mut args: Vec<OsString> = vec!["proxy".into(), "--sandbox".into()];
-        args.extend(extra.iter().map(OsString::from));
-        args.push("--root".into());
-        args.push(self.base.join("proj").into());
-        args.extend(command.iter().cloned());
-        let home = self.home();
-        let mut all: Vec<(&str, &str)> = vec![("HOME", home.to_str().unwrap())];
-        all.extend(env.iter().map(|(k, v)| (*k, v.as_str())));
-        Sidecar::spawn_env(&args, &all)
-    }
-
-    /// As [`Layout::run`], in `cwd` and with HOME at `home`.
-    fn run_in(
-        &self,
-        cwd: &Path,
-        home: &Path,
-        extra: &[&str],
-        command: &[OsString],
-        env: &[(&str, String)],
-    ) -> Sidecar {
-        let mut args: Vec<OsString> = vec!["proxy".into(), "--sandbox".into()];
-        args.extend(extra.iter().map(OsString::from));
-        args.push("--root".into());
-        args.push(self.base.join("proj").into());
-        args.extend(command.iter().cloned());
-        let mut all: Vec<(&str, &str)> = vec![("HOME", home.to_str().unwrap())];
-        all.extend(env.iter().map(|(k, v)| (*k, v.as_str())));
-        Sidecar::spawn_with(&args, Some(cwd), &all)
-    }
-
-    fn checker(&self) -> Vec<OsString> {
-        vec![python().into(), self.base.join("checker.py").into()]
-    }
-}
-
-fn canary(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 #[test]
 fn a_process_the_server_detaches_ends_with_the_server() {
@@ -205,8 +100,11 @@ fn a_file_the_server_may_write_does_not_steer_the_profile() {
         l.base.join("checker.py").into(),
     ];
     let check = outside.join("secret.txt").to_str().unwrap().to_owned();
+    // The environment's Python lives outside the root: the user allows it by hand, since the
+    // link to it is the server's to change.
+    let allow = python_prefix().to_str().unwrap().to_owned();
     let mut p = l.run(
-        &["--writable"],
+        &["--writable", "--sandbox-allow", &allow],
         &command,
         &[("CHECK", check.clone()), ("FSBROKER_LOG", "info".into())],
     );
@@ -358,13 +256,14 @@ fn an_allowed_link_counts_as_writable_where_it_leads() {
     let alink = l.base.join("alink");
     std::os::unix::fs::symlink(&adir, &alink).unwrap();
     let allow = format!("{}:rw", alink.display());
+    let prefix = python_prefix().to_str().unwrap().to_owned();
     let command: Vec<OsString> = vec![
         venv.join("bin/python").into(),
         l.base.join("checker.py").into(),
     ];
     let check = outside.join("secret.txt").to_str().unwrap().to_owned();
     let mut p = l.run(
-        &["--sandbox-allow", &allow],
+        &["--sandbox-allow", &allow, "--sandbox-allow", &prefix],
         &command,
         &[("CHECK", check.clone())],
     );

@@ -4,11 +4,14 @@
 
 use super::profile::{Profile, Rule};
 use super::right::Right;
+use super::trace::open_exact;
 use super::{ABI_CAP_VAR, SandboxError, SandboxMode, SandboxNet};
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath,
+    RestrictSelfAttr, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
+    Scope,
 };
+use std::os::fd::OwnedFd;
 
 /// What a feature restricts.
 #[derive(Clone, Copy)]
@@ -166,19 +169,20 @@ fn build(profile: &Profile) -> Result<(Option<RulesetCreated>, Vec<String>), San
     Ok((Some(created), missing))
 }
 
-/// Opens a rule's path as the kernel's rule. A missing optional path is skipped; a missing
-/// required one, or a pinned directory that is no longer the one the broker opened, is an
-/// error: the server is not started with a profile other than the one described.
+/// Opens a rule's path as the kernel's rule, without following links. A missing optional path
+/// is skipped; a missing required one, or a path that no longer names what the profile
+/// recorded, is an error: the server is not started with a profile other than the one
+/// described.
 fn rule_fd(
     rule: &Rule,
     handled: BitFlags<AccessFs>,
-) -> Result<Option<PathBeneath<PathFd>>, SandboxError> {
-    let fd = match PathFd::new(&rule.path) {
+) -> Result<Option<PathBeneath<OwnedFd>>, SandboxError> {
+    let fd = match open_exact(&rule.path) {
         Ok(fd) => fd,
         Err(_) if !rule.required => return Ok(None),
         Err(e) => {
             return Err(SandboxError::Profile(format!(
-                "cannot open {} ({}): {e}",
+                "cannot open {} ({}) without following links: {e}",
                 rule.path.display(),
                 rule.why
             )));
@@ -186,11 +190,9 @@ fn rule_fd(
     };
     let st = rustix::fs::fstat(&fd)
         .map_err(|e| SandboxError::Profile(format!("cannot stat {}: {e}", rule.path.display())))?;
-    if let Some(pin) = rule.pin
-        && (st.st_dev, st.st_ino) != pin
-    {
+    if rule.pin != Some((st.st_dev, st.st_ino)) {
         return Err(SandboxError::Profile(format!(
-            "{} ({}) is no longer the directory the broker opened",
+            "{} ({}) is no longer what the profile was built for",
             rule.path.display(),
             rule.why
         )));
@@ -204,6 +206,22 @@ fn rule_fd(
         return Ok(None);
     }
     Ok(Some(PathBeneath::new(fd, access)))
+}
+
+/// Whether the kernel (and the ABI cap) offer restricting all threads at once (ABI 8): a
+/// throwaway ruleset is asked for it with no downgrade allowed.
+fn all_threads_supported() -> bool {
+    if abi_cap().is_some_and(|c| c < ABI::V8 as i32) {
+        return false;
+    }
+    Ruleset::default()
+        .handle_access(AccessFs::Execute)
+        .and_then(Ruleset::create)
+        .and_then(|c| {
+            c.set_compatibility(CompatLevel::HardRequirement)
+                .all_threads(true)
+        })
+        .is_ok()
 }
 
 /// Builds `profile`'s ruleset without putting it in force: what the proxy checks before it
@@ -220,6 +238,16 @@ pub(super) fn restrict(profile: &Profile) -> Result<(), SandboxError> {
     let (created, _) = build(profile)?;
     let Some(created) = created else {
         return Ok(());
+    };
+    // Landlock ABI 8 restricts every thread of the process at once (TSYNC). The helper runs
+    // on one thread, so this adds nothing today; it keeps the domain whole should the helper
+    // ever start a thread before this point.
+    let created = if all_threads_supported() {
+        created
+            .all_threads(true)
+            .map_err(|e| SandboxError::Profile(e.to_string()))?
+    } else {
+        created
     };
     let status = created
         .restrict_self()

@@ -9,14 +9,17 @@
 //!   (`/tmp`, `/var/tmp`, `/dev/shm`), or a directory that contains a root, the private
 //!   temporary directory or a path the user allowed for writing; such a directory is left out
 //!   (the single file is allowed instead where there is one);
-//! - nothing is read from a file the server could have written (one beneath a writable rule):
-//!   a `#!` line or a `pyvenv.cfg` there is not followed, so a server cannot widen the profile
-//!   of its next start;
+//! - nothing whose route passes through a place the server may write (a writable root, the
+//!   private temporary directory, a writable allowed path) is inferred from or followed: not
+//!   a link there nor its target, not a `#!` line or a `pyvenv.cfg` there, not the directory
+//!   above such a program's `bin`; a server could have written it, and its next start would
+//!   be wider;
 //! - the launchers' shared caches are never opened for writing: code the user later runs
 //!   outside the sandbox lives there. The server gets private caches in its temporary
 //!   directory instead (the profile's environment points the launcher at them).
 
 use super::right::Right;
+use super::trace::trace;
 use std::path::{Path, PathBuf};
 
 /// One inferred path.
@@ -26,40 +29,61 @@ pub(super) struct Found {
     pub why: String,
 }
 
-/// What an inferred directory must not be, and which files may not be read for inference.
+/// What an inferred directory must not be, and which paths may not steer the profile.
 pub(super) struct Guard {
-    /// The home directory as given and as its real path (`/home` is a link on some systems).
+    /// Every name of the home directory (`HOME` and the password database's, as given and as
+    /// real paths); the first is the one launchers use.
     homes: Vec<PathBuf>,
     /// Directories the profile opens anyway (roots, the temporary directory, allowed paths):
     /// an inferred directory must not contain one.
     opened: Vec<PathBuf>,
-    /// Directories the server may write: files beneath them are not read for inference.
+    /// Directories the server may write, by real path: nothing whose route passes through one
+    /// is inferred from or followed.
     writable: Vec<PathBuf>,
+    /// Where relative paths start.
+    cwd: PathBuf,
 }
 
 impl Guard {
     pub(super) fn new(
-        home: Option<PathBuf>,
+        homes: Vec<PathBuf>,
         opened: Vec<PathBuf>,
         writable: Vec<PathBuf>,
+        cwd: PathBuf,
     ) -> Guard {
-        let mut homes: Vec<PathBuf> = home.iter().cloned().collect();
-        homes.extend(home.and_then(|h| std::fs::canonicalize(h).ok()));
         Guard {
             homes,
             opened,
             writable,
+            cwd,
         }
     }
 
-    /// Whether `path` (as given, or its real path) lies beneath a directory the server may
-    /// write: then it is reachable already, and nothing it holds or points at may steer the
-    /// profile.
-    fn writable(&self, path: &Path) -> bool {
-        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        self.writable
-            .iter()
-            .any(|w| path.starts_with(w) || real.starts_with(w))
+    /// The home directory launchers use (`HOME`, else the password database's).
+    fn home(&self) -> Option<&Path> {
+        self.homes.first().map(PathBuf::as_path)
+    }
+
+    /// The real path of `path` when its whole route (every link and every place on the way)
+    /// stays out of the places the server may write; none otherwise. A link there, or a file
+    /// there, could have been written by the server, and its next start would be wider.
+    pub(super) fn trusted(&self, path: &Path, why: &str) -> Option<PathBuf> {
+        let route = trace(path, &self.cwd).ok()?;
+        if let Some(w) = route.through(&self.writable) {
+            tracing::info!(
+                path = %path.display(),
+                writable = %w.display(),
+                "sandbox: {why}: leads through a place the server may write, so nothing is inferred from it"
+            );
+            return None;
+        }
+        Some(route.real)
+    }
+
+    /// The place the server may write that `path`'s route passes through, if any.
+    pub(super) fn writable_on_route(&self, path: &Path) -> Option<PathBuf> {
+        let route = trace(path, &self.cwd).ok()?;
+        route.through(&self.writable).map(Path::to_path_buf)
     }
 
     /// Whether `dir` may be opened to the server whole.
@@ -74,12 +98,6 @@ impl Guard {
             && !self.homes.iter().any(|h| h.starts_with(dir))
             && !self.opened.iter().any(|r| r.starts_with(dir))
             && !shared(dir)
-    }
-
-    /// Whether a file's contents may steer the profile: not when the server could have
-    /// written it.
-    fn trusts(&self, file: &Path) -> bool {
-        !self.writable(file)
     }
 }
 
@@ -97,31 +115,29 @@ struct Finder<'a> {
 }
 
 impl Finder<'_> {
-    /// Adds `path` by its real path, the one the kernel's rule will name; a path beneath a
-    /// writable rule (as given or real) is reachable already and is not followed anywhere.
+    /// Adds `path` by its real path, the one the kernel's rule will name, unless its route
+    /// passes through a place the server may write.
     fn push(&mut self, path: &Path, right: Right, why: &str) {
-        if self.guard.writable(path) {
-            return;
+        if let Some(real) = self.guard.trusted(path, why) {
+            self.add(real, right, why);
         }
-        if let Ok(real) = std::fs::canonicalize(path) {
-            self.found.push(Found {
-                path: real,
-                right,
-                why: why.to_owned(),
-            });
-        }
+    }
+
+    fn add(&mut self, real: PathBuf, right: Right, why: &str) {
+        self.found.push(Found {
+            path: real,
+            right,
+            why: why.to_owned(),
+        });
     }
 
     /// A directory, judged by its real path.
     fn dir(&mut self, dir: &Path, right: Right, why: &str) {
-        if self.guard.writable(dir) {
-            return;
-        }
-        let Ok(real) = std::fs::canonicalize(dir) else {
+        let Some(real) = self.guard.trusted(dir, why) else {
             return;
         };
         if self.guard.allows(&real) {
-            self.push(&real, right, why);
+            self.add(real, right, why);
         } else {
             tracing::info!(dir = %real.display(), "sandbox: {why}: too wide to allow whole, left out");
         }
@@ -130,22 +146,20 @@ impl Finder<'_> {
     /// A file's directory, or the file alone when its directory is too wide (judged by the
     /// file's real path).
     fn file_or_dir(&mut self, file: &Path, why: &str) {
-        if self.guard.writable(file) {
-            return;
-        }
-        let Ok(real) = std::fs::canonicalize(file) else {
+        let Some(real) = self.guard.trusted(file, why) else {
             return;
         };
         match real.parent() {
-            Some(d) if self.guard.allows(d) => self.push(d, Right::Exec, why),
-            _ => self.push(&real, Right::Exec, why),
+            Some(d) if self.guard.allows(d) => self.add(d.to_path_buf(), Right::Exec, why),
+            _ => self.add(real, Right::Exec, why),
         }
     }
 
     /// An executable: itself (or its directory), its real path's, and the prefix above a
-    /// `bin`.
+    /// `bin`. Nothing, and no real path, when its route passes through a place the server
+    /// may write: then neither the link's target nor anything near it is opened.
     fn executable(&mut self, named: &Path) -> Option<PathBuf> {
-        let real = std::fs::canonicalize(named).ok()?;
+        let real = self.guard.trusted(named, "the server's executable")?;
         for p in [named, real.as_path()] {
             self.file_or_dir(p, "the server's executable");
             if let Some(d) = p.parent()
@@ -178,16 +192,17 @@ pub(super) fn installation(
     let Some(named) = resolve(program, cwd) else {
         return (f.found, env);
     };
-    let Some(real) = f.executable(&named) else {
-        return (f.found, env);
-    };
-    let mut names = vec![base(&named), base(&real)];
+    // None when the program's route passes through a place the server may write: then only
+    // its name is known, and nothing about it (its target, its `#!` line, its environment)
+    // steers the profile.
+    let real = f.executable(&named);
+    let mut names = vec![base(&named)];
+    names.extend(real.as_deref().map(base));
     // A script names its interpreter; one level is followed, and only in a file the server
-    // cannot have written.
-    let interpreter = guard
-        .trusts(&real)
-        .then(|| shebang(&real))
-        .flatten()
+    // cannot have written (`real` is trusted).
+    let interpreter = real
+        .as_deref()
+        .and_then(shebang)
         .and_then(|i| resolve(&i, cwd));
     if let Some(interpreter) = interpreter {
         names.push(base(&interpreter));
@@ -195,7 +210,7 @@ pub(super) fn installation(
             names.push(base(&r));
         }
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = guard.home().map(Path::to_path_buf);
     let is = |pred: &dyn Fn(&str) -> bool| names.iter().any(|n| pred(n));
     // The script an interpreter runs: its first argument that is no option and names a
     // script by its extension. Launchers (`npx`, `uvx`, `uv`) name packages, not files, and
@@ -211,8 +226,8 @@ pub(super) fn installation(
                 .any(|ext| a.ends_with(ext))
         })
         .map(|a| cwd.join(a))
-        .filter(|p| p.is_file() && !guard.writable(p))
-        .and_then(|p| std::fs::canonicalize(p).ok());
+        .filter(|p| p.is_file())
+        .and_then(|p| guard.trusted(&p, "the server's script"));
     if let Some(s) = &script {
         f.file_or_dir(s, "the server's script");
     }
@@ -223,8 +238,10 @@ pub(super) fn installation(
         }
         env.push(("npm_config_cache".to_owned(), private("npm-cache")));
     }
-    if is(&|n| n.starts_with("python")) {
-        python(&mut f, &named, &real, home.as_deref());
+    if let Some(real) = &real
+        && is(&|n| n.starts_with("python"))
+    {
+        python(&mut f, &named, real, home.as_deref());
     }
     if is(&|n| matches!(n, "uv" | "uvx")) {
         env.push(("UV_CACHE_DIR".to_owned(), private("uv-cache")));
@@ -289,8 +306,8 @@ fn node_package(f: &mut Finder<'_>, script: &Path) {
 /// was made from, and pyenv's root when the command goes through its shims.
 fn python(f: &mut Finder<'_>, named: &Path, real: &Path, home: Option<&Path>) {
     if let Some(venv) = named.parent().and_then(Path::parent)
-        && f.guard.trusts(&venv.join("pyvenv.cfg"))
-        && let Ok(cfg) = std::fs::read_to_string(venv.join("pyvenv.cfg"))
+        && let Some(cfg) = f.guard.trusted(&venv.join("pyvenv.cfg"), "pyvenv.cfg")
+        && let Ok(cfg) = std::fs::read_to_string(cfg)
     {
         f.dir(venv, Right::Exec, "the virtual environment");
         // Python takes the first `home` key, in any case.
@@ -300,7 +317,7 @@ fn python(f: &mut Finder<'_>, named: &Path, real: &Path, home: Option<&Path>) {
                 .eq_ignore_ascii_case("home")
                 .then(|| PathBuf::from(v.trim()))
         });
-        if let Some(b) = base.and_then(|b| std::fs::canonicalize(b).ok()) {
+        if let Some(b) = base.and_then(|b| f.guard.trusted(&b, "the environment's Python")) {
             f.dir(&b, Right::Exec, "the environment's Python");
             if b.file_name().is_some_and(|n| n == "bin")
                 && let Some(prefix) = b.parent()
@@ -322,7 +339,7 @@ fn python(f: &mut Finder<'_>, named: &Path, real: &Path, home: Option<&Path>) {
 
 /// The program's path: as given when it has a `/`, else the first executable of that name on
 /// `PATH`.
-fn resolve(program: &str, cwd: &Path) -> Option<PathBuf> {
+pub(super) fn resolve(program: &str, cwd: &Path) -> Option<PathBuf> {
     if program.contains('/') {
         return Some(cwd.join(program));
     }

@@ -17,11 +17,17 @@
 //! started with are narrowed.
 
 mod enforce;
+mod helper;
+mod home;
 mod launcher;
 mod privileges;
 mod profile;
+mod program;
 mod reaper;
 mod right;
+mod trace;
+
+pub use helper::exec_helper;
 
 use crate::broker::Broker;
 use crate::path::RelPath;
@@ -347,54 +353,5 @@ fn remove_tmp(tmp: &Path) {
     }
     if let Err(e) = std::fs::remove_dir_all(tmp) {
         tracing::warn!(dir = %tmp.display(), error = %e, "sandbox: cannot remove the private temporary directory");
-    }
-}
-
-/// `fsbroker sandbox-exec -- SERVER...`: restricts this process with the profile in its
-/// environment, then replaces it with the server. Returns only on failure, with the exit
-/// code to use (the server never started).
-pub fn exec_helper(command: &[String]) -> u8 {
-    use std::os::unix::process::CommandExt;
-    let Some((program, args)) = command.split_first() else {
-        eprintln!("fsbroker sandbox-exec: no server command");
-        return 2;
-    };
-    let profile: Profile = match std::env::var(PROFILE_VAR)
-        .map_err(|e| e.to_string())
-        .and_then(|j| serde_json::from_str(&j).map_err(|e| e.to_string()))
-    {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("fsbroker sandbox-exec: no usable profile in {PROFILE_VAR}: {e}");
-            return 2;
-        }
-    };
-    if let Err(e) = enforce::restrict(&profile).and_then(|()| privileges::drop_all()) {
-        eprintln!("fsbroker: {e}");
-        return 1;
-    }
-    // If the proxy dies without ending the server (a signal it does not handle), the kernel
-    // ends the server; what the server started is then the subreaper's to find, and a proxy
-    // killed outright cannot. This survives `execve`.
-    if let Err(e) =
-        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-    {
-        eprintln!("fsbroker: cannot tie the server's life to the proxy's: {e}");
-        return 1;
-    }
-    let tmp = profile.tmp();
-    let err = std::process::Command::new(program)
-        .args(args)
-        .env_remove(PROFILE_VAR)
-        .env("TMPDIR", tmp)
-        .env("TMP", tmp)
-        .env("TEMP", tmp)
-        .envs(profile.env.iter().map(|(k, v)| (k, v)))
-        .exec();
-    eprintln!("fsbroker: cannot start {program} in the sandbox: {err}");
-    match err.kind() {
-        std::io::ErrorKind::NotFound => 127,
-        std::io::ErrorKind::PermissionDenied => 126,
-        _ => 1,
     }
 }

@@ -3,7 +3,9 @@
 //! out of reach.
 
 use super::launcher::{self, Guard};
+use super::program::Program;
 use super::right::Right;
+use super::trace::{identity, trace};
 use super::{SandboxError, SandboxMode, SandboxNet, SandboxOptions, SandboxRoot};
 use std::path::{Path, PathBuf};
 
@@ -46,8 +48,9 @@ pub(super) struct Rule {
     pub right: Right,
     /// Why it is in the profile, for the log.
     pub why: String,
-    /// The directory's (device, inode) as the broker opened it: the helper refuses to start
-    /// the server if the path names anything else by then.
+    /// The (device, inode) the path named when the profile was built (for a root, the
+    /// directory the broker opened): the helper opens the path without following links and
+    /// refuses to start the server if it names anything else by then.
     pub pin: Option<(u64, u64)>,
     /// Whether a missing path stops the server from starting (roots, the temporary directory,
     /// what the user asked for), or is skipped (system directories absent on this system).
@@ -62,6 +65,8 @@ pub(crate) struct Profile {
     pub(super) env: Vec<(String, String)>,
     pub(super) net: SandboxNet,
     pub(super) mode: SandboxMode,
+    /// The server's program as the profile saw it; none when it was not found.
+    pub(super) program: Option<Program>,
     tmp: PathBuf,
 }
 
@@ -84,8 +89,12 @@ impl Profile {
                 required,
             });
         };
+        // By real path (`/bin` is a link to `/usr/bin` on most systems): every rule is opened
+        // without following links. These are the system's own, which the server cannot write.
         for d in SYSTEM {
-            add(Path::new(d), Right::Exec, "system", false);
+            if let Ok(real) = std::fs::canonicalize(d) {
+                add(&real, Right::Exec, "system", false);
+            }
         }
         for d in KERNEL {
             add(Path::new(d), Right::Read, "kernel", false);
@@ -97,34 +106,23 @@ impl Profile {
         let cwd = std::env::current_dir().map_err(|e| {
             SandboxError::Profile(format!("cannot read the current directory: {e}"))
         })?;
-        let allowed: Vec<(PathBuf, bool)> = options
-            .allow
-            .iter()
-            // By real path: a link named in `--sandbox-allow` must count where it leads.
-            .map(|a| {
-                let p = cwd.join(&a.path);
-                (std::fs::canonicalize(&p).unwrap_or(p), a.write)
-            })
-            .collect();
-        for (path, write) in &allowed {
-            let right = if *write { Right::Write } else { Right::Exec };
-            add(path, right, "--sandbox-allow", true);
-        }
-        let mut opened: Vec<PathBuf> = roots.iter().map(|r| r.path.clone()).collect();
-        opened.push(tmp.to_path_buf());
-        opened.extend(allowed.iter().map(|(p, _)| p.clone()));
+        let homes = super::home::homes().map_err(SandboxError::Profile)?;
         let mut writable: Vec<PathBuf> = roots
             .iter()
             .filter(|r| r.write)
             .map(|r| r.path.clone())
             .collect();
         writable.push(tmp.to_path_buf());
+        let allowed = allowed_paths(options, &cwd, &writable)?;
+        for (path, write) in &allowed {
+            let right = if *write { Right::Write } else { Right::Exec };
+            add(path, right, "--sandbox-allow", true);
+        }
         writable.extend(allowed.iter().filter(|(_, w)| *w).map(|(p, _)| p.clone()));
-        let guard = Guard::new(
-            std::env::var_os("HOME").map(PathBuf::from),
-            opened,
-            writable,
-        );
+        let mut opened: Vec<PathBuf> = roots.iter().map(|r| r.path.clone()).collect();
+        opened.push(tmp.to_path_buf());
+        opened.extend(allowed.iter().map(|(p, _)| p.clone()));
+        let guard = Guard::new(homes, opened, writable, cwd.clone());
         let (found, env) = launcher::installation(command, &cwd, tmp, &guard);
         for f in found {
             add(&f.path, f.right, &f.why, false);
@@ -141,13 +139,27 @@ impl Profile {
         // A path found twice with the same right is one rule; the first reason stays.
         let mut seen = std::collections::HashSet::new();
         rules.retain(|r| seen.insert((r.path.clone(), r.right)));
+        let rules = pin(rules)?;
+        let program = match command.first() {
+            Some(p) => Program::hold(p, &cwd)?,
+            None => None,
+        };
+        if let Some(p) = &program {
+            runnable(p, &rules, &guard)?;
+        }
         Ok(Profile {
             rules,
             env,
             net: options.net,
             mode: options.mode,
+            program,
             tmp: tmp.to_path_buf(),
         })
+    }
+
+    /// The server's program as the profile saw it.
+    pub(super) fn program(&self) -> Option<&Program> {
+        self.program.as_ref()
     }
 
     /// The private temporary directory.
@@ -172,4 +184,97 @@ impl Profile {
         });
         out
     }
+}
+
+/// The paths of `--sandbox-allow`, each by real path with whether it is writable. A path
+/// whose route passes through a place the server may write (`writable`, or another writable
+/// allowed path) is refused: the server could re-point it before the next start.
+fn allowed_paths(
+    options: &SandboxOptions,
+    cwd: &Path,
+    writable: &[PathBuf],
+) -> Result<Vec<(PathBuf, bool)>, SandboxError> {
+    let mut traced = Vec::new();
+    for a in &options.allow {
+        let route = trace(&a.path, cwd).map_err(|e| {
+            SandboxError::Profile(format!("--sandbox-allow {}: {e}", a.path.display()))
+        })?;
+        traced.push((a, route));
+    }
+    let mut out = Vec::new();
+    for (i, (a, route)) in traced.iter().enumerate() {
+        let mut places = writable.to_vec();
+        places.extend(
+            traced
+                .iter()
+                .enumerate()
+                .filter(|(j, (o, _))| *j != i && o.write)
+                .map(|(_, (_, r))| r.real.clone()),
+        );
+        if let Some(w) = route.through(&places) {
+            return Err(SandboxError::Profile(format!(
+                "--sandbox-allow {}: the path leads through {}, which the server may write, so it could point the path anywhere before its next start; allow the place it should lead to, by a path that stays outside what the server may write",
+                a.path.display(),
+                w.display()
+            )));
+        }
+        out.push((route.real.clone(), a.write));
+    }
+    Ok(out)
+}
+
+/// Records what each rule's path names now, opened without following links; a missing
+/// optional path is dropped, a missing required one is an error, and a root must still be
+/// the directory the broker opened.
+fn pin(rules: Vec<Rule>) -> Result<Vec<Rule>, SandboxError> {
+    let mut out = Vec::new();
+    for mut rule in rules {
+        match identity(&rule.path) {
+            Ok(id) => {
+                if rule.pin.is_some_and(|p| p != id) {
+                    return Err(SandboxError::Profile(format!(
+                        "{} ({}) is no longer the directory the broker opened",
+                        rule.path.display(),
+                        rule.why
+                    )));
+                }
+                rule.pin = Some(id);
+                out.push(rule);
+            }
+            Err(_) if !rule.required => {}
+            Err(e) => {
+                return Err(SandboxError::Profile(format!(
+                    "cannot open {} ({}) without following links: {e}",
+                    rule.path.display(),
+                    rule.why
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The program must lie beneath a rule that lets it run; otherwise say why instead of letting
+/// the kernel refuse the `exec` without a reason.
+fn runnable(program: &Program, rules: &[Rule], guard: &Guard) -> Result<(), SandboxError> {
+    let covered = rules.iter().any(|r| {
+        program.real.starts_with(&r.path) && matches!(r.right, Right::Exec | Right::Write)
+    });
+    if covered {
+        return Ok(());
+    }
+    Err(SandboxError::Profile(
+        match guard.writable_on_route(&program.path) {
+            Some(w) => format!(
+                "the server's program {} leads through {}, which the server may write, to {}: the server could point it anywhere before its next start, so its target is not opened; if you trust what is there, allow its installation with --sandbox-allow",
+                program.path.display(),
+                w.display(),
+                program.real.display()
+            ),
+            None => format!(
+                "the server's program {} lies in no directory the profile opens; allow its installation with --sandbox-allow",
+                program.real.display()
+            ),
+        },
+    ))
 }
