@@ -1,0 +1,230 @@
+//! The third review's ways out of `proxy --sandbox`, each across starts: a server that
+//! re-points a link it may write (the program, an allowed path) between one start and the
+//! next, or keeps swapping it while the next one starts; a home directory the environment does
+//! not name; a descriptor the proxy inherited. Each failed before its fix. Every wait is
+//! bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
+
+mod common;
+#[path = "common/sandboxed.rs"]
+mod sandboxed;
+#[path = "common/sidecar.rs"]
+mod sidecar;
+
+use sandboxed::{LONG, Layout, canary, python, python_prefix, report};
+use sidecar::*;
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Points `link` at `target` in one step (a new link renamed over the old), as a server would.
+fn repoint(link: &Path, target: &Path) {
+    let tmp = link.with_extension("swap");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp).unwrap();
+    std::fs::rename(&tmp, link).unwrap();
+}
+
+/// The proxy refused to start the server: exit 1 and a message naming `text`.
+fn refused(p: &mut Sidecar, text: &str) {
+    let (status, _) = p.finish();
+    assert_eq!(status.code(), Some(1), "{}", p.stderr());
+    assert!(p.stderr().contains(text), "{}", p.stderr());
+}
+
+#[test]
+fn a_program_link_the_server_repointed_opens_nothing_where_it_leads() {
+    // Start 1 left `.venv/bin/python` pointing at an interpreter inside a directory the server
+    // wants; the next start must open neither that directory nor the one above its `bin`.
+    let l = Layout::new();
+    let wanted = l.base.join("wanted");
+    canary(&wanted.join("secret.txt"), "CANARY");
+    std::fs::create_dir_all(wanted.join("bin")).unwrap();
+    std::fs::copy(python(), wanted.join("bin/python3")).unwrap();
+    let venv_bin = l.base.join("proj/.venv/bin");
+    std::fs::create_dir_all(&venv_bin).unwrap();
+    repoint(&venv_bin.join("python"), &wanted.join("bin/python3"));
+    let command: Vec<OsString> = vec![
+        venv_bin.join("python").into(),
+        l.base.join("checker.py").into(),
+    ];
+    let mut p = l.run(&["--writable"], &command, &[]);
+    // The copied interpreter is in no directory the profile opens: refused, saying why.
+    refused(&mut p, "which the server may write");
+    assert!(
+        p.stderr()
+            .contains(&l.base.join("proj").display().to_string()),
+        "{}",
+        p.stderr()
+    );
+}
+
+#[test]
+fn a_program_link_swapped_while_the_server_starts_never_runs_with_the_target_readable() {
+    // One instance keeps swapping `.venv/bin/python` between the user's key and Python while
+    // the next start builds its profile and runs the program: whichever it reads, the key
+    // must stay closed to what runs.
+    let l = Layout::new();
+    let key = l.home().join(".ssh/id_ed25519");
+    canary(&key, "CANARY-KEY");
+    let venv_bin = l.base.join("proj/.venv/bin");
+    std::fs::create_dir_all(&venv_bin).unwrap();
+    let link = venv_bin.join("python");
+    repoint(&link, &python());
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, link, key, py) = (stop.clone(), link.clone(), key.clone(), python());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                repoint(&link, if n % 2 == 0 { &key } else { &py });
+                n += 1;
+            }
+        })
+    };
+    let allow = python_prefix().to_str().unwrap().to_owned();
+    let check = key.to_str().unwrap().to_owned();
+    let command: Vec<OsString> = vec![link.clone().into(), l.base.join("checker.py").into()];
+    let (mut ran, mut starts) = (0, 0);
+    while starts < 20 {
+        starts += 1;
+        let mut p = l.run(
+            &["--writable", "--sandbox-allow", &allow],
+            &command,
+            &[("CHECK", check.clone())],
+        );
+        let line = p.next_raw(LONG);
+        let (status, _) = p.finish();
+        match line {
+            Some(line) => {
+                let n: serde_json::Value = serde_json::from_slice(&line).unwrap();
+                let r = &n["params"]["data"];
+                assert_ne!(r["read"][&check], "CANARY-KEY", "start {starts}: {r}");
+                ran += 1;
+            }
+            // Refused: the program changed between the profile and the start, or was the key.
+            None => assert_ne!(status.code(), Some(0), "{}", p.stderr()),
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    swapper.join().unwrap();
+    // With the swapper stopped on Python, a start runs the server: the refusals above were
+    // the swap, not a server that can never start.
+    repoint(&link, &python());
+    let mut p = l.run(
+        &["--writable", "--sandbox-allow", &allow],
+        &command,
+        &[("CHECK", check.clone())],
+    );
+    let r = report(&mut p);
+    assert_eq!(
+        r["read"][&check], "PermissionError",
+        "{r} (after {ran} runs)"
+    );
+    p.finish();
+}
+
+#[test]
+fn an_allowed_path_through_a_writable_root_is_refused() {
+    // A shared virtual environment linked into the project: start 1 could re-point the link,
+    // and start 2 would open whatever it names.
+    let l = Layout::new();
+    let shared = l.base.join("shared-venv");
+    std::fs::create_dir_all(&shared).unwrap();
+    let link = l.base.join("proj/.venv");
+    std::os::unix::fs::symlink(&shared, &link).unwrap();
+    let allow = link.to_str().unwrap().to_owned();
+    let mut p = l.run(
+        &["--writable", "--sandbox-allow", &allow],
+        &l.checker(),
+        &[],
+    );
+    refused(&mut p, "--sandbox-allow");
+    assert!(
+        p.stderr().contains("which the server may write"),
+        "{}",
+        p.stderr()
+    );
+    // The same place allowed by its own path starts the server.
+    let allow = shared.to_str().unwrap().to_owned();
+    let mut p = l.run(
+        &["--writable", "--sandbox-allow", &allow],
+        &l.checker(),
+        &[],
+    );
+    let r = report(&mut p);
+    assert!(r["read"].is_object(), "{r}");
+    p.finish();
+}
+
+#[test]
+fn without_home_a_script_in_the_home_directory_does_not_open_it() {
+    // Service managers start processes without HOME; the password database still names the
+    // home, and a script kept there opens only itself.
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_dir())
+        .expect("the test needs the user's home directory");
+    let l = Layout::new();
+    let tag = l.base.file_name().unwrap().to_string_lossy().into_owned();
+    let script = home.join(format!("fsbroker-test-{tag}.py"));
+    let secret_dir = home.join(format!("fsbroker-test-{tag}"));
+    struct Cleanup(Vec<std::path::PathBuf>);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            for p in &self.0 {
+                let _ = std::fs::remove_file(p);
+                let _ = std::fs::remove_dir_all(p);
+            }
+        }
+    }
+    let _cleanup = Cleanup(vec![script.clone(), secret_dir.clone()]);
+    std::fs::copy(l.base.join("checker.py"), &script).unwrap();
+    let secret = secret_dir.join("id_ed25519");
+    canary(&secret, "CANARY-HOME");
+    let command: Vec<OsString> = vec![python().into(), script.clone().into()];
+    let mut cmd = l.command(&[], &command);
+    cmd.env_remove("HOME")
+        .env("CHECK", &secret)
+        .env("FSBROKER_LOG", "info");
+    let mut p = Sidecar::start(cmd);
+    let r = report(&mut p);
+    let check = secret.to_str().unwrap();
+    assert_eq!(r["read"][check], "PermissionError", "{r}");
+    p.finish();
+}
+
+#[test]
+fn a_descriptor_the_proxy_inherited_does_not_reach_the_server() {
+    // The host left a descriptor open on a file outside the roots when it started the proxy.
+    let l = Layout::new();
+    let outside = l.base.join("outside/secret.txt");
+    canary(&outside, "CANARY-FD");
+    let mut args: Vec<String> = vec![
+        "proxy".into(),
+        "--sandbox".into(),
+        "--root".into(),
+        l.base.join("proj").to_str().unwrap().into(),
+    ];
+    args.extend(l.checker().iter().map(|a| a.to_str().unwrap().to_owned()));
+    let script = format!("exec 7<\"$SECRET\"; exec \"$FSBROKER\" \"$@\"",);
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(script)
+        .arg("sh")
+        .args(&args)
+        .env("SECRET", &outside)
+        .env("FSBROKER", common::bin())
+        .env("HOME", l.home());
+    let mut p = Sidecar::start(cmd);
+    let r = report(&mut p);
+    let fds = r["fds"].as_object().unwrap();
+    assert!(!fds.contains_key("7"), "{r}");
+    assert!(
+        fds.values()
+            .all(|v| !v.as_str().unwrap_or("").contains("CANARY-FD")),
+        "{r}"
+    );
+    p.finish();
+}
