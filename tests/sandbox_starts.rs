@@ -228,3 +228,35 @@ fn a_descriptor_the_proxy_inherited_does_not_reach_the_server() {
     );
     p.finish();
 }
+
+#[test]
+fn a_link_in_another_servers_writable_root_steers_nothing() {
+    // The policy gives another server a writable root; that server planted a link there to
+    // an interpreter inside a directory it wants. This server's program goes through it.
+    let l = Layout::new();
+    let theirs = l.base.join("theirs");
+    let wanted = l.base.join("wanted");
+    canary(&wanted.join("secret.txt"), "CANARY");
+    std::fs::create_dir_all(wanted.join("bin")).unwrap();
+    std::fs::copy(python(), wanted.join("bin/python3")).unwrap();
+    std::fs::create_dir_all(theirs.join("bin")).unwrap();
+    repoint(&theirs.join("bin/python"), &wanted.join("bin/python3"));
+    let policy = l.base.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[[roots]]\npath = {:?}\nmount = \"proj\"\n\n[[roots]]\npath = {:?}\nmount = \"theirs\"\naccess = \"write\"\nservers = [\"other\"]\n",
+            l.base.join("proj"),
+            theirs
+        ),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(common::bin());
+    cmd.args(["proxy", "--sandbox", "--server-id", "me", "--policy"])
+        .arg(&policy)
+        .arg(theirs.join("bin/python"))
+        .arg(l.base.join("checker.py"))
+        .env("HOME", l.home());
+    let mut p = Sidecar::start(cmd);
+    refused(&mut p, "which the server may write");
+}

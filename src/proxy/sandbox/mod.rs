@@ -150,7 +150,17 @@ pub fn spawn_sandboxed(
             "cannot create the private temporary directory: {e}"
         ))
     })?;
-    let built = Profile::build(command, &roots, options, &tmp);
+    let policy_roots: Vec<(PathBuf, bool)> = broker
+        .roots()
+        .iter()
+        .map(|r| {
+            (
+                r.host_path_of(&RelPath::root()),
+                r.access() == crate::access::Access::Write,
+            )
+        })
+        .collect();
+    let built = Profile::build(command, &roots, &policy_roots, options, &tmp);
     let profile = match built {
         Ok(p) => p,
         Err(e) => {

@@ -72,10 +72,13 @@ pub(crate) struct Profile {
 
 impl Profile {
     /// The profile of `command` with `roots`, the options' additions, and `tmp` as the
-    /// private temporary directory.
+    /// private temporary directory. `policy_roots` are every root of the policy, with whether
+    /// it is writable: other servers may write those the session does not see, and none may
+    /// be opened through an inferred directory.
     pub(super) fn build(
         command: &[String],
         roots: &[SandboxRoot],
+        policy_roots: &[(PathBuf, bool)],
         options: &SandboxOptions,
         tmp: &Path,
     ) -> Result<Profile, SandboxError> {
@@ -111,6 +114,12 @@ impl Profile {
             .iter()
             .filter(|r| r.write)
             .map(|r| r.path.clone())
+            .chain(
+                policy_roots
+                    .iter()
+                    .filter(|(_, w)| *w)
+                    .map(|(p, _)| p.clone()),
+            )
             .collect();
         writable.push(tmp.to_path_buf());
         let allowed = allowed_paths(options, &cwd, &writable)?;
@@ -119,7 +128,11 @@ impl Profile {
             add(path, right, "--sandbox-allow", true);
         }
         writable.extend(allowed.iter().filter(|(_, w)| *w).map(|(p, _)| p.clone()));
-        let mut opened: Vec<PathBuf> = roots.iter().map(|r| r.path.clone()).collect();
+        let mut opened: Vec<PathBuf> = roots
+            .iter()
+            .map(|r| r.path.clone())
+            .chain(policy_roots.iter().map(|(p, _)| p.clone()))
+            .collect();
         opened.push(tmp.to_path_buf());
         opened.extend(allowed.iter().map(|(p, _)| p.clone()));
         let guard = Guard::new(homes, opened, writable, cwd.clone());
