@@ -260,3 +260,110 @@ fn a_link_in_another_servers_writable_root_steers_nothing() {
     let mut p = Sidecar::start(cmd);
     refused(&mut p, "which the server may write");
 }
+
+#[test]
+fn a_nested_root_the_server_swapped_for_a_link_opens_nothing_outside() {
+    // `repo` is writable and `docs`, read-only, lies inside it. In one start the server moved
+    // `docs` aside and left a link to a place outside in its stead; the next start must not
+    // give that place to the server as the `docs` root.
+    let l = Layout::new();
+    let repo = l.base.join("proj");
+    std::fs::create_dir_all(repo.join("docs")).unwrap();
+    let outside = l.base.join("outside");
+    canary(&outside.join("secret.txt"), "CANARY");
+    let policy = l.base.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[[roots]]\npath = {:?}\nmount = \"docs\"\n",
+            repo,
+            repo.join("docs")
+        ),
+    )
+    .unwrap();
+    std::fs::rename(repo.join("docs"), repo.join("docs.old")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join("docs")).unwrap();
+    let check = outside.join("secret.txt").to_str().unwrap().to_owned();
+    let mut cmd = std::process::Command::new(common::bin());
+    cmd.args(["proxy", "--sandbox", "--policy"])
+        .arg(&policy)
+        .args(l.checker())
+        .env("HOME", l.home())
+        .env("CHECK", &check);
+    let mut p = Sidecar::start(cmd);
+    let line = p.next_raw(LONG);
+    let (status, _) = p.finish();
+    match line {
+        Some(line) => {
+            let n: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(
+                n["params"]["data"]["read"][&check], "PermissionError",
+                "{n}"
+            );
+        }
+        None => {
+            assert_ne!(status.code(), Some(0), "{}", p.stderr());
+            assert!(p.stderr().contains("docs"), "{}", p.stderr());
+        }
+    }
+}
+
+#[test]
+fn a_tool_root_named_through_a_link_is_judged_where_it_leads() {
+    // PYENV_ROOT names a link to a directory that holds the home directory: judged as given
+    // it looked like a tool's root, but the rule would have opened where it leads.
+    let l = Layout::new();
+    let key = l.home().join(".ssh/id_ed25519");
+    canary(&key, "CANARY-KEY");
+    std::fs::create_dir_all(l.base.join("bin")).unwrap();
+    std::os::unix::fs::symlink(python(), l.base.join("bin/python")).unwrap();
+    let pyenv = l.base.join("pyenv-link");
+    std::os::unix::fs::symlink(&l.base, &pyenv).unwrap();
+    let command: Vec<OsString> = vec![
+        pyenv.join("bin/python").into(),
+        l.base.join("checker.py").into(),
+    ];
+    let check = key.to_str().unwrap().to_owned();
+    let mut p = l.run(
+        &[],
+        &command,
+        &[
+            ("CHECK", check.clone()),
+            ("PYENV_ROOT", pyenv.to_str().unwrap().to_owned()),
+        ],
+    );
+    let r = report(&mut p);
+    assert_eq!(r["read"][&check], "PermissionError", "{r}");
+    p.finish();
+}
+
+#[test]
+fn a_read_only_root_inside_a_writable_one_is_named_writable_in_the_log() {
+    let l = Layout::new();
+    let repo = l.base.join("proj");
+    std::fs::create_dir_all(repo.join("vendor")).unwrap();
+    let policy = l.base.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[[roots]]\npath = {:?}\nmount = \"vendor\"\n",
+            repo,
+            repo.join("vendor")
+        ),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(common::bin());
+    cmd.args(["proxy", "--sandbox", "--policy"])
+        .arg(&policy)
+        .args(l.checker())
+        .env("HOME", l.home());
+    let mut p = Sidecar::start(cmd);
+    report(&mut p);
+    p.finish();
+    assert!(
+        p.stderr()
+            .contains("the kernel lets it write this root too"),
+        "{}",
+        p.stderr()
+    );
+}

@@ -101,11 +101,17 @@ impl Guard {
     }
 }
 
-/// A directory anyone may write, or one with the sticky bit: shared with other users and
-/// other sandboxes.
+/// The system's shared directories, shared whatever their mode says now: Landlock does not
+/// control `chmod`, so a server run as root could clear their sticky bit in one start to have
+/// the next one open them.
+const SHARED: &[&str] = &["/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock"];
+
+/// A directory anyone may write, or one with the sticky bit, or one of the system's shared
+/// directories: shared with other users and other sandboxes.
 fn shared(dir: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o1002 != 0)
+    SHARED.iter().any(|s| dir == Path::new(s))
+        || std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o1002 != 0)
 }
 
 /// Collects what the launcher of `command` needs.
@@ -115,14 +121,7 @@ struct Finder<'a> {
 }
 
 impl Finder<'_> {
-    /// Adds `path` by its real path, the one the kernel's rule will name, unless its route
-    /// passes through a place the server may write.
-    fn push(&mut self, path: &Path, right: Right, why: &str) {
-        if let Some(real) = self.guard.trusted(path, why) {
-            self.add(real, right, why);
-        }
-    }
-
+    /// Adds `real`, a path already judged by its route.
     fn add(&mut self, real: PathBuf, right: Right, why: &str) {
         self.found.push(Found {
             path: real,
@@ -329,11 +328,13 @@ fn python(f: &mut Finder<'_>, named: &Path, real: &Path, home: Option<&Path>) {
     let pyenv = std::env::var_os("PYENV_ROOT")
         .map(PathBuf::from)
         .or_else(|| home.map(|h| h.join(".pyenv")));
-    if let Some(root) = pyenv
-        && (named.starts_with(&root) || real.starts_with(&root))
+    // Judged by its real path, the one the rule will name.
+    if let Some(given) = pyenv
+        && let Some(root) = f.guard.trusted(&given, "pyenv")
+        && (named.starts_with(&given) || named.starts_with(&root) || real.starts_with(&root))
         && f.guard.allows_tool_root(&root)
     {
-        f.push(&root, Right::Exec, "pyenv");
+        f.add(root, Right::Exec, "pyenv");
     }
 }
 

@@ -141,10 +141,37 @@ impl Profile {
             add(&f.path, f.right, &f.why, false);
         }
         for r in roots {
+            // Landlock's rules add up: a read-only root inside a writable place is writable to
+            // the server on disk, whatever the broker allows it through `files/*`.
+            let writable_places = rules
+                .iter()
+                .filter(|w| w.right == Right::Write)
+                .map(|w| (w.path.clone(), w.why.clone()))
+                .chain(
+                    roots
+                        .iter()
+                        .filter(|w| w.write)
+                        .map(|w| (w.path.clone(), format!("root {}", w.mount))),
+                )
+                .collect::<Vec<_>>();
+            let inside = (!r.write)
+                .then(|| writable_places.iter().find(|(p, _)| r.path.starts_with(p)))
+                .flatten();
+            let why = match inside {
+                Some((path, what)) => {
+                    tracing::warn!(
+                        root = %r.mount,
+                        "sandbox: the read-only root lies inside {} ({what}), which the server may write: the kernel lets it write this root too",
+                        path.display(),
+                    );
+                    format!("root {} (read-only, but inside {what})", r.mount)
+                }
+                None => format!("root {}", r.mount),
+            };
             rules.push(Rule {
                 path: r.path.clone(),
                 right: if r.write { Right::Write } else { Right::Read },
-                why: format!("root {}", r.mount),
+                why,
                 pin: Some(r.pin),
                 required: true,
             });
