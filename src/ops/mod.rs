@@ -262,6 +262,17 @@ fn type_name(t: &FileType) -> EntryType {
     }
 }
 
+/// The size an answer shows for an entry: its own length, except for a symlink, whose
+/// length is that of its target's name and would tell the server something about a place the
+/// link may lead to outside the root; a link is shown with size 0.
+fn shown_size(m: &Metadata) -> u64 {
+    if m.file_type().is_symlink() {
+        0
+    } else {
+        m.len()
+    }
+}
+
 /// A modification time in RFC 3339, UTC.
 fn mtime(m: &Metadata) -> Option<String> {
     let t = m.modified().ok()?.into_std();
