@@ -132,9 +132,9 @@ async fn an_audit_log_beneath_a_writable_root_is_refused_before_it_is_opened() {
         f.root,
         f.root.join("audit.log")
     );
-    let e = build(&text)
-        .err()
-        .expect("an audit log beneath a writable root was accepted");
+    let Err(e) = build(&text) else {
+        panic!("an audit log beneath a writable root was accepted");
+    };
     assert!(e.contains("repo") && e.contains("audit"), "{e}");
     f.assert_canary_intact();
 }
