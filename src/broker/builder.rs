@@ -99,6 +99,7 @@ impl BrokerBuilder {
             hub: WatchHub::default(),
             outbound: tx,
             changes: tokio::sync::watch::Sender::new(0),
+            unavailable: Mutex::new(Default::default()),
         };
         Ok((
             Broker {

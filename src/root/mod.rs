@@ -39,6 +39,8 @@ pub struct Root {
     canonical: Vec<String>,
     configured: Vec<String>,
     dir: Dir,
+    /// The directory's device and inode when it was opened.
+    id: dirs::FileId,
 }
 
 /// How to open a root: the parts of a policy's `[[roots]]` entry.
@@ -83,6 +85,10 @@ impl Root {
         let mut canonical_path = PathBuf::from("/");
         canonical_path.extend(&found.real);
         let dir = found.dir;
+        let id = {
+            use dirs::FileIdOf;
+            dir.file_id()?
+        };
         let to_components = |p: &Path| -> std::io::Result<Vec<String>> {
             let cleaned = path_clean::clean(p);
             cleaned
@@ -112,6 +118,7 @@ impl Root {
             access: spec.access,
             servers: spec.servers,
             dir,
+            id,
         })
     }
 
@@ -157,6 +164,13 @@ impl Root {
             mount: self.mount.clone(),
             path: self.configured_path(),
         })
+    }
+
+    /// Whether the configured path still names the directory this root opened: one `stat`
+    /// of the path (following the user's links, as opening it did). A root that moved, was
+    /// deleted, or has another directory in its place is not followed there.
+    pub(crate) fn in_place(&self) -> bool {
+        rustix::fs::stat(self.configured_path()).is_ok_and(|st| (st.st_dev, st.st_ino) == self.id)
     }
 
     /// The configured path, absolute, for messages.
