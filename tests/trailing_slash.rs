@@ -103,3 +103,79 @@ pub async fn every_method_on_every_shape_stays_inside() {
 async fn trailing_slashes_after_a_link_out_never_reach_outside() {
     every_method_on_every_shape_stays_inside().await;
 }
+
+/// The environment variable that makes this binary's `fallback_child` install the filter:
+/// the errno `openat2` answers with.
+const ERRNO_VAR: &str = "FSBROKER_TEST_OPENAT2_ERRNO";
+
+/// In a child process only (see below): makes `openat2` fail with the errno the parent chose,
+/// checks that it does, then runs every case above on cap-std's fallback resolver.
+#[test]
+fn fallback_child() {
+    let Ok(errno) = std::env::var(ERRNO_VAR) else {
+        return;
+    };
+    let code = match errno.as_str() {
+        "ENOSYS" => 38,
+        "EPERM" => 1,
+        other => panic!("unknown errno {other}"),
+    };
+    // openat2 is 437 on every architecture with the unified syscall table.
+    let rules = std::collections::BTreeMap::from([(437_i64, Vec::new())]);
+    let filter = seccompiler::SeccompFilter::new(
+        rules,
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(code),
+        std::env::consts::ARCH.try_into().unwrap(),
+    )
+    .unwrap();
+    let program: seccompiler::BpfProgram = filter.try_into().unwrap();
+    // Applies to this thread and every thread it starts afterwards: the runtime below.
+    seccompiler::apply_filter(&program).unwrap();
+    let how = rustix::fs::ResolveFlags::BENEATH;
+    let tried = rustix::fs::openat2(
+        rustix::fs::CWD,
+        ".",
+        rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+        how,
+    );
+    assert_eq!(
+        tried.err().map(|e| e.raw_os_error()),
+        Some(code as i32),
+        "the filter did not take"
+    );
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(every_method_on_every_shape_stays_inside());
+    println!("FALLBACK-CASES-RAN");
+}
+
+/// The same cases where `openat2` is missing (ENOSYS) and refused (EPERM), in a child process
+/// of this binary, so that cap-std's manual resolver is the one confining every open.
+#[test]
+fn trailing_slashes_stay_inside_when_openat2_fails() {
+    let exe = std::env::current_exe().unwrap();
+    for errno in ["ENOSYS", "EPERM"] {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "fallback_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(ERRNO_VAR, errno)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{errno}: {text}");
+        assert!(text.contains("FALLBACK-CASES-RAN"), "{errno}: {text}");
+    }
+}
