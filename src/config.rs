@@ -4,8 +4,9 @@
 
 use crate::consent::{ConsentProvider, ConsentSource};
 use crate::limits::RateLimits;
+use crate::policy::ConsentMode;
 use crate::policy::{Policy, PolicyError};
-use crate::root::{Root, RootSpec, Roots};
+use crate::root::{self, Root, RootSpec, Roots};
 use std::sync::Arc;
 
 /// One consistent configuration.
@@ -42,21 +43,32 @@ impl Config {
             key,
             message,
         };
-        let mut list: Vec<Arc<Root>> = Vec::new();
+        let mut specs = Vec::new();
         for (i, r) in policy.roots.iter().enumerate() {
             let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
             if let Some(dir) = Policy::mount_derived_from(r) {
                 // Servers must use the derived name in paths: say which it is.
                 tracing::info!(%mount, directory = %dir, "mount name derived from the directory name");
             }
-            let spec = RootSpec {
+            specs.push(RootSpec {
                 path: r.path.clone(),
                 name: r.name.clone().unwrap_or_else(|| mount.to_string()),
                 mount,
                 access: r.access,
                 servers: r.servers.clone(),
-            };
-            let root = Root::open(spec).map_err(|e| {
+            });
+        }
+        // Where the server may have shaped names: the new policy's writable roots, and the
+        // ones in force until now (a reload must not follow what the server made there).
+        let mut zones = root::zones(&specs);
+        zones.extend(
+            previous
+                .iter()
+                .flat_map(|p| p.roots.iter().filter_map(|r| r.zone())),
+        );
+        let mut list: Vec<Arc<Root>> = Vec::new();
+        for (i, spec) in specs.into_iter().enumerate() {
+            let root = Root::open(spec, &zones).map_err(|e| {
                 err(
                     format!("roots[{i}].path"),
                     format!("cannot open root directory: {e}"),
@@ -69,6 +81,14 @@ impl Config {
                 ));
             }
             list.push(Arc::new(root));
+        }
+        // The policy's other paths: a file the server could replace is refused.
+        let zones: Vec<_> = list.iter().filter_map(|r| r.zone()).collect();
+        if let Some(file) = &policy.audit.file {
+            root::outside_zones(file, &zones).map_err(|m| err("audit.file".into(), m))?;
+        }
+        if let Some(ConsentMode::Command(program)) = &policy.consent.mode {
+            root::outside_zones(program, &zones).map_err(|m| err("consent.mode".into(), m))?;
         }
         let rate = match previous {
             Some(p) if p.policy.limits == policy.limits => p.rate.clone(),

@@ -178,6 +178,9 @@ pub enum Reason {
     Locked,
     /// A chunked upload arrived at the wrong offset.
     UploadOffset,
+    /// The root's directory is no longer at its configured path (moved, deleted, or another
+    /// directory put there).
+    RootUnavailable,
 }
 
 impl Reason {
@@ -202,6 +205,7 @@ impl Reason {
             Reason::EtagMismatch => "etag_mismatch",
             Reason::Locked => "locked",
             Reason::UploadOffset => "upload_offset",
+            Reason::RootUnavailable => "root_unavailable",
         }
     }
 }
@@ -215,7 +219,7 @@ impl fmt::Display for ErrorKind {
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 18] = [
+    pub const ALL: [Reason; 19] = [
         Reason::OutsideRoot,
         Reason::NoConsent,
         Reason::ReadOnly,
@@ -234,6 +238,7 @@ impl Reason {
         Reason::EtagMismatch,
         Reason::Locked,
         Reason::UploadOffset,
+        Reason::RootUnavailable,
     ];
 }
 
@@ -307,6 +312,7 @@ impl Error {
             Reason::NoConsent => "no consent covers this path",
             Reason::ReadOnly => "access is read-only",
             Reason::Revoked => "access was revoked",
+            Reason::RootUnavailable => "the root is not at its configured path",
             _ => "permission denied",
         };
         Error::new(ErrorKind::PermissionDenied, message).with_reason(reason)

@@ -153,7 +153,8 @@ impl Broker {
 }
 
 /// Reloads the policy built by `build` on SIGHUP, and when `file` changes (checked every
-/// `poll`). Runs until the task is dropped.
+/// `poll`, as is whether each root is still at its configured path). Runs until the task is
+/// dropped.
 pub async fn watch_policy<F>(broker: Broker, build: F, file: Option<PathBuf>, poll: Duration)
 where
     F: Fn() -> Result<Policy, PolicyError>,
@@ -166,6 +167,9 @@ where
         let why = tokio::select! {
             Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
             _ = tick.tick() => {
+                // Roots that moved are found here too, so an idle session still hears of it.
+                let inner = &broker.inner;
+                inner.check_roots(&inner.config());
                 let now = file.as_deref().and_then(crate::policy::file_stamp);
                 if now == last || now.is_none() {
                     continue;

@@ -10,7 +10,7 @@ use crate::locks::{LockTable, lock, read, write};
 use crate::session::Session;
 use crate::watch::{Sink, WatchHub};
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::mpsc;
 
@@ -45,6 +45,8 @@ pub(crate) struct Shared {
     /// Ticks each time a configuration is put in force, for what must follow the roots
     /// outside the broker (the proxy's sandbox).
     pub(crate) changes: tokio::sync::watch::Sender<u64>,
+    /// Mounts whose directory was last found away from its configured path.
+    pub(crate) unavailable: Mutex<HashSet<String>>,
 }
 
 impl Shared {
@@ -62,6 +64,56 @@ impl Shared {
     pub(crate) fn set_config(&self, config: Arc<Config>) {
         *write(&self.config) = config;
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+impl Shared {
+    /// Finds which roots of `config` are no longer at their configured path (one `stat` each),
+    /// and, when that changed since the last look, logs it, tells every session that sees a
+    /// changed root with `notifications/roots/list_changed`, and ends the watches on a root
+    /// that went away. Called as each request starts (and by the sidecar's periodic check),
+    /// so a root that moves is never served after the move is seen.
+    pub(crate) fn check_roots(&self, config: &Config) -> HashSet<String> {
+        let now: HashSet<String> = config
+            .roots
+            .iter()
+            .filter(|r| !r.in_place())
+            .map(|r| r.mount().to_string())
+            .collect();
+        let changed: Vec<String> = {
+            let mut last = lock(&self.unavailable);
+            if *last == now {
+                return now;
+            }
+            let changed = last.symmetric_difference(&now).cloned().collect();
+            last.clone_from(&now);
+            changed
+        };
+        for mount in &changed {
+            if now.contains(mount) {
+                tracing::warn!(%mount, "root directory is no longer at its configured path; not served until it is");
+            } else {
+                tracing::warn!(%mount, "root directory is back at its configured path; served again");
+            }
+        }
+        for session in self.sessions() {
+            let sid = session.server_id().to_owned();
+            let sees = |m: &String| {
+                config
+                    .roots
+                    .iter()
+                    .any(|r| r.mount().as_str() == m && r.visible_to(&sid))
+            };
+            if changed.iter().any(sees) {
+                self.notify(&sid, "notifications/roots/list_changed", None, None);
+            }
+            for w in self.hub.of_session(&session) {
+                if now.contains(w.root.mount().as_str()) {
+                    self.end_watch(&w.id, "root_removed");
+                }
+            }
+        }
+        now
     }
 }
 

@@ -6,6 +6,7 @@
 //! Each test drives a real `fsbroker serve` and measures its peak resident memory (VmHWM).
 //! A watchdog kills the broker if its memory passes far beyond the asserted bound, so the
 //! defect this guards against cannot take the machine down with it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/proxy_host.rs"]

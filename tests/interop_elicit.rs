@@ -2,6 +2,7 @@
 //! declares elicitation answers the proxy's `elicitation/create` (accept read, accept write,
 //! decline), and one without the capability is never asked, so the fallback decides (no
 //! terminal: the proxy runs in a new session, so it denies).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]

@@ -4,6 +4,7 @@
 //! host. In a modern session the proxy forwards the probe with the headers the server
 //! requires and speaks the modern transport; in either era the server's roots come from the
 //! broker and the host's own roots handler is never called.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]

@@ -7,6 +7,7 @@
 //!
 //! The SDKs (pinned in `tests/interop/package.json` and `requirements.txt`) are installed on
 //! first use; see `tests/common/interop.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]

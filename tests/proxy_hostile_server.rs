@@ -3,6 +3,7 @@
 //! the host; what the proxy answers the server instead; and batches the proxy has no business
 //! touching reach the host byte for byte. The scripted server's `raw` tool writes the lines
 //! verbatim and reports what came back to it; the test, as the host, sees the rest.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/proxy_host.rs"]

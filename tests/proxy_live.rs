@@ -1,6 +1,7 @@
 //! The proxy over time: the broker's notifications reach the server (changes under a watch,
 //! roots changed by a policy reload), and neither side stopping to read loses or wedges
 //! anything.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/proxy_host.rs"]

@@ -1,6 +1,7 @@
 //! How `fsbroker proxy` ends: broker work still queued when the session ends is dropped (a
 //! slow consent program runs at most once more), the server is ended with its whole process
 //! group, and SIGTERM or SIGINT to the proxy ends the server and reports its exit code.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/proxy_host.rs"]
@@ -176,10 +177,17 @@ fn the_server_is_ended_with_its_process_group() {
     );
 }
 
+/// A signal sent to the proxy, the server's environment, and the exit code expected.
+type SignalCase = (
+    rustix::process::Signal,
+    &'static [(&'static str, &'static str)],
+    i32,
+);
+
 #[test]
 fn a_signal_to_the_proxy_ends_the_server_and_reports_its_exit_code() {
     use rustix::process::Signal;
-    let cases: [(Signal, &[(&str, &str)], i32); 4] = [
+    let cases: [SignalCase; 4] = [
         (Signal::TERM, &[("EOF_EXIT_CODE", "42")], 42),
         (Signal::INT, &[("EOF_EXIT_CODE", "43")], 43),
         // A server that stays after its input ends gets SIGTERM.

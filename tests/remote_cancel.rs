@@ -2,6 +2,7 @@
 //! the 1024 that may wait for the server is freed (the TypeScript SDK sends no response to a
 //! cancelled request, so nothing else would free it), its stream is let go, and the
 //! cancellation reaches the server after the request it cancels, never before.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]
@@ -49,7 +50,7 @@ fn too_many_waiting_requests_are_busy_and_cancelling_them_frees_their_slots() {
         let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
         let id = v["id"].as_i64();
         assert!(
-            !id.is_some_and(|i| i < MAX_PENDING),
+            id.is_none_or(|i| i >= MAX_PENDING),
             "a cancelled request was answered: {v}"
         );
     }

@@ -3,6 +3,7 @@
 //! would otherwise settle the session on 2026-07-28 with no capability injected), and a
 //! modern request before `initialize` is refused. The remote server is the TypeScript SDK's
 //! Streamable HTTP server of the other remote tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]

@@ -2,6 +2,7 @@
 //! environment (`--bearer-env`), never from the command line and never in the proxy's logs,
 //! and plain headers (`--header`); never through a proxy the environment names when the
 //! server is on loopback, and never after a redirect to another origin.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]

@@ -2,6 +2,7 @@
 //! and operation deadline apply to it, the audit log names it by the remote server's
 //! `serverInfo.name` (or `--server-id`), and a message from the server over the line limit
 //! costs only the request it answered.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]

@@ -4,6 +4,7 @@
 //! GET stream and no DELETE; cancelling closes the request's stream; `subscriptions/listen`
 //! is relayed like any streamed request. The server is `remote_evil.py modern`, a
 //! modern-only server that refuses a request whose headers do not mirror its body.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]

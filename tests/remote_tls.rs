@@ -2,6 +2,7 @@
 //! self-signed one, made here with `rcgen`) is refused during the handshake, so no request,
 //! and no header, ever reaches it; the host gets an error and stderr says why. A certificate
 //! error is certain, so it is not tried again.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 mod common;
 #[path = "common/interop.rs"]

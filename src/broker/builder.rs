@@ -78,6 +78,9 @@ impl BrokerBuilder {
         };
         // A policy built in code is checked as a loaded one was, with the same messages.
         self.policy.validate("<policy>")?;
+        // The roots first: opening them also refuses an audit log beneath a writable root,
+        // which must be known before the file is opened.
+        let config = Config::open(self.policy.clone(), &self.consent, None)?;
         let audit = match self.audit {
             Some(a) => a,
             None if self.audit_stderr => AuditLog::open_or_stderr(&self.policy.audit)
@@ -85,7 +88,6 @@ impl BrokerBuilder {
             None => AuditLog::open(&self.policy.audit)
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
         };
-        let config = Config::open(self.policy, &self.consent, None)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Shared {
             config: RwLock::new(Arc::new(config)),
@@ -97,6 +99,7 @@ impl BrokerBuilder {
             hub: WatchHub::default(),
             outbound: tx,
             changes: tokio::sync::watch::Sender::new(0),
+            unavailable: Mutex::new(Default::default()),
         };
         Ok((
             Broker {

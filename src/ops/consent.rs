@@ -79,12 +79,16 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
     }
     let mut tally = Tally::default();
     let (located, echo) = locate(ctx, &p, &mut tally);
-    let candidates = resolve(ctx, session, located, &mut tally).await?;
-    // Without an explicit access, the provider is asked for the most any root allows.
+    // Without an explicit access, the provider is asked for the most any located root allows.
+    // It is taken from the roots before anything is resolved, so that a refusal's `access`
+    // says what the policy says and nothing about the disk (a link out of the root is denied
+    // while resolving, and must not change it).
     let overall = p.access.unwrap_or_else(|| {
-        let most = candidates.iter().map(|c| c.root_access).max();
+        let most = located.iter().map(|(r, _)| r.access()).max();
         most.unwrap_or(Access::Read)
     });
+    let located = refuse_by_rule(ctx, session.server_id(), located, &mut tally);
+    let candidates = resolve(ctx, session, located, &mut tally).await?;
     let ask = apply_rules(ctx, session.server_id(), candidates, p.access, &mut tally);
     if !ask.is_empty() {
         let (answer, by) = ask_provider(ctx, session, &p, &ask, overall).await;
@@ -185,6 +189,23 @@ fn locate(ctx: &Ctx, p: &ConsentParams, tally: &mut Tally) -> (Located, Echo) {
         echo.push((raw_path.clone(), mount));
     }
     (located, echo)
+}
+
+/// Denies, before anything on disk is looked at, each located path that a `deny` rule covers
+/// as requested: the rules are asked first, so their refusals cannot depend on the disk.
+/// (A deny rule on the real path is applied after resolving, by [`apply_rules`].)
+fn refuse_by_rule(ctx: &Ctx, server: &str, located: Located, tally: &mut Tally) -> Located {
+    let consent = &ctx.config.policy.consent;
+    located
+        .into_iter()
+        .filter(|(_, path)| {
+            let closed = consent.rules_say(server, path) == Some(false);
+            if closed {
+                tally.deny(path, Decider::Rule);
+            }
+            !closed
+        })
+        .collect()
 }
 
 /// Requested paths inside a root, with the root, each once.

@@ -3,10 +3,12 @@
 //! Entries come in pre-order with names sorted by byte value, which is the lexicographic order
 //! of their component lists. A cursor is the last entry returned (base64url of its components
 //! as JSON), so the next page resumes after it by comparing paths, with no server-side state.
-//! Recursion opens each directory with `O_NOFOLLOW` and never follows a symlink.
+//! Recursion opens each directory with `O_NOFOLLOW` and never follows a symlink. Each entry's
+//! metadata is read from the directory handle already held, without following the name, and
+//! a link's entry has size 0: listings tell nothing about where links lead.
 
 use super::wire::{ListEntry, ListParams, ListResult};
-use super::{Ctx, mtime, params, resolve_target, type_name};
+use super::{Ctx, mtime, params, resolve_target, shown_size, type_name};
 use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
@@ -170,7 +172,7 @@ impl Walk {
                     name: name.to_owned(),
                     path: shown.clone(),
                     kind: type_name(&meta.file_type()),
-                    size: meta.len(),
+                    size: shown_size(&meta),
                     mtime: mtime(&meta),
                 });
                 self.last.clone_from(&at);

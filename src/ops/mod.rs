@@ -86,6 +86,8 @@ pub(crate) struct Ctx {
     pub(crate) config: Arc<crate::config::Config>,
     server_id: String,
     audit: Mutex<Noted>,
+    /// Mounts whose directory is not at its configured path, as this request started.
+    unavailable: std::collections::HashSet<String>,
 }
 
 /// What an operation noted for its audit line: the path it worked on and the bytes it moved.
@@ -103,8 +105,10 @@ pub(crate) struct Noted {
 
 impl Ctx {
     pub(crate) fn new(inner: Arc<Shared>, server_id: &str) -> Self {
+        let config = inner.config();
         Ctx {
-            config: inner.config(),
+            unavailable: inner.check_roots(&config),
+            config,
             inner,
             server_id: server_id.to_owned(),
             audit: Mutex::new(Noted::default()),
@@ -123,6 +127,11 @@ impl Ctx {
         g.bytes += bytes;
     }
 
+    /// Whether `root` was at its configured path as this request started.
+    fn available(&self, root: &Root) -> bool {
+        !self.unavailable.contains(root.mount().as_str())
+    }
+
     fn limits(&self) -> &Limits {
         &self.config.policy.limits
     }
@@ -133,6 +142,9 @@ impl Ctx {
         let parsed = RequestPath::parse(raw)?;
         let (root, path) = self.config.roots.locate(&parsed, &self.server_id)?;
         self.note(Some(&path), 0);
+        if !self.available(&root) {
+            return Err(Error::denied(Reason::RootUnavailable).with_path(path.to_string()));
+        }
         Ok((root, path))
     }
 
@@ -259,6 +271,17 @@ fn type_name(t: &FileType) -> EntryType {
         EntryType::File
     } else {
         EntryType::Other
+    }
+}
+
+/// The size an answer shows for an entry: its own length, except for a symlink, whose
+/// length is that of its target's name and would tell the server something about a place the
+/// link may lead to outside the root; a link is shown with size 0.
+fn shown_size(m: &Metadata) -> u64 {
+    if m.file_type().is_symlink() {
+        0
+    } else {
+        m.len()
     }
 }
 

@@ -1,4 +1,5 @@
-//! `roots/list`: the roots this server session sees, as `file://` URIs with display names.
+//! `roots/list`: the roots this server session sees, as `file://` URIs with display names. A
+//! root whose directory is not at its configured path is left out until it is back.
 
 use super::Ctx;
 use super::wire::{RootInfo, RootsListResult};
@@ -11,7 +12,7 @@ pub(super) fn run(ctx: &Ctx, session: &Session, _params: Value) -> Result<RootsL
         .config
         .roots
         .iter()
-        .filter(|r| r.visible_to(session.server_id()))
+        .filter(|r| r.visible_to(session.server_id()) && ctx.available(r))
         .map(|r| RootInfo {
             uri: r.uri(),
             name: r.display_name().to_owned(),

@@ -1,7 +1,7 @@
 //! `files/stat`: type, size, times and etag of one path, following symlinks inside the root.
 
 use super::wire::{StatParams, StatResult};
-use super::{Ctx, mime_type, mtime, params, resolve_target, type_name};
+use super::{Ctx, mime_type, mtime, params, resolve_target, shown_size, type_name};
 use crate::access::Access;
 use crate::atomic::etag;
 use crate::error::{Error, Result};
@@ -33,7 +33,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     Ok(StatResult {
         path: path.to_string(),
         kind: type_name(&meta.file_type()),
-        size: meta.len(),
+        size: shown_size(&meta),
         mtime: mtime(&meta),
         etag: etag(&meta),
         readonly: !can_write || meta.permissions().readonly(),

@@ -170,7 +170,7 @@ pub(crate) struct ListEntry {
     /// The entry's own type (a link is a link).
     #[serde(rename = "type")]
     pub(crate) kind: EntryType,
-    /// The entry's own size.
+    /// The entry's own size; 0 for a symlink, whose own length is its target's name.
     pub(crate) size: u64,
     /// The modification time, RFC 3339 (`null` when unknown).
     pub(crate) mtime: Option<String>,

@@ -11,17 +11,18 @@ use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::{MountName, MountPath, RelPath, RequestPath};
-use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 mod dirs;
 mod granted;
+mod open;
 mod tree;
 mod walk;
 
 pub(crate) use granted::{Gate, Granted, Said};
+pub(crate) use open::{Zone, outside_zones, zones};
 use walk::Plan;
 pub(crate) use walk::{FollowFinal, Parents};
 
@@ -38,6 +39,8 @@ pub struct Root {
     canonical: Vec<String>,
     configured: Vec<String>,
     dir: Dir,
+    /// The directory's device and inode when it was opened.
+    id: dirs::FileId,
 }
 
 /// How to open a root: the parts of a policy's `[[roots]]` entry.
@@ -56,16 +59,36 @@ pub(crate) struct RootSpec {
 }
 
 impl Root {
-    /// Opens the directory of `spec`. This is the one use of ambient authority: afterwards the
-    /// root is reached only through its handle.
-    pub(crate) fn open(spec: RootSpec) -> std::io::Result<Root> {
-        let absolute = if spec.path.is_absolute() {
-            spec.path.clone()
-        } else {
-            std::env::current_dir()?.join(&spec.path)
+    /// Opens the directory of `spec` (see [`open`]): beneath any of `zones`, the writable
+    /// roots, nothing is followed through a link. Afterwards the root is reached only through
+    /// its handle.
+    pub(crate) fn open(spec: RootSpec, zones: &[Zone]) -> std::io::Result<Root> {
+        let absolute = open::absolute(&spec.path)?;
+        // A root's own directory is no zone for itself (a writable root may hold a link to
+        // elsewhere above its own directory only if another writable root holds it).
+        let others: Vec<Zone> = zones
+            .iter()
+            .filter(|z| z.mount != spec.mount)
+            .cloned()
+            .collect();
+        let found = open::walk(&absolute, &others).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Other {
+                std::io::Error::other(format!(
+                    "the root `{}` ({}): {e}",
+                    spec.mount,
+                    spec.path.display()
+                ))
+            } else {
+                e
+            }
+        })?;
+        let mut canonical_path = PathBuf::from("/");
+        canonical_path.extend(&found.real);
+        let dir = found.dir;
+        let id = {
+            use dirs::FileIdOf;
+            dir.file_id()?
         };
-        let canonical_path = std::fs::canonicalize(&absolute)?;
-        let dir = Dir::open_ambient_dir(&canonical_path, ambient_authority())?;
         let to_components = |p: &Path| -> std::io::Result<Vec<String>> {
             let cleaned = path_clean::clean(p);
             cleaned
@@ -95,6 +118,7 @@ impl Root {
             access: spec.access,
             servers: spec.servers,
             dir,
+            id,
         })
     }
 
@@ -129,6 +153,30 @@ impl Root {
         let mut p = PathBuf::from("/");
         p.extend(&self.canonical);
         p.extend(rel.components());
+        p
+    }
+
+    /// This root's directory as a place the server may shape, when the root is writable.
+    pub(crate) fn zone(&self) -> Option<Zone> {
+        (self.access == Access::Write).then_some(())?;
+        Some(Zone {
+            id: self.pin().ok()?,
+            mount: self.mount.clone(),
+            path: self.configured_path(),
+        })
+    }
+
+    /// Whether the configured path still names the directory this root opened: one `stat`
+    /// of the path (following the user's links, as opening it did). A root that moved, was
+    /// deleted, or has another directory in its place is not followed there.
+    pub(crate) fn in_place(&self) -> bool {
+        rustix::fs::stat(self.configured_path()).is_ok_and(|st| (st.st_dev, st.st_ino) == self.id)
+    }
+
+    /// The configured path, absolute, for messages.
+    fn configured_path(&self) -> PathBuf {
+        let mut p = PathBuf::from("/");
+        p.extend(&self.configured);
         p
     }
 

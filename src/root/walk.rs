@@ -427,13 +427,16 @@ mod tests {
 
     /// The directory `path` as root `m`, and a gate that may read all of it.
     fn readable(path: &std::path::Path) -> (Root, Gate) {
-        let root = Root::open(RootSpec {
-            path: path.to_path_buf(),
-            mount: MountName::new("m").unwrap(),
-            name: "m".into(),
-            access: Access::Read,
-            servers: vec!["*".into()],
-        })
+        let root = Root::open(
+            RootSpec {
+                path: path.to_path_buf(),
+                mount: MountName::new("m").unwrap(),
+                name: "m".into(),
+                access: Access::Read,
+                servers: vec!["*".into()],
+            },
+            &[],
+        )
         .unwrap();
         let mut grants = Grants::default();
         grants.add(Grant {

@@ -278,8 +278,6 @@ async fn broker_roots(
     Ok(responses)
 }
 
-/// Roots mixed with sampling or elicitation: the host gets the result without the roots
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,213 @@
+//! Finding a root's directory at start and at reload: the one place that reaches the ambient
+//! filesystem.
+//!
+//! The configured path is walked from `/` one component at a time, with `O_PATH | O_NOFOLLOW`
+//! descriptors, and every symlink is expanded here rather than by the kernel. That lets the
+//! walk tell when it enters the directory of a writable root (by device and inode, however the
+//! path got there): below that point the server may have shaped every name, so a link there is
+//! never followed and the policy is refused with a message naming both roots. Links outside
+//! every writable root are the user's own and are followed as the kernel would.
+
+use super::MAX_SYMLINK_HOPS;
+use super::dirs::FileId;
+use crate::path::MountName;
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use rustix::fs::{FileType, Mode, OFlags};
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Component, Path, PathBuf};
+
+/// The directory of a writable root: beneath it, the server may shape every name.
+#[derive(Debug, Clone)]
+pub(crate) struct Zone {
+    /// The directory's device and inode.
+    pub(crate) id: FileId,
+    /// The root's mount name, for messages.
+    pub(crate) mount: MountName,
+    /// The root's configured path, for messages.
+    pub(crate) path: PathBuf,
+}
+
+/// Where a walk ended: the directory, its real path, and the writable root it lies in.
+pub(crate) struct Found<'z> {
+    /// The directory, opened for reading.
+    pub(crate) dir: Dir,
+    /// Its real path, as components below `/`.
+    pub(crate) real: Vec<String>,
+    /// The writable root whose directory the walk passed through, if any.
+    pub(crate) within: Option<&'z Zone>,
+}
+
+/// `path` made absolute against the working directory.
+pub(crate) fn absolute(path: &Path) -> std::io::Result<PathBuf> {
+    if path.is_absolute() {
+        Ok(path.to_path_buf())
+    } else {
+        Ok(std::env::current_dir()?.join(path))
+    }
+}
+
+/// Walks absolute `path` from `/` to the directory it names (see the module's docs). Errors:
+/// a link met beneath one of `zones`, more than [`MAX_SYMLINK_HOPS`] links, a component that
+/// is not a directory, a name that is not UTF-8, and the I/O error of any step.
+pub(crate) fn walk<'z>(path: &Path, zones: &'z [Zone]) -> std::io::Result<Found<'z>> {
+    let start = Dir::open_ambient_dir("/", ambient_authority())?;
+    let step = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut fds: Vec<OwnedFd> = vec![rustix::fs::openat(&start, ".", step, Mode::empty())?];
+    let mut real: Vec<String> = Vec::new();
+    // The writable root entered, with the depth at which it was entered.
+    let mut within: Option<(usize, &Zone)> = zone_of(&fds[0], zones)?.map(|z| (0, z));
+    let mut todo = pending(path)?;
+    let mut hops = 0usize;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            if fds.len() > 1 {
+                fds.pop();
+                real.pop();
+            }
+            if within.is_some_and(|(depth, _)| real.len() < depth) {
+                within = None;
+            }
+            continue;
+        }
+        let top = fds
+            .last()
+            .ok_or_else(|| std::io::Error::other("empty walk"))?;
+        let fd = rustix::fs::openat(top, name.as_str(), step, Mode::empty())?;
+        let st = rustix::fs::fstat(&fd)?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => {
+                real.push(name);
+                if within.is_none() {
+                    within = zone_of(&fd, zones)?.map(|z| (real.len(), z));
+                }
+                fds.push(fd);
+            }
+            FileType::Symlink => {
+                if let Some((_, zone)) = within {
+                    return Err(link_beneath(zone, &real, &name));
+                }
+                hops += 1;
+                if hops > MAX_SYMLINK_HOPS {
+                    return Err(std::io::Error::from_raw_os_error(
+                        rustix::io::Errno::LOOP.raw_os_error(),
+                    ));
+                }
+                let target = rustix::fs::readlinkat(&fd, "", Vec::new())?;
+                let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
+                if target.has_root() {
+                    fds.truncate(1);
+                    real.clear();
+                    within = zone_of(&fds[0], zones)?.map(|z| (0, z));
+                }
+                todo.extend(pending(&target)?);
+            }
+            _ => {
+                return Err(std::io::Error::from_raw_os_error(
+                    rustix::io::Errno::NOTDIR.raw_os_error(),
+                ));
+            }
+        }
+    }
+    let last = fds
+        .last()
+        .ok_or_else(|| std::io::Error::other("empty walk"))?;
+    let dir = rustix::fs::openat(
+        last,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok(Found {
+        dir: Dir::from_std_file(std::fs::File::from(dir)),
+        real,
+        within: within.map(|(_, z)| z),
+    })
+}
+
+/// The components of `path` still to walk, as a stack (the next one last).
+fn pending(path: &Path) -> std::io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(s) => out.push(s.to_str().map(str::to_owned).ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "root path is not valid utf-8",
+                )
+            })?),
+            Component::ParentDir => out.push("..".to_owned()),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out.reverse();
+    Ok(out)
+}
+
+/// The writable root whose directory `fd` is, if any.
+fn zone_of<'z>(fd: &OwnedFd, zones: &'z [Zone]) -> std::io::Result<Option<&'z Zone>> {
+    let st = rustix::fs::fstat(fd)?;
+    Ok(zones.iter().find(|z| z.id == (st.st_dev, st.st_ino)))
+}
+
+/// The refusal of a link beneath a writable root.
+fn link_beneath(zone: &Zone, real: &[String], name: &str) -> std::io::Error {
+    let mut at = PathBuf::from("/");
+    at.extend(real);
+    at.push(name);
+    std::io::Error::other(format!(
+        "it lies beneath the writable root `{}` ({}), where {} is a symbolic link: a path \
+             beneath a writable root is never followed through a link, since the server may \
+             have made it; name the real directory, or see SECURITY.md on nested roots",
+        zone.mount,
+        zone.path.display(),
+        at.display()
+    ))
+}
+
+/// The writable roots among `specs`, found without regard to one another: a first pass, so
+/// that the second can walk every root knowing where the server may shape names. A root that
+/// cannot be found here is left out (the second pass reports it).
+pub(crate) fn zones(specs: &[super::RootSpec]) -> Vec<Zone> {
+    specs
+        .iter()
+        .filter(|s| s.access == crate::access::Access::Write)
+        .filter_map(|s| {
+            let found = walk(&absolute(&s.path).ok()?, &[]).ok()?;
+            let st = rustix::fs::fstat(&found.dir).ok()?;
+            Some(Zone {
+                id: (st.st_dev, st.st_ino),
+                mount: s.mount.clone(),
+                path: s.path.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Checks a file the policy names (the audit log, the consent program) against the writable
+/// roots: a file there, or reached through a link there, is the server's to change, so it is
+/// refused with a message naming the root.
+pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<(), String> {
+    let Ok(abs) = absolute(file) else {
+        return Ok(());
+    };
+    let Some(parent) = abs.parent() else {
+        return Ok(());
+    };
+    match walk(parent, zones) {
+        Ok(Found {
+            within: Some(zone), ..
+        }) => Err(format!(
+            "{} lies beneath the writable root `{}` ({}), so the server could replace it; \
+             put it outside every writable root",
+            abs.display(),
+            zone.mount,
+            zone.path.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::Other => Err(format!("{}: {e}", abs.display())),
+        // A directory that cannot be walked is reported by whoever opens the file.
+        _ => Ok(()),
+    }
+}

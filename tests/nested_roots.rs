@@ -1,0 +1,140 @@
+//! A root nested in a writable root is never found again by following what the server can
+//! shape: at start and at reload, the path below the writable root is opened one component at
+//! a time without following links, and a link there refuses the policy with a message naming
+//! both roots.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
+mod common;
+use common::*;
+use mcp_fsbroker::{Broker, Policy};
+use serde_json::json;
+use std::path::Path;
+
+/// `repo` (writable) at the fixture's root and `docs` (read-only) at `rel` beneath it.
+fn nested_policy(f: &Fixture, rel: &str) -> String {
+    format!(
+        "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n\
+         [[roots]]\npath = {:?}\nmount = \"docs\"\naccess = \"read\"\n\n\
+         [consent]\nmode = \"auto\"\n\n[audit]\nenabled = false\n",
+        f.root,
+        f.root.join(rel)
+    )
+}
+
+fn build(text: &str) -> Result<Broker, String> {
+    let policy = Policy::parse(text, "test").map_err(|e| e.to_string())?;
+    Broker::builder(policy)
+        .build()
+        .map(|(b, _)| b)
+        .map_err(|e| e.to_string())
+}
+
+/// Reads `docs/secret.txt` through a broker, if one starts: never the outside file.
+async fn read_secret(b: &Broker) -> String {
+    let c = call(b, "s", "files/consent", json!({"requestedPaths": ["docs"]})).await;
+    assert_eq!(ok(&c)["granted"], true, "{c}");
+    let r = call(b, "s", "files/read", json!({"path": "docs/secret.txt"})).await;
+    r["result"]["content"].as_str().unwrap_or("").to_owned()
+}
+
+/// The server's move: the directory aside, a link to the outside in its place.
+fn swap_for_link(at: &Path, outside: &Path) {
+    std::fs::rename(at, at.with_extension("old")).unwrap();
+    std::os::unix::fs::symlink(outside, at).unwrap();
+}
+
+#[tokio::test]
+async fn an_honest_nested_root_opens_and_serves() {
+    let f = Fixture::new();
+    f.file("docs/secret.txt", "docs");
+    let b = build(&nested_policy(&f, "docs")).unwrap();
+    assert_eq!(read_secret(&b).await, "docs");
+}
+
+#[tokio::test]
+async fn a_nested_root_swapped_for_a_link_out_is_refused_at_start() {
+    for rel in ["docs", "a/b/docs"] {
+        let f = Fixture::new();
+        f.file(&format!("{rel}/secret.txt"), "docs");
+        let text = nested_policy(&f, rel);
+        assert!(build(&text).is_ok());
+        // The server moves the nested root (or a directory above it) aside and leaves a link.
+        let moved = f.root.join(rel.split('/').next().unwrap());
+        let outside = if rel == "docs" {
+            f.outside.clone()
+        } else {
+            std::fs::create_dir_all(f.outside.join("b")).unwrap();
+            std::os::unix::fs::symlink(&f.outside, f.outside.join("b/docs")).unwrap();
+            f.outside.clone()
+        };
+        swap_for_link(&moved, &outside);
+        match build(&text) {
+            Ok(b) => {
+                let got = read_secret(&b).await;
+                assert_ne!(
+                    got, SECRET,
+                    "{rel}: the nested root followed the server's link"
+                );
+                panic!("{rel}: a policy with a nested root behind a link started");
+            }
+            Err(e) => {
+                assert!(e.contains("docs") && e.contains("repo"), "{rel}: {e}");
+            }
+        }
+        std::fs::remove_file(f.outside.join("b/docs")).ok();
+        std::fs::remove_dir(f.outside.join("b")).ok();
+        f.assert_canary_intact();
+    }
+}
+
+#[tokio::test]
+async fn a_nested_root_swapped_for_a_link_out_is_refused_at_reload() {
+    let f = Fixture::new();
+    f.file("docs/secret.txt", "docs");
+    let text = nested_policy(&f, "docs");
+    let b = build(&text).unwrap();
+    swap_for_link(&f.root.join("docs"), &f.outside);
+    let e = b.reload(Policy::parse(&text, "test").unwrap()).unwrap_err();
+    assert!(e.to_string().contains("repo"), "{e}");
+    // The old roots stay in force: the directory the broker opened, not the link.
+    let r = call(&b, "s", "files/read", json!({"path": "docs/secret.txt"})).await;
+    assert_ne!(r["result"]["content"], SECRET, "{r}");
+    f.assert_canary_intact();
+}
+
+/// A root reached through a link the user made outside every writable root still opens: only
+/// what lies beneath a writable root is held to no-follow.
+#[tokio::test]
+async fn a_link_outside_every_writable_root_is_still_followed() {
+    let f = Fixture::new();
+    f.file("docs/secret.txt", "docs");
+    let alias = f.tmp.path().join("alias");
+    std::os::unix::fs::symlink(&f.root, &alias).unwrap();
+    let text = format!(
+        "[[roots]]\npath = {:?}\nmount = \"docs\"\naccess = \"read\"\n\n\
+         [consent]\nmode = \"auto\"\n\n[audit]\nenabled = false\n",
+        alias.join("docs")
+    );
+    let b = build(&text).unwrap();
+    assert_eq!(read_secret(&b).await, "docs");
+}
+
+/// The policy's other paths follow the same rule: an audit log beneath a writable root (the
+/// server could make it a link to a file of the user's, which the broker would then append
+/// to) is refused before anything is opened.
+#[tokio::test]
+async fn an_audit_log_beneath_a_writable_root_is_refused_before_it_is_opened() {
+    let f = Fixture::new();
+    let bashrc = f.outside.join("secret.txt");
+    std::os::unix::fs::symlink(&bashrc, f.root.join("audit.log")).unwrap();
+    let text = format!(
+        "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n\
+         [consent]\nmode = \"auto\"\n\n[audit]\nenabled = true\nfile = {:?}\n",
+        f.root,
+        f.root.join("audit.log")
+    );
+    let Err(e) = build(&text) else {
+        panic!("an audit log beneath a writable root was accepted");
+    };
+    assert!(e.contains("repo") && e.contains("audit"), "{e}");
+    f.assert_canary_intact();
+}
