@@ -84,6 +84,9 @@ impl Config {
         }
         // The policy's other paths: a file the server could replace is refused.
         let zones: Vec<_> = list.iter().filter_map(|r| r.zone()).collect();
+        if let Some(file) = &policy.source {
+            root::outside_zones(file, &zones).map_err(|m| err("policy".into(), m))?;
+        }
         if let Some(file) = &policy.audit.file {
             root::outside_zones(file, &zones).map_err(|m| err("audit.file".into(), m))?;
         }

@@ -138,3 +138,44 @@ async fn an_audit_log_beneath_a_writable_root_is_refused_before_it_is_opened() {
     assert!(e.contains("repo") && e.contains("audit"), "{e}");
     f.assert_canary_intact();
 }
+
+#[tokio::test]
+async fn a_policy_file_beneath_a_writable_root_is_refused() {
+    // A server that may write its root could give itself new roots by editing the policy.
+    let f = Fixture::new();
+    let file = f.root.join("fsbroker.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n",
+            f.root
+        ),
+    )
+    .unwrap();
+    let policy = Policy::load(&file).unwrap();
+    let Err(e) = Broker::builder(policy).build() else {
+        panic!("a policy file beneath a writable root was accepted");
+    };
+    let e = e.to_string();
+    assert!(e.contains("repo") && e.contains("fsbroker.toml"), "{e}");
+}
+
+#[tokio::test]
+async fn an_audit_log_linked_from_outside_into_a_writable_root_is_refused() {
+    // The user's link outside every root leads into the writable root, where the server can
+    // put a link of its own in the file's place.
+    let f = Fixture::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let user_link = elsewhere.path().join("audit-link.log");
+    std::os::unix::fs::symlink(f.root.join("audit.log"), &user_link).unwrap();
+    let text = format!(
+        "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n\
+         [consent]\nmode = \"auto\"\n\n[audit]\nenabled = true\nfile = {:?}\n",
+        f.root, user_link
+    );
+    let Err(e) = build(&text) else {
+        panic!("an audit log reached through a link into a writable root was accepted");
+    };
+    assert!(e.contains("repo") && e.contains("audit"), "{e}");
+    f.assert_canary_intact();
+}

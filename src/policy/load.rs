@@ -65,7 +65,9 @@ impl Policy {
             key: String::new(),
             message: format!("cannot read policy: {e}"),
         })?;
-        Policy::parse(&text, &path.display().to_string())
+        let mut policy = Policy::parse(&text, &path.display().to_string())?;
+        policy.source = Some(path.to_path_buf());
+        Ok(policy)
     }
 
     /// The embedded default policy.

@@ -44,6 +44,10 @@ pub struct Policy {
     /// What `fsbroker proxy` does with the protocol's eras.
     #[serde(default)]
     pub proxy: ProxyPolicy,
+    /// The file this policy was read from ([`Policy::load`] sets it). A policy file beneath a
+    /// writable root is refused: a server could give itself roots by editing it.
+    #[serde(skip)]
+    pub source: Option<std::path::PathBuf>,
 }
 
 /// The `[proxy]` section.

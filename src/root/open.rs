@@ -190,24 +190,39 @@ pub(crate) fn zones(specs: &[super::RootSpec]) -> Vec<Zone> {
 /// roots: a file there, or reached through a link there, is the server's to change, so it is
 /// refused with a message naming the root.
 pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<(), String> {
-    let Ok(abs) = absolute(file) else {
+    let Ok(mut at) = absolute(file) else {
         return Ok(());
     };
-    let Some(parent) = abs.parent() else {
-        return Ok(());
-    };
-    match walk(parent, zones) {
-        Ok(Found {
-            within: Some(zone), ..
-        }) => Err(format!(
-            "{} lies beneath the writable root `{}` ({}), so the server could replace it; \
-             put it outside every writable root",
-            abs.display(),
-            zone.mount,
-            zone.path.display()
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::Other => Err(format!("{}: {e}", abs.display())),
-        // A directory that cannot be walked is reported by whoever opens the file.
-        _ => Ok(()),
+    // The file itself may be a link (the user's, outside every writable root): where it
+    // leads is checked too, one link at a time.
+    for _ in 0..=MAX_SYMLINK_HOPS {
+        let Some(parent) = at.parent() else {
+            return Ok(());
+        };
+        match walk(parent, zones) {
+            Ok(Found {
+                within: Some(zone), ..
+            }) => {
+                return Err(format!(
+                    "{} lies beneath the writable root `{}` ({}), so the server could replace it; \
+                     put it outside every writable root",
+                    file.display(),
+                    zone.mount,
+                    zone.path.display()
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Other => {
+                return Err(format!("{}: {e}", file.display()));
+            }
+            Ok(_) => {}
+            // A directory that cannot be walked is reported by whoever opens the file.
+            Err(_) => return Ok(()),
+        }
+        match std::fs::read_link(&at) {
+            Ok(target) => at = parent.join(target),
+            // Not a link (or not there yet): the walk above judged its place.
+            Err(_) => return Ok(()),
+        }
     }
+    Err(format!("{}: too many levels of links", file.display()))
 }
