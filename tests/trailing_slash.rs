@@ -151,7 +151,55 @@ fn fallback_child() {
         .build()
         .unwrap()
         .block_on(every_method_on_every_shape_stays_inside());
+    // The filter is inherited by every process started from here on: the confinement suites
+    // run whole a second time, each in its own process, on the fallback resolver.
+    for suite in CONFINEMENT_SUITES {
+        let bin = sibling_test_binary(suite);
+        let out = std::process::Command::new(&bin)
+            .arg("--test-threads=2")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{suite} with openat2 {errno}: {text}");
+        assert!(text.contains("test result: ok."), "{suite}: {text}");
+        println!("SUITE-RAN {suite}");
+    }
     println!("FALLBACK-CASES-RAN");
+}
+
+/// The confinement test binaries run again under the filter.
+const CONFINEMENT_SUITES: &[&str] = &[
+    "confinement",
+    "confinement_symlinks",
+    "confinement_write",
+    "confinement_race",
+];
+
+/// The newest test binary of `name` beside this one (`cargo test` builds every test binary
+/// before it runs any).
+fn sibling_test_binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap();
+    let prefix = format!("{name}-");
+    let mut found: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_prefix(&prefix)
+                .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .unwrap_or_else(|| panic!("no test binary {name} beside {}: build the tests with `cargo test --all-features --no-run` first", exe.display()))
+        .1
 }
 
 /// The same cases where `openat2` is missing (ENOSYS) and refused (EPERM), in a child process
@@ -177,5 +225,11 @@ fn trailing_slashes_stay_inside_when_openat2_fails() {
         );
         assert!(out.status.success(), "{errno}: {text}");
         assert!(text.contains("FALLBACK-CASES-RAN"), "{errno}: {text}");
+        for suite in CONFINEMENT_SUITES {
+            assert!(
+                text.contains(&format!("SUITE-RAN {suite}\n")),
+                "{errno}: {text}"
+            );
+        }
     }
 }
