@@ -303,17 +303,25 @@ fn runnable(program: &Program, rules: &[Rule], guard: &Guard) -> Result<(), Sand
     if covered {
         return Ok(());
     }
+    // The installation to suggest: the prefix above a `bin`, else the program's directory.
+    let dir = program.real.parent().unwrap_or(&program.real);
+    let install = match dir.file_name() {
+        Some(n) if n == "bin" => dir.parent().unwrap_or(dir),
+        _ => dir,
+    };
     Err(SandboxError::Profile(
         match guard.writable_on_route(&program.path) {
             Some(w) => format!(
-                "the server's program {} leads through {}, which the server may write, to {}: the server could point it anywhere before its next start, so its target is not opened; if you trust what is there, allow its installation with --sandbox-allow",
+                "the server's program {} leads through {}, which the server may write, to {}: the server could point it anywhere before its next start, so its target is not opened; if you trust that installation, add --sandbox-allow {}",
                 program.path.display(),
                 w.display(),
-                program.real.display()
+                program.real.display(),
+                install.display()
             ),
             None => format!(
-                "the server's program {} lies in no directory the profile opens; allow its installation with --sandbox-allow",
-                program.real.display()
+                "the server's program {} lies in no directory the profile opens; if you trust that installation, add --sandbox-allow {}",
+                program.real.display(),
+                install.display()
             ),
         },
     ))
