@@ -178,8 +178,21 @@ impl CommonArgs {
     /// The policy these options describe. With neither `--policy` nor `--root`, and when
     /// `cwd_default` is set, the current directory is offered read-only.
     pub fn build_policy(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
+        self.build_policy_with(cwd_default, Policy::load)
+    }
+
+    /// As [`CommonArgs::build_policy`], for a reload (see [`Policy::load_for_reload`]).
+    pub fn build_policy_for_reload(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
+        self.build_policy_with(cwd_default, Policy::load_for_reload)
+    }
+
+    fn build_policy_with(
+        &self,
+        cwd_default: bool,
+        load: fn(&std::path::Path) -> Result<Policy, PolicyError>,
+    ) -> Result<Policy, PolicyError> {
         let mut policy = match &self.policy {
-            Some(p) => Policy::load(p)?,
+            Some(p) => load(p)?,
             None => Policy::from_default_file()?,
         };
         let mut roots = self.roots.clone();

@@ -7,6 +7,7 @@ use crate::limits::RateLimits;
 use crate::policy::ConsentMode;
 use crate::policy::{Policy, PolicyError};
 use crate::root::{self, Root, RootSpec, Roots};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One consistent configuration.
@@ -60,7 +61,30 @@ impl Config {
         }
         // Where the server may have shaped names: the new policy's writable roots, and the
         // ones in force until now (a reload must not follow what the server made there).
-        let mut zones = root::zones(&specs);
+        // At start a root that cannot be opened refuses the policy. At a reload it is left
+        // out, and so is every root beneath a writable one left out, so that a server which
+        // moved a root's directory away cannot hold the user's narrowing reload back.
+        let lenient = previous.is_some();
+        let mut zones = Vec::new();
+        let mut left_out: Vec<(usize, PathBuf)> = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            if spec.access != crate::access::Access::Write {
+                continue;
+            }
+            match root::zone(spec) {
+                Ok(z) => zones.push(z),
+                Err(e) if lenient => {
+                    tracing::warn!(mount = %spec.mount, error = %e, "reload: writable root cannot be found; it and every root beneath it are left out until a reload finds it");
+                    left_out.push((i, root::absolute(&spec.path).unwrap_or(spec.path.clone())));
+                }
+                Err(e) => {
+                    return Err(err(
+                        format!("roots[{i}].path"),
+                        format!("cannot open root directory: {e}"),
+                    ));
+                }
+            }
+        }
         zones.extend(
             previous
                 .iter()
@@ -68,12 +92,25 @@ impl Config {
         );
         let mut list: Vec<Arc<Root>> = Vec::new();
         for (i, spec) in specs.into_iter().enumerate() {
-            let root = Root::open(spec, &zones).map_err(|e| {
-                err(
-                    format!("roots[{i}].path"),
-                    format!("cannot open root directory: {e}"),
-                )
-            })?;
+            let beneath_lost = root::absolute(&spec.path)
+                .is_ok_and(|p| left_out.iter().any(|(_, l)| p.starts_with(l)));
+            if beneath_lost {
+                continue;
+            }
+            let mount = spec.mount.clone();
+            let root = match Root::open(spec, &zones) {
+                Ok(r) => r,
+                Err(e) if lenient => {
+                    tracing::warn!(%mount, error = %e, "reload: root cannot be opened; left out until a reload opens it");
+                    continue;
+                }
+                Err(e) => {
+                    return Err(err(
+                        format!("roots[{i}].path"),
+                        format!("cannot open root directory: {e}"),
+                    ));
+                }
+            };
             if list.iter().any(|x| x.mount() == root.mount()) {
                 return Err(err(
                     format!("roots[{i}].mount"),
@@ -82,6 +119,7 @@ impl Config {
             }
             list.push(Arc::new(root));
         }
+        narrower_nested(&list).map_err(|(i, m)| err(format!("roots[{i}]"), m))?;
         // The policy's other paths: a file the server could replace is refused.
         let zones: Vec<_> = list.iter().filter_map(|r| r.zone()).collect();
         if let Some(file) = &policy.source {
@@ -90,8 +128,14 @@ impl Config {
         if let Some(file) = &policy.audit.file {
             root::outside_zones(file, &zones).map_err(|m| err("audit.file".into(), m))?;
         }
-        if let Some(ConsentMode::Command(program)) = &policy.consent.mode {
-            root::outside_zones(program, &zones).map_err(|m| err("consent.mode".into(), m))?;
+        let mut policy = policy;
+        for (key, mode) in [
+            ("consent.mode", &mut policy.consent.mode),
+            ("consent.fallback", &mut policy.consent.fallback),
+        ] {
+            if let Some(ConsentMode::Command(program)) = mode {
+                *program = consent_program(program, &zones).map_err(|m| err(key.into(), m))?;
+            }
         }
         let rate = match previous {
             Some(p) if p.policy.limits == policy.limits => p.rate.clone(),
@@ -105,4 +149,72 @@ impl Config {
             consent,
         })
     }
+}
+
+/// The consent program to run: a bare name found on `PATH` now, once, so that what is run is
+/// what was judged (a directory on `PATH` inside a writable root could otherwise receive a
+/// program of the server's under that name later), and refused beneath a writable root.
+fn consent_program(program: &Path, zones: &[root::Zone]) -> Result<PathBuf, String> {
+    let found = if program.components().count() == 1 && !program.has_root() {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|d| d.join(program))
+            .find(|p| is_executable(p))
+            .ok_or_else(|| {
+                format!(
+                    "consent program {} is not on PATH; name it by its full path",
+                    program.display()
+                )
+            })?
+    } else {
+        program.to_path_buf()
+    };
+    root::outside_zones(&found, zones)?;
+    Ok(found)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A root nested in another is a second name for part of it: a server that sees the outer
+/// root reaches the inner one's files through the outer name with the outer root's access.
+/// So an inner root narrower than the one it lies in (less access, or seen by fewer servers)
+/// would promise what does not hold, and is refused, naming both, with the index of the inner.
+fn narrower_nested(list: &[Arc<Root>]) -> Result<(), (usize, String)> {
+    for (i, inner) in list.iter().enumerate() {
+        for outer in list.iter().filter(|o| inner.nested_in(o)) {
+            let seen_by_all = inner.servers().iter().any(|s| s == "*")
+                || outer
+                    .servers()
+                    .iter()
+                    .all(|s| s != "*" && inner.servers().contains(s));
+            let why = if inner.access() < outer.access() {
+                format!(
+                    "is {} but lies inside the {} root `{}`",
+                    inner.access().as_str(),
+                    outer.access().as_str(),
+                    outer.mount()
+                )
+            } else if !seen_by_all {
+                format!(
+                    "is seen by fewer servers than the root `{}` it lies inside",
+                    outer.mount()
+                )
+            } else {
+                continue;
+            };
+            return Err((
+                i,
+                format!(
+                    "the root `{}` {why}: every server that sees `{}` reaches it as `{}/...` with that root's access, so it would not hold; nest only roots that allow as much as the root they lie in and are seen by every server that sees it, or do not nest",
+                    inner.mount(),
+                    outer.mount(),
+                    outer.mount()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -9,11 +9,12 @@ use mcp_fsbroker::{Broker, Policy};
 use serde_json::json;
 use std::path::Path;
 
-/// `repo` (writable) at the fixture's root and `docs` (read-only) at `rel` beneath it.
+/// `repo` (writable) at the fixture's root and `docs` (writable too: a narrower root may not
+/// nest in a wider one) at `rel` beneath it.
 fn nested_policy(f: &Fixture, rel: &str) -> String {
     format!(
         "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n\
-         [[roots]]\npath = {:?}\nmount = \"docs\"\naccess = \"read\"\n\n\
+         [[roots]]\npath = {:?}\nmount = \"docs\"\naccess = \"write\"\n\n\
          [consent]\nmode = \"auto\"\n\n[audit]\nenabled = false\n",
         f.root,
         f.root.join(rel)
@@ -87,18 +88,88 @@ async fn a_nested_root_swapped_for_a_link_out_is_refused_at_start() {
 }
 
 #[tokio::test]
-async fn a_nested_root_swapped_for_a_link_out_is_refused_at_reload() {
+async fn a_nested_root_swapped_for_a_link_out_is_left_out_at_reload() {
     let f = Fixture::new();
     f.file("docs/secret.txt", "docs");
     let text = nested_policy(&f, "docs");
     let b = build(&text).unwrap();
     swap_for_link(&f.root.join("docs"), &f.outside);
-    let e = b.reload(Policy::parse(&text, "test").unwrap()).unwrap_err();
-    assert!(e.to_string().contains("repo"), "{e}");
-    // The old roots stay in force: the directory the broker opened, not the link.
+    // The reload goes through without the root it cannot open safely: the link is not
+    // followed, and the server cannot hold the reload back by making one.
+    b.reload(Policy::parse(&text, "test").unwrap()).unwrap();
+    assert!(b.roots().iter().all(|r| r.mount().as_str() != "docs"));
     let r = call(&b, "s", "files/read", json!({"path": "docs/secret.txt"})).await;
     assert_ne!(r["result"]["content"], SECRET, "{r}");
     f.assert_canary_intact();
+}
+
+#[tokio::test]
+async fn a_server_that_moves_a_nested_root_away_cannot_hold_back_a_narrowing_reload() {
+    let f = Fixture::new();
+    f.file("docs/secret.txt", "docs");
+    let b = build(&nested_policy(&f, "docs")).unwrap();
+    // The server renames the nested root's directory away; the user then makes `repo`
+    // read-only (and so `docs`, which may not be wider than the root it lies in).
+    std::fs::rename(f.root.join("docs"), f.root.join("docs.bak")).unwrap();
+    let narrowed = nested_policy(&f, "docs").replace("access = \"write\"", "access = \"read\"");
+    let file = f.tmp.path().join("narrowed.toml");
+    std::fs::write(&file, narrowed).unwrap();
+    b.reload(Policy::load_for_reload(&file).unwrap()).unwrap();
+    let repo = b
+        .roots()
+        .iter()
+        .find(|r| r.mount().as_str() == "repo")
+        .cloned();
+    assert_eq!(repo.map(|r| r.access()), Some(mcp_fsbroker::Access::Read));
+    let c = call(
+        &b,
+        "s",
+        "files/consent",
+        json!({"requestedPaths": ["repo"]}),
+    )
+    .await;
+    assert_eq!(ok(&c)["granted"], true, "{c}");
+    let w = call(
+        &b,
+        "s",
+        "files/write",
+        json!({"path": "repo/new.txt", "content": "x"}),
+    )
+    .await;
+    assert!(w.get("error").is_some(), "{w}");
+    assert!(!f.root.join("new.txt").exists());
+}
+
+#[tokio::test]
+async fn a_narrower_root_inside_a_wider_one_is_refused_naming_both() {
+    // Through `repo/docs/...` every server that sees `repo` would write the read-only `docs`.
+    let f = Fixture::new();
+    f.file("docs/secret.txt", "docs");
+    let read_only = nested_policy(&f, "docs").replacen(
+        "mount = \"docs\"\naccess = \"write\"",
+        "mount = \"docs\"\naccess = \"read\"",
+        1,
+    );
+    let e = build(&read_only)
+        .err()
+        .expect("a read-only root inside a writable one");
+    assert!(
+        e.contains("docs") && e.contains("repo") && e.contains("read"),
+        "{e}"
+    );
+    // Seen by fewer servers: the others would read it through `repo`.
+    let hidden = nested_policy(&f, "docs").replacen(
+        "mount = \"docs\"\naccess = \"write\"",
+        "mount = \"docs\"\naccess = \"write\"\nservers = [\"other\"]",
+        1,
+    );
+    let e = build(&hidden)
+        .err()
+        .expect("a root seen by fewer servers inside one seen by all");
+    assert!(
+        e.contains("docs") && e.contains("repo") && e.contains("fewer servers"),
+        "{e}"
+    );
 }
 
 /// A root reached through a link the user made outside every writable root still opens: only
@@ -178,4 +249,46 @@ async fn an_audit_log_linked_from_outside_into_a_writable_root_is_refused() {
     };
     assert!(e.contains("repo") && e.contains("audit"), "{e}");
     f.assert_canary_intact();
+}
+
+#[test]
+fn a_consent_program_named_bare_is_found_on_path_at_start_and_judged_there() {
+    // A directory on PATH inside the writable root (an activated virtual environment) holds a
+    // program of the server's under the consent program's name.
+    let f = Fixture::new();
+    let bin = f.root.join(".venv/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let planted = bin.join("fsbroker-test-consent");
+    std::fs::write(&planted, "#!/bin/sh\necho '{\"approved\": true}'\n").unwrap();
+    std::fs::set_permissions(
+        &planted,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = std::process::Command::new(common::bin())
+        .args(["serve", "--writable", "--root"])
+        .arg(&f.root)
+        .args(["--consent", "command:fsbroker-test-consent"])
+        .env("PATH", &path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("fsbroker-test-consent") && stderr.contains("writable root"),
+        "{stderr}"
+    );
+    // A bare name found nowhere on PATH is said at start, not at the first consent.
+    let out = std::process::Command::new(common::bin())
+        .args(["serve", "--root"])
+        .arg(&f.root)
+        .args(["--consent", "command:fsbroker-no-such-consent-program"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not on PATH"), "{stderr}");
 }

@@ -263,7 +263,7 @@ fn a_link_in_another_servers_writable_root_steers_nothing() {
 
 #[test]
 fn a_nested_root_the_server_swapped_for_a_link_opens_nothing_outside() {
-    // `repo` is writable and `docs`, read-only, lies inside it. In one start the server moved
+    // `repo` is writable and `docs`, writable too, lies inside it. In one start the server moved
     // `docs` aside and left a link to a place outside in its stead; the next start must not
     // give that place to the server as the `docs` root.
     let l = Layout::new();
@@ -275,7 +275,7 @@ fn a_nested_root_the_server_swapped_for_a_link_opens_nothing_outside() {
     std::fs::write(
         &policy,
         format!(
-            "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[[roots]]\npath = {:?}\nmount = \"docs\"\n",
+            "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[[roots]]\npath = {:?}\nmount = \"docs\"\naccess = \"write\"\n",
             repo,
             repo.join("docs")
         ),
@@ -338,25 +338,25 @@ fn a_tool_root_named_through_a_link_is_judged_where_it_leads() {
 }
 
 #[test]
-fn a_read_only_root_inside_a_writable_one_is_named_writable_in_the_log() {
+fn a_read_only_root_inside_a_path_allowed_for_writing_is_named_writable_in_the_log() {
+    // Landlock's rules add up: the read-only root is writable on disk through the allowed
+    // path around it, and the proxy says so.
     let l = Layout::new();
-    let repo = l.base.join("proj");
-    std::fs::create_dir_all(repo.join("vendor")).unwrap();
-    let policy = l.base.join("policy.toml");
-    std::fs::write(
-        &policy,
-        format!(
-            "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[[roots]]\npath = {:?}\nmount = \"vendor\"\n",
-            repo,
-            repo.join("vendor")
-        ),
-    )
-    .unwrap();
+    let around = l.base.join("around");
+    std::fs::create_dir_all(around.join("vendor")).unwrap();
+    let root = format!("vendor={}", around.join("vendor").display());
+    let allow = format!("{}:rw", around.display());
     let mut cmd = std::process::Command::new(common::bin());
-    cmd.args(["proxy", "--sandbox", "--policy"])
-        .arg(&policy)
-        .args(l.checker())
-        .env("HOME", l.home());
+    cmd.args([
+        "proxy",
+        "--sandbox",
+        "--root",
+        &root,
+        "--sandbox-allow",
+        &allow,
+    ])
+    .args(l.checker())
+    .env("HOME", l.home());
     let mut p = Sidecar::start(cmd);
     report(&mut p);
     p.finish();

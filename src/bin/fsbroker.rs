@@ -111,7 +111,7 @@ fn start_broker(
     let reload_args = args.clone();
     tokio::spawn(mcp_fsbroker::watch_policy(
         broker.clone(),
-        move || reload_args.build_policy(true),
+        move || reload_args.build_policy_for_reload(true),
         args.policy.clone(),
         Duration::from_secs(1),
     ));

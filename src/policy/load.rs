@@ -65,7 +65,23 @@ impl Policy {
             key: String::new(),
             message: format!("cannot read policy: {e}"),
         })?;
-        let mut policy = Policy::parse(&text, &path.display().to_string())?;
+        let mut policy = Policy::parse_checked(&text, &path.display().to_string(), true)?;
+        policy.source = Some(path.to_path_buf());
+        Ok(policy)
+    }
+
+    /// As [`Policy::load`], for a reload: a root whose directory is missing is no error here,
+    /// since [`Broker::reload`](crate::Broker::reload) leaves out a root it cannot open (and
+    /// every root beneath a writable one it cannot find). A server that moved a root's
+    /// directory away must not hold back the user's reload, which may take access away.
+    pub fn load_for_reload(path: &Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+            file: path.display().to_string(),
+            line: None,
+            key: String::new(),
+            message: format!("cannot read policy: {e}"),
+        })?;
+        let mut policy = Policy::parse_checked(&text, &path.display().to_string(), false)?;
         policy.source = Some(path.to_path_buf());
         Ok(policy)
     }
@@ -77,6 +93,11 @@ impl Policy {
 
     /// Parses and validates policy text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Policy, PolicyError> {
+        Policy::parse_checked(text, file, true)
+    }
+
+    /// As [`Policy::parse`]; `roots_exist` says whether a missing root directory is an error.
+    fn parse_checked(text: &str, file: &str, roots_exist: bool) -> Result<Policy, PolicyError> {
         let line_of = |offset: usize| text.get(..offset).map(|t| t.matches('\n').count() + 1);
         let de = toml::Deserializer::parse(text).map_err(|e| PolicyError {
             file: file.to_owned(),
@@ -95,7 +116,7 @@ impl Policy {
             }
         })?;
         policy
-            .check()
+            .check(roots_exist)
             .map_err(|Invalid { key, span, message }| PolicyError {
                 file: file.to_owned(),
                 line: span
@@ -111,7 +132,7 @@ impl Policy {
     /// the checks and messages of loading a file; `origin` names it in errors (in place of a
     /// file name). [`Broker::builder`](crate::Broker::builder)'s `build` calls it.
     pub fn validate(&self, origin: &str) -> Result<(), PolicyError> {
-        self.check()
+        self.check(true)
             .map_err(|Invalid { key, message, .. }| PolicyError {
                 file: origin.to_owned(),
                 line: None,
@@ -143,15 +164,15 @@ impl Policy {
 
     /// Checks what types alone cannot: root directories exist, mounts are unique, rule and
     /// grant paths are mount-form paths of declared roots, limits are consistent.
-    fn check(&self) -> Result<(), Invalid> {
-        let mounts = self.validate_roots()?;
+    fn check(&self, roots_exist: bool) -> Result<(), Invalid> {
+        let mounts = self.validate_roots(roots_exist)?;
         self.validate_paths(&mounts)?;
         self.limits.validate()?;
         self.validate_audit()
     }
 
     /// Each root's mount is valid and its own, and its directory exists; returns the mounts.
-    fn validate_roots(&self) -> Result<Vec<MountName>, Invalid> {
+    fn validate_roots(&self, roots_exist: bool) -> Result<Vec<MountName>, Invalid> {
         let mut mounts: Vec<MountName> = Vec::new();
         for (i, r) in self.roots.iter().enumerate() {
             let mount = Policy::mount_of(r).map_err(|m| {
@@ -168,6 +189,7 @@ impl Policy {
             })?;
             match std::fs::metadata(&r.path) {
                 Ok(m) if m.is_dir() => {}
+                Err(e) if !roots_exist && e.kind() == std::io::ErrorKind::NotFound => {}
                 Ok(_) => {
                     return Err(Invalid::at(
                         format!("roots[{i}].path"),

@@ -22,7 +22,7 @@ mod tree;
 mod walk;
 
 pub(crate) use granted::{Gate, Granted, Said};
-pub(crate) use open::{Zone, outside_zones, zones};
+pub(crate) use open::{Zone, absolute, outside_zones, zone};
 use walk::Plan;
 pub(crate) use walk::{FollowFinal, Parents};
 
@@ -84,7 +84,7 @@ impl Root {
         })?;
         let mut canonical_path = PathBuf::from("/");
         canonical_path.extend(&found.real);
-        let dir = found.dir;
+        let dir = found.open()?;
         let id = {
             use dirs::FileIdOf;
             dir.file_id()?
@@ -135,6 +135,11 @@ impl Root {
     /// The most this root allows.
     pub fn access(&self) -> Access {
         self.access
+    }
+
+    /// Whether this root's directory lies strictly beneath `outer`'s (by real path).
+    pub(crate) fn nested_in(&self, outer: &Root) -> bool {
+        self.canonical.len() > outer.canonical.len() && self.canonical.starts_with(&outer.canonical)
     }
 
     /// Whether the server `server_id` sees this root.

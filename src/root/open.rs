@@ -30,14 +30,26 @@ pub(crate) struct Zone {
     pub(crate) path: PathBuf,
 }
 
-/// Where a walk ended: the directory, its real path, and the writable root it lies in.
-pub(crate) struct Found<'z> {
-    /// The directory, opened for reading.
-    pub(crate) dir: Dir,
+/// Where a walk ended: the directory and its real path.
+pub(crate) struct Found {
+    /// The directory, held for its identity only (`O_PATH`): a directory the user may search
+    /// but not read is still judged; [`Found::open`] opens it for reading.
+    pub(crate) fd: OwnedFd,
     /// Its real path, as components below `/`.
     pub(crate) real: Vec<String>,
-    /// The writable root whose directory the walk passed through, if any.
-    pub(crate) within: Option<&'z Zone>,
+}
+
+impl Found {
+    /// The directory, opened for reading.
+    pub(crate) fn open(&self) -> std::io::Result<Dir> {
+        let dir = rustix::fs::openat(
+            &self.fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Dir::from_std_file(std::fs::File::from(dir)))
+    }
 }
 
 /// `path` made absolute against the working directory.
@@ -52,13 +64,25 @@ pub(crate) fn absolute(path: &Path) -> std::io::Result<PathBuf> {
 /// Walks absolute `path` from `/` to the directory it names (see the module's docs). Errors:
 /// a link met beneath one of `zones`, more than [`MAX_SYMLINK_HOPS`] links, a component that
 /// is not a directory, a name that is not UTF-8, and the I/O error of any step.
-pub(crate) fn walk<'z>(path: &Path, zones: &'z [Zone]) -> std::io::Result<Found<'z>> {
+pub(crate) fn walk(path: &Path, zones: &[Zone]) -> std::io::Result<Found> {
+    walk_noting(path, zones, &mut None)
+}
+
+/// As [`walk`], noting in `entered` the writable root the walk is in when it ends, whether it
+/// ends with the directory or with an error: a route that failed after entering a writable
+/// root still went where the server may shape names.
+fn walk_noting<'z>(
+    path: &Path,
+    zones: &'z [Zone],
+    entered: &mut Option<&'z Zone>,
+) -> std::io::Result<Found> {
     let start = Dir::open_ambient_dir("/", ambient_authority())?;
     let step = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut fds: Vec<OwnedFd> = vec![rustix::fs::openat(&start, ".", step, Mode::empty())?];
     let mut real: Vec<String> = Vec::new();
     // The writable root entered, with the depth at which it was entered.
     let mut within: Option<(usize, &Zone)> = zone_of(&fds[0], zones)?.map(|z| (0, z));
+    *entered = within.map(|(_, z)| z);
     let mut todo = pending(path)?;
     let mut hops = 0usize;
     while let Some(name) = todo.pop() {
@@ -69,6 +93,7 @@ pub(crate) fn walk<'z>(path: &Path, zones: &'z [Zone]) -> std::io::Result<Found<
             }
             if within.is_some_and(|(depth, _)| real.len() < depth) {
                 within = None;
+                *entered = within.map(|(_, z)| z);
             }
             continue;
         }
@@ -82,6 +107,7 @@ pub(crate) fn walk<'z>(path: &Path, zones: &'z [Zone]) -> std::io::Result<Found<
                 real.push(name);
                 if within.is_none() {
                     within = zone_of(&fd, zones)?.map(|z| (real.len(), z));
+                    *entered = within.map(|(_, z)| z);
                 }
                 fds.push(fd);
             }
@@ -101,6 +127,7 @@ pub(crate) fn walk<'z>(path: &Path, zones: &'z [Zone]) -> std::io::Result<Found<
                     fds.truncate(1);
                     real.clear();
                     within = zone_of(&fds[0], zones)?.map(|z| (0, z));
+                    *entered = within.map(|(_, z)| z);
                 }
                 todo.extend(pending(&target)?);
             }
@@ -111,20 +138,10 @@ pub(crate) fn walk<'z>(path: &Path, zones: &'z [Zone]) -> std::io::Result<Found<
             }
         }
     }
-    let last = fds
-        .last()
+    let fd = fds
+        .pop()
         .ok_or_else(|| std::io::Error::other("empty walk"))?;
-    let dir = rustix::fs::openat(
-        last,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    Ok(Found {
-        dir: Dir::from_std_file(std::fs::File::from(dir)),
-        real,
-        within: within.map(|(_, z)| z),
-    })
+    Ok(Found { fd, real })
 }
 
 /// The components of `path` still to walk, as a stack (the next one last).
@@ -167,56 +184,58 @@ fn link_beneath(zone: &Zone, real: &[String], name: &str) -> std::io::Error {
     ))
 }
 
-/// The writable roots among `specs`, found without regard to one another: a first pass, so
-/// that the second can walk every root knowing where the server may shape names. A root that
-/// cannot be found here is left out (the second pass reports it).
-pub(crate) fn zones(specs: &[super::RootSpec]) -> Vec<Zone> {
-    specs
-        .iter()
-        .filter(|s| s.access == crate::access::Access::Write)
-        .filter_map(|s| {
-            let found = walk(&absolute(&s.path).ok()?, &[]).ok()?;
-            let st = rustix::fs::fstat(&found.dir).ok()?;
-            Some(Zone {
-                id: (st.st_dev, st.st_ino),
-                mount: s.mount.clone(),
-                path: s.path.clone(),
-            })
-        })
-        .collect()
+/// The zone of a writable root's spec, found without regard to other roots: a first pass, so
+/// that the second can walk every root knowing where the server may shape names. A writable
+/// root that cannot be found here must not be opened in the second pass either: left out of
+/// the zones, it would let that pass follow a link beneath it (a root the server made
+/// unsearchable for a moment).
+pub(crate) fn zone(spec: &super::RootSpec) -> std::io::Result<Zone> {
+    let found = walk(&absolute(&spec.path)?, &[])?;
+    let st = rustix::fs::fstat(&found.fd)?;
+    Ok(Zone {
+        id: (st.st_dev, st.st_ino),
+        mount: spec.mount.clone(),
+        path: spec.path.clone(),
+    })
 }
 
 /// Checks a file the policy names (the audit log, the consent program) against the writable
 /// roots: a file there, or reached through a link there, is the server's to change, so it is
 /// refused with a message naming the root.
 pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<(), String> {
-    let Ok(mut at) = absolute(file) else {
-        return Ok(());
+    let beneath = |zone: &Zone| {
+        format!(
+            "{} lies beneath the writable root `{}` ({}), so the server could replace it; \
+             put it outside every writable root",
+            file.display(),
+            zone.mount,
+            zone.path.display()
+        )
     };
+    let mut at = absolute(file).map_err(|e| format!("{}: {e}", file.display()))?;
     // The file itself may be a link (the user's, outside every writable root): where it
     // leads is checked too, one link at a time.
     for _ in 0..=MAX_SYMLINK_HOPS {
         let Some(parent) = at.parent() else {
             return Ok(());
         };
-        match walk(parent, zones) {
-            Ok(Found {
-                within: Some(zone), ..
-            }) => {
+        let mut entered = None;
+        let walked = walk_noting(parent, zones, &mut entered);
+        if let Some(zone) = entered {
+            return Err(beneath(zone));
+        }
+        match walked {
+            Ok(_) => {}
+            // Missing outside every writable root: no server can make it appear, and whoever
+            // opens the file reports it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // Anything else cannot be judged, and what cannot be judged is refused.
+            Err(e) => {
                 return Err(format!(
-                    "{} lies beneath the writable root `{}` ({}), so the server could replace it; \
-                     put it outside every writable root",
-                    file.display(),
-                    zone.mount,
-                    zone.path.display()
+                    "cannot tell whether {} lies beneath a writable root: {e}",
+                    file.display()
                 ));
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Other => {
-                return Err(format!("{}: {e}", file.display()));
-            }
-            Ok(_) => {}
-            // A directory that cannot be walked is reported by whoever opens the file.
-            Err(_) => return Ok(()),
         }
         match std::fs::read_link(&at) {
             Ok(target) => at = parent.join(target),
