@@ -292,3 +292,47 @@ fn a_consent_program_named_bare_is_found_on_path_at_start_and_judged_there() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not on PATH"), "{stderr}");
 }
+
+#[test]
+fn a_policy_path_in_a_directory_the_server_made_unreadable_is_still_judged() {
+    // Run as an ordinary user (root reads every directory): the server removes read
+    // permission from a directory of its own in the root; the audit log there may still be
+    // appended to, so it must still be found beneath the writable root.
+    let t = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(t.path()).unwrap();
+    let root = base.join("proj");
+    let logs = root.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    for d in [&base, &root, &logs] {
+        std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
+    }
+    std::fs::set_permissions(&base, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&logs, std::os::unix::fs::PermissionsExt::from_mode(0o300)).unwrap();
+    let policy = base.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[consent]\nmode = \"auto\"\n\n[audit]\nenabled = true\nfile = {:?}\n",
+            root,
+            logs.join("audit.log")
+        ),
+    )
+    .unwrap();
+    std::os::unix::fs::chown(&policy, Some(65534), Some(65534)).unwrap();
+    // A copy the other user may run wherever the checkout lives.
+    let bin = base.join("fsbroker");
+    std::fs::copy(common::bin(), &bin).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&bin)
+        .arg("serve")
+        .arg("--policy")
+        .arg(&policy)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("writable root `repo`"), "{stderr}");
+    assert!(!logs.join("audit.log").exists());
+}
