@@ -59,15 +59,7 @@ impl std::error::Error for PolicyError {}
 impl Policy {
     /// Reads and validates a policy file.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
-            file: path.display().to_string(),
-            line: None,
-            key: String::new(),
-            message: format!("cannot read policy: {e}"),
-        })?;
-        let mut policy = Policy::parse_checked(&text, &path.display().to_string(), true)?;
-        policy.source = Some(path.to_path_buf());
-        Ok(policy)
+        Policy::read(path, true)
     }
 
     /// As [`Policy::load`], for a reload: a root whose directory is missing is no error here,
@@ -75,13 +67,18 @@ impl Policy {
     /// every root beneath a writable one it cannot find). A server that moved a root's
     /// directory away must not hold back the user's reload, which may take access away.
     pub fn load_for_reload(path: &Path) -> Result<Policy, PolicyError> {
+        Policy::read(path, false)
+    }
+
+    /// Reads and validates a policy file; `roots_exist` as in [`Policy::parse_checked`].
+    fn read(path: &Path, roots_exist: bool) -> Result<Policy, PolicyError> {
         let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
             file: path.display().to_string(),
             line: None,
             key: String::new(),
             message: format!("cannot read policy: {e}"),
         })?;
-        let mut policy = Policy::parse_checked(&text, &path.display().to_string(), false)?;
+        let mut policy = Policy::parse_checked(&text, &path.display().to_string(), roots_exist)?;
         policy.source = Some(path.to_path_buf());
         Ok(policy)
     }
