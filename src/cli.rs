@@ -178,21 +178,24 @@ impl CommonArgs {
     /// The policy these options describe. With neither `--policy` nor `--root`, and when
     /// `cwd_default` is set, the current directory is offered read-only.
     pub fn build_policy(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
-        self.build_policy_with(cwd_default, Policy::load)
+        self.build_policy_with(cwd_default, true)
     }
 
     /// As [`CommonArgs::build_policy`], for a reload (see [`Policy::load_for_reload`]).
     pub fn build_policy_for_reload(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
-        self.build_policy_with(cwd_default, Policy::load_for_reload)
+        self.build_policy_with(cwd_default, false)
     }
 
+    /// `roots_exist`: whether a missing root directory is an error (at start) or is left out
+    /// by the broker (at a reload).
     fn build_policy_with(
         &self,
         cwd_default: bool,
-        load: fn(&std::path::Path) -> Result<Policy, PolicyError>,
+        roots_exist: bool,
     ) -> Result<Policy, PolicyError> {
         let mut policy = match &self.policy {
-            Some(p) => load(p)?,
+            Some(p) if roots_exist => Policy::load(p)?,
+            Some(p) => Policy::load_for_reload(p)?,
             None => Policy::from_default_file()?,
         };
         let mut roots = self.roots.clone();
@@ -228,7 +231,7 @@ impl CommonArgs {
         if self.no_audit {
             policy.audit.enabled = false;
         }
-        policy.validate("<command line>")?;
+        policy.validate_with("<command line>", roots_exist)?;
         Ok(policy)
     }
 }

@@ -20,6 +20,10 @@ pub(crate) struct Config {
     pub rate: Arc<RateLimits>,
     /// Who decides consent requests no rule decides.
     pub consent: Arc<dyn ConsentProvider>,
+    /// Every writable root's directory this process has put in force, this policy's and every
+    /// earlier one's: a server wrote there, and what it made stays its own after the root is
+    /// narrowed, renamed or removed, so no later reload follows a link beneath one.
+    zones: Vec<root::Zone>,
 }
 
 impl std::fmt::Debug for Config {
@@ -85,11 +89,11 @@ impl Config {
                 }
             }
         }
-        zones.extend(
-            previous
-                .iter()
-                .flat_map(|p| p.roots.iter().filter_map(|r| r.zone())),
-        );
+        for z in previous.iter().flat_map(|p| p.zones.iter()) {
+            if !zones.iter().any(|n| n.id == z.id) {
+                zones.push(z.clone());
+            }
+        }
         let mut list: Vec<Arc<Root>> = Vec::new();
         for (i, spec) in specs.into_iter().enumerate() {
             let beneath_lost = root::absolute(&spec.path)
@@ -121,7 +125,6 @@ impl Config {
         }
         narrower_nested(&list).map_err(|(i, m)| err(format!("roots[{i}]"), m))?;
         // The policy's other paths: a file the server could replace is refused.
-        let zones: Vec<_> = list.iter().filter_map(|r| r.zone()).collect();
         if let Some(file) = &policy.source {
             root::outside_zones(file, &zones).map_err(|m| err("policy".into(), m))?;
         }
@@ -147,6 +150,7 @@ impl Config {
             policy,
             rate,
             consent,
+            zones,
         })
     }
 }
@@ -169,8 +173,9 @@ fn consent_program(program: &Path, zones: &[root::Zone]) -> Result<PathBuf, Stri
     } else {
         program.to_path_buf()
     };
-    root::outside_zones(&found, zones)?;
-    Ok(found)
+    // The real path, absolute: the program found now is the one every consent runs, however
+    // `PATH` or the working directory's name resolve later.
+    root::outside_zones(&found, zones)
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -184,7 +189,9 @@ fn is_executable(p: &Path) -> bool {
 /// would promise what does not hold, and is refused, naming both, with the index of the inner.
 fn narrower_nested(list: &[Arc<Root>]) -> Result<(), (usize, String)> {
     for (i, inner) in list.iter().enumerate() {
-        for outer in list.iter().filter(|o| inner.nested_in(o)) {
+        // The same directory named twice counts as nested both ways.
+        let others = list.iter().enumerate().filter(|(j, _)| *j != i);
+        for (_, outer) in others.filter(|(_, o)| inner.nested_in(o)) {
             let seen_by_all = inner.servers().iter().any(|s| s == "*")
                 || outer
                     .servers()

@@ -4,9 +4,13 @@
 //! both roots.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 mod common;
+#[path = "common/sidecar.rs"]
+mod sidecar;
 use common::*;
 use mcp_fsbroker::{Broker, Policy};
 use serde_json::json;
+use sidecar::Sidecar;
+use std::ffi::OsString;
 use std::path::Path;
 
 /// `repo` (writable) at the fixture's root and `docs` (writable too: a narrower root may not
@@ -335,4 +339,130 @@ fn a_policy_path_in_a_directory_the_server_made_unreadable_is_still_judged() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("writable root `repo`"), "{stderr}");
     assert!(!logs.join("audit.log").exists());
+}
+
+/// Writes an executable consent program at `at` that answers `granted`.
+fn consent_program(at: &Path, granted: bool) {
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::fs::write(
+        at,
+        format!("#!/bin/sh\ncat >/dev/null\necho '{{\"granted\": {granted}}}'\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(at, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn the_consent_program_found_at_start_is_the_one_that_runs() {
+    // An empty PATH entry (the working directory) found the user's program at start; a
+    // directory earlier on PATH lies in the writable root, and the server puts a program of
+    // its own there under the same name afterwards.
+    let f = Fixture::new();
+    let cwd = tempfile::tempdir().unwrap();
+    consent_program(&cwd.path().join("fsbroker-test-consent"), false);
+    let venv = f.root.join(".venv/bin");
+    std::fs::create_dir_all(&venv).unwrap();
+    let path = format!("{}::/usr/bin:/bin", venv.display());
+    let args: Vec<OsString> = vec![
+        "serve".into(),
+        "--writable".into(),
+        "--root".into(),
+        f.root.clone().into(),
+        "--consent".into(),
+        "command:fsbroker-test-consent".into(),
+    ];
+    let mut s = Sidecar::spawn_with(&args, Some(cwd.path()), &[("PATH", &path)]);
+    // Planted once the broker is up (it answers), as a server would.
+    let r = s.request("roots/list", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    consent_program(&venv.join("fsbroker-test-consent"), true);
+    let r = s.request("files/consent", json!({"requestedPaths": ["project"]}));
+    assert_eq!(
+        r["result"]["granted"], false,
+        "the server's program ran: {r}"
+    );
+    s.finish();
+}
+
+#[test]
+fn a_policy_path_that_passes_through_a_writable_root_and_leaves_by_dotdot_is_refused() {
+    // Once `sub` is a link the server made, `sub/../..` leads wherever it likes.
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.root.join("sub")).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let ok = elsewhere.path().join("consent");
+    consent_program(&ok, true);
+    let dotted = f
+        .root
+        .join("sub/../..")
+        .join(pathdiff(elsewhere.path(), f.root.parent().unwrap()))
+        .join("consent");
+    let text = format!(
+        "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[consent]\nmode = \"command:{}\"\n",
+        f.root,
+        dotted.display()
+    );
+    let e = build(&text)
+        .err()
+        .expect("a consent program reached through the root");
+    assert!(e.contains("repo"), "{e}");
+}
+
+/// `to` relative to `from`, by `..` steps: the tests' temporary directories share `/tmp`.
+fn pathdiff(to: &Path, from: &Path) -> std::path::PathBuf {
+    let mut up = std::path::PathBuf::new();
+    let mut base = from.to_path_buf();
+    while !to.starts_with(&base) {
+        up.push("..");
+        base.pop();
+    }
+    up.join(to.strip_prefix(&base).unwrap())
+}
+
+#[tokio::test]
+async fn a_root_narrowed_to_a_link_the_server_made_is_never_followed_on_any_reload() {
+    // `repo` is P, writable; the server makes P/sub a link out. The user narrows `repo` to
+    // P/sub: neither that reload nor any later one may open where the link leads.
+    let f = Fixture::new();
+    let b = build(&format!(
+        "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[consent]\nmode = \"auto\"\n",
+        f.root
+    ))
+    .unwrap();
+    std::os::unix::fs::symlink(&f.outside, f.root.join("sub")).unwrap();
+    let narrowed = format!(
+        "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[consent]\nmode = \"auto\"\n",
+        f.root.join("sub")
+    );
+    let file = f.tmp.path().join("narrowed.toml");
+    std::fs::write(&file, narrowed).unwrap();
+    for reload in 0..2 {
+        b.reload(Policy::load_for_reload(&file).unwrap()).unwrap();
+        assert!(b.roots().iter().next().is_none(), "reload {reload}");
+        let c = call(
+            &b,
+            "s",
+            "files/consent",
+            json!({"requestedPaths": ["repo"]}),
+        )
+        .await;
+        let r = call(&b, "s", "files/read", json!({"path": "repo/secret.txt"})).await;
+        assert_ne!(r["result"]["content"], SECRET, "reload {reload}: {c} {r}");
+    }
+    f.assert_canary_intact();
+}
+
+#[tokio::test]
+async fn the_same_directory_as_a_wider_and_a_narrower_root_is_refused() {
+    let f = Fixture::new();
+    let text = format!(
+        "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[[roots]]\npath = {:?}\nmount = \"again\"\naccess = \"read\"\n",
+        f.root,
+        f.root.join("x/..")
+    );
+    std::fs::create_dir_all(f.root.join("x")).unwrap();
+    let e = build(&text)
+        .err()
+        .expect("one directory as two roots of different access");
+    assert!(e.contains("again") && e.contains("repo"), "{e}");
 }

@@ -367,3 +367,35 @@ fn a_read_only_root_inside_a_path_allowed_for_writing_is_named_writable_in_the_l
         p.stderr()
     );
 }
+
+#[test]
+fn a_file_in_a_read_only_root_does_not_steer_the_profile() {
+    // The root was writable in an earlier start (or is writable to another server): the
+    // pyvenv.cfg the server left there names a directory it wants. Now read-only, the root's
+    // files still must not widen the profile.
+    let l = Layout::new();
+    let outside = l.base.join("outside");
+    canary(&outside.join("secret.txt"), "CANARY");
+    let venv = l.base.join("proj/.venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink(python(), venv.join("bin/python")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        format!("home = {}\n", outside.display()),
+    )
+    .unwrap();
+    let command: Vec<OsString> = vec![
+        venv.join("bin/python").into(),
+        l.base.join("checker.py").into(),
+    ];
+    let check = outside.join("secret.txt").to_str().unwrap().to_owned();
+    let allow = python_prefix().to_str().unwrap().to_owned();
+    let mut p = l.run(
+        &["--sandbox-allow", &allow],
+        &command,
+        &[("CHECK", check.clone()), ("FSBROKER_LOG", "info".into())],
+    );
+    let r = report(&mut p);
+    assert_eq!(r["read"][&check], "PermissionError", "{r}");
+    p.finish();
+}

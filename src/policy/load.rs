@@ -129,7 +129,13 @@ impl Policy {
     /// the checks and messages of loading a file; `origin` names it in errors (in place of a
     /// file name). [`Broker::builder`](crate::Broker::builder)'s `build` calls it.
     pub fn validate(&self, origin: &str) -> Result<(), PolicyError> {
-        self.check(true)
+        self.validate_with(origin, true)
+    }
+
+    /// As [`Policy::validate`]; `roots_exist` says whether a missing root directory is an
+    /// error (not for a reload: see [`Policy::load_for_reload`]).
+    pub(crate) fn validate_with(&self, origin: &str, roots_exist: bool) -> Result<(), PolicyError> {
+        self.check(roots_exist)
             .map_err(|Invalid { key, message, .. }| PolicyError {
                 file: origin.to_owned(),
                 line: None,

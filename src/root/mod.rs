@@ -64,14 +64,10 @@ impl Root {
     /// its handle.
     pub(crate) fn open(spec: RootSpec, zones: &[Zone]) -> std::io::Result<Root> {
         let absolute = open::absolute(&spec.path)?;
-        // A root's own directory is no zone for itself (a writable root may hold a link to
-        // elsewhere above its own directory only if another writable root holds it).
-        let others: Vec<Zone> = zones
-            .iter()
-            .filter(|z| z.mount != spec.mount)
-            .cloned()
-            .collect();
-        let found = open::walk(&absolute, &others).map_err(|e| {
+        // Every zone counts, the root's own too (whatever its mount is called now: a reload
+        // that narrows `repo` from P to P/sub must not follow a link the server made at
+        // P/sub); a walk that ends at a zone's directory has nothing beneath it to follow.
+        let found = open::walk(&absolute, zones).map_err(|e| {
             if e.kind() == std::io::ErrorKind::Other {
                 std::io::Error::other(format!(
                     "the root `{}` ({}): {e}",
@@ -137,9 +133,9 @@ impl Root {
         self.access
     }
 
-    /// Whether this root's directory lies strictly beneath `outer`'s (by real path).
+    /// Whether this root's directory lies beneath `outer`'s or is the same (by real path).
     pub(crate) fn nested_in(&self, outer: &Root) -> bool {
-        self.canonical.len() > outer.canonical.len() && self.canonical.starts_with(&outer.canonical)
+        self.canonical.starts_with(&outer.canonical)
     }
 
     /// Whether the server `server_id` sees this root.
@@ -159,16 +155,6 @@ impl Root {
         p.extend(&self.canonical);
         p.extend(rel.components());
         p
-    }
-
-    /// This root's directory as a place the server may shape, when the root is writable.
-    pub(crate) fn zone(&self) -> Option<Zone> {
-        (self.access == Access::Write).then_some(())?;
-        Some(Zone {
-            id: self.pin().ok()?,
-            mount: self.mount.clone(),
-            path: self.configured_path(),
-        })
     }
 
     /// Whether the configured path still names the directory this root opened: one `stat`

@@ -68,9 +68,10 @@ pub(crate) fn walk(path: &Path, zones: &[Zone]) -> std::io::Result<Found> {
     walk_noting(path, zones, &mut None)
 }
 
-/// As [`walk`], noting in `entered` the writable root the walk is in when it ends, whether it
-/// ends with the directory or with an error: a route that failed after entering a writable
-/// root still went where the server may shape names.
+/// As [`walk`], noting in `entered` the first writable root the walk entered, whether it ends
+/// with the directory or with an error, and even if it left that root again (by `..`): a
+/// route that went where the server may shape names can be shaped by it (a directory there
+/// made a link later changes where `..` leads).
 fn walk_noting<'z>(
     path: &Path,
     zones: &'z [Zone],
@@ -82,7 +83,9 @@ fn walk_noting<'z>(
     let mut real: Vec<String> = Vec::new();
     // The writable root entered, with the depth at which it was entered.
     let mut within: Option<(usize, &Zone)> = zone_of(&fds[0], zones)?.map(|z| (0, z));
-    *entered = within.map(|(_, z)| z);
+    if entered.is_none() {
+        *entered = within.map(|(_, z)| z);
+    }
     let mut todo = pending(path)?;
     let mut hops = 0usize;
     while let Some(name) = todo.pop() {
@@ -93,7 +96,6 @@ fn walk_noting<'z>(
             }
             if within.is_some_and(|(depth, _)| real.len() < depth) {
                 within = None;
-                *entered = within.map(|(_, z)| z);
             }
             continue;
         }
@@ -107,7 +109,9 @@ fn walk_noting<'z>(
                 real.push(name);
                 if within.is_none() {
                     within = zone_of(&fd, zones)?.map(|z| (real.len(), z));
-                    *entered = within.map(|(_, z)| z);
+                    if entered.is_none() {
+                        *entered = within.map(|(_, z)| z);
+                    }
                 }
                 fds.push(fd);
             }
@@ -127,7 +131,9 @@ fn walk_noting<'z>(
                     fds.truncate(1);
                     real.clear();
                     within = zone_of(&fds[0], zones)?.map(|z| (0, z));
-                    *entered = within.map(|(_, z)| z);
+                    if entered.is_none() {
+                        *entered = within.map(|(_, z)| z);
+                    }
                 }
                 todo.extend(pending(&target)?);
             }
@@ -199,10 +205,12 @@ pub(crate) fn zone(spec: &super::RootSpec) -> std::io::Result<Zone> {
     })
 }
 
-/// Checks a file the policy names (the audit log, the consent program) against the writable
-/// roots: a file there, or reached through a link there, is the server's to change, so it is
-/// refused with a message naming the root.
-pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<(), String> {
+/// Checks a file the policy names (the policy file, the audit log, a consent program) against
+/// the writable roots: a file there, or reached through a link or a directory there (even one
+/// left again by `..`), is the server's to change, so it is refused with a message naming the
+/// root. Returns the file's real path (its directory's links resolved, and its own), which
+/// is what a consent program runs as.
+pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<PathBuf, String> {
     let beneath = |zone: &Zone| {
         format!(
             "{} lies beneath the writable root `{}` ({}), so the server could replace it; \
@@ -216,19 +224,23 @@ pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<(), String> {
     // The file itself may be a link (the user's, outside every writable root): where it
     // leads is checked too, one link at a time.
     for _ in 0..=MAX_SYMLINK_HOPS {
-        let Some(parent) = at.parent() else {
-            return Ok(());
+        let (Some(parent), Some(name)) = (at.parent(), at.file_name()) else {
+            return Ok(at);
         };
         let mut entered = None;
         let walked = walk_noting(parent, zones, &mut entered);
         if let Some(zone) = entered {
             return Err(beneath(zone));
         }
-        match walked {
-            Ok(_) => {}
+        let real = match walked {
+            Ok(found) => {
+                let mut real = PathBuf::from("/");
+                real.extend(&found.real);
+                real.join(name)
+            }
             // Missing outside every writable root: no server can make it appear, and whoever
             // opens the file reports it.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(at),
             // Anything else cannot be judged, and what cannot be judged is refused.
             Err(e) => {
                 return Err(format!(
@@ -236,11 +248,11 @@ pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<(), String> {
                     file.display()
                 ));
             }
-        }
-        match std::fs::read_link(&at) {
-            Ok(target) => at = parent.join(target),
+        };
+        match std::fs::read_link(&real) {
+            Ok(target) => at = real.parent().unwrap_or(Path::new("/")).join(target),
             // Not a link (or not there yet): the walk above judged its place.
-            Err(_) => return Ok(()),
+            Err(_) => return Ok(real),
         }
     }
     Err(format!("{}: too many levels of links", file.display()))

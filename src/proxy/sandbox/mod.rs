@@ -150,15 +150,10 @@ pub fn spawn_sandboxed(
             "cannot create the private temporary directory: {e}"
         ))
     })?;
-    let policy_roots: Vec<(PathBuf, bool)> = broker
+    let policy_roots: Vec<PathBuf> = broker
         .roots()
         .iter()
-        .map(|r| {
-            (
-                r.host_path_of(&RelPath::root()),
-                r.access() == crate::access::Access::Write,
-            )
-        })
+        .map(|r| r.host_path_of(&RelPath::root()))
         .collect();
     let built = Profile::build(command, &roots, &policy_roots, options, &tmp);
     let profile = match built {

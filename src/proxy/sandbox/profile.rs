@@ -72,13 +72,13 @@ pub(crate) struct Profile {
 
 impl Profile {
     /// The profile of `command` with `roots`, the options' additions, and `tmp` as the
-    /// private temporary directory. `policy_roots` are every root of the policy, with whether
-    /// it is writable: other servers may write those the session does not see, and none may
-    /// be opened through an inferred directory.
+    /// private temporary directory. `policy_roots` are the directories of every root of the
+    /// policy: other servers may write them, or this one may have in an earlier start, and
+    /// none may be opened through an inferred directory.
     pub(super) fn build(
         command: &[String],
         roots: &[SandboxRoot],
-        policy_roots: &[(PathBuf, bool)],
+        policy_roots: &[PathBuf],
         options: &SandboxOptions,
         tmp: &Path,
     ) -> Result<Profile, SandboxError> {
@@ -110,16 +110,13 @@ impl Profile {
             SandboxError::Profile(format!("cannot read the current directory: {e}"))
         })?;
         let homes = super::home::homes().map_err(SandboxError::Profile)?;
+        // Every root of the policy, read-only ones too, counts as a place a server may write:
+        // another server may write it, and so may this one have, in an earlier start when the
+        // root was writable. What a server left there must not steer a later profile.
         let mut writable: Vec<PathBuf> = roots
             .iter()
-            .filter(|r| r.write)
             .map(|r| r.path.clone())
-            .chain(
-                policy_roots
-                    .iter()
-                    .filter(|(_, w)| *w)
-                    .map(|(p, _)| p.clone()),
-            )
+            .chain(policy_roots.iter().cloned())
             .collect();
         writable.push(tmp.to_path_buf());
         let allowed = allowed_paths(options, &cwd, &writable)?;
@@ -131,7 +128,7 @@ impl Profile {
         let mut opened: Vec<PathBuf> = roots
             .iter()
             .map(|r| r.path.clone())
-            .chain(policy_roots.iter().map(|(p, _)| p.clone()))
+            .chain(policy_roots.iter().cloned())
             .collect();
         opened.push(tmp.to_path_buf());
         opened.extend(allowed.iter().map(|(p, _)| p.clone()));
