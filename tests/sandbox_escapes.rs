@@ -12,7 +12,9 @@ mod sandboxed;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
-use sandboxed::{CHECKER, LONG, Layout, canary, python, python_prefix, report};
+use sandboxed::{
+    CHECKER, LONG, Layout, canary, python, python_prefix, report, venv_pointing_outside,
+};
 use sidecar::*;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -84,22 +86,9 @@ fn a_launchers_shared_caches_are_not_writable_and_it_gets_private_ones() {
 #[test]
 fn a_file_the_server_may_write_does_not_steer_the_profile() {
     let l = Layout::new();
-    let outside = l.base.join("outside");
-    canary(&outside.join("secret.txt"), "CANARY");
     // A virtual environment inside the writable root, its pyvenv.cfg pointing outside.
-    let venv = l.base.join("proj/.venv");
-    std::fs::create_dir_all(venv.join("bin")).unwrap();
-    std::os::unix::fs::symlink(python(), venv.join("bin/python")).unwrap();
-    std::fs::write(
-        venv.join("pyvenv.cfg"),
-        format!("home = {}\n", outside.display()),
-    )
-    .unwrap();
-    let command: Vec<OsString> = vec![
-        venv.join("bin/python").into(),
-        l.base.join("checker.py").into(),
-    ];
-    let check = outside.join("secret.txt").to_str().unwrap().to_owned();
+    let (command, check) = venv_pointing_outside(&l);
+    let outside = l.base.join("outside");
     // The environment's Python lives outside the root: the user allows it by hand, since the
     // link to it is the server's to change.
     let allow = python_prefix().to_str().unwrap().to_owned();

@@ -11,7 +11,7 @@ mod sandboxed;
 #[path = "common/sidecar.rs"]
 mod sidecar;
 
-use sandboxed::{LONG, Layout, canary, python, python_prefix, report};
+use sandboxed::{LONG, Layout, canary, python, python_prefix, report, venv_pointing_outside};
 use sidecar::*;
 use std::ffi::OsString;
 use std::path::Path;
@@ -374,21 +374,7 @@ fn a_file_in_a_read_only_root_does_not_steer_the_profile() {
     // pyvenv.cfg the server left there names a directory it wants. Now read-only, the root's
     // files still must not widen the profile.
     let l = Layout::new();
-    let outside = l.base.join("outside");
-    canary(&outside.join("secret.txt"), "CANARY");
-    let venv = l.base.join("proj/.venv");
-    std::fs::create_dir_all(venv.join("bin")).unwrap();
-    std::os::unix::fs::symlink(python(), venv.join("bin/python")).unwrap();
-    std::fs::write(
-        venv.join("pyvenv.cfg"),
-        format!("home = {}\n", outside.display()),
-    )
-    .unwrap();
-    let command: Vec<OsString> = vec![
-        venv.join("bin/python").into(),
-        l.base.join("checker.py").into(),
-    ];
-    let check = outside.join("secret.txt").to_str().unwrap().to_owned();
+    let (command, check) = venv_pointing_outside(&l);
     let allow = python_prefix().to_str().unwrap().to_owned();
     let mut p = l.run(
         &["--sandbox-allow", &allow],

@@ -157,3 +157,25 @@ pub fn canary(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
+
+/// A virtual environment at `proj/.venv` of `l` whose `python` links to the real one and whose
+/// `pyvenv.cfg` names `outside` (a canary there): the command that runs the checker with it,
+/// and the canary's path for `CHECK`.
+pub fn venv_pointing_outside(l: &Layout) -> (Vec<OsString>, String) {
+    let outside = l.base.join("outside");
+    canary(&outside.join("secret.txt"), "CANARY");
+    let venv = l.base.join("proj/.venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink(python(), venv.join("bin/python")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        format!("home = {}\n", outside.display()),
+    )
+    .unwrap();
+    let command: Vec<OsString> = vec![
+        venv.join("bin/python").into(),
+        l.base.join("checker.py").into(),
+    ];
+    let check = outside.join("secret.txt").to_str().unwrap().to_owned();
+    (command, check)
+}
