@@ -162,10 +162,16 @@ fn an_allowed_path_through_a_writable_root_is_refused() {
 fn without_home_a_script_in_the_home_directory_does_not_open_it() {
     // Service managers start processes without HOME; the password database still names the
     // home, and a script kept there opens only itself.
-    let home = std::env::var_os("HOME")
-        .map(std::path::PathBuf::from)
+    // The password database's home, as the proxy will find it without HOME.
+    let uid = rustix::process::geteuid().as_raw().to_string();
+    let home = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&uid.as_str()))
+        .and_then(|f| f.get(5).map(std::path::PathBuf::from))
         .filter(|h| h.is_dir())
-        .expect("the test needs the user's home directory");
+        .expect("the test needs the user's home directory in /etc/passwd");
     let l = Layout::new();
     let tag = l.base.file_name().unwrap().to_string_lossy().into_owned();
     let script = home.join(format!("fsbroker-test-{tag}.py"));
