@@ -70,7 +70,7 @@ impl Config {
         // moved a root's directory away cannot hold the user's narrowing reload back.
         let lenient = previous.is_some();
         let mut zones = Vec::new();
-        let mut left_out: Vec<(usize, PathBuf)> = Vec::new();
+        let mut left_out: Vec<PathBuf> = Vec::new();
         for (i, spec) in specs.iter().enumerate() {
             if spec.access != crate::access::Access::Write {
                 continue;
@@ -79,7 +79,7 @@ impl Config {
                 Ok(z) => zones.push(z),
                 Err(e) if lenient => {
                     tracing::warn!(mount = %spec.mount, error = %e, "reload: writable root cannot be found; it and every root beneath it are left out until a reload finds it");
-                    left_out.push((i, root::absolute(&spec.path).unwrap_or(spec.path.clone())));
+                    left_out.push(root::absolute(&spec.path).unwrap_or(spec.path.clone()));
                 }
                 Err(e) => {
                     return Err(err(
@@ -96,8 +96,8 @@ impl Config {
         }
         let mut list: Vec<Arc<Root>> = Vec::new();
         for (i, spec) in specs.into_iter().enumerate() {
-            let beneath_lost = root::absolute(&spec.path)
-                .is_ok_and(|p| left_out.iter().any(|(_, l)| p.starts_with(l)));
+            let beneath_lost =
+                root::absolute(&spec.path).is_ok_and(|p| left_out.iter().any(|l| p.starts_with(l)));
             if beneath_lost {
                 continue;
             }
@@ -159,28 +159,16 @@ impl Config {
 /// what was judged (a directory on `PATH` inside a writable root could otherwise receive a
 /// program of the server's under that name later), and refused beneath a writable root.
 fn consent_program(program: &Path, zones: &[root::Zone]) -> Result<PathBuf, String> {
-    let found = if program.components().count() == 1 && !program.has_root() {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .map(|d| d.join(program))
-            .find(|p| is_executable(p))
-            .ok_or_else(|| {
-                format!(
-                    "consent program {} is not on PATH; name it by its full path",
-                    program.display()
-                )
-            })?
-    } else {
-        program.to_path_buf()
-    };
+    let cwd = std::env::current_dir().map_err(|e| format!("{}: {e}", program.display()))?;
+    let found = root::find_program(program, &cwd).ok_or_else(|| {
+        format!(
+            "consent program {} is not on PATH; name it by its full path",
+            program.display()
+        )
+    })?;
     // The real path, absolute: the program found now is the one every consent runs, however
     // `PATH` or the working directory's name resolve later.
     root::outside_zones(&found, zones)
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A root nested in another is a second name for part of it: a server that sees the outer

@@ -21,14 +21,6 @@ fn nested_policy(f: &Fixture, rel: &str) -> String {
     )
 }
 
-fn build(text: &str) -> Result<Broker, String> {
-    let policy = Policy::parse(text, "test").map_err(|e| e.to_string())?;
-    Broker::builder(policy)
-        .build()
-        .map(|(b, _)| b)
-        .map_err(|e| e.to_string())
-}
-
 /// Reads `docs/secret.txt` through a broker, if one starts: never the outside file.
 async fn read_secret(b: &Broker) -> String {
     let c = call(b, "s", "files/consent", json!({"requestedPaths": ["docs"]})).await;
@@ -47,7 +39,7 @@ fn swap_for_link(at: &Path, outside: &Path) {
 async fn an_honest_nested_root_opens_and_serves() {
     let f = Fixture::new();
     f.file("docs/secret.txt", "docs");
-    let b = build(&nested_policy(&f, "docs")).unwrap();
+    let b = try_broker(&nested_policy(&f, "docs")).unwrap();
     assert_eq!(read_secret(&b).await, "docs");
 }
 
@@ -57,7 +49,7 @@ async fn a_nested_root_swapped_for_a_link_out_is_refused_at_start() {
         let f = Fixture::new();
         f.file(&format!("{rel}/secret.txt"), "docs");
         let text = nested_policy(&f, rel);
-        assert!(build(&text).is_ok());
+        assert!(try_broker(&text).is_ok());
         // The server moves the nested root (or a directory above it) aside and leaves a link.
         let moved = f.root.join(rel.split('/').next().unwrap());
         let outside = if rel == "docs" {
@@ -68,7 +60,7 @@ async fn a_nested_root_swapped_for_a_link_out_is_refused_at_start() {
             f.outside.clone()
         };
         swap_for_link(&moved, &outside);
-        match build(&text) {
+        match try_broker(&text) {
             Ok(b) => {
                 let got = read_secret(&b).await;
                 assert_ne!(
@@ -92,7 +84,7 @@ async fn a_nested_root_swapped_for_a_link_out_is_left_out_at_reload() {
     let f = Fixture::new();
     f.file("docs/secret.txt", "docs");
     let text = nested_policy(&f, "docs");
-    let b = build(&text).unwrap();
+    let b = try_broker(&text).unwrap();
     swap_for_link(&f.root.join("docs"), &f.outside);
     // The reload goes through without the root it cannot open safely: the link is not
     // followed, and the server cannot hold the reload back by making one.
@@ -107,7 +99,7 @@ async fn a_nested_root_swapped_for_a_link_out_is_left_out_at_reload() {
 async fn a_server_that_moves_a_nested_root_away_cannot_hold_back_a_narrowing_reload() {
     let f = Fixture::new();
     f.file("docs/secret.txt", "docs");
-    let b = build(&nested_policy(&f, "docs")).unwrap();
+    let b = try_broker(&nested_policy(&f, "docs")).unwrap();
     // The server renames the nested root's directory away; the user then makes `repo`
     // read-only (and so `docs`, which may not be wider than the root it lies in).
     std::fs::rename(f.root.join("docs"), f.root.join("docs.bak")).unwrap();
@@ -150,7 +142,7 @@ async fn a_narrower_root_inside_a_wider_one_is_refused_naming_both() {
         "mount = \"docs\"\naccess = \"read\"",
         1,
     );
-    let e = build(&read_only)
+    let e = try_broker(&read_only)
         .err()
         .expect("a read-only root inside a writable one");
     assert!(
@@ -163,7 +155,7 @@ async fn a_narrower_root_inside_a_wider_one_is_refused_naming_both() {
         "mount = \"docs\"\naccess = \"write\"\nservers = [\"other\"]",
         1,
     );
-    let e = build(&hidden)
+    let e = try_broker(&hidden)
         .err()
         .expect("a root seen by fewer servers inside one seen by all");
     assert!(
@@ -185,7 +177,7 @@ async fn a_link_outside_every_writable_root_is_still_followed() {
          [consent]\nmode = \"auto\"\n\n[audit]\nenabled = false\n",
         alias.join("docs")
     );
-    let b = build(&text).unwrap();
+    let b = try_broker(&text).unwrap();
     assert_eq!(read_secret(&b).await, "docs");
 }
 
@@ -194,7 +186,7 @@ async fn a_root_narrowed_to_a_link_the_server_made_is_never_followed_on_any_relo
     // `repo` is P, writable; the server makes P/sub a link out. The user narrows `repo` to
     // P/sub: neither that reload nor any later one may open where the link leads.
     let f = Fixture::new();
-    let b = build(&format!(
+    let b = try_broker(&format!(
         "[[roots]]\npath = {:?}\nmount = \"repo\"\naccess = \"write\"\n\n[consent]\nmode = \"auto\"\n",
         f.root
     ))
@@ -231,7 +223,7 @@ async fn the_same_directory_as_a_wider_and_a_narrower_root_is_refused() {
         f.root.join("x/..")
     );
     std::fs::create_dir_all(f.root.join("x")).unwrap();
-    let e = build(&text)
+    let e = try_broker(&text)
         .err()
         .expect("one directory as two roots of different access");
     assert!(e.contains("again") && e.contains("repo"), "{e}");

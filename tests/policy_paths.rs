@@ -13,14 +13,6 @@ use sidecar::Sidecar;
 use std::ffi::OsString;
 use std::path::Path;
 
-fn build(text: &str) -> Result<Broker, String> {
-    let policy = Policy::parse(text, "test").map_err(|e| e.to_string())?;
-    Broker::builder(policy)
-        .build()
-        .map(|(b, _)| b)
-        .map_err(|e| e.to_string())
-}
-
 /// The policy's other paths follow the same rule: an audit log beneath a writable root (the
 /// server could make it a link to a file of the user's, which the broker would then append
 /// to) is refused before anything is opened.
@@ -35,7 +27,7 @@ async fn an_audit_log_beneath_a_writable_root_is_refused_before_it_is_opened() {
         f.root,
         f.root.join("audit.log")
     );
-    let Err(e) = build(&text) else {
+    let Err(e) = try_broker(&text) else {
         panic!("an audit log beneath a writable root was accepted");
     };
     assert!(e.contains("repo") && e.contains("audit"), "{e}");
@@ -76,7 +68,7 @@ async fn an_audit_log_linked_from_outside_into_a_writable_root_is_refused() {
          [consent]\nmode = \"auto\"\n\n[audit]\nenabled = true\nfile = {:?}\n",
         f.root, user_link
     );
-    let Err(e) = build(&text) else {
+    let Err(e) = try_broker(&text) else {
         panic!("an audit log reached through a link into a writable root was accepted");
     };
     assert!(e.contains("repo") && e.contains("audit"), "{e}");
@@ -230,7 +222,7 @@ fn a_policy_path_that_passes_through_a_writable_root_and_leaves_by_dotdot_is_ref
         f.root,
         dotted.display()
     );
-    let e = build(&text)
+    let e = try_broker(&text)
         .err()
         .expect("a consent program reached through the root");
     assert!(e.contains("repo"), "{e}");

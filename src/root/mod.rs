@@ -22,7 +22,7 @@ mod tree;
 mod walk;
 
 pub(crate) use granted::{Gate, Granted, Said};
-pub(crate) use open::{Zone, absolute, outside_zones, zone};
+pub(crate) use open::{Zone, absolute, find_program, outside_zones, zone};
 use walk::Plan;
 pub(crate) use walk::{FollowFinal, Parents};
 

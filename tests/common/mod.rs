@@ -206,6 +206,15 @@ pub fn run_within(mut cmd: std::process::Command, limit: std::time::Duration) ->
     }
 }
 
+/// A broker from policy text, or the error that refused it (parse or build), as text.
+pub fn try_broker(text: &str) -> Result<Broker, String> {
+    let policy = Policy::parse(text, "test").map_err(|e| e.to_string())?;
+    Broker::builder(policy)
+        .build()
+        .map(|(b, _)| b)
+        .map_err(|e| e.to_string())
+}
+
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fsbroker"))
 }

@@ -338,21 +338,9 @@ fn python(f: &mut Finder<'_>, named: &Path, real: &Path, home: Option<&Path>) {
     }
 }
 
-/// The program's path: as given when it has a `/`, else the first executable of that name on
-/// `PATH`.
+/// The program's path, as `execve` would find it.
 pub(super) fn resolve(program: &str, cwd: &Path) -> Option<PathBuf> {
-    if program.contains('/') {
-        return Some(cwd.join(program));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| cwd.join(d).join(program))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    crate::root::find_program(Path::new(program), cwd)
 }
 
 /// The program a `#!` line runs: its interpreter, or with `env`, the program `env` runs. An

@@ -137,20 +137,20 @@ impl Profile {
         for f in found {
             add(&f.path, f.right, &f.why, false);
         }
+        // Landlock's rules add up: a read-only root inside a writable place is writable to the
+        // server on disk, whatever the broker allows it through `files/*`.
+        let writable_places: Vec<(PathBuf, String)> = rules
+            .iter()
+            .filter(|w| w.right == Right::Write)
+            .map(|w| (w.path.clone(), w.why.clone()))
+            .chain(
+                roots
+                    .iter()
+                    .filter(|w| w.write)
+                    .map(|w| (w.path.clone(), format!("root {}", w.mount))),
+            )
+            .collect();
         for r in roots {
-            // Landlock's rules add up: a read-only root inside a writable place is writable to
-            // the server on disk, whatever the broker allows it through `files/*`.
-            let writable_places = rules
-                .iter()
-                .filter(|w| w.right == Right::Write)
-                .map(|w| (w.path.clone(), w.why.clone()))
-                .chain(
-                    roots
-                        .iter()
-                        .filter(|w| w.write)
-                        .map(|w| (w.path.clone(), format!("root {}", w.mount))),
-                )
-                .collect::<Vec<_>>();
             let inside = (!r.write)
                 .then(|| writable_places.iter().find(|(p, _)| r.path.starts_with(p)))
                 .flatten();
