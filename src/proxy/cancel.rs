@@ -189,11 +189,3 @@ impl Drop for Done {
         inner.recent.push_back(self.key.clone());
     }
 }
-
-/// The `requestId` of a `notifications/cancelled` line, when it reads as one.
-pub(super) fn cancelled_id(message: &[u8]) -> Option<Value> {
-    let v: Value = serde_json::from_slice(message).ok()?;
-    v.pointer("/params/requestId")
-        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
-        .cloned()
-}

@@ -7,6 +7,7 @@
 
 use crate::lines::LineSender;
 use crate::locks::lock;
+use crate::proxy::names::CANCELLED;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -169,7 +170,7 @@ impl Drop for Withdraw<'_> {
         if !(unanswered && self.sent) {
             return;
         }
-        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        let cancel = json!({"jsonrpc": "2.0", "method": CANCELLED,
             "params": {"requestId": self.key, "reason": "the consent question was withdrawn"}});
         // Best effort: a full or closed queue means the host is stalled or gone, and the
         // late answer is discarded either way.

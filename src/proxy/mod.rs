@@ -25,8 +25,10 @@ mod era;
 mod from_host;
 mod from_server;
 mod host;
+mod judge;
 mod lane;
 mod link;
+mod names;
 mod peek;
 pub mod remote;
 pub mod sandbox;
@@ -51,6 +53,7 @@ use crate::lines::{LineReceiver, LineSender, budget, line_channel};
 use crate::locks::lock;
 use crate::order::SHUTDOWN_GRACE;
 use crate::policy::EraMode;
+use names::{FIRST_WITHOUT_BATCHES, SERVER_INFO_KEY};
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -58,10 +61,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-
-/// The first protocol revision without JSON-RPC batches (revisions are dates, so later ones
-/// sort after it).
-const FIRST_WITHOUT_BATCHES: &str = "2025-06-18";
 
 /// How long the end of a session waits for the last messages to pass.
 pub(crate) const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(5);
@@ -379,7 +378,7 @@ impl State {
     /// `initialize` made the session legacy. Revision 2026-07-28 has neither, and a server
     /// that asks before the handshake has no era yet: the answer is no.
     fn serves(&self, method: &str) -> bool {
-        method == "roots/list" || self.era.era() == Some(era::Era::Legacy)
+        method == names::ROOTS_LIST || self.era.era() == Some(era::Era::Legacy)
     }
 
     /// Takes the session's name from any answer of the server in a modern session, until it
@@ -422,9 +421,6 @@ async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: LineReceiver) {
         }
     }
 }
-
-/// Where a 2026-07-28 server names itself in a result's `_meta`.
-const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 
 /// The server's name in its answer `v`: `serverInfo.name` in an `initialize` result, or
 /// the name under [`SERVER_INFO_KEY`] in a result's `_meta`; cleaned for a session id.

@@ -1,37 +1,42 @@
 //! The host's side of the era: its `initialize`, probes and modern requests judged by the
-//! `--era` rule, its batches, its own roots answers dropped, and the server's answer to its
-//! `initialize` read for a modern-only server.
+//! `--era` rule, its own roots answers dropped, and the server's answer to its `initialize`
+//! read for a modern-only server.
 
 use super::{
     BROKERING_EXTENSION, CAPABILITIES_KEY, Era, EraState, INTERACTIVE, LEGACY_VERSIONS,
     MAX_ORIGINALS, MODERN_VERSION, UNSUPPORTED_VERSION, VERSION_KEY, key, mentions,
 };
+use crate::error::{Error, ErrorKind};
+use crate::jsonrpc::{Id, Response};
 use crate::locks::lock;
 use crate::policy::EraMode;
+use crate::proxy::names::{DISCOVER, INITIALIZE, INPUT_RESPONSES};
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
 
 /// What the host's request becomes.
 pub(crate) enum HostAction {
-    /// Relayed (maybe rewritten).
-    Relay(Vec<u8>),
+    /// Relayed: as written (`None`), or rewritten.
+    Relay(Option<Vec<u8>>),
     /// Answered by the proxy itself with this response.
     Answer(Value),
 }
 
 impl EraState {
-    /// Judges one request of the host (`method`, `id`, the whole `line`); `capabilities` are
-    /// the broker's, declared in every modern request.
+    /// Judges one request of the host (`method`, `id`, the whole message `line`);
+    /// `capabilities` are the broker's, declared in every modern request.
     pub(crate) fn judge_request(
         &self,
         method: &str,
         id: &Value,
-        line: Vec<u8>,
+        line: &[u8],
         capabilities: &Value,
     ) -> HostAction {
-        let line = strip_host_roots(line);
+        let stripped = strip_host_roots(line);
+        let relay = || HostAction::Relay(stripped.clone());
+        let line = stripped.as_deref().unwrap_or(line);
         let mode = self.mode();
-        if method == "initialize" {
+        if method == INITIALIZE {
             if mode == EraMode::Modern {
                 return HostAction::Answer(unsupported(id, &[MODERN_VERSION], "--era modern"));
             }
@@ -45,23 +50,22 @@ impl EraState {
                 ));
             }
             self.settle(Era::Legacy);
-            return HostAction::Relay(line);
+            return relay();
         }
-        let discover = method == "server/discover";
-        let modern_meta = mentions(&line, VERSION_KEY.as_bytes());
-        if !discover && !modern_meta {
-            return HostAction::Relay(line);
+        let discover = method == DISCOVER;
+        if !discover && !mentions(line, VERSION_KEY.as_bytes()) {
+            return relay();
         }
-        let Ok(mut message) = serde_json::from_slice::<Value>(&line) else {
+        let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
             // The server judges what the proxy cannot read, as it would without it.
-            return HostAction::Relay(line);
+            return relay();
         };
         let carries_meta = message
             .pointer("/params/_meta")
             .and_then(Value::as_object)
             .is_some_and(|m| m.contains_key(VERSION_KEY));
         if !discover && !carries_meta {
-            return HostAction::Relay(line);
+            return relay();
         }
         let go_modern = match mode {
             EraMode::Modern => true,
@@ -73,7 +77,7 @@ impl EraState {
                 return HostAction::Answer(no_discover(id));
             }
             // The connection is legacy: a server ignores the modern `_meta` there.
-            return HostAction::Relay(line);
+            return relay();
         }
         if !go_modern {
             if discover {
@@ -84,47 +88,15 @@ impl EraState {
         self.settle(Era::Modern);
         declare(&mut message, capabilities);
         if let Err(why) = self.redeem(&mut message) {
-            return HostAction::Answer(json!({"jsonrpc": "2.0", "id": id,
-                "error": {"code": -32602, "message": why}}));
+            return HostAction::Answer(answer(id, Error::invalid_params(why)));
         }
         if INTERACTIVE.contains(&method) {
             self.remember(id, method, &message);
         }
         match serde_json::to_vec(&message) {
-            Ok(l) => HostAction::Relay(l),
-            Err(_) => HostAction::Relay(line),
+            Ok(l) => HostAction::Relay(Some(l)),
+            Err(_) => relay(),
         }
-    }
-
-    /// A host batch carrying `server/discover` or a 2026-07-28 request: revision 2026-07-28
-    /// has no batches, and such an item must be judged alone (answered by the proxy, or given
-    /// the broker's capabilities), so the whole batch is refused, each request in it answered
-    /// `-32600`. `None` for any other batch, which is relayed as before.
-    pub(crate) fn refuse_batch(&self, line: &[u8]) -> Option<Value> {
-        let mut ids = Vec::new();
-        let mut modern = false;
-        for item in crate::proxy::strict::BatchItems::new(line) {
-            let Ok(item) = item else {
-                return None;
-            };
-            if let crate::proxy::peek::Kind::Request { method, id } = crate::proxy::peek::peek(item)
-            {
-                modern |= method == "server/discover" || carries_modern_meta(item);
-                ids.push(id);
-            }
-        }
-        if !modern {
-            return None;
-        }
-        tracing::warn!("refused a host batch carrying server/discover or a 2026-07-28 request");
-        let refusals = ids
-            .into_iter()
-            .map(|id| {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600,
-                "message": "server/discover and 2026-07-28 requests cannot come in a batch through fsbroker proxy"}})
-            })
-            .collect();
-        Some(Value::Array(refusals))
     }
 
     fn remember(&self, id: &Value, method: &str, message: &Value) {
@@ -186,50 +158,51 @@ impl EraState {
     }
 }
 
-/// Whether a request (`item`) names a 2026-07-28 protocol version in `params._meta`.
-fn carries_modern_meta(item: &[u8]) -> bool {
-    mentions(item, VERSION_KEY.as_bytes())
-        && serde_json::from_slice::<Value>(item).is_ok_and(|v| {
-            v.pointer("/params/_meta")
-                .and_then(Value::as_object)
-                .is_some_and(|m| m.contains_key(VERSION_KEY))
-        })
-}
-
 /// A host request's `inputResponses` without the entries that answer roots: the proxy never
 /// passes a roots question to the host, so such an answer is the host's own, and the
 /// server's roots come from the broker alone (the broker's answers are merged in later, for
 /// the questions the proxy parked).
-pub(crate) fn strip_host_roots(line: Vec<u8>) -> Vec<u8> {
-    if !mentions(&line, b"inputResponses") {
-        return line;
+/// `None` when there are none.
+fn strip_host_roots(line: &[u8]) -> Option<Vec<u8>> {
+    if !mentions(line, INPUT_RESPONSES.as_bytes()) {
+        return None;
     }
-    let Ok(mut message) = serde_json::from_slice::<Value>(&line) else {
-        return line;
-    };
-    let Some(responses) = message
-        .pointer_mut("/params/inputResponses")
-        .and_then(Value::as_object_mut)
-    else {
-        return line;
-    };
+    let mut message = serde_json::from_slice::<Value>(line).ok()?;
+    let responses = message
+        .get_mut("params")?
+        .get_mut(INPUT_RESPONSES)?
+        .as_object_mut()?;
     let before = responses.len();
     responses.retain(|_, r| r.get("roots").is_none());
     if responses.len() == before {
-        return line;
+        return None;
     }
     tracing::warn!(
         "dropped roots the host sent the server itself; the server's roots are the broker's"
     );
-    serde_json::to_vec(&message).unwrap_or(line)
+    serde_json::to_vec(&message).ok()
 }
 
 /// The answer of a legacy-only server to `server/discover`: method not found. Probing
 /// clients fall back to `initialize` on it (the Python SDK on every error except a
 /// `-32022` naming only modern versions).
 fn no_discover(id: &Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
-        "message": "Method not found: server/discover (fsbroker proxy keeps this session on the legacy era, where files are brokered; use initialize)"}})
+    answer(
+        id,
+        Error::new(
+            ErrorKind::MethodNotFound,
+            "Method not found: server/discover (fsbroker proxy keeps this session on the legacy era, where files are brokered; use initialize)",
+        ),
+    )
+}
+
+/// The proxy's error answer to the host's request `id`.
+fn answer(id: &Value, error: Error) -> Value {
+    Response {
+        id: Id::from_value(id),
+        outcome: Err(error),
+    }
+    .to_json()
 }
 
 fn unsupported(id: &Value, supported: &[&str], rule: &str) -> Value {

@@ -35,12 +35,16 @@ mod rounds;
 mod scan;
 mod upstream;
 
-pub(crate) use host::{HostAction, strip_host_roots};
+pub(crate) use host::HostAction;
 pub(crate) use rounds::{Resolver, intercept, roots_refused};
 pub(crate) use scan::{hides_roots, input_required, mentions};
 
 use crate::locks::lock;
 use crate::policy::EraMode;
+pub(crate) use crate::proxy::names::MODERN_VERSION;
+use crate::proxy::names::{
+    BROKERING_EXTENSION, CAPABILITIES_KEY, INTERACTIVE, LEGACY_VERSIONS, VERSION_KEY,
+};
 use park::Shelf;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -49,16 +53,6 @@ use std::sync::{Mutex, OnceLock};
 use tokio::sync::Notify;
 use upstream::Upstream;
 
-/// The `_meta` key of a 2026-07-28 request's protocol version.
-pub(crate) const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-/// The `_meta` key of a 2026-07-28 request's client capabilities.
-pub(crate) const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-/// The revision without a handshake.
-pub(crate) const MODERN_VERSION: &str = "2026-07-28";
-/// The revisions with the `initialize` handshake, newest first: the only ones where
-/// consent and `files/*` are brokered.
-pub(crate) const LEGACY_VERSIONS: [&str; 4] =
-    ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 /// JSON-RPC error code of 2026-07-28 for an unsupported protocol version.
 pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
 /// Rounds of `input_required` the proxy answers for one request before giving up.
@@ -68,13 +62,6 @@ pub(crate) const MAX_ROUNDS: usize = 10;
 const MAX_ORIGINALS: usize = 1024;
 /// The proxy's own requests to the server that may wait at once.
 const MAX_UPSTREAM: usize = 1024;
-/// The extension under which the proxy declares filesystem brokering in a modern session.
-const BROKERING_EXTENSION: &str = "io.github.fsbroker/filesystemBrokering";
-
-/// The methods whose result may be `input_required` (2026-07-28, the tasks extension
-/// included): their params are kept, so the proxy can retry them.
-const INTERACTIVE: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "tasks/get"];
-
 /// The era a connection settled on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Era {

@@ -4,6 +4,7 @@
 use super::EraState;
 use super::error_for;
 use crate::locks::lock;
+use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 
@@ -19,14 +20,14 @@ pub(super) fn split(
         return error_for(host_id, "an input_required answer without a result".into());
     };
     if let Some(requests) = result
-        .get_mut("inputRequests")
+        .get_mut(INPUT_REQUESTS)
         .and_then(Value::as_object_mut)
     {
         for (k, _) in roots {
             requests.remove(k);
         }
     }
-    let server_state = result.remove("requestState");
+    let server_state = result.remove(REQUEST_STATE);
     let handle = match era.park(Parked {
         answers,
         server_state,
@@ -39,7 +40,7 @@ pub(super) fn split(
             );
         }
     };
-    result.insert("requestState".into(), Value::String(handle));
+    result.insert(REQUEST_STATE.into(), Value::String(handle));
     if let Some(obj) = response.as_object_mut() {
         obj.insert("id".into(), host_id.clone());
     }
@@ -135,7 +136,7 @@ impl EraState {
             return Ok(());
         };
         let Some(handle) = params
-            .get("requestState")
+            .get(REQUEST_STATE)
             .and_then(Value::as_str)
             .filter(|s| s.starts_with(HANDLE_PREFIX))
             .map(str::to_owned)
@@ -145,7 +146,7 @@ impl EraState {
         let Some(parked) = lock(&self.parked).take(&handle) else {
             return Err("requestState is unknown or was already used".into());
         };
-        let slot = params.entry("inputResponses").or_insert_with(|| json!({}));
+        let slot = params.entry(INPUT_RESPONSES).or_insert_with(|| json!({}));
         if !slot.is_object() {
             *slot = json!({});
         }
@@ -154,10 +155,10 @@ impl EraState {
         }
         match parked.server_state {
             Some(s) => {
-                params.insert("requestState".into(), s);
+                params.insert(REQUEST_STATE.into(), s);
             }
             None => {
-                params.remove("requestState");
+                params.remove(REQUEST_STATE);
             }
         }
         Ok(())

@@ -8,6 +8,7 @@ use crate::broker::Broker;
 use crate::lines::LineSender;
 use crate::locks::lock;
 use crate::proxy::State;
+use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, ROOTS_LIST};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -116,7 +117,7 @@ enum Asked {
 }
 
 fn judge(result: &Value) -> Asked {
-    let Some(requests) = result.get("inputRequests") else {
+    let Some(requests) = result.get(INPUT_REQUESTS) else {
         return Asked::Host;
     };
     let Some(requests) = requests.as_object() else {
@@ -126,7 +127,7 @@ fn judge(result: &Value) -> Asked {
     let mut other = 0;
     for (k, r) in requests {
         match r.get("method").and_then(Value::as_str) {
-            Some("roots/list") => {
+            Some(ROOTS_LIST) => {
                 roots.push((k.clone(), r.get("params").cloned().unwrap_or(Value::Null)))
             }
             Some("sampling/createMessage" | "elicitation/create") => other += 1,
@@ -212,13 +213,13 @@ async fn resolve(
         if let Some(obj) = retry.as_object_mut() {
             // The retry answers this round: what the host sent in an earlier one is not
             // carried on.
-            obj.insert("inputResponses".into(), Value::Object(responses));
-            match result.get("requestState") {
+            obj.insert(INPUT_RESPONSES.into(), Value::Object(responses));
+            match result.get(REQUEST_STATE) {
                 Some(s) => {
-                    obj.insert("requestState".into(), s.clone());
+                    obj.insert(REQUEST_STATE.into(), s.clone());
                 }
                 None => {
-                    obj.remove("requestState");
+                    obj.remove(REQUEST_STATE);
                 }
             }
         }
@@ -255,7 +256,7 @@ async fn broker_roots(
 ) -> Result<Map<String, Value>, String> {
     let mut responses = Map::new();
     for (k, p) in roots {
-        let mut request = json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"});
+        let mut request = json!({"jsonrpc": "2.0", "id": 0, "method": ROOTS_LIST});
         if !p.is_null() {
             request["params"] = p;
         }

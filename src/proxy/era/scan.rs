@@ -2,6 +2,7 @@
 //! may matter are parsed, and walks with a stack of their own, never recursion on what a
 //! server shaped.
 
+use crate::proxy::names::{INPUT_REQUESTS, INPUT_REQUIRED, ROOTS_LIST};
 use serde_json::Value;
 
 /// Whether `line` may contain `needle` once decoded: it does as written, or it has an escape
@@ -13,7 +14,7 @@ pub(crate) fn mentions(line: &[u8], needle: &[u8]) -> bool {
 
 /// Whether a server line may be an `input_required` result (to be parsed and judged).
 pub(crate) fn may_need_input(line: &[u8]) -> bool {
-    mentions(line, b"input_required")
+    mentions(line, INPUT_REQUIRED.as_bytes())
 }
 
 /// The response in `line` when it asks for input, parsed; `None` for any other line.
@@ -30,7 +31,7 @@ pub(crate) fn input_required(line: &[u8]) -> Option<Value> {
 /// `roots/list` entry, outside an `input_required` result the proxy takes over (the tasks
 /// extension, or a shape not foreseen): such a message is never relayed to the host.
 pub(crate) fn hides_roots(line: &[u8]) -> bool {
-    if !mentions(line, b"inputRequests") {
+    if !mentions(line, INPUT_REQUESTS.as_bytes()) {
         return false;
     }
     match serde_json::from_slice::<Value>(line) {
@@ -49,9 +50,9 @@ pub(crate) fn asks_roots(v: &Value) -> bool {
             Value::Object(o) => {
                 for (k, inner) in o {
                     let asks =
-                        |r: &Value| r.get("method").and_then(Value::as_str) == Some("roots/list");
+                        |r: &Value| r.get("method").and_then(Value::as_str) == Some(ROOTS_LIST);
                     // The specification's shape is a map; a list is looked into as well.
-                    let found = k == "inputRequests"
+                    let found = k == INPUT_REQUESTS
                         && match inner {
                             Value::Object(m) => m.values().any(asks),
                             Value::Array(a) => a.iter().any(asks),
@@ -75,7 +76,7 @@ pub(crate) fn needs_input(response: &Value) -> bool {
     response
         .pointer("/result/resultType")
         .and_then(Value::as_str)
-        == Some("input_required")
+        == Some(INPUT_REQUIRED)
 }
 
 #[cfg(test)]

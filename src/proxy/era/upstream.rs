@@ -4,6 +4,7 @@
 use super::{EraState, MAX_UPSTREAM, key, mentions};
 use crate::lines::LineSender;
 use crate::locks::lock;
+use crate::proxy::names::{CANCELLED, cancelled_id, cancelled_id_in};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -31,14 +32,13 @@ impl EraState {
             return None;
         }
         let v = serde_json::from_slice::<Value>(line).ok()?;
-        let host_key = key(v.pointer("/params/requestId")?);
+        let host_key = key(cancelled_id(&v)?);
         let upstream = lock(&self.retrying).remove(&host_key)?;
         lock(&self.cancelled).insert(host_key);
         lock(&self.upstream.pending).remove(&upstream);
         let mut params = v.get("params").cloned().unwrap_or_else(|| json!({}));
         params["requestId"] = Value::String(upstream);
-        let cancel =
-            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
+        let cancel = json!({"jsonrpc": "2.0", "method": CANCELLED, "params": params});
         tracing::info!(
             "the host cancelled a request the proxy was retrying; the retry is cancelled too"
         );
@@ -52,10 +52,7 @@ impl EraState {
         if !mentions(line, self.upstream.prefix.as_bytes()) {
             return false;
         }
-        let Some(id) = serde_json::from_slice::<Value>(line)
-            .ok()
-            .and_then(|v| v.pointer("/params/requestId").cloned())
-        else {
+        let Some(id) = cancelled_id_in(line) else {
             return false;
         };
         let Some(k) = id.as_str().filter(|s| s.starts_with(&self.upstream.prefix)) else {

@@ -17,6 +17,7 @@ use super::pending::request_ids;
 use super::requests::{InFlight, Start};
 use super::session::{Mode, Shared, Wire, refuses_as_modern_only};
 use crate::lines::LineReceiver;
+use crate::proxy::names::{CANCELLED, INITIALIZE, cancelled_id_in};
 use crate::proxy::peek::{Kind, peek};
 use bytes::Bytes;
 use serde_json::Value;
@@ -171,7 +172,7 @@ impl Driver {
             return self.modern(kind, line).await;
         }
         match kind {
-            Kind::Request { method, id } if method == "initialize" => {
+            Kind::Request { method, id } if method == INITIALIZE => {
                 self.initialize(line, id).await;
             }
             Kind::Notification { method } if method == "notifications/initialized" => {
@@ -181,10 +182,8 @@ impl Driver {
                     self.background.spawn(listen(shared));
                 }
             }
-            Kind::Notification { method } if method == "notifications/cancelled" => {
-                let id = serde_json::from_slice::<Value>(&line)
-                    .ok()
-                    .and_then(|v| v.pointer("/params/requestId").cloned());
+            Kind::Notification { method } if method == CANCELLED => {
+                let id = cancelled_id_in(&line);
                 let rest = match id {
                     Some(id) => self.inflight.cancel(&shared, &id, line),
                     None => Some(line),
@@ -253,10 +252,8 @@ impl Driver {
                     }
                 }
             }
-            Kind::Notification { method } if method == "notifications/cancelled" => {
-                let id = serde_json::from_slice::<Value>(&line)
-                    .ok()
-                    .and_then(|v| v.pointer("/params/requestId").cloned());
+            Kind::Notification { method } if method == CANCELLED => {
+                let id = cancelled_id_in(&line);
                 if let Some(id) = id {
                     // Whatever comes back is for a request the host no longer waits for.
                     let _ = self.inflight.cancel(&shared, &id, line);

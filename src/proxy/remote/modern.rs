@@ -15,7 +15,7 @@ use super::http::{ACCEPT_POST, read_body};
 use super::params::{self, encode_name};
 use super::session::Shared;
 use super::sse::{Events, is_event_stream, message};
-use crate::proxy::era::{MODERN_VERSION, VERSION_KEY};
+use crate::proxy::names::{MODERN_VERSION, VERSION_KEY};
 use bytes::Bytes;
 use reqwest::Response;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};

@@ -9,6 +9,7 @@ use super::params::Params;
 use super::pending::Pending;
 use crate::lines::{LineSender, SendError};
 use crate::locks::lock;
+use crate::proxy::names::{DISCOVER, INITIALIZE};
 use crate::proxy::peek::{Kind, batch_kinds, peek, refusal_id};
 use reqwest::header::HeaderValue;
 use serde_json::Value;
@@ -150,14 +151,14 @@ impl Shared {
     pub(super) fn wire_for(&self, method: Option<&str>, line: &[u8]) -> Wire {
         let mut s = lock(&self.state);
         match (s.wire, method) {
-            (Wire::Undecided, Some("initialize")) => s.wire = Wire::Legacy,
-            (Wire::Undecided, Some(m)) if m == "server/discover" || carries_modern_meta(line) => {
+            (Wire::Undecided, Some(INITIALIZE)) => s.wire = Wire::Legacy,
+            (Wire::Undecided, Some(m)) if m == DISCOVER || carries_modern_meta(line) => {
                 tracing::info!(
                     "the remote session speaks the 2026-07-28 Streamable HTTP transport: no session, a POST per message"
                 );
                 s.wire = Wire::Modern;
             }
-            (Wire::Legacy, Some("server/discover")) if s.session.is_none() => {
+            (Wire::Legacy, Some(DISCOVER)) if s.session.is_none() => {
                 // Only after the server refused `initialize` as modern-only does the era rule
                 // forward a probe; no legacy session was made.
                 tracing::info!(
@@ -465,7 +466,8 @@ impl Shared {
 
 /// Whether a response is the `-32022` error of a server that speaks only 2026-07-28.
 pub(super) fn refuses_as_modern_only(line: &[u8]) -> bool {
-    use crate::proxy::era::{LEGACY_VERSIONS, UNSUPPORTED_VERSION};
+    use crate::proxy::era::UNSUPPORTED_VERSION;
+    use crate::proxy::names::LEGACY_VERSIONS;
     let Ok(v) = serde_json::from_slice::<Value>(line) else {
         return false;
     };
@@ -482,7 +484,7 @@ pub(super) fn refuses_as_modern_only(line: &[u8]) -> bool {
 
 /// Whether a request names a protocol version in `params._meta` (the 2026-07-28 envelope).
 fn carries_modern_meta(line: &[u8]) -> bool {
-    use crate::proxy::era::VERSION_KEY;
+    use crate::proxy::names::VERSION_KEY;
     crate::proxy::era::mentions(line, VERSION_KEY.as_bytes())
         && serde_json::from_slice::<Value>(line).is_ok_and(|v| {
             v.pointer("/params/_meta")

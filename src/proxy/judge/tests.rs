@@ -1,0 +1,237 @@
+//! The judge driven with byte strings: no tasks, no channels but the host's queue, no IO.
+
+use super::{host, server};
+use crate::lines::line_channel;
+use crate::proxy::State;
+use crate::proxy::host::HostChannel;
+use serde_json::{Value, json};
+
+fn session() -> (State, HostChannel) {
+    let (tx, _rx) = line_channel(8, 1 << 20);
+    (State::new(), HostChannel::new(tx))
+}
+
+fn text(lines: &[Vec<u8>]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect()
+}
+
+#[test]
+fn host_batch_items_are_judged_like_host_lines() {
+    let (state, host) = session();
+    // A reserved id: the proxy's own, whatever its number.
+    let ours = host.reserved_example();
+    let other = r#"{"jsonrpc":"2.0","id":5,"result":{}}"#;
+    let cases = [
+        // An answer to the proxy: taken out.
+        (
+            format!(r#"[{other},{{"jsonrpc":"2.0","id":"{ours}","result":{{}}}}]"#),
+            Some(format!("[{other}]")),
+        ),
+        // The same with its id doubled, either order, or a key doubled inside: dropped.
+        (
+            format!(r#"[{other},{{"jsonrpc":"2.0","id":"{ours}","result":{{}},"id":7}}]"#),
+            Some(format!("[{other}]")),
+        ),
+        (
+            format!(r#"[{{"jsonrpc":"2.0","id":7,"result":{{}},"id":"{ours}"}},{other}]"#),
+            Some(format!("[{other}]")),
+        ),
+        (
+            format!(r#"[{{"jsonrpc":"2.0","id":"{ours}","result":{{"a":1,"a":2}}}}]"#),
+            None,
+        ),
+        // Nothing of the proxy's: relayed as written, even when ambiguous.
+        (
+            format!(r#"[{other}, {{"id":1,"id":2}}]"#),
+            Some(format!(r#"[{other}, {{"id":1,"id":2}}]"#)),
+        ),
+        ("[1,".to_owned(), Some("[1,".to_owned())),
+    ];
+    for (batch, want) in cases {
+        let routed = host::route(batch.clone().into_bytes(), &host, &state, &json!({}));
+        assert_eq!(text(&routed.server).first().cloned(), want, "{batch}");
+    }
+}
+
+/// Messages of the server, each with what becomes of it alone: to the host (`"host"`), to the
+/// broker (`"broker"`), refused with a code, or dropped (`"drop"`).
+fn server_cases(reserved: &str) -> Vec<(Value, &'static str)> {
+    vec![
+        (
+            json!({"jsonrpc":"2.0","id":1,"method":"roots/list"}),
+            "broker",
+        ),
+        (
+            json!({"jsonrpc":"2.0","id":2,"method":"files/read","params":{"path":"a"}}),
+            "-32601",
+        ),
+        (
+            json!({"jsonrpc":"2.0","id":reserved,"method":"ping"}),
+            "-32600",
+        ),
+        (
+            json!({"jsonrpc":"2.0","id":3,"method":"sampling/createMessage"}),
+            "host",
+        ),
+        (json!({"jsonrpc":"2.0","method":"files/read"}), "drop"),
+        (
+            json!({"jsonrpc":"2.0","method":"notifications/message"}),
+            "host",
+        ),
+        (json!({"jsonrpc":"2.0","id":4,"result":{}}), "host"),
+        (
+            json!({"jsonrpc":"2.0","id":5,"method":"x","params":{"inputRequests":{"k":{"method":"roots/list"}}}}),
+            "-32600",
+        ),
+        (
+            json!({"jsonrpc":"2.0","method":"x","params":{"inputRequests":{"k":{"method":"roots/list"}}}}),
+            "drop",
+        ),
+        (json!({"jsonrpc":"2.0"}), "-32600"),
+        (json!(7), "-32600"),
+    ]
+}
+
+/// What became of a server line: where its one message went.
+fn server_outcome(routed: &server::Routed) -> String {
+    if routed.lane.is_some() {
+        return "broker".into();
+    }
+    if let Some(r) = routed.refusals.first() {
+        return r["error"]["code"].to_string();
+    }
+    if !routed.host.is_empty() {
+        return "host".into();
+    }
+    "drop".into()
+}
+
+#[test]
+fn a_server_message_becomes_the_same_alone_and_in_a_batch() {
+    let (state, host) = session();
+    let reserved = host.reserved_example();
+    for (message, want) in server_cases(&reserved) {
+        let line = serde_json::to_vec(&message).unwrap_or_default();
+        let alone = server::route(line.clone(), &host, &state);
+        assert_eq!(server_outcome(&alone), want, "alone: {message}");
+        // Beside an item that goes to the host, in a batch.
+        let mut batch = b"[".to_vec();
+        batch.extend_from_slice(&line);
+        batch.extend_from_slice(br#",{"jsonrpc":"2.0","method":"notifications/message"}]"#);
+        let mut routed = server::route(batch.clone(), &host, &state);
+        assert_eq!(
+            routed.lane.is_some(),
+            want == "broker",
+            "in a batch: {message}"
+        );
+        let code = routed
+            .refusals
+            .first()
+            .map(|r| r["error"]["code"].to_string());
+        let refused = want.starts_with('-');
+        assert_eq!(
+            code.as_deref(),
+            refused.then_some(want),
+            "in a batch: {message}"
+        );
+        // The other item always goes on to the host: the batch as written when this one
+        // goes there too, else alone in a batch of its own.
+        let companion = r#"[{"jsonrpc":"2.0","method":"notifications/message"}]"#;
+        let host_lines = text(&routed.host);
+        let want_host = if want == "host" {
+            String::from_utf8_lossy(&batch).into_owned()
+        } else {
+            companion.to_owned()
+        };
+        assert_eq!(host_lines, vec![want_host], "in a batch: {message}");
+        // The proxy's answers to a batch are one array.
+        let answers = routed.refusal_lines();
+        assert!(answers.iter().all(|l| l.starts_with(b"[")), "{message}");
+    }
+}
+
+#[test]
+fn a_server_batch_is_refused_whole_in_a_revision_without_batches() {
+    let (state, host) = session();
+    state.note_server_name(br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":"s"}}}"#);
+    let batch =
+        br#"[{"jsonrpc":"2.0","id":1,"method":"roots/list"},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
+    let mut routed = server::route(batch.to_vec(), &host, &state);
+    assert!(routed.lane.is_none());
+    // The server's request is refused, one line each; the host's request answered in the
+    // batch gets an error instead of the answer.
+    let answers = text(&routed.refusal_lines());
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert!(answers[0].contains(r#""id":1"#) && answers[0].contains("-32600"));
+    let host_lines = text(&routed.host);
+    assert_eq!(host_lines.len(), 1, "{host_lines:?}");
+    assert!(host_lines[0].contains(r#""id":2"#) && host_lines[0].contains("-32600"));
+}
+
+#[test]
+fn a_batch_is_read_once_and_bounded() {
+    let (state, host) = session();
+    let item = r#"{"jsonrpc":"2.0","method":"notifications/message"}"#;
+    let items = vec![item; crate::jsonrpc::MAX_BATCH + 1].join(",");
+    let batch = format!("[{items}]").into_bytes();
+    let mut routed = server::route(batch.clone(), &host, &state);
+    assert!(routed.host.is_empty());
+    let answers = text(&routed.refusal_lines());
+    assert!(
+        answers.len() == 1 && answers[0].contains("more than"),
+        "{answers:?}"
+    );
+    // The host's direction refuses it too, rather than relay what it did not judge.
+    let routed = host::route(batch, &host, &state, &json!({}));
+    assert!(routed.server.is_empty());
+    assert!(text(&routed.host)[0].contains("more than"));
+}
+
+#[test]
+fn a_host_message_becomes_the_same_alone_and_in_a_batch() {
+    let (state, host) = session();
+    let ours = host.reserved_example();
+    let cases = [
+        // To the server as written.
+        (
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+            "server",
+        ),
+        (
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            "server",
+        ),
+        // Taken: an answer to the proxy's own question.
+        (json!({"jsonrpc":"2.0","id":ours,"result":{}}), "drop"),
+        // Dropped: the server's roots are the broker's.
+        (
+            json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}),
+            "drop",
+        ),
+        // Rewritten: roots the host answered itself are taken out.
+        (
+            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"inputResponses":{"r":{"roots":[]},"e":{}}}}),
+            "rewritten",
+        ),
+    ];
+    for (message, want) in cases {
+        let line = serde_json::to_vec(&message).unwrap_or_default();
+        let outcome = |routed: &host::Routed, alone: &[u8]| -> &'static str {
+            match routed.server.first() {
+                None => "drop",
+                Some(l) if l.as_slice() == alone => "server",
+                Some(_) => "rewritten",
+            }
+        };
+        let alone = host::route(line.clone(), &host, &state, &json!({}));
+        assert_eq!(outcome(&alone, &line), want, "alone: {message}");
+        let mut batch = b"[".to_vec();
+        batch.extend_from_slice(&line);
+        batch.push(b']');
+        let in_batch = host::route(batch.clone(), &host, &state, &json!({}));
+        assert_eq!(outcome(&in_batch, &batch), want, "in a batch: {message}");
+    }
+}
