@@ -49,6 +49,9 @@ pub enum ErrorKind {
     DirectoryNotEmpty,
     /// Too many requests; retry later.
     RateLimited,
+    /// The protocol revision asked for is not one this side speaks (-32022, the code of
+    /// revision 2026-07-28); `data.supported` lists those it does. Only the proxy sends it.
+    UnsupportedVersion,
 }
 
 /// The wire representation of an [`ErrorKind`]: integer code and, for filesystem errors, the
@@ -63,7 +66,7 @@ pub struct WireCode {
 
 impl ErrorKind {
     /// Every kind, in the order of the wire contract's tables.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::ParseError,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -81,6 +84,7 @@ impl ErrorKind {
         ErrorKind::IsADirectory,
         ErrorKind::DirectoryNotEmpty,
         ErrorKind::RateLimited,
+        ErrorKind::UnsupportedVersion,
     ];
 
     /// The one table from kind to wire code.
@@ -115,6 +119,7 @@ impl ErrorKind {
             ErrorKind::IsADirectory => fs(-31010, "IS_A_DIRECTORY"),
             ErrorKind::DirectoryNotEmpty => fs(-31011, "DIRECTORY_NOT_EMPTY"),
             ErrorKind::RateLimited => fs(-31012, "RATE_LIMITED"),
+            ErrorKind::UnsupportedVersion => rpc(-32022),
         }
     }
 
@@ -133,6 +138,7 @@ impl ErrorKind {
                 ErrorKind::InvalidRequest => "INVALID_REQUEST",
                 ErrorKind::MethodNotFound => "METHOD_NOT_FOUND",
                 ErrorKind::InvalidParams => "INVALID_PARAMS",
+                ErrorKind::UnsupportedVersion => "UNSUPPORTED_VERSION",
                 _ => "INTERNAL_ERROR",
             },
         }
@@ -158,6 +164,7 @@ pub struct Error {
     path: Option<String>,
     limit: Option<u64>,
     retry_after_ms: Option<u64>,
+    supported: Option<Vec<String>>,
 }
 
 impl Error {
@@ -170,6 +177,7 @@ impl Error {
             path: None,
             limit: None,
             retry_after_ms: None,
+            supported: None,
         }
     }
 
@@ -234,6 +242,17 @@ impl Error {
         self
     }
 
+    /// Sets `data.supported`: the protocol revisions an `UnsupportedVersion` offers instead.
+    pub fn with_supported(mut self, versions: &[&str]) -> Self {
+        self.supported = Some(versions.iter().map(|v| (*v).to_owned()).collect());
+        self
+    }
+
+    /// The `data.supported` of an `UnsupportedVersion`, if any.
+    pub fn supported(&self) -> Option<&[String]> {
+        self.supported.as_deref()
+    }
+
     /// The kind of error.
     pub fn kind(&self) -> ErrorKind {
         self.kind
@@ -281,6 +300,12 @@ impl Error {
             path: field("path").and_then(Value::as_str).map(str::to_owned),
             limit: field("limit").and_then(Value::as_u64),
             retry_after_ms: field("retryAfterMs").and_then(Value::as_u64),
+            supported: field("supported").and_then(Value::as_array).map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            }),
         })
     }
 
@@ -302,6 +327,9 @@ impl Error {
         }
         if let Some(ms) = self.retry_after_ms {
             data.insert("retryAfterMs".into(), json!(ms));
+        }
+        if let Some(versions) = &self.supported {
+            data.insert("supported".into(), json!(versions));
         }
         let mut obj = Map::new();
         obj.insert("code".into(), json!(wire.code));

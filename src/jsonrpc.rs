@@ -37,6 +37,13 @@ impl Id {
     }
 }
 
+/// The one key of a request id as a peer wrote it, for the maps that find what was sent
+/// under it: its JSON text, which tells `1` from `"1"` (and, for a peer that breaks the
+/// rules, any other value from both).
+pub(crate) fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
 /// A request: it has an id and expects one response.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Request {

@@ -119,6 +119,7 @@ fn json_rpc_kinds_map_to_standard_codes_without_data_code() {
         (ErrorKind::MethodNotFound, -32601),
         (ErrorKind::InvalidParams, -32602),
         (ErrorKind::Internal, -32603),
+        (ErrorKind::UnsupportedVersion, -32022),
     ];
     for (kind, code) in expected {
         assert!(ErrorKind::ALL.contains(&kind));

@@ -7,6 +7,7 @@
 //! remembered too, so that a cancellation that crossed the answer on the wire does not reach
 //! the host either.
 
+use crate::jsonrpc::id_key;
 use crate::locks::lock;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -66,15 +67,10 @@ impl Flag {
     }
 }
 
-/// The key of a request id: its JSON text (ids are strings or integers).
-fn key(id: &Value) -> String {
-    id.to_string()
-}
-
 /// The keys `id` may stand for in a peer that reads ids loosely: an integral number
 /// (`1.0`, `1e0`) is that integer, and a string of digits (`"1"`) may be taken for it too.
 fn id_forms(id: &Value) -> Vec<String> {
-    let mut forms = vec![key(id)];
+    let mut forms = vec![id_key(id)];
     let integral = match id {
         Value::Number(n) => n.as_i64().or_else(|| {
             n.as_f64()
@@ -96,12 +92,12 @@ impl Brokered {
     pub(super) fn start(&self, id: &Value) {
         lock(&self.inner)
             .running
-            .insert(key(id), Arc::new(Flag::default()));
+            .insert(id_key(id), Arc::new(Flag::default()));
     }
 
     /// Forgets a request that never reached the broker (refused, or the session ended).
     pub(super) fn forget(&self, id: &Value) {
-        lock(&self.inner).running.remove(&key(id));
+        lock(&self.inner).running.remove(&id_key(id));
     }
 
     /// Notes the requests of a batch: the broker answers a batch as a whole, so its items are
@@ -112,14 +108,14 @@ impl Brokered {
             if inner.recent.len() >= RECENT {
                 inner.recent.pop_front();
             }
-            inner.recent.push_back(key(id));
+            inner.recent.push_back(id_key(id));
         }
     }
 
     /// The cancellation flag of a request in flight, and a guard that forgets it (remembering
     /// the id as lately answered) when dropped.
     pub(super) fn watch(self: &Arc<Self>, id: &Value) -> Option<(Arc<Flag>, Done)> {
-        let k = key(id);
+        let k = id_key(id);
         let flag = lock(&self.inner).running.get(&k).cloned()?;
         Some((
             flag.clone(),
@@ -143,7 +139,7 @@ impl Brokered {
     /// Takes the server's cancellation of `id`: true when `id` is (or was lately) a brokered
     /// request, which then stops; false when the cancellation is for the host.
     pub(super) fn cancel(&self, id: &Value) -> bool {
-        let k = key(id);
+        let k = id_key(id);
         let inner = lock(&self.inner);
         if let Some(flag) = inner.running.get(&k) {
             flag.raise();

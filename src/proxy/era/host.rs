@@ -4,9 +4,10 @@
 
 use super::{
     BROKERING_EXTENSION, CAPABILITIES_KEY, Era, EraState, INTERACTIVE, LEGACY_VERSIONS,
-    MAX_ORIGINALS, MODERN_VERSION, UNSUPPORTED_VERSION, VERSION_KEY, key, mentions,
+    MAX_ORIGINALS, MODERN_VERSION, UNSUPPORTED_VERSION, VERSION_KEY, mentions,
 };
 use crate::error::{Error, ErrorKind};
+use crate::jsonrpc::id_key;
 use crate::jsonrpc::{Id, Response};
 use crate::locks::lock;
 use crate::policy::EraMode;
@@ -108,7 +109,7 @@ impl EraState {
             return;
         }
         let params = message.get("params").cloned().unwrap_or(Value::Null);
-        originals.insert(key(id), (method.to_owned(), params));
+        originals.insert(id_key(id), (method.to_owned(), params));
     }
 
     /// Notes the server's answer to the host's `initialize`: a `-32022` naming only modern
@@ -206,9 +207,11 @@ fn answer(id: &Value, error: Error) -> Value {
 }
 
 fn unsupported(id: &Value, supported: &[&str], rule: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": UNSUPPORTED_VERSION,
-        "message": format!("Unsupported protocol version: fsbroker proxy runs this session in {rule}"),
-        "data": {"supported": supported}}})
+    let e = Error::new(
+        ErrorKind::UnsupportedVersion,
+        format!("Unsupported protocol version: fsbroker proxy runs this session in {rule}"),
+    );
+    answer(id, e.with_supported(supported))
 }
 
 /// Declares the broker's capabilities in a modern request's `_meta`: `roots`, and the

@@ -39,6 +39,7 @@ pub(crate) use host::HostAction;
 pub(crate) use rounds::{Resolver, intercept, roots_refused};
 pub(crate) use scan::{hides_roots, input_required, mentions};
 
+use crate::jsonrpc::id_key;
 use crate::locks::lock;
 use crate::policy::EraMode;
 pub(crate) use crate::proxy::names::MODERN_VERSION;
@@ -54,7 +55,7 @@ use tokio::sync::Notify;
 use upstream::Upstream;
 
 /// JSON-RPC error code of 2026-07-28 for an unsupported protocol version.
-pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
+pub(crate) const UNSUPPORTED_VERSION: i64 = crate::error::ErrorKind::UnsupportedVersion.wire().code;
 /// Rounds of `input_required` the proxy answers for one request before giving up.
 pub(crate) const MAX_ROUNDS: usize = 10;
 /// Host requests whose params are kept for a retry at once; beyond that an
@@ -176,37 +177,38 @@ impl EraState {
     /// Takes the params kept for the host request `id` for the rounds the proxy runs on it,
     /// and marks the request as under way; `None` when none were kept.
     pub(crate) fn claim(&self, id: &Value) -> Option<(String, Value)> {
-        let original = lock(&self.originals).remove(&key(id))?;
-        lock(&self.claimed).insert(key(id));
+        let original = lock(&self.originals).remove(&id_key(id))?;
+        lock(&self.claimed).insert(id_key(id));
         Some(original)
     }
 
     /// Whether the rounds for the host request `id` are under way.
     pub(crate) fn is_claimed(&self, id: &Value) -> bool {
         let claimed = lock(&self.claimed);
-        !claimed.is_empty() && claimed.contains(&key(id))
+        !claimed.is_empty() && claimed.contains(&id_key(id))
     }
 
     /// Ends the claim on the host request `id`, once its rounds are over.
     pub(crate) fn release(&self, id: &Value) {
-        lock(&self.claimed).remove(&key(id));
+        lock(&self.claimed).remove(&id_key(id));
     }
 
     /// Forgets the params kept for the host request `id`, once it has its final answer.
     pub(crate) fn forget(&self, id: &Value) {
         let mut originals = lock(&self.originals);
         if !originals.is_empty() {
-            originals.remove(&key(id));
+            originals.remove(&id_key(id));
         }
     }
-}
-
-fn key(id: &Value) -> String {
-    id.to_string()
 }
 
 /// The host's `-32603` for its request `id`, saying (and logging) `message`.
 pub(super) fn error_for(id: &Value, message: String) -> Value {
     tracing::warn!("{message}");
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message}})
+    let error = crate::error::Error::new(crate::error::ErrorKind::Internal, message);
+    crate::jsonrpc::Response {
+        id: crate::jsonrpc::Id::from_value(id),
+        outcome: Err(error),
+    }
+    .to_json()
 }

@@ -3,8 +3,9 @@
 
 use super::park::split;
 use super::scan::{asks_roots, needs_input};
-use super::{MAX_ROUNDS, error_for, key};
+use super::{MAX_ROUNDS, error_for};
 use crate::broker::Broker;
+use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
 use crate::locks::lock;
 use crate::proxy::State;
@@ -97,7 +98,7 @@ fn finish(state: &State, id: &Value, mut out: Value) -> Option<Vec<u8>> {
         out = roots_refused(id);
     }
     state.era.forget(id);
-    if lock(&state.era.cancelled).remove(&key(id)) {
+    if lock(&state.era.cancelled).remove(&id_key(id)) {
         return None;
     }
     serde_json::to_vec(&out).ok()
@@ -223,7 +224,7 @@ async fn resolve(
                 }
             }
         }
-        let host_key = key(host_id);
+        let host_key = id_key(host_id);
         let asked = state
             .era
             .upstream

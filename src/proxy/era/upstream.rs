@@ -1,7 +1,8 @@
 //! The proxy's own requests to the server: the retries that carry the broker's roots, and
 //! the cancellations that follow the host's.
 
-use super::{EraState, MAX_UPSTREAM, key, mentions};
+use super::{EraState, MAX_UPSTREAM, mentions};
+use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
 use crate::locks::lock;
 use crate::proxy::names::{CANCELLED, cancelled_id, cancelled_id_in};
@@ -32,7 +33,7 @@ impl EraState {
             return None;
         }
         let v = serde_json::from_slice::<Value>(line).ok()?;
-        let host_key = key(cancelled_id(&v)?);
+        let host_key = id_key(cancelled_id(&v)?);
         let upstream = lock(&self.retrying).remove(&host_key)?;
         lock(&self.cancelled).insert(host_key);
         lock(&self.upstream.pending).remove(&upstream);

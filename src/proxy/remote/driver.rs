@@ -396,9 +396,15 @@ fn modern_only_answer(id: &Value, said: &Value) -> Vec<u8> {
 
 /// The answer to a request in a batch the 2026-07-28 transport cannot carry.
 fn batch_refused(id: &Value) -> Vec<u8> {
-    let v = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600,
-        "message": "a batch cannot be sent to a server in a 2026-07-28 session"}});
-    serde_json::to_vec(&v).unwrap_or_default()
+    let e = crate::error::Error::new(
+        crate::error::ErrorKind::InvalidRequest,
+        "a batch cannot be sent to a server in a 2026-07-28 session",
+    );
+    let v = crate::jsonrpc::Response {
+        id: crate::jsonrpc::Id::from_value(id),
+        outcome: Err(e),
+    };
+    serde_json::to_vec(&v.to_json()).unwrap_or_default()
 }
 
 /// Sends a notification or response and waits until the server has accepted it.

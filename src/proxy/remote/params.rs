@@ -13,7 +13,8 @@
 //! remembered within those bounds is removed from the list like an invalid one: the host
 //! could not call it anyway, since its headers would be missing.
 
-use super::pending::{MAX_PENDING, Pending, key};
+use super::pending::{MAX_PENDING, Pending};
+use crate::jsonrpc::id_key;
 use crate::locks::lock;
 use base64::Engine;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -104,7 +105,7 @@ impl Params {
     /// reused once answered) does not. `pending` bounds the requests noted: when many are,
     /// those no longer waiting (a cancelled or failed list) are forgotten.
     pub(super) fn note_request(&self, id: &Value, method: &str, line: &[u8], pending: &Pending) {
-        let k = key(id);
+        let k = id_key(id);
         let mut s = lock(&self.state);
         if method != "tools/list" {
             s.lists.remove(&k);
@@ -128,7 +129,7 @@ impl Params {
     pub(super) fn read_response(&self, id: &Value, line: Vec<u8>) -> Vec<u8> {
         let first = {
             let mut s = lock(&self.state);
-            match s.lists.remove(&key(id)) {
+            match s.lists.remove(&id_key(id)) {
                 Some((_, first)) => first,
                 None => return line,
             }

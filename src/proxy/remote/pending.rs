@@ -1,6 +1,7 @@
 //! The host's requests waiting for the remote server's answer, bounded in number.
 
 use super::error::RemoteError;
+use crate::jsonrpc::id_key;
 use crate::locks::lock;
 use crate::proxy::peek::{Kind, batch_kinds, peek};
 use serde_json::Value;
@@ -46,13 +47,13 @@ impl Pending {
         if p.len() + ids.len() > self.cap {
             return Err(RemoteError::Busy);
         }
-        p.extend(ids.iter().map(key));
+        p.extend(ids.iter().map(id_key));
         Ok(())
     }
 
     /// Marks request `id` as a `subscriptions/listen`, whose stream lasts the session.
     pub(super) fn note_listen(&self, id: &Value) {
-        lock(&self.listens).insert(key(id));
+        lock(&self.listens).insert(id_key(id));
     }
 
     /// Whether every request that waits is a `subscriptions/listen`.
@@ -74,7 +75,7 @@ impl Pending {
     /// Whether any of `ids` still waits for its response.
     pub(super) fn any(&self, ids: &[Value]) -> bool {
         let p = lock(&self.ids);
-        ids.iter().any(|id| p.contains(&key(id)))
+        ids.iter().any(|id| p.contains(&id_key(id)))
     }
 
     /// Stops waiting for those of `ids` that wait, and returns them.
@@ -82,7 +83,7 @@ impl Pending {
         let taken: Vec<Value> = {
             let mut p = lock(&self.ids);
             ids.iter()
-                .filter(|id| p.remove(&key(id)))
+                .filter(|id| p.remove(&id_key(id)))
                 .cloned()
                 .collect()
         };
@@ -90,7 +91,7 @@ impl Pending {
             let mut listens = lock(&self.listens);
             if !listens.is_empty() {
                 for id in &taken {
-                    listens.remove(&key(id));
+                    listens.remove(&id_key(id));
                 }
             }
             drop(listens);
@@ -134,11 +135,6 @@ pub(super) fn request_ids(line: &[u8]) -> Vec<Value> {
             .collect(),
         _ => Vec::new(),
     }
-}
-
-/// The key of a request id (ids are strings or numbers, whose JSON text tells them apart).
-pub(super) fn key(id: &Value) -> String {
-    id.to_string()
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 use super::error::RemoteError;
 use super::http::Post;
 use super::modern::Answered;
-use super::pending::key;
 use super::session::Shared;
+use crate::jsonrpc::id_key;
 use bytes::Bytes;
 use reqwest::Response;
 use reqwest::header::HeaderMap;
@@ -47,7 +47,7 @@ impl InFlight {
         // Each id is cancelled at most once (its entry goes with the cancellation), so the
         // channel never fills.
         let (tx, rx) = mpsc::channel(ids.len().max(1));
-        let keys: Vec<String> = ids.iter().map(key).collect();
+        let keys: Vec<String> = ids.iter().map(id_key).collect();
         let handle = self.tasks.spawn(run(shared.clone(), start, ids, rx));
         for k in &keys {
             self.by_id.insert(k.clone(), (handle.id(), tx.clone()));
@@ -60,7 +60,7 @@ impl InFlight {
     /// for the caller to send.
     pub(super) fn cancel(&mut self, shared: &Shared, id: &Value, line: Vec<u8>) -> Option<Vec<u8>> {
         shared.pending.take(std::slice::from_ref(id));
-        match self.by_id.remove(&key(id)) {
+        match self.by_id.remove(&id_key(id)) {
             Some((_, tx)) => tx.try_send(line).err().map(|e| match e {
                 mpsc::error::TrySendError::Full(l) | mpsc::error::TrySendError::Closed(l) => l,
             }),
