@@ -229,9 +229,9 @@ fn needs_escape(bytes: &[u8]) -> bool {
 }
 
 /// Decodes one line (without its newline). Errors are the single response to send.
-pub(crate) fn decode(line: &[u8], max_len: usize) -> Result<Message, Response> {
+pub(crate) fn decode(line: &[u8], max_len: usize) -> Result<Message, Box<Response>> {
     if line.len() > max_len {
-        return Err(too_long(max_len));
+        return Err(Box::new(too_long(max_len)));
     }
     let value: Value = serde_json::from_slice(line).map_err(|e| {
         let msg = if e.to_string().contains("recursion limit") {
@@ -239,7 +239,7 @@ pub(crate) fn decode(line: &[u8], max_len: usize) -> Result<Message, Response> {
         } else {
             format!("parse error at line {} column {}", e.line(), e.column())
         };
-        error_response(Error::new(ErrorKind::ParseError, msg))
+        Box::new(error_response(Error::new(ErrorKind::ParseError, msg)))
     })?;
     Ok(decode_value(value))
 }

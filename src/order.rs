@@ -77,7 +77,7 @@ impl Dispatcher {
     /// take more.
     pub(crate) async fn submit(
         &mut self,
-        decoded: std::result::Result<Message, Response>,
+        decoded: std::result::Result<Message, Box<Response>>,
         held: OwnedSemaphorePermit,
         cancelled: Option<Cancelled>,
     ) -> bool {

@@ -107,7 +107,7 @@ impl Broker {
     pub(crate) async fn handle_decoded(
         &self,
         server_id: &str,
-        decoded: Result<Message, Response>,
+        decoded: Result<Message, Box<Response>>,
     ) -> Option<Vec<u8>> {
         let _turn = match &decoded {
             Ok(message) => self.take_turn(server_id, message).await,
