@@ -2,7 +2,7 @@
 //! through an `elicitation/create` form the proxy sends. A host that did not declare form
 //! elicitation gets the fallback provider instead.
 
-use super::host::HostChannel;
+use super::host_channel::HostChannel;
 use crate::access::Access;
 use crate::consent::{
     BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, PathChoice,

@@ -2,7 +2,7 @@
 //! server (maybe rewritten), or answered by the proxy itself.
 
 use super::State;
-use super::host::HostChannel;
+use super::host_channel::HostChannel;
 use super::judge::host::route;
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc;

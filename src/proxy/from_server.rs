@@ -5,7 +5,7 @@
 
 use super::State;
 use super::era;
-use super::host::HostChannel;
+use super::host_channel::HostChannel;
 use super::judge::refusal;
 use super::judge::server::{ForLane, Routed, route};
 use crate::error::{Error, ErrorKind};

@@ -18,13 +18,27 @@
 //! bytes. A side that stops reading holds up the traffic meant for it and, once its queue is
 //! full, the reader that feeds that queue; memory stays bounded either way. Broker work never
 //! holds up relaying: a brokered request that finds the lane full is refused at once.
+//!
+//! The files, by what they do:
+//! - `judge/`: every decision about a message, one function per direction (`judge::server`,
+//!   `judge::host`), no IO; singles and batch items judged alike;
+//! - `from_server.rs`, `from_host.rs`: the readers, which frame lines, ask the judge and send
+//!   what it says; `lane.rs` answers the brokered requests in order; `link.rs` is the
+//!   connection to a local server (a child on pipes), `remote/` the one to a remote server;
+//! - `era/`: the protocol era of the session (the `--era` rule in `era/rule.rs`) and the
+//!   brokering of a 2026-07-28 server's roots (`rounds`, `upstream`, `park`, `scan`);
+//! - `host_channel.rs`: the proxy's own requests to the host; `elicit.rs` asks consent
+//!   through it; `cancel.rs` keeps the brokered requests a server may cancel;
+//! - `peek.rs`, `strict.rs`: the exact reader of a relayed message; `names.rs`: the MCP
+//!   vocabulary the proxy acts on;
+//! - `sandbox/`: `--sandbox`, the kernel's rules for a local server.
 
 mod cancel;
 mod elicit;
 mod era;
 mod from_host;
 mod from_server;
-mod host;
+mod host_channel;
 mod judge;
 mod lane;
 mod link;
@@ -39,7 +53,7 @@ mod strict;
 pub use link::{Link, SpawnError, spawn_child};
 
 pub(crate) use elicit::ElicitConsent;
-pub(crate) use host::HostChannel;
+pub(crate) use host_channel::HostChannel;
 pub(crate) use link::QUEUE_LINES;
 // What the fuzz oracles look at.
 #[cfg(feature = "fuzzing")]

@@ -25,18 +25,18 @@
 //!   a single-use handle to those answers and the server's own state; the host's retry gets
 //!   them back. `files/*` input requests (not allowed in that revision) are refused.
 //!
-//! The host's side is judged in `host`; what a server line says is found in `scan`; the
+//! The host's requests are judged by the era rule in `rule`; what a server line says is found in `scan`; the
 //! rounds with the broker's roots run in `rounds`, over the proxy's own requests in
 //! `upstream`; mixed questions wait for the host in `park`.
 
-mod host;
 mod park;
 mod rounds;
+mod rule;
 mod scan;
 mod upstream;
 
-pub(crate) use host::HostAction;
 pub(crate) use rounds::{Resolver, intercept, roots_refused};
+pub(crate) use rule::HostAction;
 pub(crate) use scan::{hides_roots, input_required, mentions};
 
 use crate::jsonrpc::id_key;

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::error::{Error, ErrorKind};
 use crate::proxy::era::{self, HostAction};
-use crate::proxy::host::{HostChannel, add_capabilities};
+use crate::proxy::host_channel::{HostChannel, add_capabilities};
 use crate::proxy::names::{
     CANCELLED, DISCOVER, INITIALIZE, INPUT_RESPONSES, ROOTS_CHANGED, VERSION_KEY,
 };

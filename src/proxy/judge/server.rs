@@ -13,7 +13,7 @@ use super::{
 use crate::error::{Error, ErrorKind};
 use crate::method::is_brokered;
 use crate::proxy::era;
-use crate::proxy::host::HostChannel;
+use crate::proxy::host_channel::HostChannel;
 use crate::proxy::names::{CANCELLED, cancelled_id_in};
 use crate::proxy::peek::{self, Kind};
 use crate::proxy::{State, lock};

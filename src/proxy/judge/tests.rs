@@ -3,7 +3,7 @@
 use super::{host, server};
 use crate::lines::line_channel;
 use crate::proxy::State;
-use crate::proxy::host::HostChannel;
+use crate::proxy::host_channel::HostChannel;
 use serde_json::{Value, json};
 
 fn session() -> (State, HostChannel) {
