@@ -25,9 +25,9 @@
 //!   a single-use handle to those answers and the server's own state; the host's retry gets
 //!   them back. `files/*` input requests (not allowed in that revision) are refused.
 //!
-//! The host's requests are judged by the era rule in `rule`; what a server line says is found in `scan`; the
-//! rounds with the broker's roots run in `rounds`, over the proxy's own requests in
-//! `upstream`; mixed questions wait for the host in `park`.
+//! The host's requests are judged by the era rule in `rule`; what a server line says is
+//! found in `scan`; the rounds with the broker's roots run in `rounds`, over the proxy's own
+//! requests in `upstream`; mixed questions wait for the host in `park`.
 
 mod park;
 mod rounds;
