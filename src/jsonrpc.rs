@@ -6,6 +6,7 @@
 //! parsing, and serde_json's recursion limit refuses deep nesting without exhausting the stack.
 
 use crate::error::{Error, ErrorKind};
+use crate::method::Method;
 use serde_json::{Map, Value, json};
 
 /// Most items a batch may hold; a larger batch is refused whole with one `-32600`, so that a
@@ -51,9 +52,30 @@ pub(crate) struct Request {
     pub id: Id,
     /// The method name.
     pub method: String,
+    /// The method, when the broker answers it: parsed once, as the line is decoded, and
+    /// read from here by the orderer, the rate limit and the dispatch.
+    pub known: Option<Method>,
     /// The params: an object, or `Null` when absent. Arrays are passed on for the method to
     /// refuse with `-32602`.
     pub params: Value,
+}
+
+impl Request {
+    /// A request for `method`, as a host's typed call makes it.
+    pub(crate) fn new(id: Id, method: Method, params: Value) -> Request {
+        Request {
+            id,
+            method: method.name().to_owned(),
+            known: Some(method),
+            params,
+        }
+    }
+
+    /// Whether the request changes what later requests see ([`Method::is_ordered`]); a
+    /// method the broker does not know changes nothing.
+    pub(crate) fn is_ordered(&self) -> bool {
+        self.known.is_some_and(Method::is_ordered)
+    }
 }
 
 /// A notification: no id, no response.
@@ -90,17 +112,16 @@ pub(crate) enum Message {
 }
 
 impl Message {
-    /// The method names of the requests and notifications in the message.
-    pub(crate) fn methods(&self) -> impl Iterator<Item = &str> {
+    /// Whether the message holds a change (a request that [`Request::is_ordered`]): a batch
+    /// holding one is one change. Notifications change nothing (the broker ignores them).
+    pub(crate) fn is_ordered(&self) -> bool {
         let items: &[Item] = match self {
             Message::Single(item) => std::slice::from_ref(item),
             Message::Batch(items) => items,
         };
-        items.iter().filter_map(|i| match i {
-            Item::Request(r) => Some(r.method.as_str()),
-            Item::Notification(n) => Some(n.method.as_str()),
-            _ => None,
-        })
+        items
+            .iter()
+            .any(|i| matches!(i, Item::Request(r) if r.is_ordered()))
     }
 }
 
@@ -298,7 +319,12 @@ fn decode_item(value: Value) -> Item {
     }
     match obj.remove("method") {
         Some(Value::String(method)) => match id {
-            Some(id) => Item::Request(Request { id, method, params }),
+            Some(id) => Item::Request(Request {
+                id,
+                known: Method::parse(&method),
+                method,
+                params,
+            }),
             None => Item::Notification(Notification { method, params }),
         },
         Some(_) => invalid(id, "method must be a string"),

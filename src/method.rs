@@ -109,12 +109,6 @@ impl std::fmt::Display for Method {
     }
 }
 
-/// Whether a message named `name` is ordered (see [`Method::is_ordered`]); a name the broker
-/// does not know changes nothing.
-pub(crate) fn is_ordered(name: &str) -> bool {
-    Method::parse(name).is_some_and(Method::is_ordered)
-}
-
 /// Whether a face hands a message named `name` to the broker: the brokered methods, and any
 /// other name in the `files/` namespace, which the broker answers as not found.
 pub(crate) fn is_brokered(name: &str) -> bool {
@@ -166,6 +160,5 @@ mod tests {
                 "files/unwatch",
             ]
         );
-        assert!(!is_ordered("files/nonesuch"));
     }
 }

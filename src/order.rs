@@ -5,15 +5,15 @@
 //! concurrently. So a server may pipeline consent and the reads that depend on it, or the
 //! chunks of an upload, and sees its own changes in order.
 //!
-//! [`Orderer`] (in `turn`, below the broker, which orders every session's requests with it
-//! too) is the rule: each request takes a turn in the order it arrived and waits until the
-//! turn may run. [`Dispatcher`] drives it for the faces that read lines (serve and
-//! the proxy's lane), with the number and bytes of queued or running lines bounded.
+//! The session's [`Orderer`] (in `turn`, kept by the broker for each session) is the rule:
+//! each request takes a turn in the order it arrived and waits until the turn may run.
+//! [`Dispatcher`] takes the turns of the lines it reads (serve and the proxy's lane) in the
+//! session's own order, so there is one order per session whatever calls the broker, and
+//! bounds the number and bytes of queued or running lines.
 
 use crate::broker::Broker;
 use crate::jsonrpc::{Message, Response};
 use crate::lines::LineSender;
-pub(crate) use crate::turn::Orderer;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use tokio::task::JoinSet;
 /// How long a shutdown waits for operations in flight before giving up on them.
 pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Runs one session's lines through its [`Orderer`]: other requests concurrently, each change
+/// Runs one session's lines in its order (see [`crate::turn`]): other requests concurrently, each change
 /// alone (see the module documentation), with the number and bytes of queued or running lines
 /// bounded. A change is answered before [`Dispatcher::submit`] returns, so no later line is
 /// read until then. Used by `serve` and the proxy's lane.
@@ -32,7 +32,6 @@ pub(crate) struct Dispatcher {
     broker: Broker,
     server_id: String,
     tx: LineSender,
-    orderer: Arc<Orderer>,
     queue: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
     answers: Arc<Semaphore>,
@@ -52,7 +51,6 @@ impl Dispatcher {
             broker,
             server_id: server_id.to_owned(),
             tx,
-            orderer: Orderer::new(),
             queue: Arc::new(Semaphore::new(limits.max_in_flight.get().saturating_mul(4))),
             bytes: Arc::new(Semaphore::new(budget_kib)),
             // Answers in the making or waiting for room in the output queue are bounded by
@@ -83,15 +81,15 @@ impl Dispatcher {
     ) -> bool {
         // Reap finished tasks so the set does not grow with the session's length.
         while self.tasks.try_join_next().is_some() {}
-        let ordered = decoded
-            .as_ref()
-            .is_ok_and(|m| m.methods().any(crate::method::is_ordered));
-        let turn = self.orderer.enter(ordered);
+        let ordered = decoded.as_ref().is_ok_and(Message::is_ordered);
+        let turn = self.broker.enter_turn(&self.server_id, ordered);
         if ordered {
-            turn.ready().await;
+            if let Some(t) = &turn {
+                t.ready().await;
+            }
             let answered = unless(
                 cancelled,
-                self.broker.handle_decoded(&self.server_id, decoded),
+                self.broker.answer_decoded(&self.server_id, decoded),
             )
             .await;
             drop(held);
@@ -108,15 +106,18 @@ impl Dispatcher {
         let (b, id, tx) = (self.broker.clone(), self.server_id.clone(), self.tx.clone());
         let answers = self.answers.clone();
         self.tasks.spawn(async move {
-            // Every earlier change was answered before this line was read, so the turn is
-            // ready at once; it ends only once the answer is in the output queue.
-            turn.ready().await;
+            // Every earlier change of this face was answered before this line was read; the
+            // turn waits only for changes another caller of the session started. It ends
+            // only once the answer is in the output queue.
+            if let Some(t) = &turn {
+                t.ready().await;
+            }
             // The slot is held until the answer is in the output queue, whose own budget in
             // bytes then bounds it.
             let Ok(slot) = answers.acquire_owned().await else {
                 return;
             };
-            if let (Some(resp), cancelled) = unless(cancelled, b.handle_decoded(&id, decoded)).await
+            if let (Some(resp), cancelled) = unless(cancelled, b.answer_decoded(&id, decoded)).await
             {
                 let _ = tx.send(resp).await;
                 drop(cancelled);

@@ -4,8 +4,10 @@
 //! its turn after it starts before it ends; other requests run concurrently.
 //!
 //! The broker orders each session's requests with an [`Orderer`] of its own, so a host that
-//! calls it concurrently gets this order; the faces that read lines (`order::Dispatcher`)
-//! and the rmcp adapter keep one per connection as well, to bound what they read ahead.
+//! calls it concurrently gets this order, and the faces that read lines (`order::Dispatcher`)
+//! take their turns in it too. The rmcp adapter keeps one per connection besides, since one
+//! connection of its may carry requests of several sessions and must bound what it reads
+//! ahead whichever session they go to.
 
 use crate::locks::lock;
 use std::collections::BTreeSet;

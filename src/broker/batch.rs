@@ -78,11 +78,7 @@ impl Broker {
                     // What this answer may take: all but the comma before it, the closing
                     // bracket, and the room kept for the items after it.
                     let room = limit.saturating_sub(line.len() + 2 + kept);
-                    let needed = if crate::method::is_ordered(&req.method) {
-                        change_room
-                    } else {
-                        0
-                    };
+                    let needed = if req.is_ordered() { change_room } else { 0 };
                     if full || room < needed {
                         full = true;
                         Some(error_line(req.id, not_run(limit)))

@@ -113,6 +113,25 @@ impl Broker {
             Ok(message) => self.take_turn(server_id, message).await,
             Err(_) => None,
         };
+        self.answer_decoded(server_id, decoded).await
+    }
+
+    /// Takes the next turn in `server_id`'s order now, for a change when `ordered`, without
+    /// waiting for it: for a face that reads a session's lines in order and runs them
+    /// concurrently (`order::Dispatcher`), so that its lines keep the order they were read in.
+    /// `None` (no order to keep) when the session cannot be had: the request then fails on
+    /// its own.
+    pub(crate) fn enter_turn(&self, server_id: &str, ordered: bool) -> Option<Turn> {
+        Some(self.session(server_id).ok()?.order.enter(ordered))
+    }
+
+    /// Answers a decoded line in a turn the caller holds (see [`Broker::enter_turn`]);
+    /// returns the response line to send, if any.
+    pub(crate) async fn answer_decoded(
+        &self,
+        server_id: &str,
+        decoded: Result<Message, Box<Response>>,
+    ) -> Option<Vec<u8>> {
         let response = match decoded {
             // A batch's answer is built as a line, within the line limit.
             Ok(Message::Batch(items)) => return self.answer_batch(server_id, items).await,
@@ -153,8 +172,7 @@ impl Broker {
     /// concurrently gets them in the order it started them. `None` (no order to keep) when
     /// the session cannot be had: the request then fails on its own.
     async fn take_turn(&self, server_id: &str, message: &Message) -> Option<Turn> {
-        self.turn_for(server_id, message.methods().any(crate::method::is_ordered))
-            .await
+        self.turn_for(server_id, message.is_ordered()).await
     }
 
     /// Takes the next turn in `server_id`'s order, for a change when `ordered`, and waits
@@ -184,11 +202,7 @@ impl Broker {
     /// ```
     pub async fn call(&self, server_id: &str, method: Method, params: Value) -> Result<Value> {
         let _turn = self.turn_for(server_id, method.is_ordered()).await;
-        let request = Request {
-            id: jsonrpc::Id::number(0),
-            method: method.name().to_owned(),
-            params,
-        };
+        let request = Request::new(jsonrpc::Id::number(0), method, params);
         self.handle_request(server_id, request).await.outcome
     }
 
@@ -219,15 +233,13 @@ impl Broker {
         let outcome = match self.session(server_id) {
             Ok(session) => match ctx.config.rate.check(server_id).and_then(|()| {
                 // Only requests that move payload wait for a session's byte debt to be repaid.
-                if crate::method::Method::parse(&req.method)
-                    .is_some_and(crate::method::Method::moves_payload)
-                {
+                if req.known.is_some_and(crate::method::Method::moves_payload) {
                     ctx.config.rate.check_bytes(server_id)
                 } else {
                     Ok(())
                 }
             }) {
-                Ok(()) => ops::dispatch(&ctx, &session, &req.method, req.params).await,
+                Ok(()) => ops::dispatch(&ctx, &session, req.known, &req.method, req.params).await,
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),

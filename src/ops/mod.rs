@@ -38,15 +38,17 @@ mod watch;
 mod wire;
 mod write;
 
-/// Calls the method's operation.
+/// Calls the operation of `method` (parsed when the request was decoded; `name` is what was
+/// sent, for the error when the broker does not answer it).
 pub(crate) async fn dispatch(
     ctx: &Ctx,
     session: &Arc<Session>,
-    method: &str,
+    method: Option<Method>,
+    name: &str,
     params: Value,
 ) -> Result<Value> {
-    let Some(method) = Method::parse(method) else {
-        let shown: String = method.chars().take(64).collect();
+    let Some(method) = method else {
+        let shown: String = name.chars().take(64).collect();
         return Err(Error::new(
             ErrorKind::MethodNotFound,
             format!("method not found: {shown}"),

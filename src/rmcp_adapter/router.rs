@@ -4,7 +4,7 @@
 use super::registry::{Connection, Refusal, Registry, Wanted};
 use crate::locks::lock;
 use crate::method::Method;
-use crate::order::Orderer;
+use crate::turn::Orderer;
 use crate::{Broker, Notifications};
 use rmcp::Peer;
 use rmcp::service::RoleClient;
