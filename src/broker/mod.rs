@@ -229,7 +229,7 @@ impl Broker {
 
     async fn handle_request(&self, server_id: &str, req: Request) -> Response {
         let start = Instant::now();
-        let ctx = Ctx::new(self.inner.clone(), server_id);
+        let mut ctx = Ctx::new(self.inner.clone(), server_id);
         let outcome = match self.session(server_id) {
             Ok(session) => match ctx.config.rate.check(server_id).and_then(|()| {
                 // Only requests that move payload wait for a session's byte debt to be repaid.
@@ -239,7 +239,9 @@ impl Broker {
                     Ok(())
                 }
             }) {
-                Ok(()) => ops::dispatch(&ctx, &session, req.known, &req.method, req.params).await,
+                Ok(()) => {
+                    ops::dispatch(&mut ctx, &session, req.known, &req.method, req.params).await
+                }
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
@@ -249,7 +251,7 @@ impl Broker {
             bytes,
             requested,
             consent,
-        } = ctx.audit_info();
+        } = ctx.take_noted();
         // The bytes moved are known only now: they are charged after the fact (see `limits`).
         ctx.config.rate.charge_bytes(server_id, bytes);
         let err_path = outcome

@@ -16,7 +16,6 @@ use crate::access::Access;
 use crate::audit::{ConsentNote, Decider};
 use crate::consent::{ConsentAnswer, ConsentRequest, Grant, MAX_GRANTS};
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::locks::lock;
 use crate::path::MountPath;
 use crate::policy::{ConsentMode, Ruling};
 use crate::root::{Gate, Root, Said};
@@ -70,7 +69,7 @@ impl Tally {
     }
 }
 
-pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<ConsentResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Session, raw: Value) -> Result<ConsentResult> {
     let p: ConsentParams = params(raw)?;
     if p.requested_paths.is_empty() || p.requested_paths.len() > MAX_REQUESTED {
         return Err(Error::invalid_params(format!(
@@ -105,7 +104,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Session, raw: Value) -> Result<Cons
         .max()
         .unwrap_or(overall);
     tally.note.access = Some(access);
-    lock(&ctx.audit).consent = Some(std::mem::take(&mut tally.note));
+    ctx.audit.consent = Some(std::mem::take(&mut tally.note));
     let result = answer(echo, &tally.approved, &tally.narrowed, access);
     tracing::info!(
         server = session.server_id(),
@@ -160,7 +159,7 @@ fn answer(
 /// Finds each requested path's root, once per path; a path no root could grant is denied.
 /// Also returns each distinct string the server sent, in order, with its mount form when it
 /// lies inside a root, for the answer's echo.
-fn locate(ctx: &Ctx, p: &ConsentParams, tally: &mut Tally) -> (Located, Echo) {
+fn locate(ctx: &mut Ctx, p: &ConsentParams, tally: &mut Tally) -> (Located, Echo) {
     let mut located: Located = Vec::new();
     let mut echo: Echo = Vec::new();
     for raw_path in &p.requested_paths {
@@ -194,7 +193,7 @@ fn locate(ctx: &Ctx, p: &ConsentParams, tally: &mut Tally) -> (Located, Echo) {
 /// Denies, before anything on disk is looked at, each located path that a `deny` rule covers
 /// as requested: the rules are asked first, so their refusals cannot depend on the disk.
 /// (A deny rule on the real path is applied after resolving, by [`apply_rules`].)
-fn refuse_by_rule(ctx: &Ctx, server: &str, located: Located, tally: &mut Tally) -> Located {
+fn refuse_by_rule(ctx: &mut Ctx, server: &str, located: Located, tally: &mut Tally) -> Located {
     let consent = &ctx.config.policy.consent;
     located
         .into_iter()
@@ -217,7 +216,7 @@ type Echo = Vec<(String, Option<MountPath>)>;
 /// Resolves each path through its root: a symlink that leads outside is never approved, and
 /// what the user is asked about (and what the grant covers) is the real path.
 async fn resolve(
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     session: &Session,
     located: Vec<(Arc<Root>, MountPath)>,
     tally: &mut Tally,
@@ -262,7 +261,7 @@ async fn resolve(
 /// Lets the policy's rules decide what they cover (see
 /// [`crate::policy::ConsentPolicy::rule_on`]) and returns the paths left for the provider.
 fn apply_rules(
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     server: &str,
     candidates: Vec<Candidate>,
     asked: Option<Access>,
@@ -336,7 +335,7 @@ fn apply(
 /// answer within the policy's time limit; says who decided (mode `auto`, the provider, or
 /// the time limit), for the audit line.
 async fn ask_provider(
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     session: &Session,
     p: &ConsentParams,
     ask: &[Candidate],
@@ -422,7 +421,7 @@ fn record(session: &Session, approved: &[(Candidate, Access)]) -> Result<()> {
 /// open by an allow rule or mode `auto` (when no embedder's provider replaces the mode), else
 /// unknown. The consent walk looks only where the answer would not tell the server anything
 /// it could not learn by asking for the place itself.
-fn said(ctx: &Ctx, server: &str) -> Said {
+fn said(ctx: &mut Ctx, server: &str) -> Said {
     let config = ctx.config.clone();
     let auto = ctx.inner.consent.custom.is_none()
         && matches!(config.policy.consent.mode, Some(ConsentMode::Auto));

@@ -10,7 +10,7 @@ use crate::session::Session;
 use serde_json::Value;
 use std::sync::Arc;
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<CreateResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<CreateResult> {
     let p: CreateParams = params(raw)?;
     let (root, path) = ctx.authorize_entry(session, &p.path, Access::Write)?;
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());

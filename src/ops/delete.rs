@@ -12,7 +12,7 @@ use crate::session::Session;
 use serde_json::Value;
 use std::sync::Arc;
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<DeleteResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<DeleteResult> {
     let p: DeleteParams = params(raw)?;
     let (root, path) = ctx.authorize_entry(session, &p.path, Access::Write)?;
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());

@@ -46,7 +46,7 @@ struct Frame {
     names: std::vec::IntoIter<String>,
 }
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<ListResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<ListResult> {
     let p: ListParams = params(raw)?;
     let max_page = ctx.limits().max_list_page.get();
     let limit = p.limit.unwrap_or(ctx.limits().list_page.get());

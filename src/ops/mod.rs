@@ -10,7 +10,6 @@
 use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::locks::lock;
 use crate::method::Method;
 use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
@@ -21,7 +20,7 @@ use cap_std::fs::{FileType, Metadata};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wire::EntryType;
 
@@ -41,7 +40,7 @@ mod write;
 /// Calls the operation of `method` (parsed when the request was decoded; `name` is what was
 /// sent, for the error when the broker does not answer it).
 pub(crate) async fn dispatch(
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     session: &Arc<Session>,
     method: Option<Method>,
     name: &str,
@@ -87,7 +86,9 @@ pub(crate) struct Ctx {
     /// The configuration this request works with, start to end.
     pub(crate) config: Arc<crate::config::Config>,
     server_id: String,
-    audit: Mutex<Noted>,
+    /// What the audit line will say, noted as the operation goes: the request's own, so no
+    /// lock.
+    audit: Noted,
     /// Mounts whose directory is not at its configured path, as this request started.
     unavailable: std::collections::HashSet<String>,
 }
@@ -113,20 +114,20 @@ impl Ctx {
             config,
             inner,
             server_id: server_id.to_owned(),
-            audit: Mutex::new(Noted::default()),
+            audit: Noted::default(),
         }
     }
 
-    pub(crate) fn audit_info(&self) -> Noted {
-        lock(&self.audit).clone()
+    /// What the operation noted for its audit line, once it is over.
+    pub(crate) fn take_noted(&mut self) -> Noted {
+        std::mem::take(&mut self.audit)
     }
 
-    fn note(&self, path: Option<&MountPath>, bytes: u64) {
-        let mut g = lock(&self.audit);
+    fn note(&mut self, path: Option<&MountPath>, bytes: u64) {
         if let Some(p) = path {
-            g.path = Some(p.to_string());
+            self.audit.path = Some(p.to_string());
         }
-        g.bytes += bytes;
+        self.audit.bytes += bytes;
     }
 
     /// Whether `root` was at its configured path as this request started.
@@ -139,8 +140,8 @@ impl Ctx {
     }
 
     /// Parses a request path and finds its root among those this server sees.
-    fn locate(&self, raw: &str) -> Result<(Arc<Root>, MountPath)> {
-        lock(&self.audit).requested = Some(raw.to_owned());
+    fn locate(&mut self, raw: &str) -> Result<(Arc<Root>, MountPath)> {
+        self.audit.requested = Some(raw.to_owned());
         let parsed = RequestPath::parse(raw)?;
         let (root, path) = self.config.roots.locate(&parsed, &self.server_id)?;
         self.note(Some(&path), 0);
@@ -152,7 +153,7 @@ impl Ctx {
 
     /// Locates `raw` and checks, before any I/O, that the root and a grant allow `need`.
     fn authorize(
-        &self,
+        &mut self,
         session: &Session,
         raw: &str,
         need: Access,
@@ -168,7 +169,7 @@ impl Ctx {
     /// As [`Ctx::authorize`] for operations on an entry's name (create, delete), which never
     /// act on a root itself.
     fn authorize_entry(
-        &self,
+        &mut self,
         session: &Session,
         raw: &str,
         need: Access,

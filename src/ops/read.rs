@@ -25,7 +25,7 @@ struct Chunk {
     meta: cap_std::fs::Metadata,
 }
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<ReadResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<ReadResult> {
     let p: ReadParams = params(raw)?;
     let max = ctx.limits().max_chunk_bytes.get() as u64;
     let length = p.length.unwrap_or(ctx.limits().chunk_bytes.get() as u64);

@@ -20,7 +20,7 @@ fn into_itself() -> Error {
     .with_reason(Reason::IntoItself)
 }
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<RenameResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<RenameResult> {
     let p: RenameParams = params(raw)?;
     let (root, old) = ctx.authorize(session, &p.old_path, Access::Write)?;
     let (_, new) = ctx.authorize(session, &p.new_path, Access::Write)?;

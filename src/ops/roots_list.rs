@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::session::Session;
 use serde_json::Value;
 
-pub(super) fn run(ctx: &Ctx, session: &Session, _params: Value) -> Result<RootsListResult> {
+pub(super) fn run(ctx: &mut Ctx, session: &Session, _params: Value) -> Result<RootsListResult> {
     let roots = ctx
         .config
         .roots

@@ -9,7 +9,7 @@ use crate::session::Session;
 use serde_json::Value;
 use std::sync::Arc;
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<StatResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<StatResult> {
     let p: StatParams = params(raw)?;
     let (root, path) = ctx.authorize(session, &p.path, Access::Read)?;
     let s = session.clone();

@@ -15,7 +15,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<WatchResult> {
+pub(super) async fn watch(
+    ctx: &mut Ctx,
+    session: &Arc<Session>,
+    raw: Value,
+) -> Result<WatchResult> {
     let p: WatchParams = params(raw)?;
     let events: HashSet<Change> = match &p.events {
         None => [Change::Modified, Change::Created, Change::Deleted].into(),
@@ -84,7 +88,7 @@ pub(super) async fn watch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Resu
     Ok(WatchResult { watch_id: id })
 }
 
-pub(super) fn unwatch(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<Empty> {
+pub(super) fn unwatch(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<Empty> {
     let p: UnwatchParams = params(raw)?;
     let mine = ctx
         .inner

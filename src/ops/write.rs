@@ -21,7 +21,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result<WriteResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<WriteResult> {
     let p: WriteParams = params(raw)?;
     let idle = Duration::from_secs(ctx.limits().upload_idle_secs.get());
     let purged = session.uploads().purge_idle(idle);
@@ -39,7 +39,7 @@ pub(super) async fn run(ctx: &Ctx, session: &Arc<Session>, raw: Value) -> Result
     result
 }
 
-async fn write(ctx: &Ctx, session: &Arc<Session>, p: WriteParams) -> Result<WriteResult> {
+async fn write(ctx: &mut Ctx, session: &Arc<Session>, p: WriteParams) -> Result<WriteResult> {
     let bytes = match p.encoding.unwrap_or(Encoding::Utf8) {
         Encoding::Utf8 => p.content.into_bytes(),
         // SIMD decoding, which accepts exactly what the `base64` crate's standard engine does
@@ -126,7 +126,7 @@ impl Outcome {
     }
 }
 
-async fn one_shot(ctx: &Ctx, session: &Arc<Session>, job: Job) -> Result<Outcome> {
+async fn one_shot(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcome> {
     let Job {
         root,
         path,
@@ -154,7 +154,7 @@ async fn one_shot(ctx: &Ctx, session: &Arc<Session>, job: Job) -> Result<Outcome
     .await
 }
 
-async fn chunk(ctx: &Ctx, session: &Arc<Session>, job: Job) -> Result<Outcome> {
+async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcome> {
     let Job {
         root,
         path,
