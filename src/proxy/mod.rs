@@ -64,14 +64,13 @@ pub(crate) use peek::{Kind, peek};
 use crate::broker::{Broker, Notifications};
 use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, LineSender, budget, line_channel};
-use crate::locks::lock;
 use crate::order::SHUTDOWN_GRACE;
 use crate::policy::EraMode;
 use names::{FIRST_WITHOUT_BATCHES, SERVER_INFO_KEY};
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -330,16 +329,12 @@ async fn notify_server(mut outbound: Notifications, to_server: LineSender) {
 
 /// What the two readers learn and share.
 struct State {
-    /// The id of the host's `initialize` request, to find the server's answer to it.
-    init_id: Mutex<Option<Value>>,
     /// The server's `serverInfo.name`.
     server_name: OnceLock<String>,
     /// The session id, fixed when first asked for, so a session never splits in two.
     session: OnceLock<String>,
     /// The server's brokered requests, which it may cancel.
     brokered: Arc<cancel::Brokered>,
-    /// The protocol revision the server's `initialize` result agreed.
-    version: Mutex<Option<String>>,
     /// The protocol era, and the roots questions of a modern session.
     era: era::EraState,
 }
@@ -347,11 +342,9 @@ struct State {
 impl State {
     fn new() -> State {
         State {
-            init_id: Mutex::new(None),
             server_name: OnceLock::new(),
             session: OnceLock::new(),
             brokered: Arc::default(),
-            version: Mutex::new(None),
             era: era::EraState::new(),
         }
     }
@@ -383,7 +376,7 @@ impl State {
                 .map(str::to_owned)
         });
         if let Some(v) = version {
-            *lock(&self.version) = Some(v);
+            self.era.facts().version = Some(v);
         }
     }
 
@@ -418,7 +411,9 @@ impl State {
         if self.era.era() == Some(era::Era::Modern) {
             return Some(era::MODERN_VERSION.to_owned());
         }
-        lock(&self.version)
+        self.era
+            .facts()
+            .version
             .clone()
             .filter(|v| v.as_str() >= FIRST_WITHOUT_BATCHES)
     }

@@ -49,8 +49,7 @@ use crate::proxy::names::{
 use park::Shelf;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use tokio::sync::Notify;
 use upstream::Upstream;
 
@@ -72,67 +71,81 @@ pub(crate) enum Era {
     Modern,
 }
 
-/// What the proxy knows of the session's era, shared by both readers.
+/// What the proxy knows of the session, shared by both readers and the rounds: the facts
+/// under one lock, so that a judgement sees them all at one moment, and the signals beside
+/// them.
 #[derive(Debug)]
 pub(crate) struct EraState {
-    mode: Mutex<EraMode>,
-    era: Mutex<Option<Era>>,
-    /// The server refused `initialize` with only modern versions.
-    modern_only: AtomicBool,
+    facts: Mutex<Facts>,
     /// Why the session cannot go on (`--era legacy` with a modern-only server).
     failure: OnceLock<String>,
     failed: Notify,
-    /// The host's interactive requests in a modern session, by id: their method and params.
-    originals: Mutex<HashMap<String, (String, Value)>>,
     upstream: Upstream,
     resolver: OnceLock<Resolver>,
+}
+
+/// The session's facts (see [`EraState`]).
+#[derive(Debug, Default)]
+pub(crate) struct Facts {
+    /// The `--era` rule.
+    mode: EraMode,
+    /// The era the connection settled on, if any.
+    era: Option<Era>,
+    /// The server refused `initialize` with only modern versions.
+    modern_only: bool,
+    /// The host's interactive requests in a modern session, by id: their method and params.
+    originals: HashMap<String, (String, Value)>,
     /// Mixed results waiting for the host's retry, by handle.
-    parked: Mutex<Shelf>,
+    parked: Shelf,
     /// The proxy's retry under way for a host request, by the host's id.
-    retrying: Mutex<HashMap<String, String>>,
+    retrying: HashMap<String, String>,
     /// Host requests whose rounds the proxy runs (taken from `originals`, so at most as many).
-    claimed: Mutex<HashSet<String>>,
+    claimed: HashSet<String>,
     /// Host requests cancelled while the proxy retried them.
-    cancelled: Mutex<HashSet<String>>,
+    cancelled: HashSet<String>,
+    /// The id of the host's `initialize` request (or forwarded probe), to find the server's
+    /// answer to it.
+    pub(crate) init_id: Option<Value>,
+    /// The protocol revision the server's `initialize` result agreed.
+    pub(crate) version: Option<String>,
 }
 
 impl EraState {
     pub(crate) fn new() -> EraState {
         EraState {
-            mode: Mutex::new(EraMode::Auto),
-            era: Mutex::new(None),
-            modern_only: AtomicBool::new(false),
+            facts: Mutex::new(Facts::default()),
             failure: OnceLock::new(),
             failed: Notify::new(),
-            originals: Mutex::new(HashMap::new()),
             upstream: Upstream::new(),
             resolver: OnceLock::new(),
-            parked: Mutex::new(Shelf::default()),
-            retrying: Mutex::new(HashMap::new()),
-            claimed: Mutex::new(HashSet::new()),
-            cancelled: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// The session's facts, locked. Never held across an await, nor while calling anything
+    /// that locks them again.
+    pub(crate) fn facts(&self) -> MutexGuard<'_, Facts> {
+        lock(&self.facts)
     }
 
     /// Sets the `--era` rule and what the roots are answered with.
     pub(crate) fn configure(&self, mode: EraMode, resolver: Resolver) {
-        *lock(&self.mode) = mode;
+        self.facts().mode = mode;
         let _ = self.resolver.set(resolver);
     }
 
     fn mode(&self) -> EraMode {
-        *lock(&self.mode)
+        self.facts().mode
     }
 
     /// The era settled on, if any.
     pub(crate) fn era(&self) -> Option<Era> {
-        *lock(&self.era)
+        self.facts().era
     }
 
     /// Settles the era; a modern one is announced at once, a legacy one once the server has
     /// accepted the host's `initialize` (a modern-only server refuses it).
     fn settle(&self, era: Era) {
-        let before = lock(&self.era).replace(era);
+        let before = self.facts().era.replace(era);
         if before != Some(era) && era == Era::Modern {
             self.announce(era);
         }
@@ -177,27 +190,28 @@ impl EraState {
     /// Takes the params kept for the host request `id` for the rounds the proxy runs on it,
     /// and marks the request as under way; `None` when none were kept.
     pub(crate) fn claim(&self, id: &Value) -> Option<(String, Value)> {
-        let original = lock(&self.originals).remove(&id_key(id))?;
-        lock(&self.claimed).insert(id_key(id));
+        let mut facts = self.facts();
+        let original = facts.originals.remove(&id_key(id))?;
+        facts.claimed.insert(id_key(id));
         Some(original)
     }
 
     /// Whether the rounds for the host request `id` are under way.
     pub(crate) fn is_claimed(&self, id: &Value) -> bool {
-        let claimed = lock(&self.claimed);
-        !claimed.is_empty() && claimed.contains(&id_key(id))
+        let facts = self.facts();
+        !facts.claimed.is_empty() && facts.claimed.contains(&id_key(id))
     }
 
     /// Ends the claim on the host request `id`, once its rounds are over.
     pub(crate) fn release(&self, id: &Value) {
-        lock(&self.claimed).remove(&id_key(id));
+        self.facts().claimed.remove(&id_key(id));
     }
 
     /// Forgets the params kept for the host request `id`, once it has its final answer.
     pub(crate) fn forget(&self, id: &Value) {
-        let mut originals = lock(&self.originals);
-        if !originals.is_empty() {
-            originals.remove(&id_key(id));
+        let mut facts = self.facts();
+        if !facts.originals.is_empty() {
+            facts.originals.remove(&id_key(id));
         }
     }
 }

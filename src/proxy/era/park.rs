@@ -3,7 +3,6 @@
 
 use super::EraState;
 use super::error_for;
-use crate::locks::lock;
 use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -123,7 +122,8 @@ impl EraState {
         let mut random = [0u8; 16];
         getrandom::fill(&mut random).ok()?;
         let handle = format!("{HANDLE_PREFIX}{:032x}", u128::from_le_bytes(random));
-        lock(&self.parked)
+        self.facts()
+            .parked
             .put(handle.clone(), parked)
             .then_some(handle)
     }
@@ -143,7 +143,7 @@ impl EraState {
         else {
             return Ok(());
         };
-        let Some(parked) = lock(&self.parked).take(&handle) else {
+        let Some(parked) = self.facts().parked.take(&handle) else {
             return Err("requestState is unknown or was already used".into());
         };
         let slot = params.entry(INPUT_RESPONSES).or_insert_with(|| json!({}));

@@ -7,7 +7,6 @@ use super::{MAX_ROUNDS, error_for};
 use crate::broker::Broker;
 use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
-use crate::locks::lock;
 use crate::proxy::State;
 use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, ROOTS_LIST};
 use serde_json::{Map, Value, json};
@@ -98,7 +97,7 @@ fn finish(state: &State, id: &Value, mut out: Value) -> Option<Vec<u8>> {
         out = roots_refused(id);
     }
     state.era.forget(id);
-    if lock(&state.era.cancelled).remove(&id_key(id)) {
+    if state.era.facts().cancelled.remove(&id_key(id)) {
         return None;
     }
     serde_json::to_vec(&out).ok()
@@ -229,10 +228,14 @@ async fn resolve(
             .era
             .upstream
             .request(to_server, &method, retry, |id| {
-                lock(&state.era.retrying).insert(host_key.clone(), id.to_owned());
+                state
+                    .era
+                    .facts()
+                    .retrying
+                    .insert(host_key.clone(), id.to_owned());
             })
             .await;
-        lock(&state.era.retrying).remove(&host_key);
+        state.era.facts().retrying.remove(&host_key);
         match asked {
             Some(next) => current = next,
             None => {

@@ -9,11 +9,9 @@ use super::{
 use crate::error::{Error, ErrorKind};
 use crate::jsonrpc::id_key;
 use crate::jsonrpc::{Id, Response};
-use crate::locks::lock;
 use crate::policy::EraMode;
 use crate::proxy::names::{DISCOVER, INITIALIZE, INPUT_RESPONSES};
 use serde_json::{Value, json};
-use std::sync::atomic::Ordering;
 
 /// What the host's request becomes.
 pub(crate) enum HostAction {
@@ -71,7 +69,7 @@ impl EraState {
         let go_modern = match mode {
             EraMode::Modern => true,
             EraMode::Legacy => false,
-            EraMode::Auto => self.modern_only.load(Ordering::Relaxed),
+            EraMode::Auto => self.facts().modern_only,
         };
         if self.era() == Some(Era::Legacy) {
             if discover {
@@ -101,15 +99,17 @@ impl EraState {
     }
 
     fn remember(&self, id: &Value, method: &str, message: &Value) {
-        let mut originals = lock(&self.originals);
-        if originals.len() >= MAX_ORIGINALS {
+        let mut facts = self.facts();
+        if facts.originals.len() >= MAX_ORIGINALS {
             tracing::warn!(
                 "too many requests wait for their result; a roots question for this one will be refused"
             );
             return;
         }
         let params = message.get("params").cloned().unwrap_or(Value::Null);
-        originals.insert(id_key(id), (method.to_owned(), params));
+        facts
+            .originals
+            .insert(id_key(id), (method.to_owned(), params));
     }
 
     /// Notes the server's answer to the host's `initialize`: a `-32022` naming only modern
@@ -146,12 +146,12 @@ impl EraState {
             )),
             EraMode::Auto => {
                 tracing::info!(?supported, "the server is modern-only; the host's next server/discover is forwarded");
-                self.modern_only.store(true, Ordering::Relaxed);
+                let mut facts = self.facts();
+                facts.modern_only = true;
                 // The handshake failed, so the connection has no era yet; a modern era,
                 // settled by a probe, is not the handshake's to undo.
-                let mut era = lock(&self.era);
-                if *era == Some(Era::Legacy) {
-                    era.take();
+                if facts.era == Some(Era::Legacy) {
+                    facts.era = None;
                 }
             }
             EraMode::Modern => {}

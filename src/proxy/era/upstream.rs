@@ -29,13 +29,17 @@ impl EraState {
     /// the same cancellation for the proxy's retry, to send to the server as well. The
     /// retry's waiter is let go, and the host gets no answer.
     pub(crate) fn cancel(&self, line: &[u8]) -> Option<Vec<u8>> {
-        if lock(&self.retrying).is_empty() {
+        if self.facts().retrying.is_empty() {
             return None;
         }
         let v = serde_json::from_slice::<Value>(line).ok()?;
         let host_key = id_key(cancelled_id(&v)?);
-        let upstream = lock(&self.retrying).remove(&host_key)?;
-        lock(&self.cancelled).insert(host_key);
+        let upstream = {
+            let mut facts = self.facts();
+            let upstream = facts.retrying.remove(&host_key)?;
+            facts.cancelled.insert(host_key);
+            upstream
+        };
         lock(&self.upstream.pending).remove(&upstream);
         let mut params = v.get("params").cloned().unwrap_or_else(|| json!({}));
         params["requestId"] = Value::String(upstream);

@@ -10,6 +10,7 @@ use super::{
     refuse_batch,
 };
 use crate::error::{Error, ErrorKind};
+use crate::proxy::State;
 use crate::proxy::era::{self, HostAction};
 use crate::proxy::host_channel::{HostChannel, add_capabilities};
 use crate::proxy::names::{
@@ -17,7 +18,6 @@ use crate::proxy::names::{
 };
 use crate::proxy::peek::{self, Kind};
 use crate::proxy::strict;
-use crate::proxy::{State, lock};
 use serde_json::Value;
 
 /// What becomes of one message of the host (a line, or an item of a batch).
@@ -58,7 +58,7 @@ pub(in crate::proxy) fn judge(
                         return Verdict::Server(line);
                     };
                     host.note_capabilities(message.pointer("/params/capabilities"));
-                    *lock(&state.init_id) = Some(id);
+                    state.era.facts().init_id = Some(id);
                     match serde_json::to_vec(&add_capabilities(message, capabilities)) {
                         Ok(extended) => Verdict::Server(Some(extended)),
                         Err(_) => Verdict::Server(line),
@@ -67,7 +67,7 @@ pub(in crate::proxy) fn judge(
                 HostAction::Relay(line) => {
                     // A forwarded probe's answer names the server, as `initialize`'s does.
                     if method == DISCOVER {
-                        *lock(&state.init_id) = Some(id);
+                        state.era.facts().init_id = Some(id);
                     }
                     Verdict::Server(line)
                 }

@@ -12,11 +12,11 @@ use super::{
 };
 use crate::error::{Error, ErrorKind};
 use crate::method::is_brokered;
+use crate::proxy::State;
 use crate::proxy::era;
 use crate::proxy::host_channel::HostChannel;
 use crate::proxy::names::{CANCELLED, cancelled_id_in};
 use crate::proxy::peek::{self, Kind};
-use crate::proxy::{State, lock};
 use serde_json::Value;
 
 /// What becomes of one message of the server (a line, or an item of a batch).
@@ -104,10 +104,10 @@ fn answer(state: &State, item: &[u8], id: Value) -> Verdict {
     // The first answer to `initialize` (or a forwarded probe) settles it: a later one with
     // the same id cannot change the session's era.
     let answers_init = {
-        let mut init = lock(&state.init_id);
-        let hit = init.as_ref() == Some(&id);
+        let mut facts = state.era.facts();
+        let hit = facts.init_id.as_ref() == Some(&id);
         if hit {
-            init.take();
+            facts.init_id = None;
         }
         hit
     };
