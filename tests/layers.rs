@@ -208,3 +208,136 @@ fn every_module_in_lib_rs_is_placed() {
         );
     }
 }
+
+/// The modules of `src/proxy/`, from the ground up, as [`LAYERS`] is for `src/`: a module
+/// uses only those before it, and none uses the proxy's root (`proxy/mod.rs`, which wires
+/// them together): what the readers and the judge share lives in `relay`, below them.
+const PROXY_LAYERS: &[&str] = &[
+    // The vocabulary and the exact reader of a message.
+    "names",
+    "strict",
+    "peek",
+    // The connection to a local server, and the proxy's own requests to the host.
+    "link",
+    "host_channel",
+    "cancel",
+    "elicit",
+    "sandbox",
+    // What the session knows, and the judge that decides with it.
+    "era",
+    "relay",
+    "judge",
+    // The tasks: the broker's lane and the two readers; the remote transport.
+    "lane",
+    "from_server",
+    "from_host",
+    "remote",
+];
+
+/// The names a line of code reaches through `prefix` (`crate::proxy::`, `super::`), with
+/// `prefix{A, b::C}` opened.
+fn named_after(line: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find(prefix) {
+        // `super::super::x` is read once, for its last `super::`.
+        let before = &rest[..i];
+        rest = &rest[i + prefix.len()..];
+        if prefix == "super::" && (before.ends_with("super::") || rest.starts_with("super::")) {
+            continue;
+        }
+        let group = rest
+            .strip_prefix('{')
+            .map(|g| g.split('}').next().unwrap_or(""));
+        let items: Vec<&str> = match group {
+            Some(g) => g.split(',').collect(),
+            None => vec![rest],
+        };
+        for item in items {
+            let word: String = item
+                .trim()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !word.is_empty() && word != "self" {
+                out.push(word);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_import_in_the_proxy_runs_downward() {
+    let proxy = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/proxy");
+    let mut files = Vec::new();
+    rust_files(&proxy, &mut files);
+    files.sort();
+    let rank: BTreeMap<&str, usize> = PROXY_LAYERS
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (*m, i))
+        .collect();
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for file in &files {
+        let rel = file.strip_prefix(&proxy).expect("under src/proxy");
+        let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
+        if parts == ["mod.rs"] {
+            continue;
+        }
+        let module = parts[0].trim_end_matches(".rs");
+        let Some(&mine) = rank.get(module) else {
+            wrong.push(format!(
+                "{}: module `{module}` is not placed in PROXY_LAYERS",
+                file.display()
+            ));
+            continue;
+        };
+        // How a file names the proxy's own modules: `super::` from a file directly in
+        // `src/proxy/` (or a directory's `mod.rs`), `super::super::` one level down.
+        let depth = parts.len() - usize::from(parts.last() == Some(&"mod.rs"));
+        let up = "super::".repeat(depth);
+        let text = std::fs::read_to_string(file).expect("read file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            let mut names = named_after(code, "crate::proxy::");
+            if depth == 1 {
+                names.extend(named_after(code, "super::"));
+            } else if code.contains(&up) {
+                names.extend(named_after(&code.replace(&up, "PROXY::"), "PROXY::"));
+            }
+            for other in names {
+                seen += 1;
+                if other == module {
+                    continue;
+                }
+                match rank.get(other.as_str()) {
+                    Some(&theirs) if theirs < mine => {}
+                    Some(_) => wrong.push(format!(
+                        "{}:{}: `{module}` uses `{other}`, which stands above it",
+                        file.display(),
+                        n + 1
+                    )),
+                    None => wrong.push(format!(
+                        "{}:{}: `{module}` uses `{other}` from the proxy's root",
+                        file.display(),
+                        n + 1
+                    )),
+                }
+            }
+        }
+    }
+    assert!(
+        seen > 30,
+        "too few imports found ({seen}): is src/proxy read?"
+    );
+    assert!(
+        wrong.is_empty(),
+        "imports in the proxy that run upward:\n{}",
+        wrong.join("\n")
+    );
+}

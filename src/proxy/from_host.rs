@@ -1,9 +1,9 @@
 //! The host's lines: read, judged (`judge::host`), and sent where the verdict says: to the
 //! server (maybe rewritten), or answered by the proxy itself.
 
-use super::State;
 use super::host_channel::HostChannel;
 use super::judge::host::route;
+use super::relay::Relay;
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc;
 use crate::lines::LineSender;
@@ -16,7 +16,7 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
     host_in: R,
     max_line: usize,
     host: Arc<HostChannel>,
-    state: Arc<State>,
+    state: Arc<Relay>,
     capabilities: Value,
     to_server: LineSender,
 ) {

@@ -3,11 +3,11 @@
 //! Refusals wait for room in the queue towards the server: whatever drains it (a child's
 //! stdin writer, the remote transport's driver) never waits for this reader.
 
-use super::State;
 use super::era;
 use super::host_channel::HostChannel;
 use super::judge::refusal;
 use super::judge::server::{ForLane, Routed, route};
+use super::relay::Relay;
 use crate::error::{Error, ErrorKind};
 use crate::lines::{LineReceiver, LineSender, SendError};
 use serde_json::Value;
@@ -26,7 +26,7 @@ pub(super) async fn read_server(
     mut from_server: LineReceiver,
     host: Arc<HostChannel>,
     to_host: Option<LineSender>,
-    state: Arc<State>,
+    state: Arc<Relay>,
     lane: LineSender,
     to_server: LineSender,
 ) {
@@ -34,8 +34,13 @@ pub(super) async fn read_server(
     while let Some(line) = from_server.recv().await {
         let mut routed = route(line, &host, &state);
         for response in std::mem::take(&mut routed.input) {
-            if let Some(l) = era::intercept(&state, response, to_host.clone(), to_server.clone())
-                && to_host.send(l).await.is_err()
+            if let Some(l) = era::intercept(
+                &state.era,
+                || state.session_id(),
+                response,
+                to_host.clone(),
+                to_server.clone(),
+            ) && to_host.send(l).await.is_err()
             {
                 return;
             }
@@ -79,7 +84,7 @@ pub(super) async fn read_server(
 }
 
 /// Forgets brokered requests that never reached the lane.
-fn forget(state: &State, ids: &[Value], batch: bool) {
+fn forget(state: &Relay, ids: &[Value], batch: bool) {
     if !batch {
         for id in ids {
             state.brokered.forget(id);
@@ -93,7 +98,7 @@ fn forget(state: &State, ids: &[Value], batch: bool) {
 pub(crate) fn host_part(line: &[u8]) -> Option<Vec<u8>> {
     let (tx, _rx) = crate::lines::line_channel(1, 1024);
     let host = HostChannel::new(tx);
-    let state = State::new();
+    let state = Relay::new(None);
     let routed: Routed = route(line.to_vec(), &host, &state);
     // The oracle's session has seen no `initialize`, so at most the server's line goes on.
     routed.host.into_iter().next()
@@ -118,7 +123,7 @@ mod tests {
             from_server,
             host.clone(),
             host.sender(),
-            Arc::new(State::new()),
+            Arc::new(Relay::new(None)),
             lane,
             to_server,
         ));

@@ -2,7 +2,7 @@
 //! would, through the same `order::Dispatcher` (reads concurrently, changes as barriers,
 //! bounded in number and bytes).
 
-use super::State;
+use super::relay::Relay;
 use crate::broker::Broker;
 use crate::jsonrpc::{self, Item, Message};
 use crate::lines::{LineReceiver, LineSender};
@@ -16,8 +16,7 @@ use tokio::sync::watch;
 /// server that is gone must not reach the user), and those running get a short grace.
 pub(super) async fn run_lane(
     broker: Broker,
-    configured: Option<String>,
-    state: Arc<State>,
+    state: Arc<Relay>,
     mut lane: LineReceiver,
     to_server: LineSender,
     mut stop: watch::Receiver<bool>,
@@ -35,7 +34,7 @@ pub(super) async fn run_lane(
             },
         };
         let d = dispatcher.get_or_insert_with(|| {
-            let id = state.session_id(configured.as_deref());
+            let id = state.session_id();
             Dispatcher::new(broker.clone(), &id, to_server.clone())
         });
         let held = tokio::select! {

@@ -44,6 +44,7 @@ mod lane;
 mod link;
 mod names;
 mod peek;
+mod relay;
 pub mod remote;
 pub mod sandbox;
 mod strict;
@@ -66,19 +67,16 @@ use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, LineSender, budget, line_channel};
 use crate::order::SHUTDOWN_GRACE;
 use crate::policy::EraMode;
-use names::{FIRST_WITHOUT_BATCHES, SERVER_INFO_KEY};
-use serde_json::Value;
+use relay::Relay;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// How long the end of a session waits for the last messages to pass.
 pub(crate) const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(5);
-
-pub(crate) use crate::session::DEFAULT_SERVER_ID;
 
 /// One proxy, before it runs: build the broker in between, since consent by elicitation
 /// needs the host channel this creates.
@@ -149,12 +147,12 @@ impl Proxy {
             mut exit,
         } = link;
         let max_line = broker.policy().limits.max_line_bytes.get();
-        let state = Arc::new(State::new());
+        let state = Arc::new(Relay::new(server_id.clone()));
         let mode = era.unwrap_or(broker.policy().proxy.era);
         tracing::info!(?mode, "protocol era rule");
         state
             .era
-            .configure(mode, era::Resolver::new(broker.clone(), server_id.clone()));
+            .configure(mode, era::Resolver::new(broker.clone()));
         // A session that cannot go on in the era asked for ends as a shutdown does.
         let era_state = state.clone();
         let shutdown = async move {
@@ -169,7 +167,6 @@ impl Proxy {
         let (stop_lane, lane_stop) = watch::channel(false);
         let lane = tokio::spawn(lane::run_lane(
             broker.clone(),
-            server_id.clone(),
             state.clone(),
             lane_rx,
             to_server.clone(),
@@ -215,7 +212,7 @@ impl Proxy {
         };
         tracing::info!(code, "server exited");
         tasks.wind_down(ending.server_done, host).await;
-        let id = state.session_id(server_id.as_deref());
+        let id = state.session_id();
         broker.end_session(&id);
         if state.era.failure().is_some() {
             return 1;
@@ -327,98 +324,6 @@ async fn notify_server(mut outbound: Notifications, to_server: LineSender) {
     }
 }
 
-/// What the two readers learn and share.
-struct State {
-    /// The server's `serverInfo.name`.
-    server_name: OnceLock<String>,
-    /// The session id, fixed when first asked for, so a session never splits in two.
-    session: OnceLock<String>,
-    /// The server's brokered requests, which it may cancel.
-    brokered: Arc<cancel::Brokered>,
-    /// The protocol era, and the roots questions of a modern session.
-    era: era::EraState,
-}
-
-impl State {
-    fn new() -> State {
-        State {
-            server_name: OnceLock::new(),
-            session: OnceLock::new(),
-            brokered: Arc::default(),
-            era: era::EraState::new(),
-        }
-    }
-
-    fn session_id(&self, configured: Option<&str>) -> String {
-        self.session
-            .get_or_init(|| {
-                configured
-                    .map(str::to_owned)
-                    .or_else(|| self.server_name.get().cloned())
-                    .unwrap_or_else(|| DEFAULT_SERVER_ID.to_owned())
-            })
-            .clone()
-    }
-
-    /// Takes the session's name from the server's answer to `initialize` (or to a forwarded
-    /// `server/discover`).
-    fn note_server_name(&self, line: &[u8]) {
-        let name = serde_json::from_slice::<Value>(line)
-            .ok()
-            .and_then(|v| server_name_in(&v));
-        if let Some(name) = name {
-            tracing::info!(server = %name, "server initialized");
-            let _ = self.server_name.set(name);
-        }
-        let version = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
-            v.pointer("/result/protocolVersion")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
-        if let Some(v) = version {
-            self.era.facts().version = Some(v);
-        }
-    }
-
-    /// Whether the broker answers a server's request for `method` in this session: `roots/list`
-    /// always (the host is never asked), `files/*` and consent only once the host's
-    /// `initialize` made the session legacy. Revision 2026-07-28 has neither, and a server
-    /// that asks before the handshake has no era yet: the answer is no.
-    fn serves(&self, method: &str) -> bool {
-        method == names::ROOTS_LIST || self.era.era() == Some(era::Era::Legacy)
-    }
-
-    /// Takes the session's name from any answer of the server in a modern session, until it
-    /// is known: a 2026-07-28 server names itself in every result's `_meta`, and a host may
-    /// never send the probe on this connection (the TypeScript SDK 2.x probes on a copy of
-    /// the command, or not at all with a remembered verdict). The first name holds, and only
-    /// until the session's name is fixed by the first brokered request.
-    fn learn_modern_name(&self, line: &[u8]) {
-        if self.server_name.get().is_some()
-            || self.session.get().is_some()
-            || self.era.era() != Some(era::Era::Modern)
-            || !era::mentions(line, SERVER_INFO_KEY.as_bytes())
-        {
-            return;
-        }
-        self.note_server_name(line);
-    }
-
-    /// The agreed protocol revision when it has no JSON-RPC batches (2025-06-18 and later,
-    /// which removed them); `None` before `initialize` was answered or in an older one.
-    fn without_batches(&self) -> Option<String> {
-        // A modern session may have no `initialize` answer to read a version from.
-        if self.era.era() == Some(era::Era::Modern) {
-            return Some(era::MODERN_VERSION.to_owned());
-        }
-        self.era
-            .facts()
-            .version
-            .clone()
-            .filter(|v| v.as_str() >= FIRST_WITHOUT_BATCHES)
-    }
-}
-
 /// Writes lines to the host, flushing when the queue runs dry.
 async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: LineReceiver) {
     let mut out = tokio::io::BufWriter::new(host_out);
@@ -429,15 +334,4 @@ async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: LineReceiver) {
             break;
         }
     }
-}
-
-/// The server's name in its answer `v`: `serverInfo.name` in an `initialize` result, or
-/// the name under [`SERVER_INFO_KEY`] in a result's `_meta`; cleaned for a session id.
-fn server_name_in(v: &Value) -> Option<String> {
-    let result = v.get("result")?;
-    result
-        .pointer("/serverInfo/name")
-        .or_else(|| result.get("_meta")?.get(SERVER_INFO_KEY)?.get("name"))
-        .and_then(Value::as_str)
-        .and_then(crate::session::server_name)
 }

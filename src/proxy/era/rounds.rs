@@ -3,11 +3,10 @@
 
 use super::park::split;
 use super::scan::{asks_roots, needs_input};
-use super::{MAX_ROUNDS, error_for};
+use super::{EraState, MAX_ROUNDS, error_for};
 use crate::broker::Broker;
 use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
-use crate::proxy::State;
 use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, ROOTS_LIST};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -16,12 +15,11 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub(crate) struct Resolver {
     broker: Broker,
-    configured: Option<String>,
 }
 
 impl Resolver {
-    pub(crate) fn new(broker: Broker, configured: Option<String>) -> Resolver {
-        Resolver { broker, configured }
+    pub(crate) fn new(broker: Broker) -> Resolver {
+        Resolver { broker }
     }
 }
 
@@ -33,14 +31,16 @@ impl Resolver {
 /// so a flood of them waits for the host. A request whose rounds are under way is claimed:
 /// another `input_required` answer under its id is dropped, so one host request runs at most
 /// one set of rounds (and parks at most one mixed answer) however often the server answers.
+/// `session` names the broker session whose roots answer (asked only when the rounds run).
 pub(crate) fn intercept(
-    state: &Arc<State>,
+    era: &Arc<EraState>,
+    session: impl FnOnce() -> String,
     response: Value,
     to_host: LineSender,
     to_server: LineSender,
 ) -> Option<Vec<u8>> {
     let id = response.get("id").cloned().unwrap_or(Value::Null);
-    if state.era.is_claimed(&id) {
+    if era.is_claimed(&id) {
         tracing::warn!(
             "dropped another input_required answer to a request whose rounds are under way"
         );
@@ -48,16 +48,17 @@ pub(crate) fn intercept(
     }
     let result = response.get("result").unwrap_or(&Value::Null);
     let brokered = matches!(judge(result), Asked::Roots(_) | Asked::Mixed(_));
-    let original = if brokered { state.era.claim(&id) } else { None };
+    let original = if brokered { era.claim(&id) } else { None };
     let Some(original) = original else {
-        let out = resolve_now(state, &id, response);
-        return finish(state, &id, out);
+        let out = resolve_now(era, &id, response);
+        return finish(era, &id, out);
     };
-    let state = state.clone();
+    let era = era.clone();
+    let session = session();
     tokio::spawn(async move {
-        let out = resolve(&state, &id, response, original, &to_server).await;
-        state.era.release(&id);
-        if let Some(line) = finish(&state, &id, out) {
+        let out = resolve(&era, &session, &id, response, original, &to_server).await;
+        era.release(&id);
+        if let Some(line) = finish(&era, &id, out) {
             let _ = to_host.send(line).await;
         }
     });
@@ -66,7 +67,7 @@ pub(crate) fn intercept(
 
 /// An `input_required` answer the broker has nothing to give to (only sampling or
 /// elicitation, something refused, or roots for a request the proxy did not keep).
-fn resolve_now(state: &State, host_id: &Value, mut response: Value) -> Value {
+fn resolve_now(era: &EraState, host_id: &Value, mut response: Value) -> Value {
     let result = response.get("result").unwrap_or(&Value::Null);
     match judge(result) {
         Asked::Host => {
@@ -76,7 +77,7 @@ fn resolve_now(state: &State, host_id: &Value, mut response: Value) -> Value {
             response
         }
         Asked::Refused(why) => error_for(host_id, why),
-        Asked::Roots(_) | Asked::Mixed(_) if state.era.era() != Some(super::Era::Modern) => {
+        Asked::Roots(_) | Asked::Mixed(_) if era.era() != Some(super::Era::Modern) => {
             error_for(
                 host_id,
                 "the server asked for roots with input_required in a session that is not 2026-07-28; refused rather than let the host answer roots".into(),
@@ -92,12 +93,12 @@ fn resolve_now(state: &State, host_id: &Value, mut response: Value) -> Value {
 /// The one check before the host: whatever the rounds ended with (the final result, an
 /// answer for the host to complete, what a split left), a roots question anywhere in it is
 /// refused, never relayed. A request the host cancelled gets no answer.
-fn finish(state: &State, id: &Value, mut out: Value) -> Option<Vec<u8>> {
+fn finish(era: &EraState, id: &Value, mut out: Value) -> Option<Vec<u8>> {
     if asks_roots(&out) {
         out = roots_refused(id);
     }
-    state.era.forget(id);
-    if state.era.facts().cancelled.remove(&id_key(id)) {
+    era.forget(id);
+    if era.facts().cancelled.remove(&id_key(id)) {
         return None;
     }
     serde_json::to_vec(&out).ok()
@@ -160,13 +161,14 @@ pub(crate) fn roots_refused(id: &Value) -> Value {
 }
 
 async fn resolve(
-    state: &State,
+    era: &EraState,
+    session: &str,
     host_id: &Value,
     first: Value,
     original: (String, Value),
     to_server: &LineSender,
 ) -> Value {
-    let Some(resolver) = state.era.resolver.get() else {
+    let Some(resolver) = era.resolver.get() else {
         return error_for(
             host_id,
             "the server asked for input that fsbroker cannot broker here".into(),
@@ -193,13 +195,12 @@ async fn resolve(
             Asked::Mixed(r) => (r, true),
         };
         let (method, params) = original.clone();
-        let session = state.session_id(resolver.configured.as_deref());
-        let responses = match broker_roots(resolver, &session, roots.clone()).await {
+        let responses = match broker_roots(resolver, session, roots.clone()).await {
             Ok(r) => r,
             Err(why) => return error_for(host_id, why),
         };
         if mixed {
-            return split(&state.era, host_id, current, &roots, responses);
+            return split(era, host_id, current, &roots, responses);
         }
         tracing::info!(
             keys = responses.len(),
@@ -224,18 +225,13 @@ async fn resolve(
             }
         }
         let host_key = id_key(host_id);
-        let asked = state
-            .era
+        let asked = era
             .upstream
             .request(to_server, &method, retry, |id| {
-                state
-                    .era
-                    .facts()
-                    .retrying
-                    .insert(host_key.clone(), id.to_owned());
+                era.facts().retrying.insert(host_key.clone(), id.to_owned());
             })
             .await;
-        state.era.facts().retrying.remove(&host_key);
+        era.facts().retrying.remove(&host_key);
         match asked {
             Some(next) => current = next,
             None => {

@@ -10,13 +10,13 @@ use super::{
     refuse_batch,
 };
 use crate::error::{Error, ErrorKind};
-use crate::proxy::State;
 use crate::proxy::era::{self, HostAction};
 use crate::proxy::host_channel::{HostChannel, add_capabilities};
 use crate::proxy::names::{
     CANCELLED, DISCOVER, INITIALIZE, INPUT_RESPONSES, ROOTS_CHANGED, VERSION_KEY,
 };
 use crate::proxy::peek::{self, Kind};
+use crate::proxy::relay::Relay;
 use crate::proxy::strict;
 use serde_json::Value;
 
@@ -42,7 +42,7 @@ pub(in crate::proxy) enum Verdict {
 /// message we cannot read exactly is dropped when it may answer the proxy, and refused when it
 /// may carry the modern era or answer a brokered request; the rest goes to the server.
 pub(in crate::proxy) fn judge(
-    state: &State,
+    state: &Relay,
     host: &HostChannel,
     capabilities: &Value,
     item: &[u8],
@@ -135,7 +135,7 @@ pub(in crate::proxy) struct Routed {
 pub(in crate::proxy) fn route(
     line: Vec<u8>,
     host: &HostChannel,
-    state: &State,
+    state: &Relay,
     capabilities: &Value,
 ) -> Routed {
     let kind = peek::peek(&line);
@@ -157,7 +157,7 @@ pub(in crate::proxy) fn route(
 /// 2026-07-28 request, which that revision never batches) or when the session's revision has
 /// no batches; otherwise each item is judged as a single line is, and what remains for the
 /// server is the items as the host wrote them (the batch byte for byte when nothing changed).
-fn route_batch(line: Vec<u8>, host: &HostChannel, state: &State, capabilities: &Value) -> Routed {
+fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay, capabilities: &Value) -> Routed {
     let Batch { items, fault } = read_batch(&line);
     let readable = fault != Some(Fault::NotAnArray);
     if readable && items.iter().any(|(item, kind)| alone(item, kind)) {

@@ -12,11 +12,11 @@ use super::{
 };
 use crate::error::{Error, ErrorKind};
 use crate::method::is_brokered;
-use crate::proxy::State;
 use crate::proxy::era;
 use crate::proxy::host_channel::HostChannel;
 use crate::proxy::names::{CANCELLED, cancelled_id_in};
 use crate::proxy::peek::{self, Kind};
+use crate::proxy::relay::Relay;
 use serde_json::Value;
 
 /// What becomes of one message of the server (a line, or an item of a batch).
@@ -46,7 +46,7 @@ pub(in crate::proxy) enum Verdict {
 /// question is refused or dropped; the rest goes to the host; what we cannot read exactly is
 /// refused.
 pub(in crate::proxy) fn judge(
-    state: &State,
+    state: &Relay,
     host: &HostChannel,
     item: &[u8],
     kind: Kind,
@@ -85,7 +85,7 @@ pub(in crate::proxy) fn judge(
 
 /// A cancellation the proxy takes: of its own retry (the host's request then fails), or of
 /// a brokered request (which stops; the host never saw that id).
-fn takes_cancel(state: &State, item: &[u8]) -> bool {
+fn takes_cancel(state: &Relay, item: &[u8]) -> bool {
     if state.era.server_cancelled(item) {
         return true;
     }
@@ -97,7 +97,7 @@ fn takes_cancel(state: &State, item: &[u8]) -> bool {
 }
 
 /// An answer of the server: to the proxy's retry (taken), or to the host.
-fn answer(state: &State, item: &[u8], id: Value) -> Verdict {
+fn answer(state: &Relay, item: &[u8], id: Value) -> Verdict {
     if state.era.take_upstream_answer(&id, item) {
         return Verdict::Drop;
     }
@@ -166,7 +166,7 @@ impl Routed {
 }
 
 /// Routes one line of the server: a single message by its verdict, a batch item by item.
-pub(in crate::proxy) fn route(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
+pub(in crate::proxy) fn route(line: Vec<u8>, host: &HostChannel, state: &Relay) -> Routed {
     // JSON is UTF-8; a host that decodes leniently must never see a line we did not read.
     if std::str::from_utf8(&line).is_err() {
         let e = Error::new(ErrorKind::ParseError, "message is not valid utf-8");
@@ -206,7 +206,7 @@ pub(in crate::proxy) fn route(line: Vec<u8>, host: &HostChannel, state: &State) 
 /// as the bytes the server wrote (what goes on is never a re-encoding of what we read). The
 /// broker's answers come back as a batch of their own. A batch with nothing to take out is
 /// relayed as the server wrote it, byte for byte.
-fn route_batch(line: Vec<u8>, host: &HostChannel, state: &State) -> Routed {
+fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay) -> Routed {
     let Batch { items, fault } = read_batch(&line);
     if let Some(version) = state.without_batches() {
         let refused = refuse_batch(&items, &no_batches(&version), &|id| {

@@ -2,13 +2,13 @@
 
 use super::{host, server};
 use crate::lines::line_channel;
-use crate::proxy::State;
 use crate::proxy::host_channel::HostChannel;
+use crate::proxy::relay::Relay;
 use serde_json::{Value, json};
 
-fn session() -> (State, HostChannel) {
+fn session() -> (Relay, HostChannel) {
     let (tx, _rx) = line_channel(8, 1 << 20);
-    (State::new(), HostChannel::new(tx))
+    (Relay::new(None), HostChannel::new(tx))
 }
 
 fn text(lines: &[Vec<u8>]) -> Vec<String> {
