@@ -254,6 +254,11 @@ pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T> {
     let value = match value {
         Value::Null => Value::Object(Default::default()),
         Value::Array(_) => return Err(Error::invalid_params("params must be an object")),
+        // Any MCP request may carry `_meta`; every other key must be one the method knows.
+        Value::Object(mut fields) => {
+            fields.remove("_meta");
+            Value::Object(fields)
+        }
         v => v,
     };
     serde_path_to_error::deserialize(value).map_err(|e| {

@@ -7,6 +7,10 @@
 //! decides what a method sends. `docs/protocol.md` documents the same keys, and
 //! `tests/wire_contract.rs` holds the two together.
 //!
+//! Params refuse a key they do not know (`-32602` naming it), so a misspelt option
+//! (`ifmatch` for `ifMatch`) is an error rather than a request without it; `_meta`, which
+//! any MCP request may carry, is taken out before (see `ops::params`).
+//!
 //! This module is below the operations: it imports only leaves.
 
 use crate::access::Access;
@@ -61,6 +65,7 @@ pub(crate) struct RootInfo {
 /// `files/consent` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub(crate) struct ConsentParams {
     /// The server's reason, shown to the user.
     pub(crate) message: Option<String>,
@@ -93,6 +98,7 @@ pub(crate) struct ConsentResult {
 
 /// `files/read` params.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct ReadParams {
     /// The file.
     pub(crate) path: String,
@@ -132,6 +138,7 @@ pub(crate) struct ReadResult {
 /// `files/list` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub(crate) struct ListParams {
     /// The directory.
     pub(crate) path: String,
@@ -178,6 +185,7 @@ pub(crate) struct ListEntry {
 
 /// `files/stat` params.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct StatParams {
     /// The path.
     pub(crate) path: String,
@@ -216,6 +224,7 @@ fn is_true(b: &bool) -> bool {
 /// `files/write` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub(crate) struct WriteParams {
     /// The file.
     pub(crate) path: String,
@@ -267,6 +276,7 @@ pub(crate) enum CreateKind {
 
 /// `files/create` params.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct CreateParams {
     /// The new entry.
     pub(crate) path: String,
@@ -290,6 +300,7 @@ pub(crate) struct CreateResult {
 
 /// `files/delete` params.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct DeleteParams {
     /// The entry.
     pub(crate) path: String,
@@ -308,6 +319,7 @@ pub(crate) struct DeleteResult {
 /// `files/rename` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RenameParams {
     /// The entry to move.
     pub(crate) old_path: String,
@@ -330,6 +342,7 @@ pub(crate) struct RenameResult {
 
 /// `files/watch` params.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct WatchParams {
     /// The file or directory.
     pub(crate) path: String,
@@ -351,6 +364,7 @@ pub(crate) struct WatchResult {
 /// `files/unwatch` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub(crate) struct UnwatchParams {
     /// The watch to end.
     pub(crate) watch_id: String,
