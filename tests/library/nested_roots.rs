@@ -141,9 +141,7 @@ async fn a_narrower_root_inside_a_wider_one_is_refused_naming_both() {
         "mount = \"docs\"\naccess = \"read\"",
         1,
     );
-    let e = try_broker(&read_only)
-        .err()
-        .expect("a read-only root inside a writable one");
+    let e = try_broker(&read_only).expect_err("a read-only root inside a writable one");
     assert!(
         e.contains("docs") && e.contains("repo") && e.contains("read"),
         "{e}"
@@ -154,9 +152,7 @@ async fn a_narrower_root_inside_a_wider_one_is_refused_naming_both() {
         "mount = \"docs\"\naccess = \"write\"\nservers = [\"other\"]",
         1,
     );
-    let e = try_broker(&hidden)
-        .err()
-        .expect("a root seen by fewer servers inside one seen by all");
+    let e = try_broker(&hidden).expect_err("a root seen by fewer servers inside one seen by all");
     assert!(
         e.contains("docs") && e.contains("repo") && e.contains("fewer servers"),
         "{e}"
@@ -222,8 +218,6 @@ async fn the_same_directory_as_a_wider_and_a_narrower_root_is_refused() {
         f.root.join("x/..")
     );
     std::fs::create_dir_all(f.root.join("x")).unwrap();
-    let e = try_broker(&text)
-        .err()
-        .expect("one directory as two roots of different access");
+    let e = try_broker(&text).expect_err("one directory as two roots of different access");
     assert!(e.contains("again") && e.contains("repo"), "{e}");
 }

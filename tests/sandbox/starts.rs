@@ -74,7 +74,7 @@ fn a_program_link_swapped_while_the_server_starts_never_runs_with_the_target_rea
         std::thread::spawn(move || {
             let mut n = 0u64;
             while !stop.load(Ordering::SeqCst) {
-                repoint(&link, if n % 2 == 0 { &key } else { &py });
+                repoint(&link, if n.is_multiple_of(2) { &key } else { &py });
                 n += 1;
             }
         })
@@ -210,7 +210,7 @@ fn a_descriptor_the_proxy_inherited_does_not_reach_the_server() {
         l.base.join("proj").to_str().unwrap().into(),
     ];
     args.extend(l.checker().iter().map(|a| a.to_str().unwrap().to_owned()));
-    let script = format!("exec 7<\"$SECRET\"; exec \"$FSBROKER\" \"$@\"",);
+    let script = "exec 7<\"$SECRET\"; exec \"$FSBROKER\" \"$@\"";
     let mut cmd = std::process::Command::new("sh");
     cmd.arg("-c")
         .arg(script)

@@ -220,9 +220,7 @@ fn a_policy_path_that_passes_through_a_writable_root_and_leaves_by_dotdot_is_ref
         f.root,
         dotted.display()
     );
-    let e = try_broker(&text)
-        .err()
-        .expect("a consent program reached through the root");
+    let e = try_broker(&text).expect_err("a consent program reached through the root");
     assert!(e.contains("repo"), "{e}");
 }
 
