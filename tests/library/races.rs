@@ -4,7 +4,7 @@
 //! under recursive listing, create-with-parents and recursive delete. Every answer is the
 //! right content or a documented error; the outside never changes.
 //!
-//! (tests/confinement_race.rs covers read/list/stat against swapped entries.)
+//! (tests/library/confinement_race.rs covers read/list/stat against swapped entries.)
 //!
 //! Rounds: `FSBROKER_RACE_ITERS` (default 300 per test).
 

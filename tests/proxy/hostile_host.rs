@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 /// The revision these sessions speak: the last with JSON-RPC batches, which some of these
-/// tests send (2025-06-18 removed them; `proxy_batches_removed.rs` holds what happens there).
+/// tests send (2025-06-18 removed them; `batches_removed.rs` holds what happens there).
 const BATCH_REVISION: &str = "2025-03-26";
 
 /// The lines the server received, raw.

@@ -12,7 +12,7 @@ use crate::sidecar::Sidecar;
 use serde_json::{Value, json};
 
 /// The revision these sessions speak: the last with JSON-RPC batches, which some of these
-/// tests send (2025-06-18 removed them; `proxy_batches_removed.rs` holds what happens there).
+/// tests send (2025-06-18 removed them; `batches_removed.rs` holds what happens there).
 const BATCH_REVISION: &str = "2025-03-26";
 
 /// A proxy (consent `deny`) in front of the scripted server, initialized by a host that
