@@ -7,7 +7,9 @@
 //! which tests of other files running beside it would change.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
+#[allow(dead_code)] // this file uses a few of the shared helpers
 mod common;
+#[allow(dead_code)]
 #[path = "common/sidecar.rs"]
 mod sidecar;
 

@@ -5,7 +5,6 @@
 //!
 //! A test binary using this declares, in its `main.rs` and by path, `mod common;`, `mod
 //! interop;`, `mod sidecar;` and `mod remote;`.
-#![allow(dead_code)]
 
 use crate::common::Fixture;
 use crate::sidecar::{Sidecar, WAIT};

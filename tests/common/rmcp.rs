@@ -9,7 +9,6 @@
 //!
 //! `tests/interop/main.rs` includes this module by path (`mod rmcp_common`), beside `mod
 //! common;`, so that `common/mod.rs` need not know about it.
-#![allow(dead_code)]
 
 use crate::common::Fixture;
 use mcp_fsbroker::rmcp_adapter::{BrokerClientHandler, NotificationRouter};
@@ -55,7 +54,7 @@ pub fn examples() -> &'static PathBuf {
 
 /// Runs `cmd` to completion within `limit` (killed after), returning success and its output.
 pub fn run_bounded(cmd: Command, limit: Duration) -> (bool, String) {
-    let ran = crate::common::run_within(cmd, limit);
+    let ran = crate::sidecar::run_within(cmd, limit);
     (ran.success(), ran.log())
 }
 

@@ -1,6 +1,5 @@
 //! What the wire must look like, as docs/protocol.md documents it: the filesystem error codes
 //! and the form of timestamps.
-#![allow(dead_code)]
 
 /// The filesystem error codes of docs/protocol.md, with their `data.code`
 /// (`tests/library/errors.rs` checks this table against the document).

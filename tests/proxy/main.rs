@@ -5,15 +5,20 @@
 //! ordering of a change and the read after it. `cancel_brokered` also drives an SDK peer.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
-// Shared helpers, under tests/common/.
+// Shared helpers, under tests/common/; `dead_code` is allowed on those this face uses only
+// part of.
+#[allow(dead_code)]
 #[path = "../common/mod.rs"]
 mod common;
+#[allow(dead_code)]
 #[path = "../common/interop.rs"]
 mod interop;
 #[path = "../common/proxy_host.rs"]
 mod proxy_host;
+#[allow(dead_code)]
 #[path = "../common/remote.rs"]
 mod remote;
+#[allow(dead_code)]
 #[path = "../common/sidecar.rs"]
 mod sidecar;
 

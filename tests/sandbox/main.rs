@@ -3,13 +3,17 @@
 //! starts.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
-// Shared helpers, under tests/common/.
+// Shared helpers, under tests/common/; `dead_code` is allowed on those this face uses only
+// part of.
+#[allow(dead_code)]
 #[path = "../common/mod.rs"]
 mod common;
+#[allow(dead_code)]
 #[path = "../common/interop.rs"]
 mod interop;
 #[path = "../common/sandboxed.rs"]
 mod sandboxed;
+#[allow(dead_code)]
 #[path = "../common/sidecar.rs"]
 mod sidecar;
 

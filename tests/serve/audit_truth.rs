@@ -5,7 +5,7 @@
 //! nobody could be asked is explained once, with the fix.
 
 use crate::common::*;
-use crate::sidecar::{Sidecar, WAIT};
+use crate::sidecar::{Sidecar, WAIT, run_within};
 use mcp_fsbroker::{Broker, Policy};
 use serde_json::{Value, json};
 use std::ffi::OsString;

@@ -4,11 +4,15 @@
 //! what a new user trips over (`cli_usability`, which also starts a proxy for one case).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
-// Shared helpers, under tests/common/.
+// Shared helpers, under tests/common/; `dead_code` is allowed on those this face uses only
+// part of.
+#[allow(dead_code)]
 #[path = "../common/mod.rs"]
 mod common;
+#[allow(dead_code)]
 #[path = "../common/proxy_host.rs"]
 mod proxy_host;
+#[allow(dead_code)]
 #[path = "../common/sidecar.rs"]
 mod sidecar;
 
