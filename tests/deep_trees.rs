@@ -6,6 +6,7 @@
 //! one, as hosts under containers and Node commonly run: with a descriptor per level, the old
 //! recursive removal then ran out of stack before it ran out of descriptors.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
+#[allow(dead_code)] // this file uses a few of the shared helpers
 mod common;
 use common::write::*;
 use common::*;

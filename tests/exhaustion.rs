@@ -2,9 +2,14 @@
 //! requests past their deadline (the blocking work stops: threads come back), a host that
 //! stops reading the sidecar's output, and an over-long line. Peak memory numbers are printed
 //! for the report.
+//!
+//! This file runs as its own process: it counts the process's threads (`/proc/self/status`),
+//! which tests of other files running beside it would change.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
+#[allow(dead_code)] // this file uses a few of the shared helpers
 mod common;
+#[allow(dead_code)]
 #[path = "common/sidecar.rs"]
 mod sidecar;
 

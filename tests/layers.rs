@@ -2,6 +2,9 @@
 //! runs upward and no two modules import each other. The order is the table below, bottom
 //! first; a module added to `src/` must be placed in it, and a new import that runs upward
 //! fails here, with the file and the line.
+//!
+//! A binary of its own: it reads `src/` as text and needs none of the test helpers, so it
+//! builds and answers quickly on its own (`cargo test --test layers`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 use std::collections::BTreeMap;

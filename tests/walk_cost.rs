@@ -6,6 +6,7 @@
 //!
 //! This file runs as its own process: the counting allocator is global.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
+#[allow(dead_code)] // this file uses a few of the shared helpers
 mod common;
 use common::*;
 use rustix::fs::{Mode, OFlags};

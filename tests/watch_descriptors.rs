@@ -5,6 +5,7 @@
 //! This file runs as its own process: it lowers its own descriptor limit, as GUI and service
 //! hosts commonly run with.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
+#[allow(dead_code)] // this file uses a few of the shared helpers
 mod common;
 use common::*;
 use mcp_fsbroker::{Broker, Notifications, Policy};

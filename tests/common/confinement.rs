@@ -1,6 +1,5 @@
 //! Assertions of the confinement suites: exact error triples, no canary in a response (plain
 //! or base64), no host path in an error, and the canary files untouched.
-#![allow(dead_code)]
 
 use super::{Fixture, SECRET, call, err, ok};
 use base64::Engine;

@@ -1,6 +1,5 @@
 //! Looking at the filesystem the broker works on: its temporaries, directory listings, modes,
 //! the umask and special files.
-#![allow(dead_code)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -7,7 +7,6 @@
 //! a fresh machine needs nothing but Node.js, npm and Python 3 beside the Rust toolchain. A
 //! failed install fails the test that needed it, with the installer's output; nothing is
 //! skipped. An exclusive file lock keeps concurrent test processes from installing at once.
-#![allow(dead_code)]
 
 use fs4::FileExt;
 use std::path::{Path, PathBuf};
@@ -145,7 +144,7 @@ fn install(cmd: Command, what: &str) {
 /// Runs `cmd` to completion within `limit`, failing the test with its output if it fails or
 /// takes longer. Returns its standard output.
 pub fn run(cmd: Command, limit: Duration, what: &str) -> String {
-    let ran = crate::common::run_within(cmd, limit);
+    let ran = crate::sidecar::run_within(cmd, limit);
     match ran.status {
         Some(s) if s.success() => String::from_utf8_lossy(&ran.stdout).into_owned(),
         Some(s) => panic!("{what} failed ({s}):\n{}", ran.log()),

@@ -1,6 +1,5 @@
 //! Helpers shared by the black-box tests: a temporary tree with a root and an outside canary,
 //! a broker over it, and one-line request helpers.
-#![allow(dead_code)]
 
 use mcp_fsbroker::{Broker, Policy};
 use serde_json::{Value, json};
@@ -142,70 +141,6 @@ pub fn err(resp: &Value) -> (i64, String, String) {
     )
 }
 
-/// The path to the built `fsbroker` binary.
-/// What a command run by [`run_within`] did: its exit status (`None` when it was killed at
-/// the limit) and everything it wrote.
-pub struct Ran {
-    pub status: Option<std::process::ExitStatus>,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-}
-
-impl Ran {
-    /// Whether it exited by itself, successfully.
-    pub fn success(&self) -> bool {
-        self.status.is_some_and(|s| s.success())
-    }
-
-    /// Both outputs, as text, for a failure message.
-    pub fn log(&self) -> String {
-        format!(
-            "{}\n--- stderr ---\n{}",
-            String::from_utf8_lossy(&self.stdout),
-            String::from_utf8_lossy(&self.stderr)
-        )
-    }
-}
-
-/// Runs `cmd` with its input closed to completion within `limit`, collecting its output on
-/// threads (so a chatty command never blocks on a full pipe); kills it at the limit.
-pub fn run_within(mut cmd: std::process::Command, limit: std::time::Duration) -> Ran {
-    use std::io::Read;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let collect = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = collect(Box::new(child.stdout.take().unwrap()));
-    let err = collect(Box::new(child.stderr.take().unwrap()));
-    let deadline = std::time::Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    Ran {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
-
 /// A broker from policy text, or the error that refused it (parse or build), as text.
 pub fn try_broker(text: &str) -> Result<Broker, String> {
     let policy = Policy::parse(text, "test").map_err(|e| e.to_string())?;
@@ -215,6 +150,7 @@ pub fn try_broker(text: &str) -> Result<Broker, String> {
         .map_err(|e| e.to_string())
 }
 
+/// The path to the built `fsbroker` binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fsbroker"))
 }

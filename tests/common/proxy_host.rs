@@ -1,6 +1,5 @@
 //! The host's side of `fsbroker proxy` tests: the scripted server, `initialize`, and the
 //! server's `ask` tool, which sends requests to the proxy and returns the answers it got.
-#![allow(dead_code)]
 
 use crate::sidecar::Sidecar;
 use serde_json::{Value, json};

@@ -3,9 +3,8 @@
 //! one (`tests/interop/remote_evil.py`), and the host, which drives the proxy over its stdin
 //! and stdout.
 //!
-//! A test file using this declares `mod common;` and, by path, `mod interop;`, `mod
-//! sidecar;` and `mod remote;`.
-#![allow(dead_code)]
+//! A test binary using this declares, in its `main.rs` and by path, `mod common;`, `mod
+//! interop;`, `mod sidecar;` and `mod remote;`.
 
 use crate::common::Fixture;
 use crate::sidecar::{Sidecar, WAIT};

@@ -1,15 +1,14 @@
-//! Helpers for the rmcp adapter's tests (`tests/rmcp_*.rs`): the example server
+//! Helpers for the rmcp adapter's tests (`tests/interop/rmcp_*.rs`): the example server
 //! `rmcp_files_server`, written with rmcp's server side, runs in a child process and asks our
 //! rmcp client for roots and files through its tools; the example host `rmcp_host` runs the
 //! same way from its command line.
 //!
 //! The example binaries are built by the tests themselves (one `cargo build --examples` per
-//! test binary, a no-op when they are fresh), so each `cargo test --features rmcp --test
-//! rmcp_...` works on its own. Every child process and every request has a time limit.
+//! test binary, a no-op when they are fresh), so `cargo test --features rmcp --test interop
+//! rmcp_` works on its own. Every child process and every request has a time limit.
 //!
-//! The test files include this module by path (`#[path = "common/rmcp.rs"]`), beside
-//! `mod common;`, so that `common/mod.rs` need not know about it.
-#![allow(dead_code)]
+//! `tests/interop/main.rs` includes this module by path (`mod rmcp_common`), beside `mod
+//! common;`, so that `common/mod.rs` need not know about it.
 
 use crate::common::Fixture;
 use mcp_fsbroker::rmcp_adapter::{BrokerClientHandler, NotificationRouter};
@@ -55,7 +54,7 @@ pub fn examples() -> &'static PathBuf {
 
 /// Runs `cmd` to completion within `limit` (killed after), returning success and its output.
 pub fn run_bounded(cmd: Command, limit: Duration) -> (bool, String) {
-    let ran = crate::common::run_within(cmd, limit);
+    let ran = crate::sidecar::run_within(cmd, limit);
     (ran.success(), ran.log())
 }
 

@@ -1,6 +1,5 @@
 //! What the `proxy --sandbox` tests share: the real Python interpreter to start servers
 //! with, and the one report a probing server sends.
-#![allow(dead_code)]
 
 use crate::sidecar::Sidecar;
 use serde_json::Value;

@@ -1,6 +1,5 @@
 //! Drives a real `fsbroker` process over its stdin/stdout: spawn, send JSON lines, read
 //! response lines (matched by id) with a reading thread, and wait for exit, every wait bounded.
-#![allow(dead_code)]
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -306,7 +305,7 @@ pub fn rpc_line(id: impl Into<Value>, method: &str, params: Value) -> Vec<u8> {
 pub fn run_bounded(args: &[OsString]) -> Output {
     let mut cmd = Command::new(crate::common::bin());
     cmd.args(args);
-    let ran = crate::common::run_within(cmd, WAIT);
+    let ran = run_within(cmd, WAIT);
     let Some(status) = ran.status else {
         panic!(
             "fsbroker {args:?} did not exit within {WAIT:?}\n{}",
@@ -380,5 +379,68 @@ impl Sidecar {
                 return out;
             }
         }
+    }
+}
+
+/// What a command run by [`run_within`] did: its exit status (`None` when it was killed at
+/// the limit) and everything it wrote.
+pub struct Ran {
+    pub status: Option<std::process::ExitStatus>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Ran {
+    /// Whether it exited by itself, successfully.
+    pub fn success(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+
+    /// Both outputs, as text, for a failure message.
+    pub fn log(&self) -> String {
+        format!(
+            "{}\n--- stderr ---\n{}",
+            String::from_utf8_lossy(&self.stdout),
+            String::from_utf8_lossy(&self.stderr)
+        )
+    }
+}
+
+/// Runs `cmd` with its input closed to completion within `limit`, collecting its output on
+/// threads (so a chatty command never blocks on a full pipe); kills it at the limit.
+pub fn run_within(mut cmd: std::process::Command, limit: std::time::Duration) -> Ran {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let collect = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = collect(Box::new(child.stdout.take().unwrap()));
+    let err = collect(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ran {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
     }
 }

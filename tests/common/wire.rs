@@ -1,9 +1,8 @@
 //! What the wire must look like, as docs/protocol.md documents it: the filesystem error codes
 //! and the form of timestamps.
-#![allow(dead_code)]
 
-/// The filesystem error codes of docs/protocol.md, with their `data.code` (`tests/errors.rs`
-/// checks this table against the document).
+/// The filesystem error codes of docs/protocol.md, with their `data.code`
+/// (`tests/library/errors.rs` checks this table against the document).
 pub const DOCUMENTED: &[(i64, &str)] = &[
     (-31001, "FILE_NOT_FOUND"),
     (-31002, "PERMISSION_DENIED"),

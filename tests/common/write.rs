@@ -1,5 +1,4 @@
 //! Write-side helpers over the library handle: write consent and a writable broker.
-#![allow(dead_code)]
 
 use super::{Fixture, call, ok};
 use mcp_fsbroker::Broker;

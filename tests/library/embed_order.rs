@@ -1,0 +1,60 @@
+//! The broker orders a host's concurrent calls itself: a host that starts a `files/consent`
+//! and, without awaiting it, the read that depends on it, gets the read answered after the
+//! consent, whatever face (or none) sent them. The consent provider here holds its answer
+//! until the read has been started, so a read that did not wait would find no grant: nothing
+//! waits for time to pass.
+
+use crate::common::Fixture;
+use mcp_fsbroker::consent::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest};
+use mcp_fsbroker::{Broker, Policy};
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+
+/// Approves everything, once `release` has been sent.
+struct Held {
+    release: Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+impl ConsentProvider for Held {
+    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        let rx = self.release.lock().unwrap().take();
+        Box::pin(async move {
+            if let Some(rx) = rx {
+                let _ = rx.await;
+            }
+            ConsentDecision::approve_all(request)
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_read_started_after_a_consent_waits_for_it() {
+    let f = Fixture::new();
+    f.file("notes.txt", "hello");
+    let (tx, rx) = oneshot::channel();
+    let policy = Policy::parse(&f.policy_text("read", ""), "test").unwrap();
+    let (broker, _outbound) = Broker::builder(policy)
+        .consent_provider(Arc::new(Held {
+            release: Mutex::new(Some(rx)),
+        }))
+        .build()
+        .unwrap();
+    let consent = json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
+        "params": {"requestedPaths": ["project"]}});
+    let read = json!({"jsonrpc": "2.0", "id": 2, "method": "files/read",
+        "params": {"path": "project/notes.txt"}});
+    // `join!` polls in order: the consent starts (and waits for its provider), then the read
+    // starts, then the provider is let go.
+    let (consented, read, ()) = tokio::join!(
+        broker.handle_message("host-task", consent),
+        broker.handle_message("host-task", read),
+        async {
+            let _ = tx.send(());
+        }
+    );
+    let consented = consented.unwrap();
+    assert_eq!(consented["result"]["granted"], true, "{consented}");
+    let read = read.unwrap();
+    assert_eq!(read["result"]["content"], "hello", "{read}");
+}

@@ -1,0 +1,129 @@
+//! What the README promises a new user, checked against the repository: the Methods table is
+//! one table naming every method docs/protocol.md documents, with the same result keys, and
+//! the install step comes before the first host configuration that runs `fsbroker`.
+
+use std::collections::BTreeMap;
+
+fn text(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The `## NAME` section of a Markdown text, up to the next `## `.
+fn section<'a>(text: &'a str, name: &str) -> &'a str {
+    text.split("\n## ")
+        .find(|s| s.starts_with(&format!("{name}\n")))
+        .unwrap_or_else(|| panic!("no \"## {name}\" section"))
+}
+
+/// The sorted keys of the first `{...}` of a Markdown cell, nested objects left out.
+fn keys(cell: &str) -> Vec<String> {
+    let inner = cell
+        .split_once('{')
+        .map(|(_, r)| r)
+        .unwrap_or_else(|| panic!("no result object in {cell:?}"));
+    let mut depth = 0usize;
+    let mut key = String::new();
+    let mut out = Vec::new();
+    for c in inner.chars() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' if depth == 0 => break,
+            '}' | ']' => depth -= 1,
+            ',' if depth == 0 => out.push(std::mem::take(&mut key)),
+            _ if depth == 0 => key.push(c),
+            _ => {}
+        }
+    }
+    out.push(key);
+    let mut out: Vec<String> = out
+        .iter()
+        .map(|k| {
+            let k = k.split(':').next().unwrap_or("");
+            k.trim().trim_end_matches('?').trim_matches('`').to_owned()
+        })
+        .filter(|k| !k.is_empty())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn the_methods_table_is_one_table_of_every_documented_method() {
+    let readme = text("README.md");
+    let methods = section(&readme, "Methods");
+    // The table: the first run of lines starting with `|`, with nothing between them.
+    let lines: Vec<&str> = methods
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let mut table = BTreeMap::new();
+    for row in lines.iter().skip(2) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let name = cells[1].trim_matches('`').to_owned();
+        table.insert(name, keys(cells[3]));
+    }
+    // The documented methods: the bullets `- **`name`** `{params}` → `{result}`` of
+    // docs/protocol.md's Methods section.
+    let protocol = text("docs/protocol.md");
+    let mut documented = BTreeMap::new();
+    for bullet in section(&protocol, "Methods").split("\n- **`").skip(1) {
+        let (name, rest) = bullet.split_once("`**").unwrap();
+        let result = rest.split_once('→').unwrap().1;
+        let result = result.replace('\n', " ");
+        let span = result.split('`').nth(1).unwrap();
+        documented.insert(name.to_owned(), keys(span));
+    }
+    assert_eq!(
+        table.keys().collect::<Vec<_>>(),
+        documented.keys().collect::<Vec<_>>(),
+        "the README's Methods table (one table) names every documented method"
+    );
+    for (name, result) in &documented {
+        // The README shows the keys a user meets; `final` (a non-final chunk only) is left to
+        // docs/protocol.md.
+        let shown: Vec<&String> = result.iter().filter(|k| *k != "final").collect();
+        assert_eq!(
+            table[name].iter().collect::<Vec<_>>(),
+            shown,
+            "{name}: README and docs/protocol.md disagree on the result"
+        );
+    }
+}
+
+#[test]
+fn the_install_step_comes_before_the_host_configurations() {
+    let readme = text("README.md");
+    let install = readme
+        .find("cargo install --path .")
+        .expect("the README says how to install");
+    assert!(readme.contains("~/.cargo/bin/fsbroker"), "where it lands");
+    let first_host = readme
+        .find("\"command\": \"fsbroker\"")
+        .expect("a host configuration");
+    assert!(install < first_host, "install after the host snippets");
+    assert!(readme.contains("fsbroker check-policy FILE..."));
+}
+
+#[test]
+fn readme_and_security_say_the_proxy_confines_only_files_requests() {
+    let readme = text("README.md");
+    let proxy = section(&readme, "Usage");
+    let security = text("SECURITY.md");
+    for (name, doc) in [
+        ("README (proxy)", proxy),
+        ("SECURITY.md", security.as_str()),
+    ] {
+        let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("apply only to `files/*`")
+                || flat.contains("apply only to what a server asks for with `files/*` requests"),
+            "{name} says what the proxy confines"
+        );
+        assert!(
+            flat.contains("`--sandbox`") && flat.contains("Landlock"),
+            "{name} names the sandbox that confines the rest"
+        );
+    }
+}
