@@ -180,6 +180,38 @@ async fn invalid_base64_or_bad_params_are_invalid_params_and_write_nothing() {
     }
 }
 
+/// A misspelt option is refused, naming it, rather than ignored: `ifmatch` for `ifMatch`
+/// would otherwise be an unconditional overwrite. Every method's params refuse a key they do
+/// not know; `_meta`, which any MCP request may carry, is taken.
+#[tokio::test]
+async fn an_unknown_param_is_refused_naming_it_and_meta_is_allowed() {
+    let f = Fixture::new();
+    f.file("keep.txt", "kept");
+    let b = writable(&f, "").await;
+    let r = write(
+        &b,
+        json!({"path": "project/keep.txt", "content": "lost", "ifmatch": "\"stale\""}),
+    )
+    .await;
+    assert_eq!(err(&r).0, -32602, "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("ifmatch"), "the key is named: {r}");
+    assert_eq!(f.text_of("keep.txt"), "kept");
+    for (method, params) in [
+        ("files/read", json!({"path": "project/keep.txt", "offest": 1})),
+        ("files/list", json!({"path": "project", "recurse": true})),
+        ("files/stat", json!({"path": "project/keep.txt", "follow": true})),
+        ("files/delete", json!({"path": "project/keep.txt", "force": true})),
+    ] {
+        let r = call(&b, "s", method, params.clone()).await;
+        assert_eq!(err(&r).0, -32602, "{method} {params}: {r}");
+    }
+    assert_eq!(f.text_of("keep.txt"), "kept");
+    let meta = json!({"path": "project/keep.txt", "_meta": {"progressToken": 1}});
+    let r = call(&b, "s", "files/read", meta).await;
+    assert_eq!(ok(&r)["content"], "kept");
+}
+
 #[tokio::test]
 async fn if_match_with_the_current_etag_succeeds() {
     let f = Fixture::new();
