@@ -129,7 +129,7 @@ fn a_flood_of_big_brokered_requests_behind_a_pending_consent_stays_bounded() {
     initialize(&mut p, "2025-06-18", json!({"elicitation": {}}));
     let consent = json!({"jsonrpc":"2.0","id":"c","method":"files/consent",
                          "params":{"requestedPaths":["project/a.txt"],"access":"read"}});
-    let read = r#"{"jsonrpc":"2.0","id":"r@N@","method":"files/read","params":{"path":"project/a.txt","junk":"@PAD@"}}"#;
+    let read = r#"{"jsonrpc":"2.0","id":"r@N@","method":"files/read","params":{"path":"project/a.txt","_meta":{"pad":"@PAD@"}}}"#;
     // The consent question goes to the host, which holds it; behind it the server writes
     // ~1 GiB of reads, then tells the host it is done.
     start_raw(
