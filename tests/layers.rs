@@ -26,7 +26,6 @@ const LAYERS: &[&str] = &[
     "policy",
     "limits",
     "audit",
-    "cli",
     "consent",
     "root",
     "upload",
@@ -44,6 +43,8 @@ const LAYERS: &[&str] = &[
     "proxy",
     "fuzzing",
     "rmcp_adapter",
+    // The command line, which runs the faces.
+    "cli",
 ];
 
 /// Names the crate root re-exports, and the module each comes from.
