@@ -149,7 +149,7 @@ pub use serve::run as serve;
 /// [`policy::Limits`], the policy's `[limits]` section).
 pub mod fixed_limits {
     pub use crate::broker::MAX_SESSIONS;
-    pub use crate::consent::MAX_GRANTS;
+    pub use crate::consent::grants::MAX_GRANTS;
     pub use crate::ops::MAX_LIST_DEPTH;
 }
 
