@@ -10,7 +10,7 @@
 //! watch existed is reported as well. Nothing here follows a path the filesystem could have
 //! changed; what a change's directory is, is decided again at delivery (see `map.rs`).
 
-use super::{Shared, Watch};
+use super::{ReaderFindings, Watch};
 use crate::locks::lock;
 use crate::path::RelPath;
 use crate::root::Root;
@@ -135,7 +135,7 @@ pub(super) struct Kernel {
     scanned: HashMap<i32, HashSet<String>>,
     scanned_count: usize,
     tx: mpsc::Sender<RawEvent>,
-    shared: Arc<Shared>,
+    shared: Arc<ReaderFindings>,
 }
 
 /// The identity of an open directory.
@@ -191,7 +191,7 @@ impl Kernel {
     pub(super) fn start(
         me: &Arc<Mutex<Option<Kernel>>>,
         tx: mpsc::Sender<RawEvent>,
-        shared: Arc<Shared>,
+        shared: Arc<ReaderFindings>,
         max: usize,
     ) -> std::io::Result<Kernel> {
         let fd = Arc::new(inotify::init(

@@ -123,7 +123,7 @@ pub fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError> {
     let (incoming, from_server) = line_channel(QUEUE_LINES, budget(cfg.max_message));
     let (end, end_rx) = oneshot::channel::<()>();
     let outcome = Outcome::default();
-    let shared = session::Shared::new(client, cfg, incoming, outcome.0.clone(), max_pending);
+    let shared = session::RemoteSession::new(client, cfg, incoming, outcome.0.clone(), max_pending);
     let task = tokio::spawn(driver::drive(shared, outgoing, end_rx));
     let exit = Box::pin(async move { task.await.unwrap_or(1) });
     Ok((

@@ -42,7 +42,7 @@ pub(super) enum Wire {
 }
 
 #[derive(Debug)]
-struct State {
+struct SessionState {
     wire: Wire,
     session: Option<HeaderValue>,
     version: Option<HeaderValue>,
@@ -66,12 +66,12 @@ struct Reach {
 }
 
 /// What every task of one remote session shares.
-pub(super) struct Shared {
+pub(super) struct RemoteSession {
     /// The HTTP client (connection pool, TLS, redirect policy).
     pub client: reqwest::Client,
     /// The endpoint and limits.
     pub cfg: RemoteConfig,
-    state: Mutex<State>,
+    state: Mutex<SessionState>,
     /// Held while a new session is started, so only one task starts it.
     pub(super) renewing: tokio::sync::Mutex<()>,
     incoming: LineSender,
@@ -88,7 +88,7 @@ pub(super) struct Shared {
     readers: Mutex<Vec<AbortHandle>>,
 }
 
-impl Shared {
+impl RemoteSession {
     /// Shared state for a session whose messages go to `incoming`; the first fatal failure
     /// is kept in `failure`; at most `max_pending` requests may wait.
     pub(super) fn new(
@@ -97,11 +97,11 @@ impl Shared {
         incoming: LineSender,
         failure: Arc<Mutex<Option<RemoteError>>>,
         max_pending: usize,
-    ) -> Arc<Shared> {
-        Arc::new(Shared {
+    ) -> Arc<RemoteSession> {
+        Arc::new(RemoteSession {
             client,
             cfg,
-            state: Mutex::new(State {
+            state: Mutex::new(SessionState {
                 wire: Wire::Undecided,
                 session: None,
                 version: None,
