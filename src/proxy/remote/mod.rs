@@ -32,6 +32,7 @@
 
 mod answer;
 mod config;
+mod deliver;
 mod driver;
 mod error;
 mod fds;
