@@ -27,7 +27,7 @@ impl CommonArgs {
     }
 
     /// As [`CommonArgs::build_policy`], for a reload (see [`Policy::load_for_reload`]).
-    pub fn build_policy_for_reload(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
+    pub(crate) fn build_policy_for_reload(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
         self.build_policy_with(cwd_default, false)
     }
 

@@ -10,7 +10,7 @@ mod load;
 
 pub(crate) use consent_section::Ruling;
 pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
-pub use describe::describe;
+pub(crate) use describe::describe;
 pub use load::PolicyError;
 
 use crate::access::Access;

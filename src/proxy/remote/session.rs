@@ -67,16 +67,16 @@ struct Reach {
 /// What every task of one remote session shares.
 pub(super) struct RemoteSession {
     /// The HTTP client (connection pool, TLS, redirect policy).
-    pub client: reqwest::Client,
+    pub(crate) client: reqwest::Client,
     /// The endpoint and limits.
-    pub cfg: RemoteConfig,
+    pub(crate) cfg: RemoteConfig,
     state: Mutex<SessionState>,
     /// Held while a new session is started, so only one task starts it.
     pub(super) renewing: tokio::sync::Mutex<()>,
     /// Where the server's messages go: the proxy's reader of the server.
     pub(super) incoming: LineSender,
     /// The host's requests waiting for an answer.
-    pub pending: Pending,
+    pub(crate) pending: Pending,
     /// The tools' `x-mcp-header` declarations (a modern session's `Mcp-Param-*` headers).
     pub(super) params: Params,
     failure: Arc<Mutex<Option<RemoteError>>>,
