@@ -5,11 +5,14 @@
 //! use `deny_unknown_fields` and validating newtypes so that a loaded [`Policy`] is valid.
 
 mod consent_section;
+// The effective configuration as text, which only `fsbroker check-policy` prints.
+#[cfg(feature = "cli")]
 mod describe;
 mod load;
 
 pub(crate) use consent_section::Ruling;
 pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
+#[cfg(feature = "cli")]
 pub(crate) use describe::describe;
 pub use load::PolicyError;
 
