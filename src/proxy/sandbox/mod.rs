@@ -8,7 +8,7 @@
 //! The landlock crate forbids unsafe code, and a `pre_exec` hook would need it, so the
 //! restriction is applied by a small helper: the proxy starts its own binary as
 //! `fsbroker sandbox-exec`, which reads the profile from its environment, restricts itself,
-//! and replaces itself with the server ([`exec_helper`]).
+//! and replaces itself with the server (`exec_helper`).
 //!
 //! Split by concern: `profile` computes what the server may reach (from the roots, the
 //! options and the command), `launcher` finds a server's installation and the caches its
