@@ -28,7 +28,7 @@
 //! The library itself needs none of them; each adds a face:
 //!
 //! - `cli` (default): the module `cli`, the command line of `fsbroker` (clap), and the
-//!   binary's logging (tracing-subscriber).
+//!   binary's logging (tracing-subscriber); with `proxy`, `cli::main` is the whole binary.
 //! - `proxy` (default): the module `proxy`, `fsbroker proxy` between a host and a server,
 //!   started as a child or reached over Streamable HTTP (reqwest, rustls).
 //! - `rmcp`: the module `rmcp_adapter`, answers for a host written with the official Rust
@@ -70,7 +70,8 @@
 //!   `ops` (one file per method; `ops/wire.rs` holds every method's params and result types).
 //! - `broker`; `order` (the order of a session's requests: changes alone and in order, the
 //!   same for every face); then the faces: `serve` (the stdio transport), `reload`, `proxy`,
-//!   `fuzzing`, `rmcp_adapter`.
+//!   `fuzzing`, `rmcp_adapter`; and on top `cli`, the command line that runs them (the
+//!   binary is one call to `cli::main`).
 //!
 //! `tests/layers.rs` holds this order: every import in `src/` runs downward.
 
@@ -103,10 +104,12 @@ pub mod error;
 pub mod fuzzing;
 pub mod path;
 pub mod policy;
-#[cfg(feature = "proxy")]
-pub mod proxy;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_adapter;
+
+// `fsbroker proxy`, reached through `cli`: nothing of it is for an embedder.
+#[cfg(feature = "proxy")]
+pub(crate) mod proxy;
 
 // The machinery: private to the crate, whatever its items say (`unreachable_pub` keeps their
 // visibility honest).
@@ -148,7 +151,7 @@ pub use serve::run as serve;
 /// [`policy::Limits`], the policy's `[limits]` section).
 pub mod fixed_limits {
     pub use crate::broker::MAX_SESSIONS;
-    pub use crate::consent::MAX_GRANTS;
+    pub use crate::consent::grants::MAX_GRANTS;
     pub use crate::ops::MAX_LIST_DEPTH;
 }
 

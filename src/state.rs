@@ -33,7 +33,7 @@ pub struct Notification {
 pub type Notifications = mpsc::UnboundedReceiver<Notification>;
 
 /// What every operation and background task of one broker works with.
-pub(crate) struct Shared {
+pub(crate) struct BrokerState {
     pub(crate) config: RwLock<Arc<Config>>,
     pub(crate) consent: ConsentSource,
     pub(crate) audit: AuditLog,
@@ -49,7 +49,7 @@ pub(crate) struct Shared {
     pub(crate) unavailable: Mutex<HashSet<String>>,
 }
 
-impl Shared {
+impl BrokerState {
     /// Every live session.
     pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
         lock(&self.sessions).values().cloned().collect()
@@ -67,7 +67,7 @@ impl Shared {
     }
 }
 
-impl Shared {
+impl BrokerState {
     /// Finds which roots of `config` are no longer at their configured path (one `stat` each),
     /// and, when that changed since the last look, logs it, tells every session that sees a
     /// changed root with `notifications/roots/list_changed`, and ends the watches on a root
@@ -117,7 +117,7 @@ impl Shared {
     }
 }
 
-impl Sink for Shared {
+impl Sink for BrokerState {
     fn hub(&self) -> &WatchHub {
         &self.hub
     }

@@ -29,7 +29,6 @@ const LAYERS: &[&str] = &[
     "policy",
     "limits",
     "audit",
-    "cli",
     "consent",
     "root",
     "upload",
@@ -47,6 +46,8 @@ const LAYERS: &[&str] = &[
     "proxy",
     "fuzzing",
     "rmcp_adapter",
+    // The command line, which runs the faces.
+    "cli",
 ];
 
 /// Names the crate root re-exports, and the module each comes from.

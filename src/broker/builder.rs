@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::consent::{ConsentProvider, ConsentSource, Elicitation};
 use crate::locks::LockTable;
 use crate::policy::{ConsentMode, Policy, PolicyError};
-use crate::state::Shared;
+use crate::state::BrokerState;
 use crate::watch::WatchHub;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -89,7 +89,7 @@ impl BrokerBuilder {
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
         };
         let (tx, rx) = mpsc::unbounded_channel();
-        let inner = Shared {
+        let inner = BrokerState {
             config: RwLock::new(Arc::new(config)),
             consent: self.consent,
             audit,

@@ -19,7 +19,7 @@ use crate::path::{MountPath, RequestPath};
 use crate::policy::Policy;
 use crate::root::Roots;
 use crate::session::Session;
-use crate::state::Shared;
+use crate::state::BrokerState;
 use crate::turn::Turn;
 use crate::watch::Sink;
 use serde_json::{Value, json};
@@ -53,7 +53,7 @@ pub const MAX_SESSIONS: usize = 1024;
 /// ```
 #[derive(Clone)]
 pub struct Broker {
-    pub(crate) inner: Arc<Shared>,
+    pub(crate) inner: Arc<BrokerState>,
 }
 
 impl std::fmt::Debug for Broker {

@@ -15,7 +15,7 @@ use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
 use crate::root::{FollowFinal, Gate, Granted, Parents, Root};
 use crate::session::Session;
-use crate::state::Shared;
+use crate::state::BrokerState;
 use cap_std::fs::{FileType, Metadata};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -82,7 +82,7 @@ fn reply<T: Serialize>(result: T) -> Result<Value> {
 /// What one request carries through its operation: the broker, the server, and what the audit
 /// line will say.
 pub(crate) struct Ctx {
-    inner: Arc<Shared>,
+    inner: Arc<BrokerState>,
     /// The configuration this request works with, start to end.
     pub(crate) config: Arc<crate::config::Config>,
     server_id: String,
@@ -107,7 +107,7 @@ pub(crate) struct Noted {
 }
 
 impl Ctx {
-    pub(crate) fn new(inner: Arc<Shared>, server_id: &str) -> Self {
+    pub(crate) fn new(inner: Arc<BrokerState>, server_id: &str) -> Self {
         let config = inner.config();
         Ctx {
             unavailable: inner.check_roots(&config),

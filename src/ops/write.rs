@@ -236,7 +236,7 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
 
 /// Opens a new upload: resolves the target, checks grant and preconditions, stages a temp.
 fn start(
-    inner: &crate::state::Shared,
+    inner: &crate::state::BrokerState,
     session: &Session,
     root: &Root,
     path: &MountPath,

@@ -4,7 +4,7 @@ use super::{AuditPolicy, Limits, Policy, ProxyPolicy};
 use serde::Serialize;
 
 /// The effective configuration as TOML-like text, for `fsbroker check-policy`.
-pub fn describe(policy: &Policy) -> String {
+pub(crate) fn describe(policy: &Policy) -> String {
     let mut out = String::new();
     for r in &policy.roots {
         let mount = Policy::mount_of(r)

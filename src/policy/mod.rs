@@ -4,13 +4,16 @@
 //! refuses an unknown key or a bad value with the file, line and key named; the types below
 //! use `deny_unknown_fields` and validating newtypes so that a loaded [`Policy`] is valid.
 
-mod consent;
+mod consent_section;
+// The effective configuration as text, which only `fsbroker check-policy` prints.
+#[cfg(feature = "cli")]
 mod describe;
 mod load;
 
-pub(crate) use consent::Ruling;
-pub use consent::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
-pub use describe::describe;
+pub(crate) use consent_section::Ruling;
+pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
+#[cfg(feature = "cli")]
+pub(crate) use describe::describe;
 pub use load::PolicyError;
 
 use crate::access::Access;

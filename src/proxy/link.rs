@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 pub(crate) use crate::lines::QUEUE_LINES;
 
 /// A connection to one MCP server.
-pub struct Link {
+pub(crate) struct Link {
     /// Lines to send to the server.
     pub(crate) to_server: LineSender,
     /// Lines the server sent, in order. Ends when the server's output ends.
@@ -32,7 +32,7 @@ pub struct Link {
 /// Why the server could not be started.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot start {program}: {source}")]
-pub struct SpawnError {
+pub(crate) struct SpawnError {
     /// The program named.
     pub program: String,
     /// What the OS said.
@@ -53,7 +53,7 @@ impl Link {
 impl SpawnError {
     /// The exit code a shell would give: 127 for a missing program, 126 for one that cannot
     /// be run, 1 otherwise.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self.source.kind() {
             std::io::ErrorKind::NotFound => 127,
             std::io::ErrorKind::PermissionDenied => 126,
@@ -67,7 +67,7 @@ impl SpawnError {
 /// since a truncated JSON-RPC message cannot be relayed, and the server is told so with the
 /// same error `serve` gives. The child leads a process group of its own, so that ending it
 /// also ends what it started (`npx`, `uvx` and `sh -c` run the real server as a grandchild).
-pub fn spawn_child(
+pub(crate) fn spawn_child(
     command: &[String],
     max_line: usize,
     grace: Duration,

@@ -45,13 +45,13 @@ mod link;
 mod names;
 mod peek;
 mod relay;
-pub mod remote;
-pub mod sandbox;
+pub(crate) mod remote;
+pub(crate) mod sandbox;
 mod strict;
 
-// The binary's needs are public (`Proxy`, `spawn_child`, `remote`); the rest serves the
-// crate (the rmcp adapter, the fuzz oracles).
-pub use link::{Link, SpawnError, spawn_child};
+// What the command line (`cli::proxy`) wires together; the rest serves the crate (the rmcp
+// adapter, the fuzz oracles).
+pub(crate) use link::{Link, spawn_child};
 
 pub(crate) use elicit::ElicitConsent;
 pub(crate) use host_channel::HostChannel;
@@ -80,7 +80,7 @@ pub(crate) const LAST_WORDS: std::time::Duration = std::time::Duration::from_sec
 
 /// One proxy, before it runs: build the broker in between, since consent by elicitation
 /// needs the host channel this creates.
-pub struct Proxy {
+pub(crate) struct Proxy {
     host: Arc<HostChannel>,
     to_host_rx: LineReceiver,
     server_id: Option<String>,
@@ -89,7 +89,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// A proxy whose session is `server_id`, or the server's `serverInfo.name` when `None`.
-    pub fn new(server_id: Option<String>) -> Proxy {
+    pub(crate) fn new(server_id: Option<String>) -> Proxy {
         // The line limit is not known yet; the default budget takes two maximal lines of the
         // default limit, and a longer line still passes alone.
         let (to_host, to_host_rx) = line_channel(QUEUE_LINES, budget(0));
@@ -102,7 +102,7 @@ impl Proxy {
     }
 
     /// The era rule of this proxy (`--era`); without it, the policy's `[proxy] era`.
-    pub fn era(mut self, mode: Option<EraMode>) -> Proxy {
+    pub(crate) fn era(mut self, mode: Option<EraMode>) -> Proxy {
         self.era = mode;
         self
     }
@@ -110,7 +110,7 @@ impl Proxy {
     /// Consent mode `elicit` for this proxy's broker ([`crate::BrokerBuilder::elicitation`]):
     /// ask the host's user through `elicitation/create` when the host can, and the fallback
     /// provider when it cannot.
-    pub fn elicitation(&self) -> Elicitation {
+    pub(crate) fn elicitation(&self) -> Elicitation {
         let host = self.host.clone();
         Arc::new(move |fallback: Arc<dyn ConsentProvider>| {
             Arc::new(ElicitConsent::new(host.clone(), fallback)) as Arc<dyn ConsentProvider>
@@ -120,7 +120,7 @@ impl Proxy {
     /// Relays between the host (`host_in`, `host_out`) and the server (`link`) until either
     /// side ends or `shutdown` completes; then ends the server and the broker session.
     /// Returns the server's exit code.
-    pub async fn run<R, W, S>(
+    pub(crate) async fn run<R, W, S>(
         self,
         broker: Broker,
         outbound: Notifications,

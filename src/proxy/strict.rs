@@ -11,11 +11,15 @@
 //! [`BatchItems`] cuts a batch into its items, each then read by [`read`] exactly like a
 //! single line.
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+
+mod batch;
+
+pub(super) use batch::BatchItems;
 
 /// The parts of a JSON-RPC object the proxy routes by, read from a message that is exact
 /// JSON (anything else is an error of [`read`]).
@@ -294,114 +298,9 @@ pub(super) fn has_duplicated_key(message: &[u8]) -> Option<bool> {
     serde_json::from_slice::<Checked>(message).ok().map(|c| c.0)
 }
 
-/// Why a batch could not be cut into items.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum BatchError {
-    /// The line is not a JSON array (or not JSON at all).
-    NotAnArray,
-}
-
-/// The items of a batch line, in order, each as the bytes the peer wrote (without the
-/// whitespace around it). The array's structure is checked as it goes; each item is found by
-/// skipping it (without recursion), not read: read it with [`read`]. After an error the
-/// iterator ends.
-pub(super) struct BatchItems<'a> {
-    line: &'a [u8],
-    pos: usize,
-    state: State,
-}
-
-#[derive(PartialEq, Eq)]
-enum State {
-    Start,
-    Item,
-    Done,
-}
-
-impl<'a> BatchItems<'a> {
-    /// The items of `line`, which should begin (after whitespace) with `[`.
-    pub(super) fn new(line: &'a [u8]) -> BatchItems<'a> {
-        BatchItems {
-            line,
-            pos: 0,
-            state: State::Start,
-        }
-    }
-
-    fn skip_ws(&mut self) {
-        // JSON's whitespace only: a form feed or a vertical tab is not, for any JSON parser.
-        while matches!(self.line.get(self.pos), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.pos += 1;
-        }
-    }
-
-    fn fail(&mut self) -> Option<Result<&'a [u8], BatchError>> {
-        self.state = State::Done;
-        Some(Err(BatchError::NotAnArray))
-    }
-
-    /// After the array's `]`: only whitespace may follow.
-    fn end(&mut self) -> Option<Result<&'a [u8], BatchError>> {
-        self.skip_ws();
-        if self.pos == self.line.len() {
-            self.state = State::Done;
-            None
-        } else {
-            self.fail()
-        }
-    }
-}
-
-impl<'a> Iterator for BatchItems<'a> {
-    type Item = Result<&'a [u8], BatchError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.state {
-            State::Done => return None,
-            State::Start => {
-                self.skip_ws();
-                if self.line.get(self.pos) != Some(&b'[') {
-                    return self.fail();
-                }
-                self.pos += 1;
-                self.skip_ws();
-                if self.line.get(self.pos) == Some(&b']') {
-                    self.pos += 1;
-                    return self.end();
-                }
-                self.state = State::Item;
-            }
-            State::Item => {
-                self.skip_ws();
-                match self.line.get(self.pos) {
-                    Some(b',') => self.pos += 1,
-                    Some(b']') => {
-                        self.pos += 1;
-                        return self.end();
-                    }
-                    _ => return self.fail(),
-                }
-            }
-        }
-        self.skip_ws();
-        let rest = self.line.get(self.pos..).unwrap_or_default();
-        let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<IgnoredAny>();
-        match stream.next() {
-            Some(Ok(_)) => {
-                let start = self.pos;
-                self.pos += stream.byte_offset();
-                match self.line.get(start..self.pos) {
-                    Some(item) => Some(Ok(item)),
-                    None => self.fail(),
-                }
-            }
-            Some(Err(_)) | None => self.fail(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::batch::BatchError;
     use super::*;
 
     fn envelope(line: &str) -> Option<(Option<String>, Option<Value>, bool)> {

@@ -41,10 +41,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// [`BrokerClientHandler::with_server_id`]: super::BrokerClientHandler::with_server_id
 #[derive(Clone)]
 pub struct NotificationRouter {
-    shared: Arc<Shared>,
+    shared: Arc<RouterCore>,
 }
 
-struct Shared {
+struct RouterCore {
     broker: Broker,
     registry: Mutex<Registry>,
 }
@@ -63,7 +63,7 @@ impl NotificationRouter {
     /// A router for `broker`, with no connections yet.
     pub fn new(broker: Broker) -> Self {
         Self {
-            shared: Arc::new(Shared {
+            shared: Arc::new(RouterCore {
                 broker,
                 registry: Mutex::new(Registry::default()),
             }),

@@ -99,7 +99,7 @@ pub(crate) struct Watch {
 
 /// What the reader thread shares with the hub.
 #[derive(Debug, Default)]
-pub(crate) struct Shared {
+pub(crate) struct ReaderFindings {
     /// Whether raw events were lost since the dispatcher last looked.
     lost: AtomicBool,
     /// Watches whose directory moved, to be ended and told.
@@ -111,7 +111,7 @@ pub(crate) struct WatchHub {
     watches: Mutex<HashMap<String, Arc<Watch>>>,
     kernel: Arc<Mutex<Option<Kernel>>>,
     created: Mutex<HashMap<PathBuf, std::time::Instant>>,
-    shared: Arc<Shared>,
+    shared: Arc<ReaderFindings>,
     next_id: AtomicU64,
 }
 
@@ -176,7 +176,7 @@ impl Default for WatchHub {
             watches: Mutex::new(HashMap::new()),
             kernel: Arc::new(Mutex::new(None)),
             created: Mutex::new(HashMap::new()),
-            shared: Arc::new(Shared::default()),
+            shared: Arc::new(ReaderFindings::default()),
             next_id: AtomicU64::new(1),
         }
     }

@@ -198,10 +198,19 @@ async fn an_unknown_param_is_refused_naming_it_and_meta_is_allowed() {
     assert!(message.contains("ifmatch"), "the key is named: {r}");
     assert_eq!(f.text_of("keep.txt"), "kept");
     for (method, params) in [
-        ("files/read", json!({"path": "project/keep.txt", "offest": 1})),
+        (
+            "files/read",
+            json!({"path": "project/keep.txt", "offest": 1}),
+        ),
         ("files/list", json!({"path": "project", "recurse": true})),
-        ("files/stat", json!({"path": "project/keep.txt", "follow": true})),
-        ("files/delete", json!({"path": "project/keep.txt", "force": true})),
+        (
+            "files/stat",
+            json!({"path": "project/keep.txt", "follow": true}),
+        ),
+        (
+            "files/delete",
+            json!({"path": "project/keep.txt", "force": true}),
+        ),
     ] {
         let r = call(&b, "s", method, params.clone()).await;
         assert_eq!(err(&r).0, -32602, "{method} {params}: {r}");

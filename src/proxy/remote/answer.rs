@@ -5,7 +5,7 @@
 
 use super::error::{RemoteError, says_unknown_session};
 use super::http::{ACCEPT_STREAM, read_body};
-use super::session::{Mode, Shared};
+use super::session::{Mode, RemoteSession};
 use super::sse::{End, Events, backoff, is_event_stream, message};
 use reqwest::header::{ACCEPT, HeaderValue};
 use reqwest::{Method, Response};
@@ -25,7 +25,7 @@ pub(super) enum Stop {
     Interrupted,
 }
 
-impl Shared {
+impl RemoteSession {
     /// Passes on the answer to a POST whose requests are `ids`: the messages of a JSON body
     /// or an event stream. Fails when a request of `ids` got no response. In the old
     /// HTTP+SSE transport every answer comes on the session's one stream instead, so this

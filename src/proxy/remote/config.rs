@@ -40,32 +40,32 @@ const RESERVED: [&str; 10] = [
 
 /// The remote endpoint and how to talk to it.
 #[derive(Debug, Clone)]
-pub struct RemoteConfig {
+pub(crate) struct RemoteConfig {
     /// The MCP endpoint (Streamable HTTP), or the SSE URL of a server of the 2024-11-05
     /// HTTP+SSE transport.
-    pub url: Url,
+    pub(crate) url: Url,
     /// Extra headers sent with every request (values from the environment are sensitive).
-    pub headers: HeaderMap,
+    pub(crate) headers: HeaderMap,
     /// Limit on connecting (TCP and TLS), and on the answer to a request that needs no work
     /// from the server: a notification, a response, the GET stream, the DELETE.
-    pub connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// Limit on the answer (headers and JSON body) to a POST carrying requests. Event streams
     /// have no overall limit: they carry operations that may wait for the user.
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// Reconnection attempts after a lost connection before the session is given up.
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// The largest message (a JSON body or an event's data) accepted from the server; the
     /// policy's `limits.max_line_bytes`.
-    pub max_message: usize,
+    pub(crate) max_message: usize,
     /// How long in-flight requests may take to finish once the host has gone.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
 }
 
 /// Why the remote configuration was refused. Messages name headers and variables, never
 /// their values.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// `--url` does not parse.
     #[error("--url is not a valid URL: {0}")]
     BadUrl(#[source] url::ParseError),
@@ -114,17 +114,17 @@ pub enum ConfigError {
 
 /// The header options of the command line.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct HeaderArgs<'a> {
+pub(crate) struct HeaderArgs<'a> {
     /// `--header 'Name: value'`: plain, non-secret values.
-    pub plain: &'a [String],
+    pub(crate) plain: &'a [String],
     /// `--header-env 'Name=VARIABLE'`: the value is the variable's.
-    pub from_env: &'a [String],
+    pub(crate) from_env: &'a [String],
     /// `--bearer-env VARIABLE`: `Authorization: Bearer <value of VARIABLE>`.
-    pub bearer_env: Option<&'a str>,
+    pub(crate) bearer_env: Option<&'a str>,
 }
 
 /// Checks `--url`: http or https, no credentials in it.
-pub fn parse_url(raw: &str) -> Result<Url, ConfigError> {
+pub(crate) fn parse_url(raw: &str) -> Result<Url, ConfigError> {
     let url = Url::parse(raw).map_err(ConfigError::BadUrl)?;
     if url.scheme() != "http" && url.scheme() != "https" {
         return Err(ConfigError::Scheme(url.scheme().to_owned()));
@@ -137,7 +137,7 @@ pub fn parse_url(raw: &str) -> Result<Url, ConfigError> {
 
 /// The extra headers for `url`, with values named by `--header-env` and `--bearer-env` read
 /// through `env` (the process environment in the binary).
-pub fn build_headers(
+pub(crate) fn build_headers(
     url: &Url,
     args: HeaderArgs<'_>,
     env: impl Fn(&str) -> Option<String>,

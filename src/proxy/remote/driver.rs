@@ -15,7 +15,7 @@ use super::modern;
 use super::params;
 use super::pending::request_ids;
 use super::requests::{InFlight, Start};
-use super::session::{Mode, Shared, Wire, refuses_as_modern_only};
+use super::session::{Mode, RemoteSession, Wire, refuses_as_modern_only};
 use crate::lines::LineReceiver;
 use crate::proxy::names::{CANCELLED, INITIALIZE, cancelled_id_in};
 use crate::proxy::peek::{Kind, peek};
@@ -29,7 +29,7 @@ use tokio::time::Instant;
 /// The driver's tasks: the requests, the streams the server sends on by itself (GET, the old
 /// transport's), and answers of the proxy's own waiting for room towards the host.
 struct Driver {
-    shared: Arc<Shared>,
+    shared: Arc<RemoteSession>,
     inflight: InFlight,
     background: JoinSet<()>,
     answers: JoinSet<()>,
@@ -39,7 +39,7 @@ struct Driver {
 /// fails. Returns the exit code: 0 for a clean end, 1 after a failure, or when requests were
 /// still unanswered at the end of the shutdown grace, or the server was never reached.
 pub(super) async fn drive(
-    shared: Arc<Shared>,
+    shared: Arc<RemoteSession>,
     mut outgoing: LineReceiver,
     mut end: oneshot::Receiver<()>,
 ) -> u8 {
@@ -408,7 +408,7 @@ fn batch_refused(id: &Value) -> Vec<u8> {
 }
 
 /// Sends a notification or response and waits until the server has accepted it.
-async fn inline(shared: &Arc<Shared>, line: Vec<u8>) {
+async fn inline(shared: &Arc<RemoteSession>, line: Vec<u8>) {
     if let Err(e) = shared.notify(Bytes::from(line), Post::Message).await {
         tracing::warn!(error = %e, "a message to the remote server was not delivered");
         if e.ends_session() {

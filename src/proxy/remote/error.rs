@@ -8,7 +8,7 @@ use std::time::Duration;
 /// token) or a header value.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RemoteError {
+pub(crate) enum RemoteError {
     /// No connection could be made, after every retry.
     #[error("cannot reach the remote server at {url}: {detail}")]
     Unreachable {
@@ -102,7 +102,7 @@ pub enum RemoteError {
 impl RemoteError {
     /// The `data.reason` of the JSON-RPC error the host gets for a request this failure
     /// left unanswered.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             RemoteError::Unreachable { .. } => "unreachable",
             RemoteError::Transport(_) => "transport",
@@ -126,7 +126,7 @@ impl RemoteError {
 
     /// Whether the session cannot go on after this failure: the server cannot be reached,
     /// or no session with it can be had. Other failures cost one request.
-    pub fn ends_session(&self) -> bool {
+    pub(crate) fn ends_session(&self) -> bool {
         match self {
             RemoteError::Unreachable { .. }
             | RemoteError::BadSessionId
@@ -154,7 +154,7 @@ impl RemoteError {
     /// The JSON-RPC error response for request `id`, as a line for the host. The broker's
     /// error type has no room for the transport's reasons (`unreachable`, `http_status` and
     /// its `status`), so the object is built here, with the internal error's code.
-    pub fn response_for(&self, id: &Value) -> Vec<u8> {
+    pub(crate) fn response_for(&self, id: &Value) -> Vec<u8> {
         let mut data = json!({"reason": self.reason()});
         if let RemoteError::Status { status, server }
         | RemoteError::Expired { status, server }
@@ -176,7 +176,7 @@ impl RemoteError {
 
     /// The end of a session that left `unanswered` requests without their answer after
     /// the shutdown `grace`, or whose server was never reached (`unreached` says why).
-    pub fn abandoned(unanswered: usize, grace: Duration, unreached: Option<String>) -> Self {
+    pub(crate) fn abandoned(unanswered: usize, grace: Duration, unreached: Option<String>) -> Self {
         let mut text = match unanswered {
             0 => String::new(),
             1 => {

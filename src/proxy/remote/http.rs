@@ -3,7 +3,7 @@
 //! message judged on its status alone, and the DELETE at the end.
 
 use super::error::{MAX_SAID, RemoteError, chain, says_unknown_session, server_said};
-use super::session::{Mode, Shared};
+use super::session::{Mode, RemoteSession};
 use super::sse::backoff;
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
@@ -32,7 +32,7 @@ pub(super) enum Post {
     Message,
 }
 
-impl Shared {
+impl RemoteSession {
     /// A request to `url` with the extra headers and, in Streamable HTTP, the session id and
     /// protocol version once known. Returns the generation of the session it belongs to and
     /// whether a session id was sent.

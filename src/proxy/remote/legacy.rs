@@ -8,7 +8,7 @@
 use super::answer::Stop;
 use super::error::RemoteError;
 use super::http::ACCEPT_STREAM;
-use super::session::Shared;
+use super::session::RemoteSession;
 use super::sse::{End, Events, is_event_stream};
 use reqwest::Method;
 use reqwest::header::ACCEPT;
@@ -20,7 +20,7 @@ use url::Url;
 /// Returns the endpoint and the task that passes on the rest of the stream. An endpoint on
 /// another origin is refused: the extra headers (a bearer token) must not follow it there.
 pub(super) async fn open(
-    shared: &Arc<Shared>,
+    shared: &Arc<RemoteSession>,
 ) -> Result<(Url, impl Future<Output = ()> + Send + 'static), RemoteError> {
     let url = shared.cfg.url.clone();
     // Before the switch no session id is known (the refused initialize gave none), so this

@@ -2,7 +2,7 @@
 
 use super::answer::Stop;
 use super::http::ACCEPT_STREAM;
-use super::session::Shared;
+use super::session::RemoteSession;
 use super::sse::{End, Events, backoff, is_event_stream};
 use reqwest::header::{ACCEPT, HeaderValue};
 use reqwest::{Method, StatusCode};
@@ -15,7 +15,7 @@ use tokio::time::Instant;
 /// bringing anything within the connect timeout count alike; after `--retries` of them in
 /// a row the stream is given up (or the session ends, when the server cannot be reached),
 /// so a server cannot keep the proxy reconnecting.
-pub(super) async fn listen(shared: Arc<Shared>) {
+pub(super) async fn listen(shared: Arc<RemoteSession>) {
     let mut cursor: Option<(u64, HeaderValue)> = None;
     let mut advice = None;
     let mut failures = 0u32;

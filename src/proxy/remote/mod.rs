@@ -32,6 +32,7 @@
 
 mod answer;
 mod config;
+mod deliver;
 mod driver;
 mod error;
 mod fds;
@@ -46,8 +47,8 @@ mod requests;
 mod session;
 mod sse;
 
-pub use config::{ConfigError, HeaderArgs, RemoteConfig, build_headers, parse_url};
-pub use error::RemoteError;
+pub(crate) use config::{ConfigError, HeaderArgs, RemoteConfig, build_headers, parse_url};
+pub(crate) use error::RemoteError;
 
 use super::link::{Link, QUEUE_LINES};
 use crate::lines::{budget, line_channel};
@@ -68,11 +69,11 @@ const MAX_REDIRECTS: usize = 5;
 
 /// How a remote session ended: read it after the proxy has run.
 #[derive(Debug, Clone, Default)]
-pub struct Outcome(Arc<Mutex<Option<RemoteError>>>);
+pub(crate) struct Outcome(Arc<Mutex<Option<RemoteError>>>);
 
 impl Outcome {
     /// The failure that ended the session, if one did (each failure is taken once).
-    pub fn take_error(&self) -> Option<RemoteError> {
+    pub(crate) fn take_error(&self) -> Option<RemoteError> {
         lock(&self.0).take()
     }
 }
@@ -85,7 +86,7 @@ impl Outcome {
 /// installed as the process's default rustls provider if there is none yet. The proxy
 /// variables of the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) are
 /// honoured, except for a loopback URL, which is always reached directly.
-pub fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError> {
+pub(crate) fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError> {
     // Fails only when a provider is already installed, which then serves as well.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let origin_only = reqwest::redirect::Policy::custom(|attempt| {
@@ -123,7 +124,7 @@ pub fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError> {
     let (incoming, from_server) = line_channel(QUEUE_LINES, budget(cfg.max_message));
     let (end, end_rx) = oneshot::channel::<()>();
     let outcome = Outcome::default();
-    let shared = session::Shared::new(client, cfg, incoming, outcome.0.clone(), max_pending);
+    let shared = session::RemoteSession::new(client, cfg, incoming, outcome.0.clone(), max_pending);
     let task = tokio::spawn(driver::drive(shared, outgoing, end_rx));
     let exit = Box::pin(async move { task.await.unwrap_or(1) });
     Ok((

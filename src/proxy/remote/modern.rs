@@ -13,7 +13,7 @@
 use super::error::{MAX_SAID, RemoteError};
 use super::http::{ACCEPT_POST, read_body};
 use super::params::{self, encode_name};
-use super::session::Shared;
+use super::session::RemoteSession;
 use super::sse::{Events, is_event_stream, message};
 use crate::proxy::names::{MODERN_VERSION, VERSION_KEY};
 use bytes::Bytes;
@@ -89,7 +89,7 @@ pub(super) fn headers_for(line: &[u8]) -> Result<HeaderMap, RemoteError> {
     Ok(h)
 }
 
-impl Shared {
+impl RemoteSession {
     /// POSTs the host's request `body` (id `id`) with `headers`. A `tools/call` the server
     /// refuses with `-32020` is tried once more, with headers made again from what a fresh
     /// `tools/list` of the proxy's own taught: a refused call was never run, so a second

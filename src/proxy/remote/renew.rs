@@ -5,11 +5,11 @@
 use super::error::RemoteError;
 use super::http::Post;
 use super::pending::request_ids;
-use super::session::Shared;
+use super::session::RemoteSession;
 use bytes::Bytes;
 use std::sync::Arc;
 
-impl Shared {
+impl RemoteSession {
     /// Starts a new session after the one of generation `seen` expired. Does nothing when
     /// another task already did it. Everything it waits for (the new session's id in the
     /// `initialize` answer's headers, the acceptance of `notifications/initialized`) takes at

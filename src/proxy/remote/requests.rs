@@ -9,7 +9,7 @@
 use super::error::RemoteError;
 use super::http::Post;
 use super::modern::Answered;
-use super::session::Shared;
+use super::session::RemoteSession;
 use crate::jsonrpc::id_key;
 use bytes::Bytes;
 use reqwest::Response;
@@ -43,7 +43,7 @@ pub(super) struct InFlight {
 
 impl InFlight {
     /// Starts the task for requests `ids` (already tracked as waiting).
-    pub(super) fn start(&mut self, shared: &Arc<Shared>, start: Start, ids: Vec<Value>) {
+    pub(super) fn start(&mut self, shared: &Arc<RemoteSession>, start: Start, ids: Vec<Value>) {
         // Each id is cancelled at most once (its entry goes with the cancellation), so the
         // channel never fills.
         let (tx, rx) = mpsc::channel(ids.len().max(1));
@@ -58,7 +58,12 @@ impl InFlight {
     /// Cancels request `id` with the host's `line`: it stops waiting, and its task sends
     /// `line` on. Returns `line` when no task can take it (the request is not in flight),
     /// for the caller to send.
-    pub(super) fn cancel(&mut self, shared: &Shared, id: &Value, line: Vec<u8>) -> Option<Vec<u8>> {
+    pub(super) fn cancel(
+        &mut self,
+        shared: &RemoteSession,
+        id: &Value,
+        line: Vec<u8>,
+    ) -> Option<Vec<u8>> {
         shared.pending.take(std::slice::from_ref(id));
         match self.by_id.remove(&id_key(id)) {
             Some((_, tx)) => tx.try_send(line).err().map(|e| match e {
@@ -102,7 +107,7 @@ impl InFlight {
 /// One request task: POSTs the requests (unless the driver did), reads the answer, and
 /// sends on the host's cancellations once the server has accepted the POST.
 async fn run(
-    shared: Arc<Shared>,
+    shared: Arc<RemoteSession>,
     start: Start,
     ids: Vec<Value>,
     mut cancels: mpsc::Receiver<Vec<u8>>,
@@ -122,7 +127,7 @@ async fn run(
 
 /// The body of [`run`]: returns once the requests are answered, failed or all cancelled.
 async fn serve(
-    shared: &Arc<Shared>,
+    shared: &Arc<RemoteSession>,
     start: Start,
     ids: &[Value],
     cancels: &mut mpsc::Receiver<Vec<u8>>,
@@ -190,7 +195,7 @@ async fn serve(
 }
 
 /// Sends the host's cancellation on; a server that cannot be reached ends the session.
-async fn send_cancel(shared: &Arc<Shared>, line: Vec<u8>) {
+async fn send_cancel(shared: &Arc<RemoteSession>, line: Vec<u8>) {
     if let Err(e) = shared.notify(Bytes::from(line), Post::Message).await {
         tracing::warn!(error = %e, "a cancellation did not reach the remote server");
         if e.ends_session() {
@@ -201,7 +206,7 @@ async fn send_cancel(shared: &Arc<Shared>, line: Vec<u8>) {
 
 /// Answers the requests of `ids` still waiting with `e`, and ends the session when `e`
 /// says it cannot go on (or it was the host's `initialize`).
-async fn failed(shared: &Shared, ids: &[Value], e: RemoteError, init: bool) {
+async fn failed(shared: &RemoteSession, ids: &[Value], e: RemoteError, init: bool) {
     shared.fail(ids, &e).await;
     if init || e.ends_session() {
         shared.fatal(e);

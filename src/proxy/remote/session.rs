@@ -1,16 +1,15 @@
 //! The state one remote session shares between its tasks: the session id and protocol
 //! version to send, the host's `initialize` (to start a new session with), the requests
 //! waiting for an answer, whether the server was ever reached, and the way messages reach
-//! the proxy.
+//! the proxy (what is passed on, and how, is `deliver.rs`).
 
 use super::config::RemoteConfig;
 use super::error::RemoteError;
 use super::params::Params;
 use super::pending::Pending;
-use crate::lines::{LineSender, SendError};
+use crate::lines::LineSender;
 use crate::locks::lock;
 use crate::proxy::names::{DISCOVER, INITIALIZE};
-use crate::proxy::peek::{Kind, batch_kinds, peek, refusal_id};
 use reqwest::header::HeaderValue;
 use serde_json::Value;
 use std::future::Future;
@@ -43,7 +42,7 @@ pub(super) enum Wire {
 }
 
 #[derive(Debug)]
-struct State {
+struct SessionState {
     wire: Wire,
     session: Option<HeaderValue>,
     version: Option<HeaderValue>,
@@ -67,17 +66,18 @@ struct Reach {
 }
 
 /// What every task of one remote session shares.
-pub(super) struct Shared {
+pub(super) struct RemoteSession {
     /// The HTTP client (connection pool, TLS, redirect policy).
-    pub client: reqwest::Client,
+    pub(crate) client: reqwest::Client,
     /// The endpoint and limits.
-    pub cfg: RemoteConfig,
-    state: Mutex<State>,
+    pub(crate) cfg: RemoteConfig,
+    state: Mutex<SessionState>,
     /// Held while a new session is started, so only one task starts it.
     pub(super) renewing: tokio::sync::Mutex<()>,
-    incoming: LineSender,
+    /// Where the server's messages go: the proxy's reader of the server.
+    pub(super) incoming: LineSender,
     /// The host's requests waiting for an answer.
-    pub pending: Pending,
+    pub(crate) pending: Pending,
     /// The tools' `x-mcp-header` declarations (a modern session's `Mcp-Param-*` headers).
     pub(super) params: Params,
     failure: Arc<Mutex<Option<RemoteError>>>,
@@ -89,7 +89,7 @@ pub(super) struct Shared {
     readers: Mutex<Vec<AbortHandle>>,
 }
 
-impl Shared {
+impl RemoteSession {
     /// Shared state for a session whose messages go to `incoming`; the first fatal failure
     /// is kept in `failure`; at most `max_pending` requests may wait.
     pub(super) fn new(
@@ -98,11 +98,11 @@ impl Shared {
         incoming: LineSender,
         failure: Arc<Mutex<Option<RemoteError>>>,
         max_pending: usize,
-    ) -> Arc<Shared> {
-        Arc::new(Shared {
+    ) -> Arc<RemoteSession> {
+        Arc::new(RemoteSession {
             client,
             cfg,
-            state: Mutex::new(State {
+            state: Mutex::new(SessionState {
                 wire: Wire::Undecided,
                 session: None,
                 version: None,
@@ -296,81 +296,9 @@ impl Shared {
         }
     }
 
-    /// Passes a line to the proxy as it is (an error the proxy made up for the host).
-    pub(super) async fn pass(&self, line: Vec<u8>) {
-        let _ = self.incoming.send(line).await;
-    }
-
-    /// Passes a line to the proxy if there is room now; gives it back if there is none.
-    pub(super) fn try_pass(&self, line: Vec<u8>) -> Option<Vec<u8>> {
-        match self.incoming.try_send(line) {
-            Ok(()) | Err(SendError::Closed(_)) => None,
-            Err(SendError::Full(line)) => Some(line),
-        }
-    }
-
-    /// Passes one message from the server to the proxy: responses settle their requests,
-    /// the response to a replayed `initialize` is kept from the host, a message that is not
-    /// a JSON-RPC message the proxy can read but whose id can be recovered goes on to be
-    /// answered with an error, and anything else (an SDK's empty `{}` priming event) is
-    /// dropped. Line breaks
-    /// between tokens become spaces, since the host reads lines; a message with one inside
-    /// a string is not JSON and is dropped, since no line could carry it unchanged.
-    pub(super) async fn deliver(&self, mut line: Vec<u8>) {
-        if !flatten(&mut line) {
-            tracing::warn!(
-                "dropped a message from the remote server with a raw line break in a string"
-            );
-            return;
-        }
-        match peek(&line) {
-            Kind::Response { id } => {
-                if self.is_modern() {
-                    // A `tools/list` result teaches the tools' `Mcp-Param-*` headers, and
-                    // loses the tools whose declarations are invalid.
-                    line = self.params.read_response(&id, line);
-                }
-                if !self.settle(&id, &line) {
-                    return;
-                }
-            }
-            Kind::Batch => {
-                let ids: Vec<Value> = batch_kinds(&line)
-                    .into_iter()
-                    .filter_map(|item| match item {
-                        Kind::Response { id } => Some(id),
-                        _ => None,
-                    })
-                    .collect();
-                self.pending.take(&ids);
-            }
-            Kind::Other => {
-                // A message whose id can be read goes on to the proxy's reader of the
-                // server, which answers it with an error (never relays it); one without (an
-                // SDK's empty `{}` priming event among them) cannot be answered.
-                if std::str::from_utf8(&line).is_ok() && refusal_id(&line).is_some() {
-                    tracing::warn!(
-                        "the remote server sent a request the proxy cannot read; answered with an error"
-                    );
-                } else {
-                    if is_priming(&line) {
-                        tracing::debug!("dropped an empty event");
-                    } else {
-                        tracing::warn!(
-                            "dropped an event from the remote server that is not a JSON-RPC message"
-                        );
-                    }
-                    return;
-                }
-            }
-            Kind::Request { .. } | Kind::Notification { .. } => {}
-        }
-        let _ = self.incoming.send(line).await;
-    }
-
     /// Settles the request `id` answers; notes the protocol version from the response to
     /// `initialize`. Returns whether the host should see the response.
-    fn settle(&self, id: &Value, line: &[u8]) -> bool {
+    pub(super) fn settle(&self, id: &Value, line: &[u8]) -> bool {
         self.pending.take(std::slice::from_ref(id));
         let mut s = lock(&self.state);
         let is_init = s.init.as_ref().is_some_and(|(_, i)| i == id);
@@ -456,7 +384,7 @@ impl Shared {
         readers.push(handle);
     }
 
-    /// Ends the tasks of [`Shared::spawn_reader`].
+    /// Ends the tasks of [`RemoteSession::spawn_reader`].
     pub(super) fn abort_readers(&self) {
         for h in lock(&self.readers).drain(..) {
             h.abort();
@@ -491,55 +419,4 @@ fn carries_modern_meta(line: &[u8]) -> bool {
                 .and_then(Value::as_object)
                 .is_some_and(|m| m.contains_key(VERSION_KEY))
         })
-}
-
-/// Whether an event's data is an empty object or nothing, as SDKs send to prime a stream.
-fn is_priming(line: &[u8]) -> bool {
-    let text: Vec<u8> = line
-        .iter()
-        .copied()
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
-    text.is_empty() || text == b"{}"
-}
-
-/// Turns line breaks between JSON tokens into spaces. Returns false when one stands inside a
-/// string, where JSON allows none: that text is not JSON, and changing it would make it so.
-fn flatten(line: &mut [u8]) -> bool {
-    let mut in_string = false;
-    let mut escaped = false;
-    for b in line.iter_mut() {
-        if in_string {
-            match *b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                b'\n' | b'\r' => return false,
-                _ => {}
-            }
-        } else {
-            match *b {
-                b'"' => in_string = true,
-                b'\n' | b'\r' => *b = b' ',
-                _ => {}
-            }
-        }
-    }
-    true
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn line_breaks_become_spaces_only_between_tokens() {
-        let mut ok = b"{\"a\":\r\n\"x\\\"\\n\",\n\"b\":1}".to_vec();
-        assert!(flatten(&mut ok));
-        assert_eq!(ok, b"{\"a\":  \"x\\\"\\n\", \"b\":1}");
-        let mut bad = b"{\"a\":\"one\ntwo\"}".to_vec();
-        assert!(!flatten(&mut bad));
-        let mut bad = b"{\"a\":\"\\\\\r\"}".to_vec();
-        assert!(!flatten(&mut bad));
-    }
 }

@@ -50,9 +50,9 @@ pub(super) struct Events {
     since_event: Arc<AtomicUsize>,
     limit: usize,
     /// The id of the last event that carried one.
-    pub last_id: Option<String>,
+    pub(crate) last_id: Option<String>,
     /// The server's last `retry` advice.
-    pub retry: Option<Duration>,
+    pub(crate) retry: Option<Duration>,
 }
 
 impl Events {

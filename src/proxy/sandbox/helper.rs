@@ -8,7 +8,7 @@ use super::{PROFILE_VAR, enforce, privileges};
 /// environment, then replaces it with the server: exactly the program file the profile was
 /// built for, with no descriptor above 2 left open. Returns only on failure, with the exit
 /// code to use (the server never started).
-pub fn exec_helper(command: &[String]) -> u8 {
+pub(crate) fn exec_helper(command: &[String]) -> u8 {
     let Some((program, args)) = command.split_first() else {
         eprintln!("fsbroker sandbox-exec: no server command");
         return 2;

@@ -24,9 +24,9 @@ use std::path::{Path, PathBuf};
 
 /// One inferred path.
 pub(super) struct Found {
-    pub path: PathBuf,
-    pub right: Right,
-    pub why: String,
+    pub(crate) path: PathBuf,
+    pub(crate) right: Right,
+    pub(crate) why: String,
 }
 
 /// What an inferred directory must not be, and which paths may not steer the profile.

@@ -8,7 +8,7 @@
 //! The landlock crate forbids unsafe code, and a `pre_exec` hook would need it, so the
 //! restriction is applied by a small helper: the proxy starts its own binary as
 //! `fsbroker sandbox-exec`, which reads the profile from its environment, restricts itself,
-//! and replaces itself with the server ([`exec_helper`]).
+//! and replaces itself with the server (`exec_helper`).
 //!
 //! Split by concern: `profile` computes what the server may reach (from the roots, the
 //! options and the command), `launcher` finds a server's installation and the caches its
@@ -27,7 +27,7 @@ mod reaper;
 mod right;
 mod trace;
 
-pub use helper::exec_helper;
+pub(crate) use helper::exec_helper;
 
 use crate::broker::Broker;
 use crate::path::RelPath;
@@ -47,11 +47,11 @@ const PROFILE_VAR: &str = "FSBROKER_SANDBOX_PROFILE";
 /// at most this version: to rehearse `--sandbox`'s refusal and `--sandbox=best-effort`'s
 /// report on a newer kernel. It can only take protections away from what the kernel offers,
 /// and only for a process whose environment the user controls anyway.
-pub const ABI_CAP_VAR: &str = "FSBROKER_LANDLOCK_ABI";
+pub(crate) const ABI_CAP_VAR: &str = "FSBROKER_LANDLOCK_ABI";
 
 /// How strictly `--sandbox` holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum SandboxMode {
+pub(crate) enum SandboxMode {
     /// Every protection of the profile is enforced, or the server is not started.
     Strict,
     /// The server starts with what the kernel can enforce; the rest is logged at warn.
@@ -60,7 +60,7 @@ pub enum SandboxMode {
 
 /// Whether a sandboxed server may use the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum SandboxNet {
+pub(crate) enum SandboxNet {
     /// The network is untouched (the default).
     Any,
     /// No TCP connections and no TCP binds (Landlock ABI 4 and later).
@@ -69,11 +69,11 @@ pub enum SandboxNet {
 
 /// A directory (or file) the user adds to the profile with `--sandbox-allow PATH[:rw]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxAllow {
+pub(crate) struct SandboxAllow {
     /// The path.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Read and write (`:rw`); otherwise read and execute.
-    pub write: bool,
+    pub(crate) write: bool,
 }
 
 impl std::str::FromStr for SandboxAllow {
@@ -98,18 +98,18 @@ impl std::str::FromStr for SandboxAllow {
 
 /// The options of `--sandbox`.
 #[derive(Debug, Clone)]
-pub struct SandboxOptions {
+pub(crate) struct SandboxOptions {
     /// Strict or best effort.
-    pub mode: SandboxMode,
+    pub(crate) mode: SandboxMode,
     /// What `--sandbox-allow` adds.
-    pub allow: Vec<SandboxAllow>,
+    pub(crate) allow: Vec<SandboxAllow>,
     /// `--sandbox-net`.
-    pub net: SandboxNet,
+    pub(crate) net: SandboxNet,
 }
 
 /// Why a sandboxed server was not started.
 #[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
+pub(crate) enum SandboxError {
     /// The kernel cannot enforce what the profile needs (strict mode).
     #[error("--sandbox cannot be enforced: {0}")]
     Unsupported(String),
@@ -123,7 +123,7 @@ pub enum SandboxError {
 
 impl SandboxError {
     /// The exit code for this error: the spawn error's own, 1 otherwise.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             SandboxError::Spawn(e) => e.exit_code(),
             _ => 1,
@@ -136,7 +136,7 @@ impl SandboxError {
 /// id, only roots offered to every server (`servers = ["*"]`), since the session's name is
 /// known only once the server has answered `initialize`. The server is ended (its input
 /// closed, then SIGTERM, then SIGKILL) when a reload removes or narrows one of those roots.
-pub fn spawn_sandboxed(
+pub(crate) fn spawn_sandboxed(
     command: &[String],
     options: &SandboxOptions,
     broker: &Broker,

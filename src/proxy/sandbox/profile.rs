@@ -43,18 +43,18 @@ const DEVICES: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Rule {
     /// The path (absolute).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The rights beneath it.
-    pub right: Right,
+    pub(crate) right: Right,
     /// Why it is in the profile, for the log.
-    pub why: String,
+    pub(crate) why: String,
     /// The (device, inode) the path named when the profile was built (for a root, the
     /// directory the broker opened): the helper opens the path without following links and
     /// refuses to start the server if it names anything else by then.
-    pub pin: Option<(u64, u64)>,
+    pub(crate) pin: Option<(u64, u64)>,
     /// Whether a missing path stops the server from starting (roots, the temporary directory,
     /// what the user asked for), or is skipped (system directories absent on this system).
-    pub required: bool,
+    pub(crate) required: bool,
 }
 
 /// The whole profile.

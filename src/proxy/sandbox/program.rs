@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 pub(super) struct Program {
     /// The path `execve` is given: the command's first word, found on `PATH` when it has no
     /// `/`.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The real path of the file the proxy opened (from its descriptor, not from the name).
-    pub real: PathBuf,
+    pub(crate) real: PathBuf,
     /// That file's device and inode.
-    pub pin: (u64, u64),
+    pub(crate) pin: (u64, u64),
     /// Whether it is a `#!` script, which the kernel hands to its interpreter by name.
-    pub script: bool,
+    pub(crate) script: bool,
 }
 
 impl Program {

@@ -15,7 +15,7 @@ const MAX_HOPS: usize = 40;
 #[derive(Debug)]
 pub(super) struct Trace {
     /// The path with every link resolved: what the kernel would reach now.
-    pub real: PathBuf,
+    pub(crate) real: PathBuf,
     /// Every place visited, by real directory: each link itself and each component reached.
     visited: Vec<PathBuf>,
 }

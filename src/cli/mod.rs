@@ -1,25 +1,75 @@
-//! The command line of `fsbroker`, and how its flags build a policy.
+//! The command line of `fsbroker`: its flags, and what each subcommand runs.
 //!
-//! The flags build the same [`Policy`] a file would: `--root` adds roots to the embedded
-//! default (or the `--policy` file), `--consent` sets the consent mode.
+//! The binary is one call, [`main`]: it parses the arguments, sets up logging and runs the
+//! subcommand, one file each (`serve.rs`, `proxy.rs`, `check_policy.rs`), on the runtime of
+//! `runtime.rs`. The flags build the same [`Policy`](crate::Policy) a file would
+//! (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
+//! arguments and build its policy with [`CommonArgs::build_policy`].
+//!
+//! Usage errors exit 2 (clap's own, and the checks clap cannot express), as does a policy
+//! that does not load; a failure after the start exits 1, or with the server's code.
 
-use crate::path::MountName;
-use crate::policy::{ConsentMode, EraMode, Policy, PolicyError, RootEntry};
+use crate::policy::{ConsentMode, EraMode};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+
+mod check_policy;
+mod flags;
+#[cfg(feature = "proxy")]
+mod proxy;
+mod runtime;
+mod serve;
+
+pub use flags::split_root_arg;
+
+/// Runs `fsbroker` with the process's arguments and returns its exit code; everything the
+/// binary does. It needs the feature `proxy` as well as `cli`.
+#[cfg(feature = "proxy")]
+pub fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    // Logs go to stderr: stdout carries only protocol messages.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(log_filter())
+        .init();
+    match cli.command {
+        Command::CheckPolicy { files } => check_policy::run(&files),
+        Command::Serve(args) => runtime::run(|| serve::run(args)),
+        Command::Proxy(args) => runtime::run(|| proxy::run(*args)),
+        // Before any runtime starts: Landlock restricts the calling thread, and the server
+        // that replaces this process must inherit the restriction whole.
+        Command::SandboxExec { command } => {
+            std::process::ExitCode::from(crate::proxy::sandbox::exec_helper(&command))
+        }
+    }
+}
+
+/// The log filter from `FSBROKER_LOG`, `warn` by default. An empty (or blank) value counts
+/// as unset: host configuration templates often produce `FSBROKER_LOG=`, and an empty filter
+/// would silence even errors. A value that does not parse also falls back to `warn`.
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    use tracing_subscriber::EnvFilter;
+    match std::env::var("FSBROKER_LOG") {
+        Ok(v) if !v.trim().is_empty() => {
+            EnvFilter::try_new(v.trim()).unwrap_or_else(|_| EnvFilter::new("warn"))
+        }
+        _ => EnvFilter::new("warn"),
+    }
+}
 
 /// `fsbroker`: client-brokered filesystem access for MCP servers.
 #[derive(Debug, Parser)]
 #[command(name = "fsbroker", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to run.
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Answer one server session's requests on stdin/stdout (newline-delimited JSON-RPC).
     Serve(CommonArgs),
     /// Sit between a host and an MCP server, answering the server's file requests.
@@ -73,49 +123,64 @@ pub struct CommonArgs {
 
 /// Options of `proxy`.
 #[derive(Debug, Args)]
-pub struct ProxyArgs {
+pub(crate) struct ProxyArgs {
     /// Shared options.
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub(crate) common: CommonArgs,
     /// A remote MCP server (Streamable HTTP, or HTTP+SSE of 2024-11-05) instead of a local
     /// command.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// An extra HTTP header with a plain value, `Name: value` (repeatable). Credentials are
     /// refused here: use --header-env or --bearer-env.
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    #[arg(
+        long = "header",
+        value_name = "NAME: VALUE",
+        requires = "url",
+        conflicts_with = "command"
+    )]
+    pub(crate) headers: Vec<String>,
     /// An extra HTTP header whose value is the environment variable's, `Name=VARIABLE`
     /// (repeatable).
-    #[arg(long = "header-env", value_name = "NAME=VARIABLE")]
-    pub header_env: Vec<String>,
+    #[arg(
+        long = "header-env",
+        value_name = "NAME=VARIABLE",
+        requires = "url",
+        conflicts_with = "command"
+    )]
+    pub(crate) header_env: Vec<String>,
     /// Send `Authorization: Bearer <value of VARIABLE>`.
-    #[arg(long = "bearer-env", value_name = "VARIABLE")]
-    pub bearer_env: Option<String>,
+    #[arg(
+        long = "bearer-env",
+        value_name = "VARIABLE",
+        requires = "url",
+        conflicts_with = "command"
+    )]
+    pub(crate) bearer_env: Option<String>,
     /// Which protocol era a session may take: auto (legacy whenever the server speaks it,
     /// where files are brokered; modern only with a modern-only server), legacy or modern.
     /// Overrides the policy's `[proxy] era`.
     #[arg(long = "era", value_name = "auto|legacy|modern", value_parser = parse_era)]
-    pub era: Option<EraMode>,
+    pub(crate) era: Option<EraMode>,
     /// Seconds allowed for connecting to the remote server (every retry included), and for
     /// its answer to a message that needs no work (a notification, a response, the GET
     /// stream).
     #[arg(long = "connect-timeout", value_name = "SECONDS", default_value = "10", value_parser = parse_grace)]
-    pub connect_timeout: std::time::Duration,
+    pub(crate) connect_timeout: std::time::Duration,
     /// Seconds allowed for the remote server's answer to a request, unless it streams.
     #[arg(long = "request-timeout", value_name = "SECONDS", default_value = "300", value_parser = parse_grace)]
-    pub request_timeout: std::time::Duration,
+    pub(crate) request_timeout: std::time::Duration,
     /// Attempts to reconnect to the remote server after a lost connection, with backoff
     /// (within the connect timeout), before the session is given up; also how many streams
     /// in a row may close without bringing anything.
     #[arg(long = "retries", value_name = "N", default_value = "5", value_parser = clap::value_parser!(u32).range(0..=20))]
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// Seconds to wait for the server to exit after its input is closed, and again after
     /// SIGTERM, before killing it. With --url: how long requests in flight may still be
     /// answered once the host has gone (or on SIGTERM); those left are answered with an
     /// error and the exit code is 1.
     #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]
-    pub shutdown_grace: std::time::Duration,
+    pub(crate) shutdown_grace: std::time::Duration,
     /// Start the server under a Landlock ruleset (Linux): it and everything it starts reach on
     /// disk only its roots (read-only ones read-only), the system's runtime directories, its
     /// own installation, a private temporary directory and what --sandbox-allow adds.
@@ -124,19 +189,19 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
           default_missing_value = "strict", value_parser = ["strict", "best-effort"],
           conflicts_with = "url")]
-    pub sandbox: Option<String>,
+    pub(crate) sandbox: Option<String>,
     /// With --sandbox, also allow PATH: read and execute, or read and write with `:rw`
     /// (repeatable).
     #[arg(long = "sandbox-allow", value_name = "PATH[:rw]", requires = "sandbox")]
-    pub sandbox_allow: Vec<String>,
+    pub(crate) sandbox_allow: Vec<String>,
     /// With --sandbox, `none` also forbids the server TCP connections and binds.
     #[arg(long = "sandbox-net", value_name = "any|none", default_value = "any",
           value_parser = ["any", "none"])]
-    pub sandbox_net: String,
+    pub(crate) sandbox_net: String,
     /// The server command and its arguments. Everything from the first positional argument
     /// on is the server's, options included; a `--` before it is allowed, not needed.
     #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1..)]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 fn parse_grace(s: &str) -> Result<std::time::Duration, String> {
@@ -160,111 +225,4 @@ fn parse_fallback(s: &str) -> Result<ConsentMode, String> {
         ConsentMode::Elicit => Err("the fallback answers when the host cannot elicit: use auto, deny, tty or command:PROGRAM".into()),
         mode => Ok(mode),
     }
-}
-
-/// Splits `[MOUNT=]PATH`: the part before the first `=` is a mount only when it is a valid
-/// mount name, so paths containing `=` still work (write `./a=b`).
-pub fn split_root_arg(arg: &str) -> (Option<String>, PathBuf) {
-    if let Some((m, p)) = arg.split_once('=')
-        && MountName::new(m).is_ok()
-        && !p.is_empty()
-    {
-        return (Some(m.to_owned()), PathBuf::from(p));
-    }
-    (None, PathBuf::from(arg))
-}
-
-impl CommonArgs {
-    /// The policy these options describe. With neither `--policy` nor `--root`, and when
-    /// `cwd_default` is set, the current directory is offered read-only.
-    pub fn build_policy(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
-        self.build_policy_with(cwd_default, true)
-    }
-
-    /// As [`CommonArgs::build_policy`], for a reload (see [`Policy::load_for_reload`]).
-    pub fn build_policy_for_reload(&self, cwd_default: bool) -> Result<Policy, PolicyError> {
-        self.build_policy_with(cwd_default, false)
-    }
-
-    /// `roots_exist`: whether a missing root directory is an error (at start) or is left out
-    /// by the broker (at a reload).
-    fn build_policy_with(
-        &self,
-        cwd_default: bool,
-        roots_exist: bool,
-    ) -> Result<Policy, PolicyError> {
-        let mut policy = match &self.policy {
-            Some(p) if roots_exist => Policy::load(p)?,
-            Some(p) => Policy::load_for_reload(p)?,
-            None => Policy::from_default_file()?,
-        };
-        let mut roots = self.roots.clone();
-        if roots.is_empty() && self.policy.is_none() && cwd_default {
-            roots.push(".".to_owned());
-        }
-        for arg in &roots {
-            let (mount, path) = split_root_arg(arg);
-            let entry = match mount {
-                Some(m) => RootEntry::new(m, path),
-                None => RootEntry::unnamed(path),
-            };
-            let entry = if self.writable {
-                entry.writable()
-            } else {
-                entry
-            };
-            if entry.mount.is_none() {
-                check_unnamed_root(arg, &entry)?;
-            }
-            policy.roots.push(entry);
-        }
-        if let Some(mode) = &self.consent {
-            policy.consent.mode = Some(mode.clone());
-        }
-        if let Some(mode) = &self.consent_fallback {
-            policy.consent.fallback = Some(mode.clone());
-        }
-        if let Some(file) = &self.audit_file {
-            policy.audit.enabled = true;
-            policy.audit.file = Some(file.clone());
-        }
-        if self.no_audit {
-            policy.audit.enabled = false;
-        }
-        policy.validate_with("<command line>", roots_exist)?;
-        Ok(policy)
-    }
-}
-
-/// Errors in a `--root` argument without a valid mount, reported in the command line's own
-/// terms before the combined policy is checked: a `NAME=PATH` whose NAME breaks the mount rule
-/// (rather than "no such file" for the whole string read as a path), and a path with no final
-/// component to name a mount after (`/`).
-fn check_unnamed_root(arg: &str, entry: &RootEntry) -> Result<(), PolicyError> {
-    let usage = |message: String| PolicyError {
-        file: "<command line>".into(),
-        line: None,
-        key: "--root".into(),
-        message,
-    };
-    // A NAME with no `/` before the first `=`, when the whole argument is no existing path,
-    // was meant as a mount.
-    if let Some((m, p)) = arg.split_once('=')
-        && !m.is_empty()
-        && !m.contains('/')
-        && !p.is_empty()
-        && !std::path::Path::new(arg).exists()
-        && let Err(rule) = MountName::new(m)
-    {
-        return Err(usage(format!(
-            "{arg:?}: {rule} (such as --root {}={p})",
-            MountName::from_dir_name(m)
-        )));
-    }
-    Policy::mount_of(entry).map(drop).map_err(|e| {
-        usage(format!(
-            "{e}; name the mount: --root NAME={}",
-            entry.path.display()
-        ))
-    })
 }

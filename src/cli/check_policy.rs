@@ -1,0 +1,26 @@
+//! `fsbroker check-policy`: loads policy files and prints what each one puts in force.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Checks every policy file, printing each one's effective configuration (under a comment
+/// naming the file when there are several); any file that does not load makes the exit 2,
+/// after the others were checked too, so one run reports every broken file.
+pub(super) fn run(files: &[PathBuf]) -> ExitCode {
+    let mut code = ExitCode::SUCCESS;
+    for file in files {
+        match crate::Policy::load(file) {
+            Ok(policy) => {
+                if files.len() > 1 {
+                    println!("# {}", file.display());
+                }
+                print!("{}", crate::policy::describe(&policy));
+            }
+            Err(e) => {
+                eprintln!("fsbroker: {e}");
+                code = ExitCode::from(2);
+            }
+        }
+    }
+    code
+}

@@ -1,0 +1,162 @@
+//! `fsbroker proxy`: sits between a host and an MCP server, a local command (perhaps in the
+//! sandbox) or a remote URL, answering the server's file requests.
+
+use super::ProxyArgs;
+use super::runtime::{shutdown_signal, start_broker};
+use crate::BrokerBuilder;
+use crate::policy::ConsentMode;
+use crate::proxy::remote::{self, RemoteConfig};
+use crate::proxy::{Link, Proxy, sandbox};
+use std::process::ExitCode;
+
+/// Where the server is: what the flags ask for, checked before anything starts.
+enum Server {
+    /// A remote server, its URL and extra headers.
+    Remote(url::Url, reqwest::header::HeaderMap),
+    /// A local command, in the sandbox when one is asked for.
+    Local(Option<sandbox::SandboxOptions>),
+}
+
+/// Proxies until the host or the server goes: the code the session ends with, 2 for a usage
+/// error or a policy that does not load, or the failed start's own code (127 for a command
+/// that is not found).
+pub(super) async fn run(args: ProxyArgs) -> ExitCode {
+    // Usage errors are reported before anything starts.
+    let server = match server(&args) {
+        Ok(s) => s,
+        Err(message) => {
+            eprintln!("fsbroker: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let proxy = Proxy::new(args.common.server_id.clone()).era(args.era);
+    // The proxy asks through the host unless the mode says otherwise: a host launches it
+    // without a terminal, so the host's own interface is where the user is.
+    let elicit = |b: BrokerBuilder| {
+        b.elicitation(proxy.elicitation())
+            .default_consent_mode(ConsentMode::Elicit)
+    };
+    let (broker, outbound) = match start_broker(&args.common, elicit) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let max_line = broker.policy().limits.max_line_bytes.get();
+    let started: Result<(Link, Option<remote::Outcome>), (String, u8)> = match server {
+        Server::Remote(url, headers) => remote::connect(RemoteConfig {
+            url,
+            headers,
+            connect_timeout: args.connect_timeout,
+            request_timeout: args.request_timeout,
+            retries: args.retries,
+            max_message: max_line,
+            grace: args.shutdown_grace,
+        })
+        .map(|(link, outcome)| (link, Some(outcome)))
+        .map_err(|e| (e.to_string(), 1)),
+        Server::Local(Some(options)) => sandbox::spawn_sandboxed(
+            &args.command,
+            &options,
+            &broker,
+            args.common.server_id.as_deref(),
+            max_line,
+            args.shutdown_grace,
+        )
+        .map(|link| (link, None))
+        .map_err(|e| (e.to_string(), e.exit_code())),
+        Server::Local(None) => {
+            crate::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
+                .map(|link| (link, None))
+                .map_err(|e| (e.to_string(), e.exit_code()))
+        }
+    };
+    let (link, outcome) = match started {
+        Ok(started) => started,
+        Err((message, code)) => {
+            eprintln!("fsbroker: {message}");
+            return ExitCode::from(code);
+        }
+    };
+    let code = proxy
+        .run(
+            broker,
+            outbound,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            link,
+            shutdown_signal(),
+        )
+        .await;
+    if let Some(e) = outcome.and_then(|o| o.take_error()) {
+        eprintln!("fsbroker: {e}");
+    }
+    ExitCode::from(code)
+}
+
+/// The server the flags name, or the usage error to report. What clap cannot check is
+/// checked here: a URL and headers that parse (credentials only from the environment), a
+/// sandbox's allowances, and a server at all.
+fn server(args: &ProxyArgs) -> Result<Server, String> {
+    let remote = args
+        .url
+        .as_deref()
+        .map(|url| remote_target(url, args))
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    // Not clap's `requires_if`: clap lets a required argument be missing when it conflicts
+    // with one present, and `--sandbox` conflicts with `--url`.
+    if args.sandbox_net != "any" && args.sandbox.is_none() {
+        return Err("--sandbox-net needs --sandbox".into());
+    }
+    if let Some((url, headers)) = remote {
+        return Ok(Server::Remote(url, headers));
+    }
+    let sandbox = sandbox_options(args)?;
+    if args.command.is_empty() {
+        return Err("proxy needs the server command (e.g. `fsbroker proxy --root DIR node server.js`) or --url URL".into());
+    }
+    Ok(Server::Local(sandbox))
+}
+
+/// The sandbox the proxy's flags ask for, if any.
+fn sandbox_options(args: &ProxyArgs) -> Result<Option<sandbox::SandboxOptions>, String> {
+    let Some(mode) = &args.sandbox else {
+        return Ok(None);
+    };
+    let allow = args
+        .sandbox_allow
+        .iter()
+        .map(|a| a.parse::<sandbox::SandboxAllow>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--sandbox-allow {e}"))?;
+    Ok(Some(sandbox::SandboxOptions {
+        mode: if mode == "best-effort" {
+            sandbox::SandboxMode::BestEffort
+        } else {
+            sandbox::SandboxMode::Strict
+        },
+        allow,
+        net: if args.sandbox_net == "none" {
+            sandbox::SandboxNet::None
+        } else {
+            sandbox::SandboxNet::Any
+        },
+    }))
+}
+
+/// The remote endpoint and its extra headers, with secrets read from the environment.
+fn remote_target(
+    url: &str,
+    args: &ProxyArgs,
+) -> Result<(url::Url, reqwest::header::HeaderMap), remote::ConfigError> {
+    let url = remote::parse_url(url)?;
+    let headers = remote::build_headers(
+        &url,
+        remote::HeaderArgs {
+            plain: &args.headers,
+            from_env: &args.header_env,
+            bearer_env: args.bearer_env.as_deref(),
+        },
+        |var| std::env::var(var).ok(),
+    )?;
+    Ok((url, headers))
+}

@@ -1,0 +1,78 @@
+//! What `serve` and `proxy` share around their work: the runtime they run on, the broker
+//! built from the flags with its policy reloads, and the signals that end them.
+
+use super::CommonArgs;
+use crate::{Broker, BrokerBuilder, Notifications};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Runs `job` on a multi-threaded runtime and returns its exit code.
+pub(super) fn run<F, Fut>(job: F) -> ExitCode
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ExitCode>,
+{
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fsbroker: cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(async move {
+        // A write past the file-size limit (RLIMIT_FSIZE) would otherwise kill the process
+        // with SIGXFSZ; handled, the write fails with EFBIG and is reported.
+        let _xfsz = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
+            rustix::process::Signal::XFSZ.as_raw(),
+        ));
+        job().await
+    });
+    // Stdin is read on a blocking thread that may be parked in read(2); do not wait for it.
+    runtime.shutdown_background();
+    code
+}
+
+/// Builds the broker for `args` (its builder set up further by `configure`) and starts
+/// reloading its policy on SIGHUP and when the file changes. A policy that does not load or
+/// validate is a usage error: the message is printed, and the code is 2.
+pub(super) fn start_broker(
+    args: &CommonArgs,
+    configure: impl FnOnce(BrokerBuilder) -> BrokerBuilder,
+) -> Result<(Broker, Notifications), ExitCode> {
+    let policy = args.build_policy(true).map_err(|e| {
+        eprintln!("fsbroker: {e}");
+        ExitCode::from(2)
+    })?;
+    let (broker, outbound) = configure(Broker::builder(policy).audit_to_stderr_when_unset())
+        .build()
+        .map_err(|e| {
+            eprintln!("fsbroker: {e}");
+            ExitCode::from(2)
+        })?;
+    let reload_args = args.clone();
+    tokio::spawn(crate::watch_policy(
+        broker.clone(),
+        move || reload_args.build_policy_for_reload(true),
+        args.policy.clone(),
+        Duration::from_secs(1),
+    ));
+    for r in broker.roots().iter() {
+        tracing::info!(mount = %r.mount(), access = r.access().as_str(), "serving root");
+    }
+    Ok((broker, outbound))
+}
+
+/// Resolves on SIGTERM or SIGINT; never, when neither can be listened for.
+pub(super) async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("terminated; shutting down"),
+        _ = int.recv() => tracing::info!("interrupted; shutting down"),
+    }
+}

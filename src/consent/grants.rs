@@ -1,0 +1,123 @@
+//! The grants a session holds. A grant covers a mount-form path and everything beneath it,
+//! with `read` or `write` access. Revocation leaves a mark, so that an operation under a
+//! revoked path fails with `revoked` rather than `no_consent` until a new grant lifts the
+//! mark.
+
+use crate::access::Access;
+use crate::error::{Error, Reason, Result};
+use crate::path::MountPath;
+
+/// One grant held by a session.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Grant {
+    /// The path granted, with everything beneath it.
+    pub path: MountPath,
+    /// What it allows.
+    pub access: Access,
+    /// Whether it comes from the policy (kept across sessions) rather than a consent request.
+    pub standing: bool,
+}
+
+/// The grants of one session, with revocation marks.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Grants {
+    grants: Vec<Grant>,
+    revoked: Vec<MountPath>,
+}
+
+/// Most grants one session may hold; consent requests beyond it replace nothing and fail.
+pub const MAX_GRANTS: usize = 4096;
+
+impl Grants {
+    /// Checks that `path` is covered for `need`.
+    ///
+    /// Errors: `PERMISSION_DENIED` with `revoked` under a revocation mark, `read_only` when
+    /// only read grants cover a write, `no_consent` otherwise.
+    pub(crate) fn check(&self, path: &MountPath, need: Access) -> Result<()> {
+        if self.revoked.iter().any(|r| path.starts_with(r)) {
+            return Err(Error::denied(Reason::Revoked).with_path(path.to_string()));
+        }
+        let best = self
+            .grants
+            .iter()
+            .filter(|g| path.starts_with(&g.path))
+            .map(|g| g.access)
+            .max();
+        match best {
+            Some(a) if a >= need => Ok(()),
+            Some(_) => Err(Error::denied(Reason::ReadOnly).with_path(path.to_string())),
+            None => Err(Error::denied(Reason::NoConsent).with_path(path.to_string())),
+        }
+    }
+
+    /// Whether `path` lies on the way to a grant: some grant is at or beneath it. A walk may
+    /// look at such a place to reach the grant (the grant itself says it is there).
+    pub(crate) fn leads_to_grant(&self, path: &MountPath) -> bool {
+        !self.revoked.iter().any(|r| path.starts_with(r))
+            && self.grants.iter().any(|g| g.path.starts_with(path))
+    }
+
+    /// Adds a grant, lifting revocation marks at or beneath it. Returns false when the
+    /// session already holds [`MAX_GRANTS`] grants.
+    pub(crate) fn add(&mut self, grant: Grant) -> bool {
+        self.revoked.retain(|r| !r.starts_with(&grant.path));
+        if let Some(g) = self
+            .grants
+            .iter_mut()
+            .find(|g| g.path == grant.path && g.standing == grant.standing)
+        {
+            g.access = g.access.max(grant.access);
+            return true;
+        }
+        if self.grants.len() >= MAX_GRANTS {
+            return false;
+        }
+        self.grants.push(grant);
+        true
+    }
+
+    /// Revokes grants at or beneath `path` (all grants when `None`) and marks `path` revoked.
+    /// Returns the number of grants removed.
+    pub(crate) fn revoke(&mut self, path: Option<&MountPath>) -> usize {
+        let before = self.grants.len();
+        match path {
+            None => {
+                let mounts: Vec<MountPath> = self
+                    .grants
+                    .iter()
+                    .map(|g| MountPath {
+                        mount: g.path.mount.clone(),
+                        rel: crate::path::RelPath::root(),
+                    })
+                    .collect();
+                self.grants.clear();
+                for m in mounts {
+                    if !self.revoked.contains(&m) {
+                        self.revoked.push(m);
+                    }
+                }
+            }
+            Some(p) => {
+                self.grants.retain(|g| !g.path.starts_with(p));
+                if self.revoked.len() < MAX_GRANTS && !self.revoked.contains(p) {
+                    self.revoked.push(p.clone());
+                }
+            }
+        }
+        before - self.grants.len()
+    }
+
+    /// Removes the standing grants, returning them (a reload puts the new ones in).
+    pub(crate) fn remove_standing(&mut self) -> Vec<Grant> {
+        let (standing, rest) = std::mem::take(&mut self.grants)
+            .into_iter()
+            .partition(|g| g.standing);
+        self.grants = rest;
+        standing
+    }
+
+    /// How many more grants the session may hold.
+    pub(crate) fn room(&self) -> usize {
+        MAX_GRANTS.saturating_sub(self.grants.len())
+    }
+}

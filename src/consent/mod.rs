@@ -1,0 +1,261 @@
+//! Consent: the grants a session holds, and the providers that decide `files/consent`.
+//!
+//! This file holds what a provider is asked and answers, the [`ConsentProvider`] trait and the
+//! simplest providers; the prompt on the terminal (`tty.rs`) and the external program
+//! (`command.rs`) are providers of their own, `source.rs` chooses one for a policy's mode,
+//! `grants.rs` holds what a session was granted, and `sanitise.rs` is the one sanitiser of
+//! what a prompt shows.
+
+use crate::access::Access;
+use crate::path::MountPath;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+mod command;
+pub(crate) mod grants;
+mod sanitise;
+mod source;
+mod tty;
+
+pub use command::CommandConsent;
+pub(crate) use grants::{Grant, Grants};
+pub(crate) use sanitise::{describe, sanitise};
+pub(crate) use source::ConsentSource;
+pub use tty::TtyConsent;
+
+/// A boxed future, for the object-safe [`ConsentProvider`] trait.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a provider is asked: paths already known to lie inside the roots this server sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsentRequest {
+    /// The server session asking.
+    pub server_id: String,
+    /// The server's explanation, as sent (providers must sanitise it before display).
+    pub message: Option<String>,
+    /// The paths asked for, in mount form.
+    pub paths: Vec<MountPath>,
+    /// Those of `paths` that are existing directories: a grant on one covers everything
+    /// beneath it, which the user should be told.
+    pub folders: Vec<MountPath>,
+    /// The access asked for (already capped by what the roots allow).
+    pub access: Access,
+    /// The host path of each of `paths`, in the same order (its root's directory, resolved,
+    /// joined with the path beneath it): for a host's dialog, which may show where the files
+    /// are. It never reaches the server.
+    pub host_paths: Vec<std::path::PathBuf>,
+}
+
+impl ConsentRequest {
+    /// The host path of `path`, one of the request's `paths`.
+    pub fn host_path(&self, path: &MountPath) -> Option<&std::path::Path> {
+        let i = self.paths.iter().position(|p| p == path)?;
+        self.host_paths.get(i).map(std::path::PathBuf::as_path)
+    }
+}
+
+/// A provider's answer. Paths not in the request are ignored, and the access is capped by
+/// what was asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsentDecision {
+    /// The approved subset of the requested paths.
+    pub approved: Vec<MountPath>,
+    /// The access granted for them.
+    pub access: Access,
+}
+
+impl ConsentDecision {
+    /// A refusal of everything.
+    pub fn deny() -> Self {
+        ConsentDecision {
+            approved: Vec::new(),
+            access: Access::Read,
+        }
+    }
+
+    /// An approval of every requested path at the requested access.
+    pub fn approve_all(request: &ConsentRequest) -> Self {
+        ConsentDecision {
+            approved: request.paths.clone(),
+            access: request.access,
+        }
+    }
+}
+
+/// One approved path of a [`ConsentAnswer`]: the user may narrow a requested folder to a
+/// place inside it and lower write to read, never more.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathChoice {
+    /// The requested path this approves (one of the request's `paths`).
+    pub asked: MountPath,
+    /// What the grant covers: `asked` itself, or a place beneath it. A place that is not
+    /// at or beneath `asked` is never granted (the whole choice is then a refusal).
+    pub granted: MountPath,
+    /// The access for it, capped by what was asked.
+    pub access: Access,
+}
+
+/// A provider's answer path by path: the approved paths, each with its own access and
+/// perhaps narrowed; every requested path not listed is denied.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ConsentAnswer {
+    /// The approved paths.
+    pub approved: Vec<PathChoice>,
+}
+
+impl ConsentAnswer {
+    /// A refusal of everything.
+    pub fn deny() -> Self {
+        ConsentAnswer::default()
+    }
+}
+
+impl From<ConsentDecision> for ConsentAnswer {
+    /// The same answer for every approved path, nothing narrowed.
+    fn from(d: ConsentDecision) -> Self {
+        ConsentAnswer {
+            approved: d
+                .approved
+                .into_iter()
+                .map(|p| PathChoice {
+                    granted: p.clone(),
+                    asked: p,
+                    access: d.access,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<ConsentAnswer> for ConsentDecision {
+    /// The paths approved whole, at the lowest access any of them got: a provider asked
+    /// through [`ConsentProvider::decide`] can say no more than this, and the flattening
+    /// only ever grants less than the answer.
+    fn from(a: ConsentAnswer) -> Self {
+        let whole: Vec<&PathChoice> = a.approved.iter().filter(|c| c.granted == c.asked).collect();
+        ConsentDecision {
+            access: whole.iter().map(|c| c.access).min().unwrap_or(Access::Read),
+            approved: whole.into_iter().map(|c| c.asked.clone()).collect(),
+        }
+    }
+}
+
+/// The place a user narrowed `asked` to by typing `typed`, a path relative to `asked`
+/// (`lib` or `lib/sub`), read with the one path parser. `None` (a refusal) when it is empty,
+/// absolute, a URI, or leads anywhere but at or beneath `asked` (`../x`).
+pub(crate) fn narrowed(asked: &MountPath, typed: &str) -> Option<MountPath> {
+    let typed = typed.trim();
+    if typed.is_empty() || typed.starts_with('/') || typed.contains(':') {
+        return None;
+    }
+    match crate::path::RequestPath::parse(&format!("{asked}/{typed}")) {
+        Ok(crate::path::RequestPath::Mount { mount, rel })
+            if mount == asked.mount.as_str() && rel.starts_with(&asked.rel) =>
+        {
+            Some(MountPath {
+                mount: asked.mount.clone(),
+                rel,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Decides consent requests that no policy rule decided. Embedders implement this to show
+/// their own dialog; the broker applies the time limit and denies when it passes.
+///
+/// ```
+/// use mcp_fsbroker::consent::{BoxFuture, ConsentDecision, ConsentProvider, ConsentRequest};
+/// struct ApproveReads;
+/// impl ConsentProvider for ApproveReads {
+///     fn decide<'a>(&'a self, req: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+///         Box::pin(async move {
+///             ConsentDecision { approved: req.paths.clone(), access: mcp_fsbroker::Access::Read }
+///         })
+///     }
+/// }
+/// ```
+pub trait ConsentProvider: Send + Sync + 'static {
+    /// Decides one request.
+    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision>;
+
+    /// Decides one request path by path: what the broker asks. By default, the answer of
+    /// [`ConsentProvider::decide`] for every path; a provider that lets the user choose per
+    /// path, narrow a folder or lower write to read overrides it.
+    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
+        Box::pin(async move { self.decide(request).await.into() })
+    }
+}
+
+/// A consent provider made of an async closure: it gets the request (its own copy) and
+/// answers with a [`ConsentDecision`] (every path at one access) or a [`ConsentAnswer`]
+/// (path by path). The broker applies the time limit and denies when it passes.
+///
+/// ```
+/// use mcp_fsbroker::consent::{self, ConsentDecision};
+/// let docs: mcp_fsbroker::path::MountPath = "proj/docs".parse().unwrap();
+/// let provider = consent::from_fn(move |req| {
+///     let docs = docs.clone();
+///     async move {
+///         ConsentDecision {
+///             approved: req.paths.iter().filter(|p| p.starts_with(&docs)).cloned().collect(),
+///             access: mcp_fsbroker::Access::Read,
+///         }
+///     }
+/// });
+/// # let _ = provider;
+/// ```
+pub fn from_fn<F, Fut, D>(decide: F) -> Arc<dyn ConsentProvider>
+where
+    F: Fn(ConsentRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = D> + Send + 'static,
+    D: Into<ConsentAnswer> + 'static,
+{
+    Arc::new(FromFn(decide))
+}
+
+/// The provider [`from_fn`] makes.
+struct FromFn<F>(F);
+
+impl<F, Fut, D> ConsentProvider for FromFn<F>
+where
+    F: Fn(ConsentRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = D> + Send + 'static,
+    D: Into<ConsentAnswer> + 'static,
+{
+    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        let answer = (self.0)(request.clone());
+        Box::pin(async move { answer.await.into().into() })
+    }
+
+    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
+        let answer = (self.0)(request.clone());
+        Box::pin(async move { answer.await.into() })
+    }
+}
+
+/// Approves every request (mode `auto`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AutoConsent;
+
+impl ConsentProvider for AutoConsent {
+    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        Box::pin(async move { ConsentDecision::approve_all(request) })
+    }
+}
+
+/// Denies every request (mode `deny`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenyConsent;
+
+impl ConsentProvider for DenyConsent {
+    fn decide<'a>(&'a self, _request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        Box::pin(async { ConsentDecision::deny() })
+    }
+}
+
+/// Builds the provider for mode `elicit` around its fallback (the provider for hosts that
+/// cannot elicit). A transport that can ask its host supplies one, such as the proxy.
+pub type Elicitation =
+    Arc<dyn Fn(Arc<dyn ConsentProvider>) -> Arc<dyn ConsentProvider> + Send + Sync>;

@@ -1,0 +1,100 @@
+//! Which provider decides a session's consent requests: an embedder's, or the one the
+//! policy's mode names, chosen anew for every policy put in force.
+
+use super::{
+    AutoConsent, BoxFuture, CommandConsent, ConsentDecision, ConsentProvider, ConsentRequest,
+    DenyConsent, Elicitation, TtyConsent,
+};
+use crate::policy::ConsentMode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where a broker's consent provider comes from, decided anew for every policy put in force,
+/// so that a reload that changes `consent.mode` or `consent.fallback` takes effect.
+#[derive(Clone, Default)]
+pub(crate) struct ConsentSource {
+    /// An embedder's provider, which replaces the policy's mode.
+    pub custom: Option<Arc<dyn ConsentProvider>>,
+    /// The provider for mode `elicit`; without it, `elicit` is its fallback.
+    pub elicitation: Option<Elicitation>,
+    /// The mode when the policy sets none.
+    pub default_mode: Option<ConsentMode>,
+}
+
+impl std::fmt::Debug for ConsentSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsentSource")
+            .field("custom", &self.custom.is_some())
+            .field("elicitation", &self.elicitation.is_some())
+            .field("default_mode", &self.default_mode)
+            .finish()
+    }
+}
+
+impl ConsentSource {
+    /// The provider for the `[consent]` section `config`.
+    pub(crate) fn provider(
+        &self,
+        config: &crate::policy::ConsentPolicy,
+    ) -> Arc<dyn ConsentProvider> {
+        if let Some(custom) = &self.custom {
+            return custom.clone();
+        }
+        let wait = Duration::from_secs(config.timeout_secs.get());
+        match config.mode.as_ref().or(self.default_mode.as_ref()) {
+            Some(ConsentMode::Elicit) => {
+                let fallback = provider_for(config.fallback.as_ref(), wait);
+                match &self.elicitation {
+                    Some(make) => make(fallback),
+                    None => fallback,
+                }
+            }
+            mode => provider_for(mode, wait),
+        }
+    }
+}
+
+/// The provider for a configured mode; `wait` is the consent time limit, which the tty prompt
+/// also uses. An unset mode is `tty` when this process has a controlling terminal, else `deny`;
+/// so is `elicit` here, where no host can be asked (see [`ConsentSource`]).
+pub(crate) fn provider_for(mode: Option<&ConsentMode>, wait: Duration) -> Arc<dyn ConsentProvider> {
+    match mode {
+        Some(ConsentMode::Auto) => Arc::new(AutoConsent),
+        Some(ConsentMode::Deny) => Arc::new(DenyConsent),
+        Some(ConsentMode::Tty) => Arc::new(TtyConsent::new().with_wait(wait)),
+        Some(ConsentMode::Command(p)) => Arc::new(CommandConsent::new(p.clone())),
+        None | Some(ConsentMode::Elicit) => {
+            if TtyConsent::available() {
+                Arc::new(TtyConsent::new().with_wait(wait))
+            } else {
+                Arc::new(NobodyToAsk)
+            }
+        }
+    }
+}
+
+/// Denies, because nobody can be asked: no mode was chosen, the host cannot elicit and there
+/// is no terminal (the usual case under a GUI host). Unlike mode `deny`, which someone chose,
+/// this refusal surprises, so the first one of the process says why at `warn`, with the fix;
+/// once per process, not per session or per policy, since the cause and the fix are the
+/// process's configuration and repeating them would bury other warnings.
+#[derive(Debug, Clone, Copy, Default)]
+struct NobodyToAsk;
+
+/// Whether this process has already said why nobody was asked.
+static NOBODY_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl ConsentProvider for NobodyToAsk {
+    fn decide<'a>(&'a self, _request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        if !NOBODY_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(
+                "consent denied: nobody could be asked (no consent mode or fallback was chosen, \
+                 and there is neither a host that can show a form nor a terminal). Choose who answers with \
+                 `--consent MODE` (auto, deny, tty, command:PROGRAM) or, with the proxy's \
+                 elicit, `--consent-fallback MODE`; or decide paths in the policy with a \
+                 [[consent.rules]] entry. Said once per process."
+            );
+        }
+        Box::pin(async { ConsentDecision::deny() })
+    }
+}
