@@ -45,6 +45,33 @@ pub(crate) fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
+/// The keys `id` may stand for in a peer that reads ids loosely: an integral number
+/// (`1.0`, `1e0`) is that integer, and a string of digits (`"1"`) may be taken for it too
+/// (the TypeScript SDK matches answers with `Number(id)`).
+pub(crate) fn id_forms(id: &Value) -> Vec<String> {
+    let mut forms = vec![id_key(id)];
+    let integral = match id {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| f as i64)
+        }),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    if let Some(i) = integral {
+        forms.push(i.to_string());
+        forms.push(Value::String(i.to_string()).to_string());
+    }
+    forms
+}
+
+/// Whether a peer that reads ids loosely may take `a` and `b` for the same id.
+pub(crate) fn loosely_same(a: &Value, b: &Value) -> bool {
+    let forms = id_forms(b);
+    id_forms(a).iter().any(|f| forms.contains(f))
+}
+
 /// A request: it has an id and expects one response.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Request {

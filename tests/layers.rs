@@ -305,6 +305,10 @@ fn every_import_in_the_proxy_runs_downward() {
         let text = std::fs::read_to_string(file).expect("read file");
         for (n, line) in text.lines().enumerate() {
             let code = line.trim_start();
+            // A file's own test module comes last; its `super::` is the file, not the proxy.
+            if code.starts_with("#[cfg(test)]") {
+                break;
+            }
             if code.starts_with("//") {
                 continue;
             }

@@ -7,7 +7,7 @@
 //! remembered too, so that a cancellation that crossed the answer on the wire does not reach
 //! the host either.
 
-use crate::jsonrpc::id_key;
+use crate::jsonrpc::{id_forms, id_key};
 use crate::locks::lock;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -65,26 +65,6 @@ impl Flag {
             woken.await;
         }
     }
-}
-
-/// The keys `id` may stand for in a peer that reads ids loosely: an integral number
-/// (`1.0`, `1e0`) is that integer, and a string of digits (`"1"`) may be taken for it too.
-fn id_forms(id: &Value) -> Vec<String> {
-    let mut forms = vec![id_key(id)];
-    let integral = match id {
-        Value::Number(n) => n.as_i64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-                .map(|f| f as i64)
-        }),
-        Value::String(s) => s.trim().parse::<i64>().ok(),
-        _ => None,
-    };
-    if let Some(i) = integral {
-        forms.push(i.to_string());
-        forms.push(Value::String(i.to_string()).to_string());
-    }
-    forms
 }
 
 impl Brokered {

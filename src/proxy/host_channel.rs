@@ -65,6 +65,12 @@ impl HostChannel {
         id.as_str().is_some_and(|s| s.starts_with(&self.prefix))
     }
 
+    /// Whether a message the proxy cannot read may name one of its ids: its bytes hold the
+    /// prefix, or an escape that could spell it. Such a message is never relayed.
+    pub(crate) fn may_be_named_in(&self, message: &[u8]) -> bool {
+        crate::proxy::peek::mentions(message, self.prefix.as_bytes())
+    }
+
     /// An id of the proxy's own, for tests.
     #[cfg(test)]
     pub(super) fn reserved_example(&self) -> String {

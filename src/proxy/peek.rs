@@ -71,6 +71,13 @@ fn classify(method: Option<String>, id: Option<Value>) -> Kind {
     }
 }
 
+/// Whether `line` may contain `needle` once decoded: it does as written, or it has an escape
+/// that could spell it otherwise. Cheap, so only such lines are parsed.
+pub(crate) fn mentions(line: &[u8], needle: &[u8]) -> bool {
+    line.windows(needle.len()).any(|w| w == needle)
+        || line.windows(2).any(|w| w == b"\\u" || w == b"\\/")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

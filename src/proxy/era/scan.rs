@@ -5,12 +5,7 @@
 use crate::proxy::names::{INPUT_REQUESTS, INPUT_REQUIRED, ROOTS_LIST};
 use serde_json::Value;
 
-/// Whether `line` may contain `needle` once decoded: it does as written, or it has an escape
-/// that could spell it otherwise. Cheap, so only such lines are parsed.
-pub(crate) fn mentions(line: &[u8], needle: &[u8]) -> bool {
-    line.windows(needle.len()).any(|w| w == needle)
-        || line.windows(2).any(|w| w == b"\\u" || w == b"\\/")
-}
+pub(crate) use crate::proxy::peek::mentions;
 
 /// Whether a server line may be an `input_required` result (to be parsed and judged).
 pub(crate) fn may_need_input(line: &[u8]) -> bool {

@@ -91,11 +91,18 @@ pub(in crate::proxy) fn judge(
             tracing::debug!("dropped the host's roots/list_changed: the broker owns the roots");
             Verdict::Drop
         }
-        Kind::Other if ambiguous_and_names(item, |id| host.is_reserved(id)) => {
-            // Taken as the answer it might be, it could be read differently; relayed, it
-            // could hand the server an answer meant for the proxy. The proxy's question then
-            // goes unanswered, which is a refusal.
-            tracing::warn!("dropped an ambiguous answer to the proxy's request from the host");
+        Kind::Other
+            if host.may_be_named_in(item)
+                || ambiguous_and_names(item, |id| host.is_reserved(id)) =>
+        {
+            // A message the proxy cannot read that may name one of its ids (the prefix is in
+            // it, or an escape that could spell it): taken as the answer it might be, it
+            // could be read differently; relayed, it could hand the server an answer meant
+            // for the proxy (what the user typed in a consent form). The proxy's question
+            // then goes unanswered, which is a refusal.
+            tracing::warn!(
+                "dropped a host message the proxy cannot read that may answer its own request"
+            );
             Verdict::Drop
         }
         // What the proxy cannot read exactly must not carry a probe or a 2026-07-28 request
@@ -159,42 +166,37 @@ pub(in crate::proxy) fn route(
 /// server is the items as the host wrote them (the batch byte for byte when nothing changed).
 fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay, capabilities: &Value) -> Routed {
     let Batch { items, fault } = read_batch(&line);
-    let readable = fault != Some(Fault::NotAnArray);
-    if readable && items.iter().any(|(item, kind)| alone(item, kind)) {
+    if fault == Some(Fault::NotAnArray) {
+        // Not a batch the proxy can cut into items: judged whole, as any message it cannot
+        // read, so it carries nothing past the rules that a single line could not.
+        let mut routed = Routed::default();
+        match judge(state, host, capabilities, &line, Kind::Other) {
+            Verdict::Server(_) | Verdict::ServerAfter(_) => routed.server.push(line),
+            Verdict::Answer(answer) => routed.host = encode(vec![answer], false),
+            Verdict::Drop => {}
+        }
+        return routed;
+    }
+    // The host's answers to the proxy's questions and to requests the broker answers are
+    // not the server's, in a refused batch either.
+    let ours = |id: &Value| host.is_reserved(id) || state.brokered.knows(id);
+    if items.iter().any(|(item, kind)| alone(item, kind)) {
         tracing::warn!("refused a host batch carrying server/discover or a 2026-07-28 request");
         let e = Error::new(
             ErrorKind::InvalidRequest,
             "server/discover and 2026-07-28 requests cannot come in a batch through fsbroker proxy",
         );
-        return refused(
-            host,
-            refuse_batch(&items, &e, &|id| host.is_reserved(id)),
-            true,
-        );
+        return refused(host, refuse_batch(&items, &e, &ours), true);
     }
     if let Some(version) = state.without_batches() {
         let e = no_batches(&version);
-        return refused(
-            host,
-            refuse_batch(&items, &e, &|id| host.is_reserved(id)),
-            false,
-        );
+        return refused(host, refuse_batch(&items, &e, &ours), false);
     }
-    match fault {
-        // Not a batch we can read: the server judges it, as it would without the proxy.
-        Some(Fault::NotAnArray) => {
-            return Routed {
-                server: vec![line],
-                ..Routed::default()
-            };
-        }
-        Some(Fault::TooLong) => {
-            return Routed {
-                host: encode(vec![refusal(None, Fault::TooLong.error(&line))], false),
-                ..Routed::default()
-            };
-        }
-        None => {}
+    if let Some(fault) = fault {
+        return Routed {
+            host: encode(vec![refusal(None, fault.error(&line))], false),
+            ..Routed::default()
+        };
     }
     let mut routed = Routed::default();
     let mut rest = Vec::new();
@@ -224,11 +226,16 @@ fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay, capabilities: &
     routed
 }
 
-/// Whether a host request must be judged alone, never in a batch: a probe, or a request with
-/// the 2026-07-28 `_meta`.
+/// Whether a host message must be judged alone, never in a batch: a probe, a request with
+/// the 2026-07-28 `_meta`, or an item the proxy cannot read that may be either.
 fn alone(item: &[u8], kind: &Kind) -> bool {
-    let Kind::Request { method, .. } = kind else {
-        return false;
+    let method = match kind {
+        Kind::Request { method, .. } => method,
+        Kind::Other | Kind::Batch => {
+            return era::mentions(item, DISCOVER.as_bytes())
+                || era::mentions(item, VERSION_KEY.as_bytes());
+        }
+        Kind::Notification { .. } | Kind::Response { .. } => return false,
     };
     method == DISCOVER
         || (era::mentions(item, VERSION_KEY.as_bytes())

@@ -11,6 +11,7 @@ use super::{
     Batch, append, close, encode, no_batches, read_batch, refusal, refuse_batch, unreadable,
 };
 use crate::error::{Error, ErrorKind};
+use crate::jsonrpc::loosely_same;
 use crate::method::is_brokered;
 use crate::proxy::era;
 use crate::proxy::host_channel::HostChannel;
@@ -105,7 +106,8 @@ fn answer(state: &Relay, item: &[u8], id: Value) -> Verdict {
     // the same id cannot change the session's era.
     let answers_init = {
         let mut facts = state.era.facts();
-        let hit = facts.init_id.as_ref() == Some(&id);
+        // Loosely: a host that reads ids loosely takes `"0"` for its `0`.
+        let hit = facts.init_id.as_ref().is_some_and(|i| loosely_same(i, &id));
         if hit {
             facts.init_id = None;
         }
@@ -232,6 +234,24 @@ fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay) -> Routed {
     if let Some(fault) = fault {
         return Routed::refused(None, fault.error(&line));
     }
+    // The answer to the host's `initialize` settles the revision, and so whether the session
+    // has batches at all: it must come alone, never in a batch whose other items would be
+    // judged before the revision was known.
+    let init = state.era.facts().init_id.clone();
+    let answers_init = |kind: &Kind| matches!(kind, Kind::Response { id } if init.as_ref().is_some_and(|i| loosely_same(i, id)));
+    if items.iter().any(|(_, kind)| answers_init(kind)) {
+        let e = Error::new(
+            ErrorKind::InvalidRequest,
+            "the answer to initialize cannot come in a batch",
+        );
+        tracing::warn!("refused a server batch carrying the answer to initialize");
+        let refused = refuse_batch(&items, &e, &|id| state.era.is_upstream(id));
+        return Routed {
+            host: refused.for_other_side,
+            refusals: refused.for_sender,
+            ..Routed::default()
+        };
+    }
     if items.is_empty() {
         return Routed::refused(None, Error::new(ErrorKind::InvalidRequest, "empty batch"));
     }
@@ -250,6 +270,10 @@ fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay) -> Routed {
                 continue;
             }
             Verdict::Broker(id) => {
+                // Noted at once, so that a cancellation of it later in the same batch is
+                // taken too. The broker answers a batch as a whole, so its items are not
+                // stopped one by one; a cancellation of one of them is still not the host's.
+                state.brokered.note_batch(std::slice::from_ref(&id));
                 ids.push(id);
                 append(&mut ours, item);
             }
@@ -259,9 +283,6 @@ fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay) -> Routed {
         }
         changed = true;
     }
-    // The broker answers a batch as a whole, so its items are not stopped one by one; a
-    // cancellation of one of them is still not the host's.
-    state.brokered.note_batch(&ids);
     let host_line = if changed { close(theirs) } else { Some(line) };
     routed.host = host_line.into_iter().collect();
     routed.lane = close(ours).map(|line| ForLane {

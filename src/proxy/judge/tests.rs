@@ -235,3 +235,103 @@ fn a_host_message_becomes_the_same_alone_and_in_a_batch() {
         assert_eq!(outcome(&in_batch, &batch), want, "in a batch: {message}");
     }
 }
+
+// What an adversarial review of the one judge found, one test each (all failed before their
+// fix).
+
+/// A session whose host sent `initialize` with id 0 and whose server agreed on `version`.
+fn agreed(version: &str) -> (Relay, HostChannel) {
+    let (state, host) = session();
+    state.era.facts().init_id = Some(json!(0));
+    let answer = json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":version,"serverInfo":{"name":"s"}}});
+    let routed = server::route(
+        serde_json::to_vec(&answer).unwrap_or_default(),
+        &host,
+        &state,
+    );
+    assert_eq!(routed.host.len(), 1);
+    (state, host)
+}
+
+#[test]
+fn a_host_batch_the_proxy_cannot_cut_is_judged_whole() {
+    let (state, host) = session();
+    let ours = host.reserved_example();
+    // A probe beside a value the proxy cannot read: refused, not relayed past the era rule.
+    let probe = br#"[{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}},{"v":NaN}]"#;
+    let routed = host::route(probe.to_vec(), &host, &state, &json!({}));
+    assert!(routed.server.is_empty(), "{:?}", text(&routed.server));
+    assert!(text(&routed.host)[0].contains("-32600"));
+    // An answer to the proxy's question beside one: dropped, never the server's.
+    let answer = format!(r#"[{{"jsonrpc":"2.0","id":"{ours}","result":{{}}}},{{"v":NaN}}]"#);
+    let routed = host::route(answer.into_bytes(), &host, &state, &json!({}));
+    assert!(routed.server.is_empty(), "{:?}", text(&routed.server));
+}
+
+#[test]
+fn an_unreadable_host_answer_that_may_be_the_proxys_never_reaches_the_server() {
+    let (state, host) = session();
+    let ours = host.reserved_example();
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":"{ours}","result":{{"action":"accept","score":1e400}}}}"#
+    );
+    let routed = host::route(answer.into_bytes(), &host, &state, &json!({}));
+    assert!(routed.server.is_empty(), "{:?}", text(&routed.server));
+    // An unreadable message that is not the proxy's still goes on, for the server to judge.
+    let other = br#"{"jsonrpc":"2.0","id":5,"result":{"score":1e400}}"#;
+    let routed = host::route(other.to_vec(), &host, &state, &json!({}));
+    assert_eq!(routed.server, vec![other.to_vec()]);
+}
+
+#[test]
+fn the_answer_to_initialize_in_a_batch_refuses_the_batch() {
+    let (state, host) = session();
+    state.era.facts().init_id = Some(json!(0));
+    let batch = br#"[{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18"}},{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage"}]"#;
+    let mut routed = server::route(batch.to_vec(), &host, &state);
+    // The host gets an error for its `initialize`, never a batch; the server's request is
+    // refused.
+    let host_lines = text(&routed.host);
+    assert_eq!(host_lines.len(), 1, "{host_lines:?}");
+    assert!(!host_lines[0].starts_with('[') && host_lines[0].contains("-32600"));
+    let answers = text(&routed.refusal_lines());
+    assert!(
+        answers.iter().any(|a| a.contains(r#""id":"s1""#)),
+        "{answers:?}"
+    );
+}
+
+#[test]
+fn the_answer_to_initialize_is_recognised_under_a_loosely_equal_id() {
+    let (state, host) = session();
+    state.era.facts().init_id = Some(json!(0));
+    let answer = br#"{"jsonrpc":"2.0","id":"0","result":{"protocolVersion":"2025-06-18"}}"#;
+    server::route(answer.to_vec(), &host, &state);
+    assert_eq!(state.without_batches().as_deref(), Some("2025-06-18"));
+}
+
+#[test]
+fn a_refused_host_batch_does_not_answer_a_brokered_request_to_the_server() {
+    let (state, host) = agreed("2025-06-18");
+    state.brokered.start(&json!("r1"));
+    let batch = br#"[{"jsonrpc":"2.0","id":"r1","result":{"roots":[{"uri":"file:///home"}]}}]"#;
+    let routed = host::route(batch.to_vec(), &host, &state, &json!({}));
+    assert!(routed.server.is_empty(), "{:?}", text(&routed.server));
+}
+
+#[test]
+fn a_cancellation_of_a_brokered_item_in_the_same_batch_is_not_the_hosts() {
+    let (state, host) = agreed("2025-03-26");
+    let batch = br#"[{"jsonrpc":"2.0","id":"b1","method":"roots/list"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b1"}}]"#;
+    let routed = server::route(batch.to_vec(), &host, &state);
+    assert!(routed.lane.is_some());
+    assert!(routed.host.is_empty(), "{:?}", text(&routed.host));
+}
+
+#[test]
+fn a_host_batch_with_an_unreadable_probe_is_refused_whole() {
+    let (state, host) = session();
+    let batch = br#"[{"jsonrpc":"2.0","id":7,"method":"server/discover","method":"server/discover"},{"jsonrpc":"2.0","id":8,"method":"tools/list"}]"#;
+    let routed = host::route(batch.to_vec(), &host, &state, &json!({}));
+    assert!(routed.server.is_empty(), "{:?}", text(&routed.server));
+}
