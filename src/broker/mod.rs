@@ -23,6 +23,7 @@ use crate::state::BrokerState;
 use crate::turn::Turn;
 use crate::watch::Sink;
 use serde_json::{Value, json};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -95,32 +96,32 @@ impl Broker {
     }
 
     /// Handles one line of bytes (without its newline) for `server_id`; returns the response
-    /// line to send, if any.
-    pub async fn handle_line(&self, server_id: &str, line: &[u8]) -> Option<Vec<u8>> {
+    /// line to send, if any. The message takes its place in the session's order when this is
+    /// called, not when the future is first polled (see [`Broker::handle_message`]).
+    pub fn handle_line<'a>(
+        &'a self,
+        server_id: &'a str,
+        line: &[u8],
+    ) -> impl Future<Output = Option<Vec<u8>>> + Send + 'a {
         let max = self.inner.config().policy.limits.max_line_bytes.get();
-        self.handle_decoded(server_id, jsonrpc::decode(line, max))
-            .await
-    }
-
-    /// Handles the result of [`jsonrpc::decode`] (for transports that look at a message
-    /// before handing it over); returns the response line to send, if any.
-    pub(crate) async fn handle_decoded(
-        &self,
-        server_id: &str,
-        decoded: Result<Message, Box<Response>>,
-    ) -> Option<Vec<u8>> {
-        let _turn = match &decoded {
-            Ok(message) => self.take_turn(server_id, message).await,
-            Err(_) => None,
-        };
-        self.answer_decoded(server_id, decoded).await
+        let decoded = jsonrpc::decode(line, max);
+        let ordered = decoded.as_ref().is_ok_and(Message::is_ordered);
+        let turn = decoded
+            .is_ok()
+            .then(|| self.enter_turn(server_id, ordered))
+            .flatten();
+        async move {
+            let _turn = ready(turn).await;
+            self.answer_decoded(server_id, decoded).await
+        }
     }
 
     /// Takes the next turn in `server_id`'s order now, for a change when `ordered`, without
-    /// waiting for it: for a face that reads a session's lines in order and runs them
-    /// concurrently (`order::Dispatcher`), so that its lines keep the order they were read in.
-    /// `None` (no order to keep) when the session cannot be had: the request then fails on
-    /// its own.
+    /// waiting for it: every way in (a line, a message, a typed call, a face that reads lines
+    /// and runs them concurrently) takes its place when it is handed over, so a host's
+    /// messages keep the order it handed them over in, whatever order their futures are
+    /// polled in. `None` (no order to keep) when the session cannot be had: the request then
+    /// fails on its own.
     pub(crate) fn enter_turn(&self, server_id: &str, ordered: bool) -> Option<Turn> {
         Some(self.session(server_id).ok()?.order.enter(ordered))
     }
@@ -146,47 +147,38 @@ impl Broker {
 
     /// Handles one parsed JSON-RPC message (single or batch) for `server_id`; returns the
     /// response, if the message calls for one.
-    pub async fn handle_message(&self, server_id: &str, message: Value) -> Option<Value> {
-        self.handle_parsed(server_id, jsonrpc::decode_value(message))
-            .await
-    }
-
-    async fn handle_parsed(&self, server_id: &str, message: Message) -> Option<Value> {
-        let _turn = self.take_turn(server_id, &message).await;
-        match message {
-            Message::Single(item) => self.handle_item(server_id, item).await,
-            // Items run one after another: a batch takes one session's turn, so it cannot
-            // multiply the session's cap on operations in flight. Its answer is the same
-            // bounded line a transport gets (see `batch`).
-            Message::Batch(items) => {
-                let line = self.answer_batch(server_id, items).await?;
-                serde_json::from_slice(&line).ok()
+    ///
+    /// The message takes its place in the session's order when this is called, before the
+    /// future is returned: a change (consent or the write side, [`Method::is_ordered`]; a
+    /// batch holding one is one change) runs after every request of the session handed over
+    /// before it has been answered, anything else after every earlier change. So a host that
+    /// spawns a task per message, or polls their futures in any order, still gets a read
+    /// answered after the consent it handed over first.
+    pub fn handle_message<'a>(
+        &'a self,
+        server_id: &'a str,
+        message: Value,
+    ) -> impl Future<Output = Option<Value>> + Send + 'a {
+        let message = jsonrpc::decode_value(message);
+        let turn = self.enter_turn(server_id, message.is_ordered());
+        async move {
+            let _turn = ready(turn).await;
+            match message {
+                Message::Single(item) => self.handle_item(server_id, item).await,
+                // Items run one after another: a batch takes one session's turn, so it cannot
+                // multiply the session's cap on operations in flight. Its answer is the same
+                // bounded line a transport gets (see `batch`).
+                Message::Batch(items) => {
+                    let line = self.answer_batch(server_id, items).await?;
+                    serde_json::from_slice(&line).ok()
+                }
             }
         }
     }
 
-    /// Takes `message`'s turn in its session's order and waits until it may run: a message
-    /// holding a change (a batch holding one is one change) after every request of the
-    /// session that came before it has been answered, anything else after every earlier
-    /// change. The turn is taken when the call is first polled, so a host that starts calls
-    /// concurrently gets them in the order it started them. `None` (no order to keep) when
-    /// the session cannot be had: the request then fails on its own.
-    async fn take_turn(&self, server_id: &str, message: &Message) -> Option<Turn> {
-        self.turn_for(server_id, message.is_ordered()).await
-    }
-
-    /// Takes the next turn in `server_id`'s order, for a change when `ordered`, and waits
-    /// until it may run (see [`Broker::take_turn`]).
-    async fn turn_for(&self, server_id: &str, ordered: bool) -> Option<Turn> {
-        let session = self.session(server_id).ok()?;
-        let turn = session.order.enter(ordered);
-        turn.ready().await;
-        Some(turn)
-    }
-
     /// Calls `method` with `params` (a JSON object, or `Null` for none) for `server_id` and
     /// returns its result or its [`Error`]: the typed twin of [`Broker::handle_message`], in
-    /// the same order, under the same limits, audited alike.
+    /// the same order (taken when this is called), under the same limits, audited alike.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -200,10 +192,18 @@ impl Broker {
     /// assert_eq!((e.kind(), e.reason()), (ErrorKind::PermissionDenied, Some(Reason::NoConsent)));
     /// # });
     /// ```
-    pub async fn call(&self, server_id: &str, method: Method, params: Value) -> Result<Value> {
-        let _turn = self.turn_for(server_id, method.is_ordered()).await;
+    pub fn call<'a>(
+        &'a self,
+        server_id: &'a str,
+        method: Method,
+        params: Value,
+    ) -> impl Future<Output = Result<Value>> + Send + 'a {
+        let turn = self.enter_turn(server_id, method.is_ordered());
         let request = Request::new(jsonrpc::Id::number(0), method, params);
-        self.handle_request(server_id, request).await.outcome
+        async move {
+            let _turn = ready(turn).await;
+            self.handle_request(server_id, request).await.outcome
+        }
     }
 
     async fn handle_item(&self, server_id: &str, item: Item) -> Option<Value> {
@@ -394,4 +394,12 @@ pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
         }
     }
     out
+}
+
+/// Waits until `turn` may run, and hands it back to be held until the answer is made.
+async fn ready(turn: Option<Turn>) -> Option<Turn> {
+    if let Some(t) = &turn {
+        t.ready().await;
+    }
+    turn
 }

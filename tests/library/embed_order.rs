@@ -58,3 +58,42 @@ async fn a_read_started_after_a_consent_waits_for_it() {
     let read = read.unwrap();
     assert_eq!(read["result"]["content"], "hello", "{read}");
 }
+
+/// A message takes its place in the session's order when it is handed over, not when its
+/// future is first polled: a host that hands over a consent, then a read, and polls the
+/// read first (as a host that spawns a task per message may) still gets the read answered
+/// after the consent. The same for typed calls.
+#[tokio::test]
+async fn the_order_is_the_order_of_handing_over_not_of_polling() {
+    let f = Fixture::new();
+    f.file("notes.txt", "hello");
+    let (tx, rx) = oneshot::channel();
+    let policy = Policy::parse(&f.policy_text("read", ""), "test").unwrap();
+    let (broker, _outbound) = Broker::builder(policy)
+        .consent_provider(Arc::new(Held {
+            release: Mutex::new(Some(rx)),
+        }))
+        .build()
+        .unwrap();
+    let consent = json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
+        "params": {"requestedPaths": ["project"]}});
+    let read = json!({"jsonrpc": "2.0", "id": 2, "method": "files/read",
+        "params": {"path": "project/notes.txt"}});
+    let consented = broker.handle_message("host", consent);
+    let read = broker.handle_message("host", read);
+    let typed = broker.call(
+        "host",
+        mcp_fsbroker::Method::Read,
+        json!({"path": "project/notes.txt"}),
+    );
+    // `join!` polls in the order written: the read and the typed read first, then the
+    // consent, then the provider is let go.
+    let (read, typed, consented, ()) = tokio::join!(read, typed, consented, async {
+        let _ = tx.send(());
+    });
+    let consented = consented.unwrap();
+    assert_eq!(consented["result"]["granted"], true, "{consented}");
+    let read = read.unwrap();
+    assert_eq!(read["result"]["content"], "hello", "{read}");
+    assert_eq!(typed.unwrap()["content"], "hello");
+}
