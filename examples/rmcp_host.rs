@@ -17,6 +17,7 @@
 use clap::Parser;
 use mcp_fsbroker::Broker;
 use mcp_fsbroker::cli::CommonArgs;
+use mcp_fsbroker::policy::ConsentMode;
 use mcp_fsbroker::rmcp_adapter::{BrokerClientHandler, NotificationRouter};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Implementation, JsonObject};
@@ -72,9 +73,13 @@ async fn main() -> ExitCode {
 async fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let arguments: JsonObject = serde_json::from_str(&args.arguments)
         .map_err(|e| format!("--arguments is not a JSON object: {e}"))?;
-    // Without `--consent`, the policy's mode applies: the terminal prompt, else deny.
+    // Without `--consent`, the policy's mode applies; without one there either, this host,
+    // a terminal program, asks on its terminal (a library broker never does unless told),
+    // and everything is denied where there is none.
     let policy = args.common.build_policy(false)?;
-    let (broker, outbound) = Broker::builder(policy).build()?;
+    let (broker, outbound) = Broker::builder(policy)
+        .default_consent_mode(ConsentMode::Tty)
+        .build()?;
     // One router per broker; this host has one connection, but a host with several gives
     // each its own handler from the same router, so that no two share a session.
     let router = NotificationRouter::new(broker);

@@ -67,6 +67,14 @@ impl BrokerBuilder {
         self
     }
 
+    /// Asks on the process's terminal, when it has one, where no consent mode is chosen, as
+    /// the `fsbroker` binary does. A library broker never does unless told to (`tty` mode):
+    /// a host's terminal is its own.
+    pub(crate) fn terminal_when_unset(mut self) -> Self {
+        self.consent.terminal_when_unset = true;
+        self
+    }
+
     /// Validates the policy (with the checks and messages of [`Policy::load`]), opens the
     /// roots and builds the broker, with the stream of its outbound notifications.
     pub fn build(self) -> std::result::Result<(Broker, Notifications), PolicyError> {

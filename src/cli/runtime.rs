@@ -43,12 +43,16 @@ pub(super) fn start_broker(
         eprintln!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
-    let (broker, outbound) = configure(Broker::builder(policy).audit_to_stderr_when_unset())
-        .build()
-        .map_err(|e| {
-            eprintln!("fsbroker: {e}");
-            ExitCode::from(2)
-        })?;
+    let (broker, outbound) = configure(
+        Broker::builder(policy)
+            .audit_to_stderr_when_unset()
+            .terminal_when_unset(),
+    )
+    .build()
+    .map_err(|e| {
+        eprintln!("fsbroker: {e}");
+        ExitCode::from(2)
+    })?;
     let reload_args = args.clone();
     tokio::spawn(crate::watch_policy(
         broker.clone(),

@@ -19,6 +19,10 @@ pub(crate) struct ConsentSource {
     pub elicitation: Option<Elicitation>,
     /// The mode when the policy sets none.
     pub default_mode: Option<ConsentMode>,
+    /// Whether nobody chosen means the terminal, when the process has one: the `fsbroker`
+    /// binary's default. A library host's terminal is its own (a coding agent's screen), so
+    /// there nobody chosen means nobody asked.
+    pub terminal_when_unset: bool,
 }
 
 impl std::fmt::Debug for ConsentSource {
@@ -27,6 +31,7 @@ impl std::fmt::Debug for ConsentSource {
             .field("custom", &self.custom.is_some())
             .field("elicitation", &self.elicitation.is_some())
             .field("default_mode", &self.default_mode)
+            .field("terminal_when_unset", &self.terminal_when_unset)
             .finish()
     }
 }
@@ -43,28 +48,34 @@ impl ConsentSource {
         let wait = Duration::from_secs(config.timeout_secs.get());
         match config.mode.as_ref().or(self.default_mode.as_ref()) {
             Some(ConsentMode::Elicit) => {
-                let fallback = provider_for(config.fallback.as_ref(), wait);
+                let fallback =
+                    provider_for(config.fallback.as_ref(), wait, self.terminal_when_unset);
                 match &self.elicitation {
                     Some(make) => make(fallback),
                     None => fallback,
                 }
             }
-            mode => provider_for(mode, wait),
+            mode => provider_for(mode, wait, self.terminal_when_unset),
         }
     }
 }
 
 /// The provider for a configured mode; `wait` is the consent time limit, which the tty prompt
-/// also uses. An unset mode is `tty` when this process has a controlling terminal, else `deny`;
-/// so is `elicit` here, where no host can be asked (see [`ConsentSource`]).
-pub(crate) fn provider_for(mode: Option<&ConsentMode>, wait: Duration) -> Arc<dyn ConsentProvider> {
+/// also uses. An unset mode (and `elicit` here, where no host can be asked) denies, saying
+/// why once; with `terminal`, it is `tty` instead when this process has a controlling
+/// terminal (see [`ConsentSource::terminal_when_unset`]).
+pub(crate) fn provider_for(
+    mode: Option<&ConsentMode>,
+    wait: Duration,
+    terminal: bool,
+) -> Arc<dyn ConsentProvider> {
     match mode {
         Some(ConsentMode::Auto) => Arc::new(AutoConsent),
         Some(ConsentMode::Deny) => Arc::new(DenyConsent),
         Some(ConsentMode::Tty) => Arc::new(TtyConsent::new().with_wait(wait)),
         Some(ConsentMode::Command(p)) => Arc::new(CommandConsent::new(p.clone())),
         None | Some(ConsentMode::Elicit) => {
-            if TtyConsent::available() {
+            if terminal && TtyConsent::available() {
                 Arc::new(TtyConsent::new().with_wait(wait))
             } else {
                 Arc::new(NobodyToAsk)
@@ -91,7 +102,9 @@ impl ConsentProvider for NobodyToAsk {
                 "consent denied: nobody could be asked (no consent mode or fallback was chosen, \
                  and there is neither a host that can show a form nor a terminal). Choose who answers with \
                  `--consent MODE` (auto, deny, tty, command:PROGRAM) or, with the proxy's \
-                 elicit, `--consent-fallback MODE`; or decide paths in the policy with a \
+                 elicit, `--consent-fallback MODE`; a host that embeds the broker gives a \
+                 consent provider or a mode (`BrokerBuilder::consent_provider`, \
+                 `default_consent_mode`); or decide paths in the policy with a \
                  [[consent.rules]] entry. Said once per process."
             );
         }
