@@ -4,6 +4,10 @@
 //! sends maximal lines, or a reader that stops, would make a queue bounded only by count hold
 //! gigabytes. Every line queued here holds permits for its size (in KiB, at most the whole
 //! budget, so one over-sized line still fits alone) until it is taken off the queue.
+//!
+//! A line may carry a mark of the queue's own type (`()` for most): what its sender decided
+//! about it that the receiver must not decide again (the proxy's judge marks the lines it
+//! relays to a server with their protocol era).
 
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc};
@@ -20,20 +24,30 @@ pub(crate) fn budget(max_line: usize) -> usize {
     QUEUE_BYTES.max(max_line.saturating_mul(2))
 }
 
-struct Line {
+struct Line<M> {
     bytes: Vec<u8>,
+    mark: M,
     _held: OwnedSemaphorePermit,
 }
 
 /// The sending half of a line queue; clones share the queue.
-#[derive(Clone)]
-pub(crate) struct LineSender {
-    tx: mpsc::Sender<Line>,
+pub(crate) struct LineSender<M = ()> {
+    tx: mpsc::Sender<Line<M>>,
     budget: Arc<Semaphore>,
     budget_kib: u32,
 }
 
-impl std::fmt::Debug for LineSender {
+impl<M> Clone for LineSender<M> {
+    fn clone(&self) -> Self {
+        LineSender {
+            tx: self.tx.clone(),
+            budget: self.budget.clone(),
+            budget_kib: self.budget_kib,
+        }
+    }
+}
+
+impl<M> std::fmt::Debug for LineSender<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LineSender")
             .field("free_kib", &self.budget.available_permits())
@@ -42,11 +56,11 @@ impl std::fmt::Debug for LineSender {
 }
 
 /// The receiving half of a line queue.
-pub(crate) struct LineReceiver {
-    rx: mpsc::Receiver<Line>,
+pub(crate) struct LineReceiver<M = ()> {
+    rx: mpsc::Receiver<Line<M>>,
 }
 
-impl std::fmt::Debug for LineReceiver {
+impl<M> std::fmt::Debug for LineReceiver<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LineReceiver").finish_non_exhaustive()
     }
@@ -62,7 +76,7 @@ pub(crate) enum SendError {
 }
 
 /// A queue of at most `lines` lines and `bytes` bytes.
-pub(crate) fn line_channel(lines: usize, bytes: usize) -> (LineSender, LineReceiver) {
+pub(crate) fn line_channel<M>(lines: usize, bytes: usize) -> (LineSender<M>, LineReceiver<M>) {
     let (tx, rx) = mpsc::channel(lines.max(1));
     let budget_kib =
         u32::try_from((bytes / 1024).clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
@@ -74,15 +88,27 @@ pub(crate) fn line_channel(lines: usize, bytes: usize) -> (LineSender, LineRecei
     (sender, LineReceiver { rx })
 }
 
-impl LineSender {
+impl<M: Default> LineSender<M> {
+    /// Queues `line`, unmarked, waiting for room.
+    pub(crate) async fn send(&self, line: Vec<u8>) -> Result<(), SendError> {
+        self.send_marked(line, M::default()).await
+    }
+
+    /// Queues `line`, unmarked, if there is room now.
+    pub(crate) fn try_send(&self, line: Vec<u8>) -> Result<(), SendError> {
+        self.try_send_marked(line, M::default())
+    }
+}
+
+impl<M> LineSender<M> {
     fn kib(&self, line: &[u8]) -> u32 {
         u32::try_from(1 + line.len() / 1024)
             .unwrap_or(u32::MAX)
             .min(self.budget_kib)
     }
 
-    /// Queues `line`, waiting for room.
-    pub(crate) async fn send(&self, line: Vec<u8>) -> Result<(), SendError> {
+    /// Queues `line` with `mark`, waiting for room.
+    pub(crate) async fn send_marked(&self, line: Vec<u8>, mark: M) -> Result<(), SendError> {
         let Ok(held) = self
             .budget
             .clone()
@@ -94,14 +120,15 @@ impl LineSender {
         self.tx
             .send(Line {
                 bytes: line,
+                mark,
                 _held: held,
             })
             .await
             .map_err(|e| SendError::Closed(e.0.bytes))
     }
 
-    /// Queues `line` if there is room now.
-    pub(crate) fn try_send(&self, line: Vec<u8>) -> Result<(), SendError> {
+    /// Queues `line` with `mark` if there is room now.
+    pub(crate) fn try_send_marked(&self, line: Vec<u8>, mark: M) -> Result<(), SendError> {
         let held = match self.budget.clone().try_acquire_many_owned(self.kib(&line)) {
             Ok(held) => held,
             Err(TryAcquireError::NoPermits) => return Err(SendError::Full(line)),
@@ -110,6 +137,7 @@ impl LineSender {
         self.tx
             .try_send(Line {
                 bytes: line,
+                mark,
                 _held: held,
             })
             .map_err(|e| match e {
@@ -125,7 +153,7 @@ impl LineSender {
     }
 }
 
-impl LineReceiver {
+impl<M> LineReceiver<M> {
     /// The next line, waiting for one; `None` once every sender is gone and the queue is
     /// empty.
     pub(crate) async fn recv(&mut self) -> Option<Vec<u8>> {
@@ -135,6 +163,16 @@ impl LineReceiver {
     /// The next line if one is queued now.
     pub(crate) fn try_recv(&mut self) -> Option<Vec<u8>> {
         self.rx.try_recv().ok().map(|l| l.bytes)
+    }
+
+    /// The next line and its mark, waiting for one.
+    pub(crate) async fn recv_marked(&mut self) -> Option<(Vec<u8>, M)> {
+        self.rx.recv().await.map(|l| (l.bytes, l.mark))
+    }
+
+    /// The next line and its mark if one is queued now.
+    pub(crate) fn try_recv_marked(&mut self) -> Option<(Vec<u8>, M)> {
+        self.rx.try_recv().ok().map(|l| (l.bytes, l.mark))
     }
 
     /// Refuses further lines; those already queued can still be received.

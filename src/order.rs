@@ -28,19 +28,19 @@ pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// alone (see the module documentation), with the number and bytes of queued or running lines
 /// bounded. A change is answered before [`Dispatcher::submit`] returns, so no later line is
 /// read until then. Used by `serve` and the proxy's lane.
-pub(crate) struct Dispatcher {
+pub(crate) struct Dispatcher<M = ()> {
     broker: Broker,
     server_id: String,
-    tx: LineSender,
+    tx: LineSender<M>,
     queue: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
     answers: Arc<Semaphore>,
     tasks: JoinSet<()>,
 }
 
-impl Dispatcher {
-    /// A dispatcher for `server_id` whose response lines go to `tx`.
-    pub(crate) fn new(broker: Broker, server_id: &str, tx: LineSender) -> Dispatcher {
+impl<M: Default + Send + 'static> Dispatcher<M> {
+    /// A dispatcher for `server_id` whose response lines go to `tx` (unmarked).
+    pub(crate) fn new(broker: Broker, server_id: &str, tx: LineSender<M>) -> Dispatcher<M> {
         let limits = broker.policy().limits;
         let max_line = limits.max_line_bytes.get();
         // Lines queued or running are bounded twice: in number, and in bytes (KiB permits,

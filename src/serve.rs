@@ -41,7 +41,7 @@ where
     let max_line = broker.policy().limits.max_line_bytes.get();
     // Responses wait here for a host that reads slowly; bounded in bytes, since one read's
     // answer can be 4/3 of the largest chunk.
-    let (tx, mut rx) = line_channel(256, crate::lines::budget(max_line));
+    let (tx, mut rx) = line_channel::<()>(256, crate::lines::budget(max_line));
     let me = server_id.to_owned();
     let writer = tokio::spawn(async move {
         let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);

@@ -3,10 +3,10 @@
 
 use super::host_channel::HostChannel;
 use super::judge::host::route;
+use super::link::ToServer;
 use super::relay::Relay;
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc;
-use crate::lines::LineSender;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, BufReader};
@@ -18,7 +18,7 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
     host: Arc<HostChannel>,
     state: Arc<Relay>,
     capabilities: Value,
-    to_server: LineSender,
+    to_server: ToServer,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, host_in);
     loop {
@@ -55,7 +55,7 @@ pub(super) async fn read_host<R: AsyncRead + Unpin>(
             }
         }
         for l in routed.server {
-            if to_server.send(l).await.is_err() {
+            if to_server.send_marked(l, Some(routed.wire)).await.is_err() {
                 return;
             }
         }

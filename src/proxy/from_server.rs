@@ -7,6 +7,7 @@ use super::era;
 use super::host_channel::HostChannel;
 use super::judge::refusal;
 use super::judge::server::{ForLane, Routed, route};
+use super::link::ToServer;
 use super::relay::Relay;
 use crate::error::{Error, ErrorKind};
 use crate::lines::{LineReceiver, LineSender, SendError};
@@ -28,7 +29,7 @@ pub(super) async fn read_server(
     to_host: Option<LineSender>,
     state: Arc<Relay>,
     lane: LineSender,
-    to_server: LineSender,
+    to_server: ToServer,
 ) {
     let Some(to_host) = to_host else { return };
     while let Some(line) = from_server.recv().await {

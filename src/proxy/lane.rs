@@ -2,10 +2,11 @@
 //! would, through the same `order::Dispatcher` (reads concurrently, changes as barriers,
 //! bounded in number and bytes).
 
+use super::link::{ToServer, Wire};
 use super::relay::Relay;
 use crate::broker::Broker;
 use crate::jsonrpc::{self, Item, Message};
-use crate::lines::{LineReceiver, LineSender};
+use crate::lines::LineReceiver;
 use crate::order::Dispatcher;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -18,11 +19,11 @@ pub(super) async fn run_lane(
     broker: Broker,
     state: Arc<Relay>,
     mut lane: LineReceiver,
-    to_server: LineSender,
+    to_server: ToServer,
     mut stop: watch::Receiver<bool>,
 ) {
     let max_line = broker.policy().limits.max_line_bytes.get();
-    let mut dispatcher: Option<Dispatcher> = None;
+    let mut dispatcher: Option<Dispatcher<Option<Wire>>> = None;
     loop {
         // `changed` also returns when the proxy is gone, which ends the lane as well.
         let line = tokio::select! {

@@ -16,10 +16,27 @@ use tokio::sync::oneshot;
 
 pub(crate) use crate::lines::QUEUE_LINES;
 
+/// Which era's transport a line to the server goes by, as the proxy's judge decided when it
+/// relayed the host's line: the legacy one (the `initialize` handshake, or nothing decided
+/// yet) or revision 2026-07-28's. The transport takes it as told and never decides it again;
+/// a line the proxy makes itself is unmarked and goes as the host's last line went. A child
+/// on pipes has one transport for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Wire {
+    /// The `initialize` handshake's transport (sessions, the GET stream, resumption).
+    #[default]
+    Legacy,
+    /// Revision 2026-07-28's: a POST per message, with the request metadata headers.
+    Modern,
+}
+
+/// The queue of lines to a server, each marked with its [`Wire`] when the judge decided it.
+pub(crate) type ToServer = LineSender<Option<Wire>>;
+
 /// A connection to one MCP server.
 pub(crate) struct Link {
     /// Lines to send to the server.
-    pub(crate) to_server: LineSender,
+    pub(crate) to_server: ToServer,
     /// Lines the server sent, in order. Ends when the server's output ends.
     pub(crate) from_server: LineReceiver,
     /// Asks the server to end: for a child, its input is closed, then its process group gets
@@ -169,7 +186,7 @@ pub(crate) fn spawn_command(
 /// to exit. A write blocked on a child that does not read ends when the supervisor kills it.
 async fn write_lines(
     stdin: ChildStdin,
-    mut outgoing: LineReceiver,
+    mut outgoing: LineReceiver<Option<Wire>>,
     mut close: oneshot::Receiver<()>,
 ) {
     let mut out = BufWriter::new(stdin);
@@ -196,10 +213,10 @@ async fn write_lines(
 
 /// Writes `first` and then every line already queued in `rx`, each with its newline, and
 /// flushes once.
-pub(crate) async fn write_queued<W: AsyncWrite + Unpin>(
+pub(crate) async fn write_queued<W: AsyncWrite + Unpin, M>(
     out: &mut BufWriter<W>,
     first: Option<Vec<u8>>,
-    rx: &mut LineReceiver,
+    rx: &mut LineReceiver<M>,
 ) -> std::io::Result<()> {
     let mut next = first;
     loop {

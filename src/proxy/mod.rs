@@ -64,9 +64,10 @@ pub(crate) use peek::{Kind, peek};
 
 use crate::broker::{Broker, Notifications};
 use crate::consent::{ConsentProvider, Elicitation};
-use crate::lines::{LineReceiver, LineSender, budget, line_channel};
+use crate::lines::{LineReceiver, budget, line_channel};
 use crate::order::SHUTDOWN_GRACE;
 use crate::policy::EraMode;
+use link::ToServer;
 use relay::Relay;
 use std::future::Future;
 use std::pin::Pin;
@@ -313,7 +314,7 @@ impl Tasks {
 
 /// Relays the broker's notifications to the server. One broker per proxy serves one session,
 /// so every notification is for it.
-async fn notify_server(mut outbound: Notifications, to_server: LineSender) {
+async fn notify_server(mut outbound: Notifications, to_server: ToServer) {
     while let Some(n) = outbound.recv().await {
         let Ok(line) = serde_json::to_vec(&n.message) else {
             continue;

@@ -7,6 +7,7 @@ use super::{EraState, MAX_ROUNDS, error_for};
 use crate::broker::Broker;
 use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
+use crate::proxy::link::ToServer;
 use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, ROOTS_LIST};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -37,7 +38,7 @@ pub(crate) fn intercept(
     session: impl FnOnce() -> String,
     response: Value,
     to_host: LineSender,
-    to_server: LineSender,
+    to_server: ToServer,
 ) -> Option<Vec<u8>> {
     let id = response.get("id").cloned().unwrap_or(Value::Null);
     if era.is_claimed(&id) {
@@ -166,7 +167,7 @@ async fn resolve(
     host_id: &Value,
     first: Value,
     original: (String, Value),
-    to_server: &LineSender,
+    to_server: &ToServer,
 ) -> Value {
     let Some(resolver) = era.resolver.get() else {
         return error_for(

@@ -3,8 +3,8 @@
 
 use super::{EraState, MAX_UPSTREAM, mentions};
 use crate::jsonrpc::id_key;
-use crate::lines::LineSender;
 use crate::locks::lock;
+use crate::proxy::link::ToServer;
 use crate::proxy::names::{CANCELLED, cancelled_id, cancelled_id_in};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -102,7 +102,7 @@ impl Upstream {
     /// the id first, so a cancellation can follow the request.
     pub(super) async fn request(
         &self,
-        to_server: &LineSender,
+        to_server: &ToServer,
         method: &str,
         params: Value,
         on_sent: impl FnOnce(&str),

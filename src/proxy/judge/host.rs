@@ -10,8 +10,9 @@ use super::{
     refuse_batch,
 };
 use crate::error::{Error, ErrorKind};
-use crate::proxy::era::{self, HostAction};
+use crate::proxy::era::{self, Era, HostAction};
 use crate::proxy::host_channel::{HostChannel, add_capabilities};
+use crate::proxy::link::Wire;
 use crate::proxy::names::{
     CANCELLED, DISCOVER, INITIALIZE, INPUT_RESPONSES, ROOTS_CHANGED, VERSION_KEY,
 };
@@ -134,6 +135,9 @@ pub(in crate::proxy) fn judge(
 pub(in crate::proxy) struct Routed {
     /// Lines for the server, in order.
     pub(in crate::proxy) server: Vec<Vec<u8>>,
+    /// The transport they go by: the era the line was judged in, decided here once and
+    /// carried with each line to the transport, which never decides it again.
+    pub(in crate::proxy) wire: Wire,
     /// The proxy's answers to the host.
     pub(in crate::proxy) host: Vec<Vec<u8>>,
 }
@@ -145,6 +149,16 @@ pub(in crate::proxy) fn route(
     state: &Relay,
     capabilities: &Value,
 ) -> Routed {
+    let mut routed = route_line(line, host, state, capabilities);
+    routed.wire = match state.era.era() {
+        Some(Era::Modern) => Wire::Modern,
+        Some(Era::Legacy) | None => Wire::Legacy,
+    };
+    routed
+}
+
+/// [`route`], before the line's transport is known.
+fn route_line(line: Vec<u8>, host: &HostChannel, state: &Relay, capabilities: &Value) -> Routed {
     let kind = peek::peek(&line);
     if kind == Kind::Batch {
         return route_batch(line, host, state, capabilities);
@@ -257,6 +271,7 @@ fn refused(host: &HostChannel, refused: RefusedBatch, as_array: bool) -> Routed 
     Routed {
         server: refused.for_other_side,
         host: encode(refused.for_sender, as_array),
+        ..Routed::default()
     }
 }
 

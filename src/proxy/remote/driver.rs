@@ -15,8 +15,9 @@ use super::modern;
 use super::params;
 use super::pending::request_ids;
 use super::requests::{InFlight, Start};
-use super::session::{Mode, RemoteSession, Wire, refuses_as_modern_only};
+use super::session::{Mode, RemoteSession, refuses_as_modern_only};
 use crate::lines::LineReceiver;
+use crate::proxy::link::Wire;
 use crate::proxy::names::{CANCELLED, INITIALIZE, cancelled_id_in};
 use crate::proxy::peek::{Kind, peek};
 use bytes::Bytes;
@@ -40,7 +41,7 @@ struct Driver {
 /// still unanswered at the end of the shutdown grace, or the server was never reached.
 pub(super) async fn drive(
     shared: Arc<RemoteSession>,
-    mut outgoing: LineReceiver,
+    mut outgoing: LineReceiver<Option<Wire>>,
     mut end: oneshot::Receiver<()>,
 ) -> u8 {
     let mut d = Driver {
@@ -56,11 +57,11 @@ pub(super) async fn drive(
             biased;
             () = shared.failed() => break true,
             _ = &mut end => break false,
-            line = outgoing.recv() => {
-                let Some(line) = line else { break false };
+            line = outgoing.recv_marked() => {
+                let Some((line, wire)) = line else { break false };
                 // Sending waits for the server to accept (within the limits): a failure
                 // meanwhile is not kept waiting, and the host leaving starts the grace.
-                let work = d.handle(line);
+                let work = d.handle(line, wire);
                 tokio::pin!(work);
                 let interrupted = tokio::select! {
                     biased;
@@ -160,15 +161,12 @@ fn log_panic(r: Result<(), tokio::task::JoinError>) {
 }
 
 impl Driver {
-    /// Sends one line the way its kind needs.
-    async fn handle(&mut self, line: Vec<u8>) {
+    /// Sends one line the way its kind and its transport (as the proxy's judge marked it,
+    /// see [`Wire`]) need.
+    async fn handle(&mut self, line: Vec<u8>, wire: Option<Wire>) {
         let shared = self.shared.clone();
         let kind = peek(&line);
-        let method = match &kind {
-            Kind::Request { method, .. } => Some(method.as_str()),
-            _ => None,
-        };
-        if shared.wire_for(method, &line) == Wire::Modern {
+        if shared.follow(wire) == Wire::Modern {
             return self.modern(kind, line).await;
         }
         match kind {
@@ -308,7 +306,6 @@ impl Driver {
                 // A modern-only server says so in the body of a 400: its answer goes to the
                 // host (the era rule learns from it), and no session is made.
                 tracing::info!("the remote server refused initialize as modern-only");
-                shared.undecide();
                 for id in shared.pending.take(&ids) {
                     self.answer(modern_only_answer(&id, &said));
                 }
@@ -358,7 +355,7 @@ impl Driver {
 
     /// After the host left: sends what it queued and what the broker still answers, until
     /// no request of the host waits any more (the caller bounds this by the grace).
-    async fn finish(&mut self, outgoing: &mut LineReceiver) {
+    async fn finish(&mut self, outgoing: &mut LineReceiver<Option<Wire>>) {
         let shared = self.shared.clone();
         let mut open = true;
         loop {
@@ -367,9 +364,9 @@ impl Driver {
             if self.inflight.is_empty() || shared.pending.only_listening() {
                 // Nothing waits for an answer: what is queued now still goes out, then the
                 // session ends.
-                match outgoing.try_recv() {
-                    Some(line) => {
-                        self.handle(line).await;
+                match outgoing.try_recv_marked() {
+                    Some((line, wire)) => {
+                        self.handle(line, wire).await;
                         continue;
                     }
                     None => return,
@@ -378,8 +375,8 @@ impl Driver {
             tokio::select! {
                 biased;
                 () = shared.failed() => return,
-                line = outgoing.recv(), if open => match line {
-                    Some(line) => self.handle(line).await,
+                line = outgoing.recv_marked(), if open => match line {
+                    Some((line, wire)) => self.handle(line, wire).await,
                     None => open = false,
                 },
                 Some(()) = self.inflight.join_next() => {}

@@ -9,7 +9,7 @@ use super::params::Params;
 use super::pending::Pending;
 use crate::lines::LineSender;
 use crate::locks::lock;
-use crate::proxy::names::{DISCOVER, INITIALIZE};
+use crate::proxy::link::Wire;
 use reqwest::header::HeaderValue;
 use serde_json::Value;
 use std::future::Future;
@@ -28,21 +28,9 @@ pub(super) enum Mode {
     Legacy(Url),
 }
 
-/// Which era's Streamable HTTP the session speaks, decided by the host's first messages as
-/// the proxy's era rule let them through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Wire {
-    /// Nothing decided it yet.
-    Undecided,
-    /// The host's `initialize` went out: sessions, the GET stream, resumption, the DELETE.
-    Legacy,
-    /// A `server/discover` or a request with the 2026-07-28 `_meta` went out first: each
-    /// message is a POST of its own with the request metadata headers, and nothing else.
-    Modern,
-}
-
 #[derive(Debug)]
 struct SessionState {
+    /// The transport the last line went by, as the proxy's judge marked it.
     wire: Wire,
     session: Option<HeaderValue>,
     version: Option<HeaderValue>,
@@ -103,7 +91,7 @@ impl RemoteSession {
             client,
             cfg,
             state: Mutex::new(SessionState {
-                wire: Wire::Undecided,
+                wire: Wire::Legacy,
                 session: None,
                 version: None,
                 generation: 0,
@@ -130,43 +118,25 @@ impl RemoteSession {
         lock(&self.state).generation
     }
 
-    /// Forgets the transport decided by an `initialize` the server refused as modern-only.
-    pub(super) fn undecide(&self) {
-        let mut s = lock(&self.state);
-        if s.session.is_none() {
-            s.wire = Wire::Undecided;
-        }
-    }
-
     /// Whether the session speaks the 2026-07-28 transport.
     pub(super) fn is_modern(&self) -> bool {
         lock(&self.state).wire == Wire::Modern
     }
 
-    /// Decides the transport for the host's request `method` (the whole `line`): its
-    /// `initialize` means the legacy transport; a `server/discover`, or a request carrying the
-    /// 2026-07-28 `_meta`, before any accepted `initialize`, means the modern one (the
-    /// proxy's era rule forwards those only when the session goes modern). Returns the
-    /// transport the line goes by.
-    pub(super) fn wire_for(&self, method: Option<&str>, line: &[u8]) -> Wire {
+    /// Follows the proxy's judge: a line marked with its transport (see [`Wire`]) moves the
+    /// session to it; a line the proxy made itself goes as the last one did. Returns the
+    /// transport the line goes by. Nothing here decides the era again.
+    pub(super) fn follow(&self, judged: Option<Wire>) -> Wire {
         let mut s = lock(&self.state);
-        match (s.wire, method) {
-            (Wire::Undecided, Some(INITIALIZE)) => s.wire = Wire::Legacy,
-            (Wire::Undecided, Some(m)) if m == DISCOVER || carries_modern_meta(line) => {
+        if let Some(wire) = judged
+            && wire != s.wire
+        {
+            if wire == Wire::Modern {
                 tracing::info!(
                     "the remote session speaks the 2026-07-28 Streamable HTTP transport: no session, a POST per message"
                 );
-                s.wire = Wire::Modern;
             }
-            (Wire::Legacy, Some(DISCOVER)) if s.session.is_none() => {
-                // Only after the server refused `initialize` as modern-only does the era rule
-                // forward a probe; no legacy session was made.
-                tracing::info!(
-                    "the remote server is modern-only; the session speaks the 2026-07-28 Streamable HTTP transport"
-                );
-                s.wire = Wire::Modern;
-            }
-            _ => {}
+            s.wire = wire;
         }
         s.wire
     }
@@ -304,11 +274,6 @@ impl RemoteSession {
         let is_init = s.init.as_ref().is_some_and(|(_, i)| i == id);
         if is_init && s.awaiting_init {
             s.awaiting_init = false;
-            if s.session.is_none() && refuses_as_modern_only(line) {
-                // A modern-only server: no legacy session was made, and the host's next
-                // `server/discover` (which the era rule then forwards) decides the transport.
-                s.wire = Wire::Undecided;
-            }
             let version = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
                 v.pointer("/result/protocolVersion")
                     .and_then(Value::as_str)
@@ -408,15 +373,4 @@ pub(super) fn refuses_as_modern_only(line: &[u8]) -> bool {
                     .filter_map(Value::as_str)
                     .any(|s| LEGACY_VERSIONS.contains(&s))
             })
-}
-
-/// Whether a request names a protocol version in `params._meta` (the 2026-07-28 envelope).
-fn carries_modern_meta(line: &[u8]) -> bool {
-    use crate::proxy::names::VERSION_KEY;
-    crate::proxy::era::mentions(line, VERSION_KEY.as_bytes())
-        && serde_json::from_slice::<Value>(line).is_ok_and(|v| {
-            v.pointer("/params/_meta")
-                .and_then(Value::as_object)
-                .is_some_and(|m| m.contains_key(VERSION_KEY))
-        })
 }
