@@ -99,35 +99,18 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
     Some(first.trim_end_matches(".rs").to_owned())
 }
 
-/// The modules a line of code names through `crate::`, with `crate::{A, b::C}` opened.
+/// The modules a line of code names through `crate::`, with `crate::{A, b::C}` opened and a
+/// re-exported name taken for the module it comes from.
 fn named(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = line;
-    while let Some(i) = rest.find("crate::") {
-        rest = &rest[i + "crate::".len()..];
-        let group = rest
-            .strip_prefix('{')
-            .map(|g| g.split('}').next().unwrap_or(""));
-        let items: Vec<&str> = match group {
-            Some(g) => g.split(',').collect(),
-            None => vec![rest],
-        };
-        for item in items {
-            let word: String = item
-                .trim()
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            if word.is_empty() {
-                continue;
-            }
-            match REEXPORTS.iter().find(|(name, _)| *name == word) {
-                Some((_, module)) => out.push((*module).to_owned()),
-                None => out.push(word),
-            }
-        }
-    }
-    out
+    named_after(line, "crate::")
+        .into_iter()
+        .map(
+            |word| match REEXPORTS.iter().find(|(name, _)| *name == word) {
+                Some((_, module)) => (*module).to_owned(),
+                None => word,
+            },
+        )
+        .collect()
 }
 
 #[test]

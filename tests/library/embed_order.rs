@@ -28,9 +28,9 @@ impl ConsentProvider for Held {
     }
 }
 
-#[tokio::test]
-async fn a_read_started_after_a_consent_waits_for_it() {
-    let f = Fixture::new();
+/// A broker over a root holding `notes.txt`, whose consent provider approves once the
+/// returned sender is used.
+fn held_broker(f: &Fixture) -> (Broker, oneshot::Sender<()>) {
     f.file("notes.txt", "hello");
     let (tx, rx) = oneshot::channel();
     let policy = Policy::parse(&f.policy_text("read", ""), "test").unwrap();
@@ -40,10 +40,23 @@ async fn a_read_started_after_a_consent_waits_for_it() {
         }))
         .build()
         .unwrap();
+    (broker, tx)
+}
+
+/// A `files/consent` for the root, and the read that depends on it.
+fn consent_then_read() -> (serde_json::Value, serde_json::Value) {
     let consent = json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
         "params": {"requestedPaths": ["project"]}});
     let read = json!({"jsonrpc": "2.0", "id": 2, "method": "files/read",
         "params": {"path": "project/notes.txt"}});
+    (consent, read)
+}
+
+#[tokio::test]
+async fn a_read_started_after_a_consent_waits_for_it() {
+    let f = Fixture::new();
+    let (broker, tx) = held_broker(&f);
+    let (consent, read) = consent_then_read();
     // `join!` polls in order: the consent starts (and waits for its provider), then the read
     // starts, then the provider is let go.
     let (consented, read, ()) = tokio::join!(
@@ -66,19 +79,8 @@ async fn a_read_started_after_a_consent_waits_for_it() {
 #[tokio::test]
 async fn the_order_is_the_order_of_handing_over_not_of_polling() {
     let f = Fixture::new();
-    f.file("notes.txt", "hello");
-    let (tx, rx) = oneshot::channel();
-    let policy = Policy::parse(&f.policy_text("read", ""), "test").unwrap();
-    let (broker, _outbound) = Broker::builder(policy)
-        .consent_provider(Arc::new(Held {
-            release: Mutex::new(Some(rx)),
-        }))
-        .build()
-        .unwrap();
-    let consent = json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
-        "params": {"requestedPaths": ["project"]}});
-    let read = json!({"jsonrpc": "2.0", "id": 2, "method": "files/read",
-        "params": {"path": "project/notes.txt"}});
+    let (broker, tx) = held_broker(&f);
+    let (consent, read) = consent_then_read();
     let consented = broker.handle_message("host", consent);
     let read = broker.handle_message("host", read);
     let typed = broker.call(
