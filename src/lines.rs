@@ -187,7 +187,7 @@ mod tests {
 
     #[tokio::test]
     async fn bytes_bound_the_queue_as_well_as_lines() {
-        let (tx, mut rx) = line_channel(10, 4096);
+        let (tx, mut rx) = line_channel::<()>(10, 4096);
         assert_eq!(tx.try_send(vec![b'a'; 3000]), Ok(()));
         // 3 KiB held of 4: a second line of 3000 bytes does not fit.
         assert!(matches!(
@@ -201,7 +201,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_line_larger_than_the_budget_still_goes_alone() {
-        let (tx, mut rx) = line_channel(10, 2048);
+        let (tx, mut rx) = line_channel::<()>(10, 2048);
         assert_eq!(tx.send(vec![0; 10_000]).await, Ok(()));
         assert!(matches!(tx.try_send(vec![0; 1]), Err(SendError::Full(_))));
         assert_eq!(rx.recv().await.map(|l| l.len()), Some(10_000));
@@ -210,7 +210,7 @@ mod tests {
 
     #[tokio::test]
     async fn lines_bound_the_queue_too_and_closing_is_seen() {
-        let (tx, mut rx) = line_channel(1, 1 << 20);
+        let (tx, mut rx) = line_channel::<()>(1, 1 << 20);
         assert_eq!(tx.try_send(b"x".to_vec()), Ok(()));
         assert!(matches!(
             tx.try_send(b"y".to_vec()),
