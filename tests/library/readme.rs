@@ -127,3 +127,29 @@ fn readme_and_security_say_the_proxy_confines_only_files_requests() {
         );
     }
 }
+
+/// Every `npx -y PACKAGE` the README shows names a package its owner publishes (the official
+/// MCP servers), never a placeholder name: anyone could publish a placeholder, and every
+/// copied snippet would run their code.
+#[test]
+fn the_readme_runs_no_package_a_stranger_could_publish() {
+    let readme = text("README.md");
+    let flat = readme.replace(['"', ','], " ");
+    let mut seen = 0;
+    let mut words = flat.split_whitespace().peekable();
+    while let Some(w) = words.next() {
+        if w == "npx" && words.peek() == Some(&"-y") {
+            words.next();
+            let package = words.next().unwrap_or_default();
+            seen += 1;
+            assert!(
+                package.starts_with("@modelcontextprotocol/"),
+                "the README runs `npx -y {package}`, a name nobody may own"
+            );
+        }
+    }
+    assert!(
+        seen >= 2,
+        "the README's host snippets were not found ({seen})"
+    );
+}

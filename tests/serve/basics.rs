@@ -68,6 +68,23 @@ fn consent_read_list_stat_succeed_through_the_process() {
     assert_eq!(r["readonly"], true);
 }
 
+/// A request's own `timeout` is never ignored in silence: the time limit is the policy's
+/// (`limits.timeout_ms`), and a request that asks for another is refused naming the key.
+#[test]
+fn a_request_timeout_param_is_refused_not_ignored() {
+    let f = Fixture::new();
+    f.file("hello.txt", "hello sidecar");
+    let mut s = Sidecar::serve(&f.root, "auto", &[]);
+    consent(&mut s, json!(["project"]), None);
+    let r = s.request(
+        "files/read",
+        json!({"path": "project/hello.txt", "timeout": 120_000}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("timeout"), "{r}");
+}
+
 #[test]
 fn consent_deny_mode_refuses_and_reads_fail_with_no_consent() {
     let f = Fixture::new();
