@@ -51,7 +51,9 @@ mod strict;
 
 // What the command line (`cli::proxy`) wires together; the rest serves the crate (the rmcp
 // adapter, the fuzz oracles).
-pub(crate) use link::{Link, spawn_child};
+pub(crate) use link::Link;
+#[cfg(feature = "cli")]
+pub(crate) use link::spawn_child;
 
 pub(crate) use elicit::ElicitConsent;
 pub(crate) use host_channel::HostChannel;

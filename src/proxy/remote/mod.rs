@@ -47,7 +47,10 @@ mod requests;
 mod session;
 mod sse;
 
-pub(crate) use config::{ConfigError, HeaderArgs, RemoteConfig, build_headers, parse_url};
+pub(crate) use config::RemoteConfig;
+// What the command line builds a remote connection from.
+#[cfg(feature = "cli")]
+pub(crate) use config::{ConfigError, HeaderArgs, build_headers, parse_url};
 pub(crate) use error::RemoteError;
 
 use super::link::{Link, QUEUE_LINES};

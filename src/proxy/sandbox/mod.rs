@@ -27,6 +27,8 @@ mod reaper;
 mod right;
 mod trace;
 
+// What `fsbroker sandbox-exec` runs.
+#[cfg(feature = "cli")]
 pub(crate) use helper::exec_helper;
 
 use crate::broker::Broker;
