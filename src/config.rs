@@ -84,7 +84,7 @@ impl Config {
                 Err(e) => {
                     return Err(err(
                         format!("roots[{i}].path"),
-                        format!("cannot open root directory: {e}"),
+                        crate::policy::cannot_open_root(&spec.path, &e),
                     ));
                 }
             }
@@ -102,6 +102,7 @@ impl Config {
                 continue;
             }
             let mount = spec.mount.clone();
+            let given = spec.path.clone();
             let root = match Root::open(spec, &zones) {
                 Ok(r) => r,
                 Err(e) if lenient => {
@@ -111,7 +112,7 @@ impl Config {
                 Err(e) => {
                     return Err(err(
                         format!("roots[{i}].path"),
-                        format!("cannot open root directory: {e}"),
+                        crate::policy::cannot_open_root(&given, &e),
                     ));
                 }
             };

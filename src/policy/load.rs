@@ -204,7 +204,7 @@ impl Policy {
                     return Err(Invalid::at(
                         format!("roots[{i}].path"),
                         r.path_span(),
-                        format!("cannot open root directory: {e}"),
+                        super::cannot_open_root(&r.path, &e),
                     ));
                 }
             }

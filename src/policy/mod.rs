@@ -9,12 +9,14 @@ mod consent_section;
 #[cfg(feature = "cli")]
 mod describe;
 mod load;
+mod root_path;
 
 pub(crate) use consent_section::Ruling;
 pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
 #[cfg(feature = "cli")]
 pub(crate) use describe::describe;
 pub use load::PolicyError;
+pub(crate) use root_path::cannot_open_root;
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};

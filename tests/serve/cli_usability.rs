@@ -196,6 +196,25 @@ fn a_root_without_a_final_component_says_which_flag_names_it() {
     assert!(ran.log().contains("--root NAME=."), "{}", ran.log());
 }
 
+/// A root that cannot be opened is named as given and as resolved, with what it looks like
+/// when it is a usual mistake: a `~` or a `${...}` a host did not expand, a relative path
+/// taken against another directory.
+#[test]
+fn a_root_that_cannot_be_opened_is_named_with_what_it_looks_like() {
+    let cases = [
+        ("~/no-such-notes", "literal `~`"),
+        ("${workspaceFolder}", "literal `${...}`"),
+        ("no/such/relative", "working directory"),
+        ("/no/such/absolute", "\"/no/such/absolute\""),
+    ];
+    for (root, said) in cases {
+        let (code, err) = run(&["serve".as_ref(), "--root".as_ref(), root.as_ref()]);
+        assert_eq!(code, Some(2), "{root}: {err}");
+        assert!(err.contains(&format!("{root:?}")), "{root} is named: {err}");
+        assert!(err.contains(said), "{root}: {err}");
+    }
+}
+
 /// An explicit mount that breaks the rule is reported with the rule, not read as a path.
 #[test]
 fn an_invalid_explicit_mount_reports_the_mount_rule() {
