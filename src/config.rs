@@ -169,7 +169,28 @@ fn consent_program(program: &Path, zones: &[root::Zone]) -> Result<PathBuf, Stri
     })?;
     // The real path, absolute: the program found now is the one every consent runs, however
     // `PATH` or the working directory's name resolve later.
-    root::outside_zones(&found, zones)
+    let real = root::outside_zones(&found, zones)?;
+    // Found now, not at the first consent: a program that is not there denies every request.
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(&real) {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => Ok(real),
+        Ok(_) => Err(format!(
+            "consent program {} is not an executable file",
+            program.display()
+        )),
+        Err(e) => {
+            let text = program.to_string_lossy();
+            let first = text.split_whitespace().next().unwrap_or_default();
+            if first != text && root::find_program(Path::new(first), &cwd).is_some() {
+                return Err(format!(
+                    "consent program {text:?} names a program with arguments, which `command:` \
+                     does not take (no shell runs it): put the command in a script and name the \
+                     script"
+                ));
+            }
+            Err(format!("consent program {}: {e}", program.display()))
+        }
+    }
 }
 
 /// A root nested in another is a second name for part of it: a server that sees the outer

@@ -57,6 +57,7 @@ impl CommandConsent {
         }
         let status = child.wait().await?;
         if !status.success() {
+            tracing::warn!(program = %self.program.display(), %status, "consent command failed without a decision; denying");
             return Ok(ConsentDecision::deny());
         }
         Ok(parse_answer(&out, request))

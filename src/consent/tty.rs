@@ -87,6 +87,15 @@ impl ConsentProvider for TtyConsent {
             });
             match task.await {
                 Ok(Ok(answer)) => answer,
+                Ok(Err(e)) if no_terminal(&e) => {
+                    tracing::warn!(
+                        error = %e,
+                        "tty consent denied: this process has no controlling terminal to ask on; \
+                         choose --consent auto, deny or command:PROGRAM (with fsbroker proxy, \
+                         elicit), or run fsbroker from a terminal"
+                    );
+                    ConsentAnswer::deny()
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, "tty consent failed; denying");
                     ConsentAnswer::deny()
@@ -235,4 +244,10 @@ fn read_line(tty: &mut std::fs::File, deadline: Instant) -> std::io::Result<Stri
             _ => {}
         }
     }
+}
+
+/// Whether opening the terminal failed because the process has none (`ENXIO` from
+/// `/dev/tty`, or no such device).
+fn no_terminal(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(6 | 19)) || e.kind() == std::io::ErrorKind::NotFound
 }

@@ -17,7 +17,8 @@ fn an_empty_fsbroker_log_still_logs_warnings() {
         "--root",
         f.root.to_str().unwrap(),
         "--consent",
-        "command:/nonexistent/fsbroker-consent-program",
+        // A program that exits without a decision: the denial is logged at warn.
+        "command:/bin/false",
     ]
     .map(OsString::from)
     .to_vec();
@@ -32,6 +33,48 @@ fn an_empty_fsbroker_log_still_logs_warnings() {
             "FSBROKER_LOG={value:?} silenced the warning: {}",
             s.stderr()
         );
+    }
+}
+
+/// A consent program is judged at start, and its failures say what to do: one named with
+/// arguments is refused saying `command:` takes none, a missing one is refused at start (not
+/// at the first consent), one that exits without a decision is logged, and the terminal
+/// prompt without a terminal names the modes that work.
+#[test]
+fn consent_programs_and_the_terminal_fail_clearly() {
+    let f = Fixture::new();
+    let root = f.root.to_str().unwrap();
+    let refused = [
+        ("command:/bin/echo yes", "does not take"),
+        (
+            "command:/nonexistent/fsbroker-consent-program",
+            "No such file",
+        ),
+    ];
+    for (mode, said) in refused {
+        let (code, err) = run(&[
+            "serve".as_ref(),
+            "--root".as_ref(),
+            root.as_ref(),
+            "--consent".as_ref(),
+            mode.as_ref(),
+        ]);
+        assert_eq!(code, Some(2), "{mode}: {err}");
+        assert!(err.contains(said), "{mode}: {err}");
+    }
+    // Without a controlling terminal (a new session), as a host starts it.
+    for (mode, said) in [
+        ("command:/bin/false", "without a decision"),
+        ("tty", "no controlling terminal"),
+    ] {
+        let args: Vec<OsString> = ["serve", "--root", root, "--consent", mode]
+            .map(OsString::from)
+            .to_vec();
+        let mut s = Sidecar::spawn_wrapped(&["setsid", "-w"], &args);
+        let r = s.request("files/consent", json!({"requestedPaths": ["project"]}));
+        assert_eq!(r["result"]["granted"], false, "{r}");
+        s.finish();
+        assert!(s.stderr().contains(said), "{mode}: {}", s.stderr());
     }
 }
 
