@@ -16,6 +16,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// How long a writer that found the file locked by another process is told to wait: a write
+/// holds the lock only while it replaces the file, so a short wait usually finds it free.
+const LOCKED_RETRY_MS: u64 = 50;
+
 /// The prefix of every temporary file the broker creates.
 pub(crate) const TEMP_PREFIX: &str = ".fsbroker-";
 /// The suffix of every temporary file the broker creates.
@@ -235,9 +239,10 @@ fn lock_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<Lock
     }
     Err(Error::new(
         ErrorKind::ConcurrencyConflict,
-        "the file keeps being replaced",
+        "the file keeps being replaced by another process; retry later",
     )
-    .with_reason(Reason::Locked))
+    .with_reason(Reason::Locked)
+    .with_retry_after_ms(LOCKED_RETRY_MS))
 }
 
 /// Whether an open failed because the name no longer holds the regular file we saw.
@@ -319,9 +324,10 @@ fn try_lock(file: &std::fs::File) -> Result<()> {
         Ok(()) => Ok(()),
         Err(fs4::TryLockError::WouldBlock) => Err(Error::new(
             ErrorKind::ConcurrencyConflict,
-            "file is locked by another process",
+            "file is locked by another process (another fsbroker, or a program of the user's); retry later",
         )
-        .with_reason(Reason::Locked)),
+        .with_reason(Reason::Locked)
+        .with_retry_after_ms(LOCKED_RETRY_MS)),
         Err(fs4::TryLockError::Error(e)) => Err(Error::from_io(&e, "")),
     }
 }

@@ -301,6 +301,15 @@ async fn advisory_lock_held_elsewhere_makes_write_fail_locked_until_released() {
 
     let r = write(&b, json!({"path": "project/locked.txt", "content": "new"})).await;
     assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "locked");
+    // The writer is told when to try again, and who holds the file.
+    let retry = r["error"]["data"]["retryAfterMs"].as_u64();
+    assert!(retry.is_some_and(|ms| ms > 0), "no retry hint: {r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("another process")),
+        "{r}"
+    );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "old content");
     assert_no_temporaries(&f.root);
 
