@@ -316,6 +316,21 @@ fn open_for_lock(dir: &Dir, name: &str) -> std::io::Result<std::fs::File> {
     Ok(dir.open_with(name, &opts)?.into_std())
 }
 
+/// Takes the advisory lock a write takes on the regular file `name` in `dir`, for an
+/// operation that removes or replaces it (delete, rename): refused with `locked` while another
+/// process holds it, as a write is, and held until the returned file is dropped. `None` when
+/// `name` is no regular file (a directory, a link, nothing), which carries no such lock.
+pub(crate) fn lock_file_entry(dir: &Dir, name: &str) -> Result<Option<std::fs::File>> {
+    let Ok(file) = open_for_lock(dir, name) else {
+        return Ok(None);
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Ok(None);
+    }
+    try_lock(&file)?;
+    Ok(Some(file))
+}
+
 /// Takes an exclusive advisory lock on `file`, refusing with `locked` when another process
 /// holds one.
 fn try_lock(file: &std::fs::File) -> Result<()> {

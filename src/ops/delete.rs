@@ -31,6 +31,8 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
             return Err(root_itself());
         }
         let _lock = inner.locks.lock(r.real());
+        // A file another process is writing is not deleted under it, as it is not written.
+        let _held = crate::atomic::lock_file_entry(r.parent(), r.name().unwrap_or("."))?;
         r.remove(recursive, deadline)?;
         crate::atomic::sync_dir(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
         Ok(())

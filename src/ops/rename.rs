@@ -74,6 +74,12 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
             // Renaming an entry onto itself changes nothing, as rename(2) does.
             return Ok(());
         }
+        // Neither the file moved nor one it replaces is taken from under another process
+        // that holds its lock, as a write would not be.
+        let entry = |g: &crate::root::Granted| {
+            crate::atomic::lock_file_entry(g.parent(), g.name().unwrap_or("."))
+        };
+        let _held = (entry(&from)?, if overwrite { entry(&to)? } else { None });
         from.rename_to(&to, overwrite)?;
         crate::atomic::sync_dir(to.parent()).map_err(io)?;
         crate::atomic::sync_dir(from.parent()).map_err(io)?;

@@ -328,6 +328,27 @@ async fn advisory_lock_held_elsewhere_makes_write_fail_locked_until_released() {
     assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "locked");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "old content");
 
+    // Delete and rename honour the same lock: the file is neither removed, moved, nor
+    // replaced from under the process that holds it.
+    let r = call(
+        &b,
+        "s",
+        "files/delete",
+        json!({"path": "project/locked.txt"}),
+    )
+    .await;
+    assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "locked");
+    let moved = json!({"oldPath": "project/locked.txt", "newPath": "project/moved.txt"});
+    let r = call(&b, "s", "files/rename", moved).await;
+    assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "locked");
+    f.file("other.txt", "other");
+    let over = json!({"oldPath": "project/other.txt", "newPath": "project/locked.txt",
+                      "overwrite": true});
+    let r = call(&b, "s", "files/rename", over).await;
+    assert_error(&r, -31006, "CONCURRENCY_CONFLICT", "locked");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "old content");
+    assert!(!f.root.join("moved.txt").exists());
+
     holder.unlock().unwrap();
     let r = write(&b, json!({"path": "project/locked.txt", "content": "new"})).await;
     ok(&r);
