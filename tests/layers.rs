@@ -113,6 +113,25 @@ fn named(line: &str) -> Vec<String> {
         .collect()
 }
 
+/// What is wrong with `module` (ranked `mine`) naming `other` at `at`: nothing when `other`
+/// stands below it; `unplaced` says why a name the table does not rank is wrong.
+fn upward(
+    rank: &BTreeMap<&str, usize>,
+    mine: usize,
+    at: &str,
+    module: &str,
+    other: &str,
+    unplaced: &str,
+) -> Option<String> {
+    match rank.get(other) {
+        Some(&theirs) if theirs < mine => None,
+        Some(_) => Some(format!(
+            "{at}: `{module}` uses `{other}`, which stands above it"
+        )),
+        None => Some(format!("{at}: `{module}` uses `{other}`: {unplaced}")),
+    }
+}
+
 #[test]
 fn every_import_in_src_runs_downward() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -145,19 +164,15 @@ fn every_import_in_src_runs_downward() {
                 if other == module {
                     continue;
                 }
-                match rank.get(other.as_str()) {
-                    Some(&theirs) if theirs < mine => {}
-                    Some(_) => wrong.push(format!(
-                        "{}:{}: `{module}` uses `{other}`, which stands above it",
-                        file.display(),
-                        n + 1
-                    )),
-                    None => wrong.push(format!(
-                        "{}:{}: `{module}` uses `crate::{other}`, which LAYERS does not place",
-                        file.display(),
-                        n + 1
-                    )),
-                }
+                let at = format!("{}:{}", file.display(), n + 1);
+                wrong.extend(upward(
+                    &rank,
+                    mine,
+                    &at,
+                    &module,
+                    &other,
+                    "LAYERS does not place it",
+                ));
             }
         }
     }
@@ -306,19 +321,15 @@ fn every_import_in_the_proxy_runs_downward() {
                 if other == module {
                     continue;
                 }
-                match rank.get(other.as_str()) {
-                    Some(&theirs) if theirs < mine => {}
-                    Some(_) => wrong.push(format!(
-                        "{}:{}: `{module}` uses `{other}`, which stands above it",
-                        file.display(),
-                        n + 1
-                    )),
-                    None => wrong.push(format!(
-                        "{}:{}: `{module}` uses `{other}` from the proxy's root",
-                        file.display(),
-                        n + 1
-                    )),
-                }
+                let at = format!("{}:{}", file.display(), n + 1);
+                wrong.extend(upward(
+                    &rank,
+                    mine,
+                    &at,
+                    module,
+                    &other,
+                    "it is the proxy's root",
+                ));
             }
         }
     }
