@@ -72,6 +72,16 @@ pub(crate) fn loosely_same(a: &Value, b: &Value) -> bool {
     id_forms(a).iter().any(|f| forms.contains(f))
 }
 
+/// The error response to the request `id` as a peer wrote it (null when unknown, or when it
+/// is no string or integer): how the proxy answers a message itself.
+pub(crate) fn refusal(id: Option<&Value>, error: Error) -> Value {
+    Response {
+        id: id.and_then(Id::from_value),
+        outcome: Err(error),
+    }
+    .to_json()
+}
+
 /// A request: it has an id and expects one response.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Request {

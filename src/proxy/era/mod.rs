@@ -36,7 +36,7 @@ mod scan;
 mod upstream;
 
 pub(crate) use rounds::{Resolver, intercept, roots_refused};
-pub(crate) use rule::HostAction;
+pub(crate) use rule::{HostAction, carries_version, only_modern};
 pub(crate) use scan::{hides_roots, input_required, mentions};
 
 use crate::jsonrpc::id_key;
@@ -220,9 +220,5 @@ impl EraState {
 pub(super) fn error_for(id: &Value, message: String) -> Value {
     tracing::warn!("{message}");
     let error = crate::error::Error::new(crate::error::ErrorKind::Internal, message);
-    crate::jsonrpc::Response {
-        id: crate::jsonrpc::Id::from_value(id),
-        outcome: Err(error),
-    }
-    .to_json()
+    crate::jsonrpc::refusal(Some(id), error)
 }

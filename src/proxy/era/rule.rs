@@ -8,7 +8,7 @@ use super::{
 };
 use crate::error::{Error, ErrorKind};
 use crate::jsonrpc::id_key;
-use crate::jsonrpc::{Id, Response};
+use crate::jsonrpc::refusal;
 use crate::policy::EraMode;
 use crate::proxy::names::{DISCOVER, INITIALIZE, INPUT_RESPONSES};
 use serde_json::{Value, json};
@@ -59,11 +59,7 @@ impl EraState {
             // The server judges what the proxy cannot read, as it would without it.
             return relay();
         };
-        let carries_meta = message
-            .pointer("/params/_meta")
-            .and_then(Value::as_object)
-            .is_some_and(|m| m.contains_key(VERSION_KEY));
-        if !discover && !carries_meta {
+        if !discover && !carries_version(&message) {
             return relay();
         }
         let go_modern = match mode {
@@ -87,7 +83,7 @@ impl EraState {
         self.settle(Era::Modern);
         declare(&mut message, capabilities);
         if let Err(why) = self.redeem(&mut message) {
-            return HostAction::Answer(answer(id, Error::invalid_params(why)));
+            return HostAction::Answer(refusal(Some(id), Error::invalid_params(why)));
         }
         if INTERACTIVE.contains(&method) {
             self.remember(id, method, &message);
@@ -121,25 +117,9 @@ impl EraState {
         if v.get("result").is_some() && self.era() == Some(Era::Legacy) {
             self.announce(Era::Legacy);
         }
-        if v.pointer("/error/code").and_then(Value::as_i64) != Some(UNSUPPORTED_VERSION) {
+        let Some(supported) = only_modern(&v) else {
             return;
-        }
-        let supported: Vec<String> = v
-            .pointer("/error/data/supported")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
-        if supported
-            .iter()
-            .any(|s| LEGACY_VERSIONS.contains(&s.as_str()))
-        {
-            return;
-        }
+        };
         match self.mode() {
             EraMode::Legacy => self.fail(format!(
                 "the server speaks only protocol revision 2026-07-28 (it supports {supported:?}), and --era legacy needs a server that speaks 2025-11-25 or earlier, where files/* and consent are brokered; run with --era auto or --era modern to broker its roots only"
@@ -157,6 +137,38 @@ impl EraState {
             EraMode::Modern => {}
         }
     }
+}
+
+/// Whether a request carries a protocol version in `params._meta`: the 2026-07-28
+/// envelope, which only that revision's requests have.
+pub(crate) fn carries_version(message: &Value) -> bool {
+    message
+        .pointer("/params/_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.contains_key(VERSION_KEY))
+}
+
+/// The versions a server's answer to `initialize` supports, when it is the `-32022` of a
+/// server that speaks only 2026-07-28 (no legacy version among them); `None` for any other
+/// answer.
+pub(crate) fn only_modern(answer: &Value) -> Option<Vec<String>> {
+    if answer.pointer("/error/code").and_then(Value::as_i64) != Some(UNSUPPORTED_VERSION) {
+        return None;
+    }
+    let supported: Vec<String> = answer
+        .pointer("/error/data/supported")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let legacy = supported
+        .iter()
+        .any(|s| LEGACY_VERSIONS.contains(&s.as_str()));
+    (!legacy).then_some(supported)
 }
 
 /// A host request's `inputResponses` without the entries that answer roots: the proxy never
@@ -188,8 +200,8 @@ fn strip_host_roots(line: &[u8]) -> Option<Vec<u8>> {
 /// clients fall back to `initialize` on it (the Python SDK on every error except a
 /// `-32022` naming only modern versions).
 fn no_discover(id: &Value) -> Value {
-    answer(
-        id,
+    refusal(
+        Some(id),
         Error::new(
             ErrorKind::MethodNotFound,
             "Method not found: server/discover (fsbroker proxy keeps this session on the legacy era, where files are brokered; use initialize)",
@@ -197,21 +209,12 @@ fn no_discover(id: &Value) -> Value {
     )
 }
 
-/// The proxy's error answer to the host's request `id`.
-fn answer(id: &Value, error: Error) -> Value {
-    Response {
-        id: Id::from_value(id),
-        outcome: Err(error),
-    }
-    .to_json()
-}
-
 fn unsupported(id: &Value, supported: &[&str], rule: &str) -> Value {
     let e = Error::new(
         ErrorKind::UnsupportedVersion,
         format!("Unsupported protocol version: fsbroker proxy runs this session in {rule}"),
     );
-    answer(id, e.with_supported(supported))
+    refusal(Some(id), e.with_supported(supported))
 }
 
 /// Declares the broker's capabilities in a modern request's `_meta`: `roots`, and the

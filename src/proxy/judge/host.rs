@@ -253,11 +253,7 @@ fn alone(item: &[u8], kind: &Kind) -> bool {
     };
     method == DISCOVER
         || (era::mentions(item, VERSION_KEY.as_bytes())
-            && serde_json::from_slice::<Value>(item).is_ok_and(|v| {
-                v.pointer("/params/_meta")
-                    .and_then(Value::as_object)
-                    .is_some_and(|m| m.contains_key(VERSION_KEY))
-            }))
+            && serde_json::from_slice::<Value>(item).is_ok_and(|v| era::carries_version(&v)))
 }
 
 /// The lines of a refused host batch: errors for the host's requests (one array when

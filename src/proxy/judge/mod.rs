@@ -17,7 +17,8 @@ mod tests;
 use super::peek::{self, Kind};
 use super::strict::BatchItems;
 use crate::error::{Error, ErrorKind};
-use crate::jsonrpc::{Id, MAX_BATCH, Response};
+use crate::jsonrpc::MAX_BATCH;
+pub(super) use crate::jsonrpc::refusal;
 use serde_json::Value;
 
 /// A batch line, cut into its items.
@@ -124,15 +125,6 @@ pub(super) fn no_batches(version: &str) -> Error {
         ErrorKind::InvalidRequest,
         format!("protocol revision {version} has no JSON-RPC batches; send messages one by one"),
     )
-}
-
-/// An error response of the proxy's own to the request `id` (null when unknown).
-pub(super) fn refusal(id: Option<&Value>, error: Error) -> Value {
-    Response {
-        id: id.and_then(Id::from_value),
-        outcome: Err(error),
-    }
-    .to_json()
 }
 
 /// The error for a message (a line or an item of a batch) that is not a JSON-RPC message we

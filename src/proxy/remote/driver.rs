@@ -397,11 +397,7 @@ fn batch_refused(id: &Value) -> Vec<u8> {
         crate::error::ErrorKind::InvalidRequest,
         "a batch cannot be sent to a server in a 2026-07-28 session",
     );
-    let v = crate::jsonrpc::Response {
-        id: crate::jsonrpc::Id::from_value(id),
-        outcome: Err(e),
-    };
-    serde_json::to_vec(&v.to_json()).unwrap_or_default()
+    serde_json::to_vec(&crate::jsonrpc::refusal(Some(id), e)).unwrap_or_default()
 }
 
 /// Sends a notification or response and waits until the server has accepted it.

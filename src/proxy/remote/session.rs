@@ -359,18 +359,7 @@ impl RemoteSession {
 
 /// Whether a response is the `-32022` error of a server that speaks only 2026-07-28.
 pub(super) fn refuses_as_modern_only(line: &[u8]) -> bool {
-    use crate::proxy::era::UNSUPPORTED_VERSION;
-    use crate::proxy::names::LEGACY_VERSIONS;
-    let Ok(v) = serde_json::from_slice::<Value>(line) else {
-        return false;
-    };
-    v.pointer("/error/code").and_then(Value::as_i64) == Some(UNSUPPORTED_VERSION)
-        && !v
-            .pointer("/error/data/supported")
-            .and_then(Value::as_array)
-            .is_some_and(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .any(|s| LEGACY_VERSIONS.contains(&s))
-            })
+    serde_json::from_slice::<Value>(line)
+        .ok()
+        .is_some_and(|v| crate::proxy::era::only_modern(&v).is_some())
 }
