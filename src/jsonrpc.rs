@@ -38,6 +38,17 @@ impl Id {
     }
 }
 
+/// The notification by which a peer withdraws one of its requests.
+pub(crate) const CANCELLED: &str = "notifications/cancelled";
+
+/// The request a `notifications/cancelled` with `params` names, when it names one the way
+/// JSON-RPC ids are written (a string or an integer).
+pub(crate) fn cancelled_request(params: &Value) -> Option<&Value> {
+    params
+        .get("requestId")
+        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+}
+
 /// The one key of a request id as a peer wrote it, for the maps that find what was sent
 /// under it: its JSON text, which tells `1` from `"1"` (and, for a peer that breaks the
 /// rules, any other value from both).

@@ -106,6 +106,7 @@ pub mod path;
 pub mod policy;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_adapter;
+pub mod wire;
 
 // `fsbroker proxy`, reached through `cli`: nothing of it is for an embedder.
 #[cfg(feature = "proxy")]

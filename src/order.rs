@@ -82,14 +82,17 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
         // Reap finished tasks so the set does not grow with the session's length.
         while self.tasks.try_join_next().is_some() {}
         let ordered = decoded.as_ref().is_ok_and(Message::is_ordered);
-        let turn = self.broker.enter_turn(&self.server_id, ordered);
+        let (seat, handed) = self
+            .broker
+            .hand_over(&self.server_id, decoded.as_ref().ok());
+        let (turn, withdrawal) = (handed.turn, handed.withdrawal);
         if ordered {
             if let Some(t) = &turn {
                 t.ready().await;
             }
             let answered = unless(
                 cancelled,
-                self.broker.answer_decoded(&self.server_id, decoded),
+                self.broker.answer_decoded(&seat, decoded, withdrawal),
             )
             .await;
             drop(held);
@@ -103,7 +106,7 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
         let Ok(permit) = self.queue.clone().acquire_owned().await else {
             return false;
         };
-        let (b, id, tx) = (self.broker.clone(), self.server_id.clone(), self.tx.clone());
+        let (b, tx) = (self.broker.clone(), self.tx.clone());
         let answers = self.answers.clone();
         self.tasks.spawn(async move {
             // Every earlier change of this face was answered before this line was read; the
@@ -117,7 +120,8 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
             let Ok(slot) = answers.acquire_owned().await else {
                 return;
             };
-            if let (Some(resp), cancelled) = unless(cancelled, b.answer_decoded(&id, decoded)).await
+            if let (Some(resp), cancelled) =
+                unless(cancelled, b.answer_decoded(&seat, decoded, withdrawal)).await
             {
                 let _ = tx.send(resp).await;
                 drop(cancelled);

@@ -9,7 +9,7 @@
 //! order every face keeps. One writer task owns the output: responses and the session's
 //! notifications are written whole, one per line, and nothing else goes to it.
 
-use crate::broker::{Broker, Notifications};
+use crate::broker::{Notifications, ServerSession};
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc;
 use crate::lines::line_channel;
@@ -17,8 +17,9 @@ use crate::order::Dispatcher;
 use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-/// Serves `server_id`'s session on `input`/`output` until end of input or `shutdown`
-/// completes; then ends the session.
+/// Serves `session` on `input`/`output`, with the session's own `notifications` (from
+/// [`Broker::open_session`](crate::Broker::open_session)), until end of input or `shutdown`
+/// completes; then ends the session (drops the handle).
 ///
 /// The session's requests run in the order every face keeps: a message
 /// holding an ordered method ([`crate::Method::is_ordered`]: consent and the write side) is
@@ -26,11 +27,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 /// is answered. So a server may pipeline consent and the reads that depend on it, or the
 /// chunks of an upload, and sees its own changes in order.
 pub async fn run<R, W, S>(
-    broker: Broker,
-    server_id: &str,
+    session: ServerSession,
+    mut outbound: Notifications,
     input: R,
     output: W,
-    mut outbound: Notifications,
     shutdown: S,
 ) -> std::io::Result<()>
 where
@@ -38,11 +38,12 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     S: Future<Output = ()>,
 {
+    let broker = session.broker().clone();
+    let server_id = session.server_id().to_owned();
     let max_line = broker.policy().limits.max_line_bytes.get();
     // Responses wait here for a host that reads slowly; bounded in bytes, since one read's
     // answer can be 4/3 of the largest chunk.
     let (tx, mut rx) = line_channel::<()>(256, crate::lines::budget(max_line));
-    let me = server_id.to_owned();
     let writer = tokio::spawn(async move {
         let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);
         let mut notifications_open = true;
@@ -51,11 +52,10 @@ where
                 biased;
                 r = rx.recv() => match r { Some(l) => l, None => break },
                 n = outbound.recv(), if notifications_open => match n {
-                    Some(n) if n.server_id == me => match serde_json::to_vec(&n.message) {
+                    Some(n) => match serde_json::to_vec(&n.message) {
                         Ok(v) => v,
                         Err(_) => continue,
                     },
-                    Some(_) => continue,
                     None => { notifications_open = false; continue }
                 },
             };
@@ -73,7 +73,7 @@ where
         out.flush().await
     });
 
-    let mut lane = Dispatcher::new(broker.clone(), server_id, tx.clone());
+    let mut lane = Dispatcher::new(broker, &server_id, tx.clone());
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     tokio::pin!(shutdown);
     let mut stopped = false;
@@ -114,7 +114,7 @@ where
         }
     }
     lane.finish(stopped).await;
-    broker.end_session(server_id);
+    drop(session);
     drop(tx);
     match writer.await {
         Ok(r) => r,

@@ -5,8 +5,12 @@ use crate::consent::{Grant, Grants};
 use crate::locks::lock;
 use crate::turn::Orderer;
 use crate::upload::Uploads;
+use crate::wire::NotificationKind;
+use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::Semaphore;
+use std::time::SystemTime;
+use tokio::sync::{Notify, Semaphore, mpsc};
 
 /// Longest session id taken from a server's self-reported name, in characters.
 pub(crate) const MAX_SERVER_NAME_CHARS: usize = 128;
@@ -31,6 +35,33 @@ pub(crate) fn server_name(raw: &str) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
+/// A message the broker sends on its own (a notification) to one server session.
+///
+/// Change notifications hold one of their session's slots (`limits.watch_queue`) until the
+/// host drops the value, so a host that stops reading makes the session owe an `overflow`
+/// instead of making the broker buffer without bound.
+#[derive(Debug)]
+pub struct Notification {
+    /// The session it is for.
+    pub server_id: String,
+    /// The JSON-RPC notification, to relay as it is.
+    pub message: Value,
+    // Boxed: the message is what most hosts relay, and it keeps the value small to move.
+    pub(crate) kind: Box<NotificationKind>,
+    pub(crate) _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Notification {
+    /// What the notification says, typed.
+    pub fn kind(&self) -> &NotificationKind {
+        &self.kind
+    }
+}
+
+/// The stream of the broker's notifications to servers. Its size is bounded by the
+/// sessions' notification slots.
+pub type Notifications = mpsc::UnboundedReceiver<Notification>;
+
 /// The state the broker keeps for one server id.
 #[derive(Debug)]
 pub(crate) struct Session {
@@ -38,10 +69,40 @@ pub(crate) struct Session {
     grants: Mutex<Grants>,
     uploads: Mutex<Uploads>,
     pub(crate) in_flight: Arc<Semaphore>,
+    max_in_flight: usize,
     /// Change notifications in flight; a permit travels with each one until the host drops it.
     pub(crate) notify_slots: Arc<Semaphore>,
     /// The order of the session's requests, whichever face or host task sends them.
     pub(crate) order: Arc<Orderer>,
+    /// Where the session's notifications go when it has a stream of its own (a session a
+    /// host opened); else they go to the broker's stream.
+    pub(crate) outbound: Option<mpsc::UnboundedSender<Notification>>,
+    /// When the session began.
+    pub(crate) started: SystemTime,
+    /// What the session has done so far.
+    stats: Mutex<Stats>,
+    /// The requests handed over and not yet answered, by JSON-RPC id, each with the signal
+    /// that withdraws it (`notifications/cancelled`).
+    pending: Mutex<HashMap<String, Arc<Notify>>>,
+}
+
+/// What a session has done so far: counters and its last request.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stats {
+    /// Requests answered (or withdrawn).
+    pub requests: u64,
+    /// Of those, how many failed.
+    pub failed: u64,
+    /// Of those, how many were refused as violations (outside a root, no grant, revoked).
+    pub refused: u64,
+    /// Of those, how many were withdrawn before their answer.
+    pub cancelled: u64,
+    /// File bytes read.
+    pub bytes_read: u64,
+    /// File bytes written.
+    pub bytes_written: u64,
+    /// The last request: when it ended, its method, its path and its outcome.
+    pub last: Option<(SystemTime, String, Option<String>, String)>,
 }
 
 impl Session {
@@ -51,18 +112,29 @@ impl Session {
         standing: Vec<Grant>,
         max_in_flight: usize,
         watch_queue: usize,
+        outbound: Option<mpsc::UnboundedSender<Notification>>,
     ) -> Self {
+        let started = SystemTime::now();
         let mut grants = Grants::default();
+        // A standing grant is held from the session's start.
         for g in standing {
-            grants.add(g);
+            grants.add(Grant {
+                since: started,
+                ..g
+            });
         }
         Session {
             server_id: server_id.to_owned(),
             grants: Mutex::new(grants),
             uploads: Mutex::new(Uploads::default()),
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
+            max_in_flight,
             notify_slots: Arc::new(Semaphore::new(watch_queue)),
             order: Orderer::new(),
+            outbound,
+            started,
+            stats: Mutex::new(Stats::default()),
+            pending: Mutex::new(HashMap::new()),
         }
     }
 
@@ -80,6 +152,46 @@ impl Session {
     /// The staged uploads, locked.
     pub(crate) fn uploads(&self) -> MutexGuard<'_, Uploads> {
         lock(&self.uploads)
+    }
+
+    /// How many of its operations are running now.
+    pub(crate) fn running(&self) -> usize {
+        self.max_in_flight
+            .saturating_sub(self.in_flight.available_permits())
+    }
+
+    /// What the session has done so far, locked.
+    pub(crate) fn stats(&self) -> MutexGuard<'_, Stats> {
+        lock(&self.stats)
+    }
+
+    /// Notes that the request `id` was handed over; returns the signal that withdraws it.
+    /// A second request with an id still pending replaces the first one's entry: only the
+    /// newer can then be withdrawn, as JSON-RPC gives a reused id no other meaning.
+    pub(crate) fn pend(&self, id: String) -> Arc<Notify> {
+        let signal = Arc::new(Notify::new());
+        lock(&self.pending).insert(id, signal.clone());
+        signal
+    }
+
+    /// Notes that the request `id` was answered (or withdrawn), if `signal` is still its entry.
+    pub(crate) fn unpend(&self, id: &str, signal: &Arc<Notify>) {
+        let mut pending = lock(&self.pending);
+        if pending.get(id).is_some_and(|s| Arc::ptr_eq(s, signal)) {
+            pending.remove(id);
+        }
+    }
+
+    /// Withdraws the pending request `id`, if there is one: its answer is not sent.
+    pub(crate) fn cancel(&self, id: &str) -> bool {
+        match lock(&self.pending).remove(id) {
+            Some(signal) => {
+                // `notify_one` keeps the wake-up for a request not yet waiting on it.
+                signal.notify_one();
+                true
+            }
+            None => false,
+        }
     }
 }
 

@@ -3,34 +3,17 @@
 //! both take it as a value handed down and neither reaches up into the other.
 
 use crate::atomic::Sweeper;
-use crate::audit::AuditLog;
+use crate::audit::{AuditEvent, AuditLog, AuditRecord};
 use crate::config::Config;
 use crate::consent::ConsentSource;
 use crate::locks::{LockTable, lock, read, write};
-use crate::session::Session;
+use crate::session::{Notification, Session};
 use crate::watch::{Sink, WatchHub};
+use crate::wire::{ChangeEvent, NotificationKind};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::mpsc;
-
-/// A message the broker sends on its own (a notification) to one server session.
-///
-/// Change notifications hold one of their session's slots (`limits.watch_queue`) until the
-/// host drops the value, so a host that stops reading makes the session owe an `overflow`
-/// instead of making the broker buffer without bound.
-#[derive(Debug)]
-pub struct Notification {
-    /// The session it is for.
-    pub server_id: String,
-    /// The JSON-RPC notification.
-    pub message: Value,
-    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-/// The stream of the broker's notifications to servers. Its size is bounded by the
-/// sessions' notification slots.
-pub type Notifications = mpsc::UnboundedReceiver<Notification>;
 
 /// What every operation and background task of one broker works with.
 pub(crate) struct BrokerState {
@@ -45,6 +28,10 @@ pub(crate) struct BrokerState {
     /// Ticks each time a configuration is put in force, for what must follow the roots
     /// outside the broker (the proxy's sandbox).
     pub(crate) changes: tokio::sync::watch::Sender<u64>,
+    /// The audit events, for any number of subscribers.
+    pub(crate) events: tokio::sync::broadcast::Sender<AuditEvent>,
+    /// Ticks whenever what a snapshot of the sessions shows may have changed.
+    pub(crate) activity: tokio::sync::watch::Sender<u64>,
     /// Mounts whose directory was last found away from its configured path.
     pub(crate) unavailable: Mutex<HashSet<String>>,
 }
@@ -64,6 +51,21 @@ impl BrokerState {
     pub(crate) fn set_config(&self, config: Arc<Config>) {
         *write(&self.config) = config;
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        self.touch();
+    }
+
+    /// Audits one message: the log, and every subscriber of the events.
+    pub(crate) fn record(&self, r: &AuditRecord<'_>) {
+        self.audit.record(r);
+        // An event is made only for someone to get it.
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(AuditEvent::of(r));
+        }
+    }
+
+    /// Tells whoever follows the sessions' state that it may have changed.
+    pub(crate) fn touch(&self) {
+        self.activity.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 
@@ -132,6 +134,16 @@ impl Sink for BrokerState {
         params: Option<Value>,
         slots: Option<&Arc<tokio::sync::Semaphore>>,
     ) -> bool {
+        // Every notification the broker sends is one a host can read typed; anything else
+        // would be a bug here, and is not sent.
+        let Some(kind) = NotificationKind::read(method, params.as_ref()) else {
+            tracing::error!(method, "not a notification of the broker's; not sent");
+            return false;
+        };
+        // A watch's end and new roots change what a snapshot shows; a change event does not.
+        if !matches!(&kind, NotificationKind::FileChanged(c) if c.event != ChangeEvent::Unwatched) {
+            self.touch();
+        }
         let slot = match slots {
             Some(s) => match s.clone().try_acquire_owned() {
                 Ok(p) => Some(p),
@@ -143,10 +155,16 @@ impl Sink for BrokerState {
         if let Some(p) = params {
             message["params"] = p;
         }
-        self.outbound
+        // A session a host opened has a stream of its own; the others share the broker's.
+        let own = lock(&self.sessions)
+            .get(server_id)
+            .and_then(|s| s.outbound.clone());
+        own.as_ref()
+            .unwrap_or(&self.outbound)
             .send(Notification {
                 server_id: server_id.to_owned(),
                 message,
+                kind: Box::new(kind),
                 _slot: slot,
             })
             .is_ok()

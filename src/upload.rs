@@ -54,6 +54,14 @@ impl Uploads {
         self.map.len()
     }
 
+    /// Each open upload's target and the bytes staged so far.
+    pub(crate) fn staged(&self) -> Vec<(MountPath, u64)> {
+        self.map
+            .iter()
+            .map(|(p, u)| (p.clone(), u.staged))
+            .collect()
+    }
+
     /// Drops every upload.
     pub(crate) fn clear(&mut self) {
         self.map.clear();

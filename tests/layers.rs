@@ -22,6 +22,7 @@ const LAYERS: &[&str] = &[
     "method",
     "path",
     "jsonrpc",
+    "wire",
     "locks",
     "turn",
     "atomic",

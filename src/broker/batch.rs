@@ -8,6 +8,7 @@
 //! single request, however many large reads it asks for.
 
 use super::Broker;
+use super::request::Seat;
 use crate::error::Error;
 use crate::jsonrpc::{self, Id, Item, Response};
 
@@ -62,7 +63,7 @@ fn error_line(id: Id, e: Error) -> Vec<u8> {
 impl Broker {
     /// Answers a batch's items in order as one line of at most the line limit (see the module
     /// documentation); `None` when no item calls for an answer.
-    pub(super) async fn answer_batch(&self, server_id: &str, items: Vec<Item>) -> Option<Vec<u8>> {
+    pub(super) async fn answer_batch(&self, seat: &Seat, items: Vec<Item>) -> Option<Vec<u8>> {
         let limit = self.inner.config().policy.limits.max_line_bytes.get();
         let change_room = CHANGE_ROOM.min(limit / 2);
         // Room kept for the errors of the items after the one at hand. If the ids alone fill
@@ -84,7 +85,7 @@ impl Broker {
                         Some(error_line(req.id, not_run(limit)))
                     } else {
                         let id = req.id.clone();
-                        let done = self.handle_request(server_id, req).await.into_json();
+                        let done = self.handle_request(seat, req).await.into_json();
                         let encoded = jsonrpc::encode(&done);
                         drop(done);
                         if encoded.len() <= room {
@@ -96,7 +97,7 @@ impl Broker {
                     }
                 }
                 other => self
-                    .handle_item(server_id, other)
+                    .handle_item(seat, other)
                     .await
                     .map(|v| jsonrpc::encode(&v)),
             };

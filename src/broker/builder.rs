@@ -107,6 +107,8 @@ impl BrokerBuilder {
             hub: WatchHub::default(),
             outbound: tx,
             changes: tokio::sync::watch::Sender::new(0),
+            activity: tokio::sync::watch::Sender::new(0),
+            events: tokio::sync::broadcast::Sender::new(super::AUDIT_EVENTS),
             unavailable: Mutex::new(Default::default()),
         };
         Ok((

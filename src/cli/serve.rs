@@ -15,20 +15,24 @@ pub(super) async fn run(args: CommonArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let (broker, outbound) = match start_broker(&args, |b| b) {
+    let (broker, _broker_wide) = match start_broker(&args, |b| b) {
         Ok(b) => b,
         Err(code) => return code,
     };
-    let server_id = args
-        .server_id
-        .clone()
-        .unwrap_or_else(|| "default".to_owned());
+    let server_id = args.server_id.as_deref().unwrap_or("default");
+    // The broker is new: no session of that id can be open.
+    let (session, notifications) = match broker.open_session(server_id) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fsbroker: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = crate::serve(
-        broker,
-        &server_id,
+        session,
+        notifications,
         tokio::io::stdin(),
         stdout_writer(),
-        outbound,
         shutdown_signal(),
     )
     .await;

@@ -6,6 +6,7 @@
 use crate::access::Access;
 use crate::error::{Error, Reason, Result};
 use crate::path::MountPath;
+use std::time::SystemTime;
 
 /// One grant held by a session.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,8 +15,45 @@ pub(crate) struct Grant {
     pub path: MountPath,
     /// What it allows.
     pub access: Access,
-    /// Whether it comes from the policy (kept across sessions) rather than a consent request.
-    pub standing: bool,
+    /// Where it comes from: the policy's standing grants are kept across sessions and
+    /// replaced at a reload; the others come from a consent request.
+    pub origin: GrantOrigin,
+    /// When it was given.
+    pub since: SystemTime,
+}
+
+impl Grant {
+    /// A grant given now.
+    pub(crate) fn new(path: MountPath, access: Access, origin: GrantOrigin) -> Grant {
+        Grant {
+            path,
+            access,
+            origin,
+            since: SystemTime::now(),
+        }
+    }
+
+    fn standing(&self) -> bool {
+        self.origin == GrantOrigin::Standing
+    }
+}
+
+/// Where a grant comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum GrantOrigin {
+    /// A standing grant of the policy (`[[grants]]`), held from the start of every matching
+    /// session.
+    Standing,
+    /// A consent rule (`[[consent.rules]]`) allowed it without asking anyone.
+    Rule,
+    /// Consent mode `auto` allowed it without asking anyone.
+    Auto,
+    /// The consent provider (the user, a program, an embedder's dialog) approved it.
+    Consented,
+    /// The provider approved a place inside the path the server asked for.
+    Narrowed,
 }
 
 /// The grants of one session, with revocation marks.
@@ -64,7 +102,7 @@ impl Grants {
         if let Some(g) = self
             .grants
             .iter_mut()
-            .find(|g| g.path == grant.path && g.standing == grant.standing)
+            .find(|g| g.path == grant.path && g.standing() == grant.standing())
         {
             g.access = g.access.max(grant.access);
             return true;
@@ -77,20 +115,21 @@ impl Grants {
     }
 
     /// Revokes grants at or beneath `path` (all grants when `None`) and marks `path` revoked.
-    /// Returns the number of grants removed.
-    pub(crate) fn revoke(&mut self, path: Option<&MountPath>) -> usize {
-        let before = self.grants.len();
+    /// Returns the grants removed.
+    pub(crate) fn revoke(&mut self, path: Option<&MountPath>) -> Vec<Grant> {
+        let (gone, kept) = std::mem::take(&mut self.grants)
+            .into_iter()
+            .partition(|g| path.is_none_or(|p| g.path.starts_with(p)));
+        self.grants = kept;
         match path {
             None => {
-                let mounts: Vec<MountPath> = self
-                    .grants
+                let mounts: Vec<MountPath> = gone
                     .iter()
                     .map(|g| MountPath {
                         mount: g.path.mount.clone(),
                         rel: crate::path::RelPath::root(),
                     })
                     .collect();
-                self.grants.clear();
                 for m in mounts {
                     if !self.revoked.contains(&m) {
                         self.revoked.push(m);
@@ -98,22 +137,26 @@ impl Grants {
                 }
             }
             Some(p) => {
-                self.grants.retain(|g| !g.path.starts_with(p));
                 if self.revoked.len() < MAX_GRANTS && !self.revoked.contains(p) {
                     self.revoked.push(p.clone());
                 }
             }
         }
-        before - self.grants.len()
+        gone
     }
 
     /// Removes the standing grants, returning them (a reload puts the new ones in).
     pub(crate) fn remove_standing(&mut self) -> Vec<Grant> {
         let (standing, rest) = std::mem::take(&mut self.grants)
             .into_iter()
-            .partition(|g| g.standing);
+            .partition(Grant::standing);
         self.grants = rest;
         standing
+    }
+
+    /// The grants held, in the order they were given.
+    pub(crate) fn held(&self) -> &[Grant] {
+        &self.grants
     }
 
     /// How many more grants the session may hold.

@@ -19,6 +19,7 @@ mod source;
 mod tty;
 
 pub use command::CommandConsent;
+pub use grants::GrantOrigin;
 pub(crate) use grants::{Grant, Grants};
 pub(crate) use sanitise::{describe, sanitise};
 pub(crate) use source::ConsentSource;
@@ -185,6 +186,14 @@ pub trait ConsentProvider: Send + Sync + 'static {
     /// path, narrow a folder or lower write to read overrides it.
     fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
         Box::pin(async move { self.decide(request).await.into() })
+    }
+
+    /// Told that `request` is withdrawn before it was answered: its time limit passed, or
+    /// the server cancelled the request, or the host dropped it. The future the broker was
+    /// waiting on is dropped too; a provider showing a dialog closes it here. By default,
+    /// nothing.
+    fn withdrawn(&self, request: &ConsentRequest) {
+        let _ = request;
     }
 }
 

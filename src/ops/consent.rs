@@ -10,17 +10,17 @@
 //! is in one of them; `mountPaths` gives each one inside a root its mount form, the form the
 //! other `files/*` methods answer in.
 
-use super::wire::{ConsentParams, ConsentResult};
 use super::{Ctx, params};
 use crate::access::Access;
 use crate::audit::{ConsentNote, Decider};
 use crate::consent::grants::MAX_GRANTS;
-use crate::consent::{ConsentAnswer, ConsentRequest, Grant};
+use crate::consent::{ConsentAnswer, ConsentProvider, ConsentRequest, Grant, GrantOrigin};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
 use crate::policy::{ConsentMode, Ruling};
 use crate::root::{Gate, Root, Said};
 use crate::session::Session;
+use crate::wire::{ConsentParams, ConsentResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,7 +50,7 @@ impl Candidate {
 /// strings the server sent (see `answer`).
 #[derive(Default)]
 struct Tally {
-    approved: Vec<(Candidate, Access)>,
+    approved: Vec<(Candidate, Access, GrantOrigin)>,
     /// Requested paths (mount form) the user narrowed, with the place each was narrowed to
     /// (the requested path's form of it).
     narrowed: Vec<(MountPath, MountPath)>,
@@ -58,10 +58,16 @@ struct Tally {
 }
 
 impl Tally {
-    fn approve(&mut self, c: Candidate, access: Access, by: Decider) {
+    fn approve(&mut self, c: Candidate, access: Access, by: Decider, narrowed: bool) {
         self.note.approved.push(c.requested.to_string());
         self.note.decided(by);
-        self.approved.push((c, access));
+        let origin = match by {
+            _ if narrowed => GrantOrigin::Narrowed,
+            Decider::Rule => GrantOrigin::Rule,
+            Decider::Auto => GrantOrigin::Auto,
+            _ => GrantOrigin::Consented,
+        };
+        self.approved.push((c, access, origin));
     }
 
     fn deny(&mut self, path: &MountPath, by: Decider) {
@@ -101,7 +107,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Session, raw: Value) -> Result<
     let access = tally
         .approved
         .iter()
-        .map(|(_, a)| *a)
+        .map(|(_, a, _)| *a)
         .max()
         .unwrap_or(overall);
     tally.note.access = Some(access);
@@ -122,7 +128,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Session, raw: Value) -> Result<
 /// place inside it that was granted.
 fn answer(
     echo: Echo,
-    approved: &[(Candidate, Access)],
+    approved: &[(Candidate, Access, GrantOrigin)],
     narrowed: &[(MountPath, MountPath)],
     access: Access,
 ) -> ConsentResult {
@@ -144,7 +150,7 @@ fn answer(
         let yes = narrow.is_none()
             && mount
                 .as_ref()
-                .is_some_and(|m| approved.iter().any(|(c, _)| c.requested == *m));
+                .is_some_and(|m| approved.iter().any(|(c, _, _)| c.requested == *m));
         if yes {
             result.approved_paths.push(raw.clone());
         } else {
@@ -276,7 +282,7 @@ fn apply_rules(
             Ruling::Allow(cap) => {
                 let wanted = c.wanted(asked);
                 let access = cap.map_or(wanted, |x| x.min(wanted));
-                tally.approve(c, access, Decider::Rule);
+                tally.approve(c, access, Decider::Rule, false);
             }
             Ruling::Ask => ask.push(c),
         }
@@ -301,7 +307,7 @@ fn apply(
     };
     let access = choice.access.min(c.wanted(asked));
     if choice.granted == c.real {
-        tally.approve(c, access, by);
+        tally.approve(c, access, by, false);
         return;
     }
     if !choice.granted.starts_with(&c.real) {
@@ -329,7 +335,7 @@ fn apply(
         root_access: c.root_access,
         folder: false,
     };
-    tally.approve(inner, access, by);
+    tally.approve(inner, access, by, true);
 }
 
 /// Asks the consent provider about the real paths of `ask`, denying all when it does not
@@ -377,7 +383,16 @@ async fn ask_provider(
     } else {
         Decider::Provider
     };
-    match tokio::time::timeout(wait, ctx.config.consent.decide_each(&request)).await {
+    let provider: &dyn ConsentProvider = &*ctx.config.consent;
+    let mut asking = Asking {
+        provider,
+        request: &request,
+        answered: false,
+    };
+    let answer = tokio::time::timeout(wait, provider.decide_each(&request)).await;
+    asking.answered = answer.is_ok();
+    drop(asking);
+    match answer {
         Ok(decision) => (decision, by),
         Err(_) => {
             tracing::warn!(server = session.server_id(), "consent timed out; denying");
@@ -386,30 +401,39 @@ async fn ask_provider(
     }
 }
 
+/// A question put to the provider: unless it was answered, the provider is told it is
+/// withdrawn when this goes (the time limit passed, or the request was cancelled or dropped
+/// while the question was open), so that a dialog the user sees can close.
+struct Asking<'a> {
+    provider: &'a dyn ConsentProvider,
+    request: &'a ConsentRequest,
+    answered: bool,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.provider.withdrawn(self.request);
+        }
+    }
+}
+
 /// Adds the grants for the approved paths (the real path, and the path as requested when
 /// it differs), all or none: a session with too little room left gets `QUOTA_EXCEEDED`.
-fn record(session: &Session, approved: &[(Candidate, Access)]) -> Result<()> {
+fn record(session: &Session, approved: &[(Candidate, Access, GrantOrigin)]) -> Result<()> {
     let too_many = || Error::quota("too many grants in this session", MAX_GRANTS as u64);
     let mut grants = session.grants();
     let needed: usize = approved
         .iter()
-        .map(|(c, _)| if c.requested == c.real { 1 } else { 2 })
+        .map(|(c, _, _)| if c.requested == c.real { 1 } else { 2 })
         .sum();
     if grants.room() < needed {
         return Err(too_many());
     }
-    for (c, access) in approved {
-        let mut added = grants.add(Grant {
-            path: c.real.clone(),
-            access: *access,
-            standing: false,
-        });
+    for (c, access, origin) in approved {
+        let mut added = grants.add(Grant::new(c.real.clone(), *access, *origin));
         if c.requested != c.real {
-            added &= grants.add(Grant {
-                path: c.requested.clone(),
-                access: *access,
-                standing: false,
-            });
+            added &= grants.add(Grant::new(c.requested.clone(), *access, *origin));
         }
         if !added {
             return Err(too_many());

@@ -1,12 +1,12 @@
 //! `files/create`: a new empty file or directory, exclusively (an existing entry of any kind is
 //! `ALREADY_EXISTS`), optionally creating missing parents. The final name is never followed.
 
-use super::wire::{CreateKind, CreateParams, CreateResult};
 use super::{Ctx, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::{FollowFinal, Parents};
 use crate::session::Session;
+use crate::wire::{CreateKind, CreateParams, CreateResult};
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -3,12 +3,12 @@
 //! [`crate::root::Granted::remove`]). A root is never deleted.
 
 use super::create::root_itself;
-use super::wire::{DeleteParams, DeleteResult};
 use super::{Ctx, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, Result};
 use crate::root::{FollowFinal, Parents};
 use crate::session::Session;
+use crate::wire::{DeleteParams, DeleteResult};
 use serde_json::Value;
 use std::sync::Arc;
 

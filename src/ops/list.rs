@@ -7,13 +7,13 @@
 //! metadata is read from the directory handle already held, without following the name, and
 //! a link's entry has size 0: listings tell nothing about where links lead.
 
-use super::wire::{ListEntry, ListParams, ListResult};
 use super::{Ctx, mtime, params, resolve_target, shown_size, type_name};
 use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
 use crate::path::MountPath;
 use crate::session::Session;
+use crate::wire::{ListEntry, ListParams, ListResult};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use cap_fs_ext::DirExt;

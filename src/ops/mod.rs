@@ -16,13 +16,13 @@ use crate::policy::Limits;
 use crate::root::{FollowFinal, Gate, Granted, Parents, Root};
 use crate::session::Session;
 use crate::state::BrokerState;
+use crate::wire::{self, EntryType};
 use cap_std::fs::{FileType, Metadata};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wire::EntryType;
 
 mod consent;
 mod create;
@@ -34,7 +34,6 @@ mod rename;
 mod roots_list;
 mod stat;
 mod watch;
-mod wire;
 mod write;
 
 /// Calls the operation of `method` (parsed when the request was decoded; `name` is what was

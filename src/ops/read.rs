@@ -4,13 +4,13 @@
 //! character) are read, in steps that check the deadline. A UTF-8 chunk never ends inside a
 //! character: the cut character is left for the next chunk.
 
-use super::wire::{Encoding, ReadParams, ReadResult};
 use super::{Ctx, mime_type, mtime, params, resolve_target};
 use crate::access::Access;
 use crate::atomic::etag;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::session::Session;
+use crate::wire::{Encoding, ReadParams, ReadResult};
 use serde_json::Value;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;

@@ -3,12 +3,12 @@
 //! could be replaced. Both ends act on names: neither final component is followed.
 
 use super::create::root_itself;
-use super::wire::{RenameParams, RenameResult};
 use super::{Ctx, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::{FollowFinal, Parents};
 use crate::session::Session;
+use crate::wire::{RenameParams, RenameResult};
 use serde_json::Value;
 use std::sync::Arc;
 

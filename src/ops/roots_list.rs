@@ -2,9 +2,9 @@
 //! root whose directory is not at its configured path is left out until it is back.
 
 use super::Ctx;
-use super::wire::{RootInfo, RootsListResult};
 use crate::error::Result;
 use crate::session::Session;
+use crate::wire::{RootInfo, RootsListResult};
 use serde_json::Value;
 
 pub(super) fn run(ctx: &mut Ctx, session: &Session, _params: Value) -> Result<RootsListResult> {

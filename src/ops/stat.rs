@@ -1,11 +1,11 @@
 //! `files/stat`: type, size, times and etag of one path, following symlinks inside the root.
 
-use super::wire::{StatParams, StatResult};
 use super::{Ctx, mime_type, mtime, params, resolve_target, shown_size, type_name};
 use crate::access::Access;
 use crate::atomic::etag;
 use crate::error::{Error, Result};
 use crate::session::Session;
+use crate::wire::{StatParams, StatResult};
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -4,12 +4,12 @@
 //! parent). Kernel watches past `max_kernel_watches` or inotify's per-user limit fail the
 //! request with `QUOTA_EXCEEDED` instead of silently missing changes.
 
-use super::wire::{Empty, UnwatchParams, WatchParams, WatchResult};
 use super::{Ctx, params, resolve_target};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Result};
 use crate::session::Session;
 use crate::watch::{Change, NewWatch, WatchError};
+use crate::wire::{Empty, UnwatchParams, WatchParams, WatchResult};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;

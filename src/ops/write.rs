@@ -7,7 +7,6 @@
 //! upload starts, so it fails fast, and again at commit under the per-file lock, where they
 //! decide.
 
-use super::wire::{Encoding, WriteParams, WriteResult};
 use super::{Ctx, params, resolve_target};
 use crate::access::Access;
 use crate::atomic::{Committed, Preconditions, TempFile, check_target, etag};
@@ -16,6 +15,7 @@ use crate::path::MountPath;
 use crate::root::Root;
 use crate::session::Session;
 use crate::upload::Upload;
+use crate::wire::{Encoding, WriteParams, WriteResult};
 use serde_json::Value;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;

@@ -12,7 +12,7 @@ pub(crate) const DISCOVER: &str = "server/discover";
 /// The server's question for its roots (answered by the broker, never by the host).
 pub(crate) const ROOTS_LIST: &str = "roots/list";
 /// A cancellation, from either side.
-pub(crate) const CANCELLED: &str = "notifications/cancelled";
+pub(crate) use crate::jsonrpc::CANCELLED;
 /// The host's notice that its roots changed, which the proxy drops: the server's roots are
 /// the broker's.
 pub(crate) const ROOTS_CHANGED: &str = "notifications/roots/list_changed";
@@ -53,9 +53,7 @@ pub(crate) const INTERACTIVE: [&str; 4] =
 /// The request a `notifications/cancelled` names, when it names one the way JSON-RPC ids
 /// are written (a string or an integer).
 pub(crate) fn cancelled_id(message: &Value) -> Option<&Value> {
-    message
-        .pointer("/params/requestId")
-        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+    crate::jsonrpc::cancelled_request(message.get("params")?)
 }
 
 /// [`cancelled_id`] of a line, when it reads as JSON.

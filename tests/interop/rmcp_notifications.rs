@@ -25,7 +25,7 @@ async fn broker_notifications_reach_the_server() {
     assert_eq!(changed["params"]["event"], "created");
 
     // Revocation ends the watch, and the server is told.
-    broker.revoke(None, None).unwrap();
+    broker.revoke_all();
     let ended = wait_notification(&client, |n| n["params"]["event"] == "unwatched").await;
     assert_eq!(ended["params"]["watchId"], watch_id.as_str());
     assert_eq!(ended["params"]["reason"], "revoked");

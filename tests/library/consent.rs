@@ -238,7 +238,8 @@ async fn revoking_a_path_fails_reads_under_it_with_revoked_only() {
     f.file("b/z.txt", "z");
     let b = f.broker();
     consent_all(&b, "s").await;
-    b.revoke(Some("s"), Some("project/a")).expect("revoke");
+    b.revoke("s", &"project/a".parse().unwrap())
+        .expect("revoke");
     assert_eq!(read_reason(&b, "s", "project/a/x.txt").await, "revoked");
     assert_eq!(
         read_reason(&b, "s", "project/a/deeper/y.txt").await,
@@ -259,7 +260,11 @@ async fn revoking_an_exact_grant_removes_it() {
     f.file("a/x.txt", "x");
     let b = f.broker();
     consent(&b, "s", &["project/a"], None).await;
-    assert_eq!(b.revoke(Some("s"), Some("project/a")).expect("revoke"), 1);
+    let revoked = b
+        .revoke("s", &"project/a".parse().unwrap())
+        .expect("revoke");
+    assert_eq!(revoked.len(), 1);
+    assert_eq!(revoked[0].grant.path.to_string(), "project/a");
     assert_eq!(read_reason(&b, "s", "project/a/x.txt").await, "revoked");
 }
 
@@ -272,7 +277,7 @@ async fn revoking_everything_affects_every_session_until_consent_again() {
         consent_all(&b, s).await;
         assert_eq!(read_reason(&b, s, "project/a.txt").await, "");
     }
-    assert_eq!(b.revoke(None, None).expect("revoke"), 2);
+    assert_eq!(b.revoke_all().len(), 2);
     for s in ["s1", "s2"] {
         assert_eq!(read_reason(&b, s, "project/a.txt").await, "revoked", "{s}");
     }
@@ -327,7 +332,7 @@ async fn sessions_are_independent() {
     consent_all(&b, "a").await;
     assert_eq!(read_reason(&b, "a", "project/a.txt").await, "");
     assert_eq!(read_reason(&b, "b", "project/a.txt").await, "no_consent");
-    b.revoke(Some("b"), None).expect("revoke");
+    b.revoke_session("b").expect("revoke");
     assert_eq!(read_reason(&b, "a", "project/a.txt").await, "");
 }
 

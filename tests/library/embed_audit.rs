@@ -3,8 +3,8 @@
 
 use crate::common::Fixture;
 use mcp_fsbroker::policy::{Policy, RootEntry};
-use mcp_fsbroker::{AuditLog, Broker, Method};
-use serde_json::json;
+use mcp_fsbroker::wire::{ConsentParams, ReadParams};
+use mcp_fsbroker::{AuditLog, Broker};
 use std::sync::{Arc, Mutex};
 
 /// Set in the child process that plays the host.
@@ -23,11 +23,11 @@ async fn host_requests(audit: Option<AuditLog>) {
         None => builder,
     };
     let (broker, _outbound) = builder.build().unwrap();
-    let read = json!({"path": "project/a.txt"});
-    assert!(broker.call("s", Method::Read, read.clone()).await.is_err());
-    let consent = json!({"requestedPaths": ["project"]});
-    broker.call("s", Method::Consent, consent).await.unwrap();
-    broker.call("s", Method::Read, read).await.unwrap();
+    let read = ReadParams::new("project/a.txt");
+    assert!(broker.call("s", read.clone()).await.is_err());
+    let consent = ConsentParams::new(["project"]);
+    broker.call("s", consent).await.unwrap();
+    broker.call("s", read).await.unwrap();
 }
 
 /// Only does anything in the child process: the host of the test below.

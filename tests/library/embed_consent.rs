@@ -4,8 +4,8 @@
 
 use crate::common::Fixture;
 use mcp_fsbroker::policy::{Policy, RootEntry};
-use mcp_fsbroker::{Broker, ConsentDecision, ErrorKind, Method, MountPath, Reason, consent};
-use serde_json::json;
+use mcp_fsbroker::wire::{ConsentParams, ReadParams};
+use mcp_fsbroker::{Broker, ConsentDecision, ErrorKind, MountPath, Reason, consent};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -38,16 +38,12 @@ async fn a_closure_approves_one_folder_and_sees_host_paths() {
         .build()
         .unwrap();
     let answer = broker
-        .call(
-            "s",
-            Method::Consent,
-            json!({"requestedPaths": ["project/docs", "project/src"]}),
-        )
+        .call("s", ConsentParams::new(["project/docs", "project/src"]))
         .await
         .unwrap();
-    assert_eq!(answer["approvedPaths"], json!(["project/docs"]), "{answer}");
-    let read = |path: &str| broker.call("s", Method::Read, json!({ "path": path }));
-    assert_eq!(read("project/docs/a.txt").await.unwrap()["content"], "docs");
+    assert_eq!(answer.approved_paths, ["project/docs"], "{answer:?}");
+    let read = |path: &str| broker.call("s", ReadParams::new(path));
+    assert_eq!(read("project/docs/a.txt").await.unwrap().content, "docs");
     let e = read("project/src/b.rs").await.unwrap_err();
     assert_eq!(
         (e.kind(), e.reason()),
@@ -93,9 +89,9 @@ async fn child_host_with_a_terminal_and_no_consent_mode() {
     )
     .unwrap();
     let (broker, _outbound) = Broker::builder(policy).build().unwrap();
-    let params = json!({"requestedPaths": ["project/a.txt"]});
-    let r = broker.call("host", Method::Consent, params).await.unwrap();
-    assert_eq!(r["granted"], false, "{r}");
+    let params = ConsentParams::new(["project/a.txt"]);
+    let r = broker.call("host", params).await.unwrap();
+    assert!(!r.granted, "{r:?}");
     println!("CHILD-DENIED");
 }
 

@@ -85,8 +85,7 @@ async fn the_order_is_the_order_of_handing_over_not_of_polling() {
     let read = broker.handle_message("host", read);
     let typed = broker.call(
         "host",
-        mcp_fsbroker::Method::Read,
-        json!({"path": "project/notes.txt"}),
+        mcp_fsbroker::wire::ReadParams::new("project/notes.txt"),
     );
     // `join!` polls in the order written: the read and the typed read first, then the
     // consent, then the provider is let go.
@@ -97,5 +96,5 @@ async fn the_order_is_the_order_of_handing_over_not_of_polling() {
     assert_eq!(consented["result"]["granted"], true, "{consented}");
     let read = read.unwrap();
     assert_eq!(read["result"]["content"], "hello", "{read}");
-    assert_eq!(typed.unwrap()["content"], "hello");
+    assert_eq!(typed.unwrap().content, "hello");
 }

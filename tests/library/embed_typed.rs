@@ -4,7 +4,8 @@
 
 use crate::common;
 use crate::common::Fixture;
-use mcp_fsbroker::{Error, ErrorKind, Method, Reason};
+use mcp_fsbroker::wire::{ConsentParams, ReadParams};
+use mcp_fsbroker::{Error, ErrorKind, Reason};
 use serde_json::json;
 
 #[tokio::test]
@@ -12,37 +13,29 @@ async fn call_answers_with_typed_errors_and_results() {
     let f = Fixture::new();
     f.file("a.txt", "typed");
     let broker = f.broker();
-    let read = json!({"path": "project/a.txt"});
-    let e = broker
-        .call("s", Method::Read, read.clone())
-        .await
-        .unwrap_err();
+    let read = ReadParams::new("project/a.txt");
+    let e = broker.call("s", read.clone()).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::PermissionDenied);
     assert_eq!(e.reason(), Some(Reason::NoConsent));
     assert_eq!(e.path(), Some("project/a.txt"));
     // The same refusal through the JSON face turns back into the same error.
-    let answer = common::call(&broker, "s", "files/read", read.clone()).await;
+    let answer = common::call(&broker, "s", "files/read", json!({"path": "project/a.txt"})).await;
     assert_eq!(Error::from_json(&answer["error"]), Some(e));
 
     let granted = broker
-        .call("s", Method::Consent, json!({"requestedPaths": ["project"]}))
+        .call("s", ConsentParams::new(["project"]))
         .await
         .unwrap();
-    assert_eq!(granted["granted"], true);
-    let content = broker.call("s", Method::Read, read).await.unwrap();
-    assert_eq!(content["content"], "typed");
+    assert!(granted.granted);
+    let content = broker.call("s", read).await.unwrap();
+    assert_eq!(content.content, "typed");
 
     let e = broker
-        .call("s", Method::Read, json!({"path": "../outside/secret.txt"}))
+        .call("s", ReadParams::new("../outside/secret.txt"))
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::PermissionDenied);
     assert_eq!(e.reason(), Some(Reason::OutsideRoot));
-    let e = broker
-        .call("s", Method::Read, json!({"path": 7}))
-        .await
-        .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidParams);
 }
 
 #[test]

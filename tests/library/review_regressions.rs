@@ -91,7 +91,7 @@ async fn revoke_of_a_path_reaches_every_session_that_sees_it() {
         consent_all(&b, s).await;
     }
     call(&b, "hidden", "ping", json!({})).await;
-    b.revoke(None, Some("project")).unwrap();
+    b.revoke_path(&"project".parse().unwrap());
     for s in ["a", "b", "c", "d"] {
         let r = call(&b, s, "files/read", json!({"path": "project/a.txt"})).await;
         assert_eq!(err(&r).2, "revoked", "session {s} kept its grant");
@@ -152,7 +152,7 @@ async fn a_recursive_listing_hides_what_was_revoked() {
     f.file("secret/key", "k");
     let b = f.broker();
     consent_all(&b, "s").await;
-    b.revoke(Some("s"), Some("project/secret")).unwrap();
+    b.revoke("s", &"project/secret".parse().unwrap()).unwrap();
     let r = call(
         &b,
         "s",

@@ -335,7 +335,7 @@ async fn a_revoked_grant_fails_the_next_chunk_and_ends_the_upload() {
     let f = Fixture::new();
     let b = writable(&f, "").await;
     ok(&chunk(&b, "project/a.txt", 0, "aaa", false).await);
-    b.revoke(Some("s"), None).unwrap();
+    b.revoke_session("s").unwrap();
     let r = chunk(&b, "project/a.txt", 3, "bbb", true).await;
     assert_error(&r, -31002, "PERMISSION_DENIED", "revoked");
     assert!(!f.root.join("a.txt").exists());

@@ -483,7 +483,7 @@ async fn revoke_ends_watches_with_unwatched_revoked_and_nothing_follows() {
     let w2 = watch(&b, "s", json!({"path": "project/sub"})).await;
     let wit = watch(&b, "witness", json!({"path": "project"})).await;
 
-    b.revoke(Some("s"), None).unwrap();
+    b.revoke_session("s").unwrap();
     let mut ended = Vec::new();
     for _ in 0..2 {
         let m = next(&mut rx, EXPECT)
@@ -545,7 +545,7 @@ async fn revoking_a_subpath_ends_the_watches_beneath_it_and_hides_its_changes() 
     let top = watch(&b, "s", json!({"path": "project", "recursive": true})).await;
     let inner = watch(&b, "s", json!({"path": "project/private"})).await;
 
-    b.revoke(Some("s"), Some("project/private")).unwrap();
+    b.revoke("s", &"project/private".parse().unwrap()).unwrap();
     let m = next(&mut rx, EXPECT)
         .await
         .expect("an unwatched notification");

@@ -20,14 +20,14 @@ fn readable(path: &std::path::Path) -> (Root, Gate) {
     )
     .unwrap();
     let mut grants = Grants::default();
-    grants.add(Grant {
-        path: MountPath {
+    grants.add(Grant::new(
+        MountPath {
             mount: MountName::new("m").unwrap(),
             rel: RelPath::root(),
         },
-        access: Access::Read,
-        standing: false,
-    });
+        Access::Read,
+        crate::consent::GrantOrigin::Consented,
+    ));
     (root, Gate::new(grants, Access::Read))
 }
 

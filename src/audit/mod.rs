@@ -15,6 +15,10 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
+mod event;
+
+pub use event::{AuditEvent, ConsentEvent};
+
 /// One operation, as logged.
 #[derive(Debug, Clone)]
 pub(crate) struct AuditRecord<'a> {
@@ -40,7 +44,7 @@ pub(crate) struct AuditRecord<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Violation<'a> {
     /// The wire reason (`outside_root`, `no_consent`, ...).
-    pub reason: &'static str,
+    pub reason: Reason,
     /// The path the server sent, which is only ever logged as a keyed hash.
     pub requested: Option<&'a str>,
 }
@@ -50,19 +54,16 @@ impl<'a> Violation<'a> {
     /// refusal (which is no attempt of the server's, and is logged as any other failure).
     pub(crate) fn of(e: &Error, requested: Option<&'a str>) -> Option<Violation<'a>> {
         let reason = e.reason()?;
-        (e.kind() == ErrorKind::PermissionDenied && reason != Reason::OsDenied).then_some(
-            Violation {
-                reason: reason.as_str(),
-                requested,
-            },
-        )
+        (e.kind() == ErrorKind::PermissionDenied && reason != Reason::OsDenied)
+            .then_some(Violation { reason, requested })
     }
 }
 
 /// Who decided a consent request's paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Decider {
+#[non_exhaustive]
+pub enum Decider {
     /// Confinement: the path lies outside every root, or a symlink leads out of it.
     Confinement,
     /// The root: it allows less than was asked for.
@@ -279,10 +280,10 @@ impl AuditLog {
                     server = r.server_id,
                     method = r.method,
                     outcome = r.outcome,
-                    reason = v.reason,
+                    reason = v.reason.as_str(),
                     requested = requested.as_deref().unwrap_or(""),
                     "request refused: {}",
-                    v.reason
+                    v.reason.as_str()
                 );
             }
             return;
@@ -312,7 +313,7 @@ impl AuditLog {
             method: r.method,
             outcome: r.outcome,
             path: path.as_deref(),
-            reason: r.violation.map(|v| v.reason),
+            reason: r.violation.map(|v| v.reason.as_str()),
             requested: requested.as_deref(),
             server: r.server_id,
             time: &time,

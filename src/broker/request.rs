@@ -1,0 +1,312 @@
+//! One request's way through the broker: it is handed over (its place in the session's
+//! order, the signal that withdraws it), run, counted and audited, also when it is withdrawn.
+
+use super::Broker;
+use crate::audit::{AuditRecord, Violation};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{self, Item, Message, Request, Response};
+use crate::method::Method;
+use crate::ops::{self, Ctx};
+use crate::session::Session;
+use crate::turn::Turn;
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+use tokio::sync::Notify;
+
+/// The session a message runs in, as it was found when the message was handed over: the
+/// session, or why there is none (the broker holds its most sessions), with the id asked by.
+pub(crate) struct Seat {
+    id: String,
+    session: Result<Arc<Session>>,
+}
+
+/// What handing a message over gave it: its turn in the session's order, and for a single
+/// request the signal that withdraws it.
+#[derive(Default)]
+pub(crate) struct Handed {
+    pub(crate) turn: Option<Turn>,
+    pub(crate) withdrawal: Option<Withdrawal>,
+}
+
+impl Seat {
+    pub(super) fn of(session: Arc<Session>) -> Seat {
+        Seat {
+            id: session.server_id().to_owned(),
+            session: Ok(session),
+        }
+    }
+
+    /// Hands `message` over: acts at once on the cancellations it holds, and takes its
+    /// turn. Nothing for a message that could not be decoded or a session that cannot be had:
+    /// there is nothing to order, and it fails on its own.
+    pub(super) fn hand_over(&self, message: Option<&Message>) -> Handed {
+        let (Ok(session), Some(message)) = (&self.session, message) else {
+            return Handed::default();
+        };
+        let items = match message {
+            Message::Single(item) => std::slice::from_ref(item),
+            Message::Batch(items) => items.as_slice(),
+        };
+        // A cancellation acts when it is handed over, not in its turn: the request it names
+        // may be the very change its turn would wait for.
+        for item in items {
+            if let Item::Notification(n) = item
+                && n.method == jsonrpc::CANCELLED
+                && let Some(id) = jsonrpc::cancelled_request(&n.params)
+            {
+                session.cancel(&jsonrpc::id_key(id));
+            }
+        }
+        let withdrawal = match message {
+            Message::Single(Item::Request(r)) => Some(Withdrawal::new(session, r.id.as_value())),
+            _ => None,
+        };
+        Handed {
+            turn: Some(session.order.enter(message.is_ordered())),
+            withdrawal,
+        }
+    }
+
+    /// Takes the turn of a typed call, which no notification can name.
+    pub(super) fn hand_over_call(&self, ordered: bool) -> Option<Turn> {
+        Some(self.session.as_ref().ok()?.order.enter(ordered))
+    }
+}
+
+/// The signal that withdraws one pending request (`notifications/cancelled` naming its id);
+/// dropped with the request, which then is no longer pending.
+pub(crate) struct Withdrawal {
+    session: Arc<Session>,
+    key: String,
+    signal: Arc<Notify>,
+}
+
+impl Withdrawal {
+    fn new(session: &Arc<Session>, id: &Value) -> Withdrawal {
+        let key = jsonrpc::id_key(id);
+        Withdrawal {
+            signal: session.pend(key.clone()),
+            session: session.clone(),
+            key,
+        }
+    }
+
+    /// Runs `work` unless its request is withdrawn first, which drops the work where it
+    /// stands (its audit event says `cancelled`) and gives no answer.
+    pub(super) async fn unless<T>(
+        withdrawal: Option<Withdrawal>,
+        work: impl Future<Output = Option<T>>,
+    ) -> Option<T> {
+        let Some(w) = withdrawal else {
+            return work.await;
+        };
+        tokio::select! {
+            biased;
+            () = w.signal.notified() => None,
+            answer = work => answer,
+        }
+    }
+}
+
+impl Drop for Withdrawal {
+    fn drop(&mut self) {
+        self.session.unpend(&self.key, &self.signal);
+    }
+}
+
+impl Broker {
+    /// The session `server_id` names, made on first use.
+    pub(crate) fn seat(&self, server_id: &str) -> Seat {
+        Seat {
+            id: server_id.to_owned(),
+            session: self.session(server_id),
+        }
+    }
+
+    /// Takes the next turn in `server_id`'s order now, for a message handed over whole:
+    /// every way in (a line, a message, a typed call, a face that reads lines and runs them
+    /// concurrently) takes its place when it is handed over, so a host's messages keep the
+    /// order it handed them over in, whatever order their futures are polled in.
+    pub(crate) fn hand_over(&self, server_id: &str, message: Option<&Message>) -> (Seat, Handed) {
+        let seat = self.seat(server_id);
+        let handed = seat.hand_over(message);
+        (seat, handed)
+    }
+
+    /// Answers a decoded line in the turn its caller holds (see [`Broker::hand_over`]);
+    /// returns the response line to send, if any.
+    pub(crate) async fn answer_decoded(
+        &self,
+        seat: &Seat,
+        decoded: std::result::Result<Message, Box<Response>>,
+        withdrawal: Option<Withdrawal>,
+    ) -> Option<Vec<u8>> {
+        let response = match decoded {
+            // A batch's answer is built as a line, within the line limit.
+            Ok(Message::Batch(items)) => return self.answer_batch(seat, items).await,
+            Ok(Message::Single(item)) => {
+                Withdrawal::unless(withdrawal, self.handle_item(seat, item)).await
+            }
+            Err(resp) => {
+                self.audit_fault(&seat.id, resp.outcome.as_ref().err());
+                Some(resp.into_json())
+            }
+        }?;
+        Some(jsonrpc::encode(&response))
+    }
+
+    pub(super) async fn handle_item(&self, seat: &Seat, item: Item) -> Option<Value> {
+        match item {
+            Item::Request(req) => Some(self.handle_request(seat, req).await.into_json()),
+            Item::Notification(n) => {
+                tracing::debug!(server = seat.id, method = %n.method, "notification taken");
+                None
+            }
+            Item::Response(_) => None,
+            Item::Invalid(id, e) => {
+                self.audit_fault(&seat.id, Some(&e));
+                Some(
+                    Response {
+                        id,
+                        outcome: Err(e),
+                    }
+                    .into_json(),
+                )
+            }
+        }
+    }
+
+    pub(super) async fn handle_request(&self, seat: &Seat, req: Request) -> Response {
+        let mut run = Running {
+            broker: self,
+            seat,
+            method: req.method.chars().take(64).collect(),
+            known: req.known,
+            start: Instant::now(),
+            ctx: Ctx::new(self.inner.clone(), &seat.id),
+            done: false,
+        };
+        let outcome = match &seat.session {
+            Ok(session) => {
+                let rate = &run.ctx.config.rate;
+                // Only requests that move payload wait for a session's byte debt to be repaid.
+                let checked = rate.check(&seat.id).and_then(|()| {
+                    if req.known.is_some_and(Method::moves_payload) {
+                        rate.check_bytes(&seat.id)
+                    } else {
+                        Ok(())
+                    }
+                });
+                match checked {
+                    Ok(()) => {
+                        ops::dispatch(&mut run.ctx, session, req.known, &req.method, req.params)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e.clone()),
+        };
+        run.finish(&outcome);
+        if let Err(e) = &outcome {
+            tracing::debug!(server = seat.id, method = %req.method, error = %e, "request failed");
+        }
+        Response {
+            id: Some(req.id),
+            outcome,
+        }
+    }
+
+    fn audit_fault(&self, server_id: &str, e: Option<&Error>) {
+        self.inner.record(&AuditRecord {
+            server_id,
+            method: "",
+            path: None,
+            outcome: e.map_or("INVALID_REQUEST", |e| e.kind().outcome()),
+            bytes: 0,
+            duration: std::time::Duration::ZERO,
+            consent: None,
+            violation: None,
+        });
+    }
+}
+
+/// A request being run: when it ends, or is dropped before it ends (its caller withdrew
+/// it), it is counted in its session and audited, with outcome `cancelled` for the latter.
+struct Running<'a> {
+    broker: &'a Broker,
+    seat: &'a Seat,
+    method: String,
+    known: Option<Method>,
+    start: Instant,
+    ctx: Ctx,
+    done: bool,
+}
+
+impl Running<'_> {
+    fn finish(&mut self, outcome: &Result<Value>) {
+        self.done = true;
+        self.record(Some(outcome));
+    }
+
+    /// Audits and counts the request; `None` when it was withdrawn.
+    fn record(&mut self, outcome: Option<&Result<Value>>) {
+        let ops::Noted {
+            path,
+            bytes,
+            requested,
+            consent,
+        } = self.ctx.take_noted();
+        // The bytes moved are known only now: they are charged after the fact (see `limits`).
+        self.ctx.config.rate.charge_bytes(&self.seat.id, bytes);
+        let err = outcome.and_then(|o| o.as_ref().err());
+        let err_path = err.and_then(|e| e.path().map(str::to_owned));
+        let path = path.or(err_path);
+        let violation = err.and_then(|e| Violation::of(e, requested.as_deref()));
+        let shown = match (outcome, &consent) {
+            (None, _) => "cancelled",
+            (Some(Ok(_)), Some(note)) => note.outcome(),
+            (Some(Ok(_)), None) => "ok",
+            (Some(Err(e)), _) => e.kind().outcome(),
+        };
+        self.broker.inner.record(&AuditRecord {
+            server_id: &self.seat.id,
+            method: &self.method,
+            path: path.as_deref(),
+            outcome: shown,
+            bytes,
+            duration: self.start.elapsed(),
+            consent: outcome.and_then(|o| o.as_ref().ok()).and(consent.as_ref()),
+            violation,
+        });
+        if let Ok(session) = &self.seat.session {
+            let mut stats = session.stats();
+            stats.requests += 1;
+            stats.failed += u64::from(err.is_some());
+            stats.refused += u64::from(violation.is_some());
+            stats.cancelled += u64::from(outcome.is_none());
+            if self.known == Some(Method::Write) {
+                stats.bytes_written += bytes;
+            } else {
+                stats.bytes_read += bytes;
+            }
+            stats.last = Some((
+                SystemTime::now(),
+                self.method.clone(),
+                path,
+                shown.to_owned(),
+            ));
+        }
+        self.broker.inner.touch();
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.record(None);
+        }
+    }
+}

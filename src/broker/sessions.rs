@@ -1,0 +1,185 @@
+//! Sessions: made on first use or opened by a host, ended, revoked, and shown.
+
+use super::snapshot::{Revoked, SessionSnapshot};
+use super::{Broker, MAX_SESSIONS, Notifications, ServerSession, standing_grants};
+use crate::access::Access;
+use crate::error::{Error, ErrorKind, Result};
+use crate::locks::lock;
+use crate::path::MountPath;
+use crate::session::{Notification, Session};
+use crate::watch::Sink;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+impl Broker {
+    /// The session for `server_id`, created with its standing grants on first use.
+    pub(crate) fn session(&self, server_id: &str) -> Result<Arc<Session>> {
+        self.make_session(server_id, None, false)
+    }
+
+    /// The session for `server_id`: the live one, unless `fresh` asks for a new one only;
+    /// else a new one with its standing grants, sending its notifications to `outbound`
+    /// (the broker's stream when `None`).
+    fn make_session(
+        &self,
+        server_id: &str,
+        outbound: Option<mpsc::UnboundedSender<Notification>>,
+        fresh: bool,
+    ) -> Result<Arc<Session>> {
+        let mut sessions = lock(&self.inner.sessions);
+        if let Some(s) = sessions.get(server_id) {
+            if fresh {
+                return Err(Error::new(
+                    ErrorKind::InvalidRequest,
+                    format!("a session named {server_id:?} is already open"),
+                ));
+            }
+            return Ok(s.clone());
+        }
+        if sessions.len() >= MAX_SESSIONS {
+            return Err(Error::new(ErrorKind::Internal, "too many sessions"));
+        }
+        let config = self.inner.config();
+        let session = Arc::new(Session::new(
+            server_id,
+            standing_grants(&config, server_id),
+            config.policy.limits.max_in_flight.get(),
+            config.policy.limits.watch_queue.get(),
+            outbound,
+        ));
+        sessions.insert(server_id.to_owned(), session.clone());
+        drop(sessions);
+        self.inner.touch();
+        Ok(session)
+    }
+
+    /// Opens a session for the server `server_id`, with the stream of its own
+    /// notifications. The session lives until the handle is dropped: then its consent
+    /// grants, watches and staged uploads go at once.
+    ///
+    /// Errors: `INVALID_REQUEST` when a session of that id is live (opened, or made by a
+    /// call by name), and `INTERNAL_ERROR` when the broker holds
+    /// [`MAX_SESSIONS`](crate::fixed_limits::MAX_SESSIONS) sessions.
+    pub fn open_session(&self, server_id: &str) -> Result<(ServerSession, Notifications)> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let session = self.make_session(server_id, Some(tx), true)?;
+        Ok((ServerSession::new(self.clone(), session), rx))
+    }
+
+    /// Ends the session of `server_id`: its consent grants and staged uploads are dropped at
+    /// once (standing grants come back with the next session). Returns whether a session
+    /// existed.
+    pub fn end_session(&self, server_id: &str) -> bool {
+        let removed = lock(&self.inner.sessions).remove(server_id);
+        if let Some(s) = &removed {
+            self.ended(s);
+        }
+        removed.is_some()
+    }
+
+    /// Ends `session` if it is still the live session of its id (a handle's drop: the id may
+    /// have been ended and opened again since).
+    pub(crate) fn end_this(&self, session: &Arc<Session>) {
+        let mut sessions = lock(&self.inner.sessions);
+        if sessions
+            .get(session.server_id())
+            .is_some_and(|s| Arc::ptr_eq(s, session))
+        {
+            sessions.remove(session.server_id());
+            drop(sessions);
+            self.ended(session);
+        }
+    }
+
+    /// What goes when a session ends: staged uploads (with their temporary files, even if
+    /// an operation still in flight holds the session a little longer) and watches.
+    fn ended(&self, session: &Session) {
+        session.uploads().clear();
+        for w in self.inner.hub.of_session(session) {
+            self.inner.hub.remove(&w.id);
+        }
+        self.inner.config().rate.prune();
+        self.inner.touch();
+    }
+
+    /// Revokes the grants of the session `server_id` at or beneath `path`. Operations under
+    /// `path` then fail with `PERMISSION_DENIED` `revoked` until consent is given again;
+    /// watches no longer covered end (`unwatched`, `revoked`). Returns the grants removed.
+    ///
+    /// Errors: `INVALID_PARAMS` when no session of that id is live.
+    pub fn revoke(&self, server_id: &str, path: &MountPath) -> Result<Vec<Revoked>> {
+        let session = self.live(server_id)?;
+        Ok(self.revoke_in(&[session], Some(path)))
+    }
+
+    /// Revokes every grant of the session `server_id`, as [`Broker::revoke`] does for one
+    /// path.
+    pub fn revoke_session(&self, server_id: &str) -> Result<Vec<Revoked>> {
+        let session = self.live(server_id)?;
+        Ok(self.revoke_in(&[session], None))
+    }
+
+    /// Revokes the grants at or beneath `path` in every live session.
+    pub fn revoke_path(&self, path: &MountPath) -> Vec<Revoked> {
+        self.revoke_in(&self.inner.sessions(), Some(path))
+    }
+
+    /// Revokes every grant of every live session.
+    pub fn revoke_all(&self) -> Vec<Revoked> {
+        self.revoke_in(&self.inner.sessions(), None)
+    }
+
+    fn live(&self, server_id: &str) -> Result<Arc<Session>> {
+        lock(&self.inner.sessions)
+            .get(server_id)
+            .cloned()
+            .ok_or_else(|| Error::invalid_params(format!("no live session named {server_id:?}")))
+    }
+
+    /// Revokes grants at or beneath `path` (all when `None`) in `sessions`, and ends the
+    /// watches no longer covered.
+    pub(crate) fn revoke_in(
+        &self,
+        sessions: &[Arc<Session>],
+        path: Option<&MountPath>,
+    ) -> Vec<Revoked> {
+        let mut removed = Vec::new();
+        for s in sessions {
+            let gone = s.grants().revoke(path);
+            removed.extend(gone.into_iter().map(|g| Revoked::new(s.server_id(), g)));
+            // A watch whose path is no longer covered ends, and its server is told.
+            for w in self.inner.hub.of_session(s) {
+                if s.grants().check(&w.path, Access::Read).is_err() {
+                    self.inner.end_watch(&w.id, "revoked");
+                }
+            }
+        }
+        self.inner.touch();
+        removed
+    }
+
+    /// The server ids with a live session.
+    pub fn sessions(&self) -> Vec<String> {
+        lock(&self.inner.sessions).keys().cloned().collect()
+    }
+
+    /// What every live session holds and has done, by server id: for a permissions screen.
+    /// [`Broker::snapshot_changes`] says when to look again.
+    pub fn snapshot(&self) -> Vec<SessionSnapshot> {
+        let mut all: Vec<SessionSnapshot> = self
+            .inner
+            .sessions()
+            .iter()
+            .map(|s| SessionSnapshot::of(s, &self.inner.hub))
+            .collect();
+        all.sort_by(|a, b| a.server_id.cmp(&b.server_id));
+        all
+    }
+
+    /// A receiver that sees a change whenever what [`Broker::snapshot`] shows may have
+    /// changed: a session began or ended, a request was answered, grants were revoked, a
+    /// watch ended, a policy was put in force. Many changes may show as one.
+    pub fn snapshot_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.activity.subscribe()
+    }
+}

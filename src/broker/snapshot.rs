@@ -1,0 +1,175 @@
+//! What a host's permissions screen shows: each session's grants, watches, uploads, work in
+//! flight, counters and last request, and what a revocation took back.
+
+use crate::access::Access;
+use crate::consent::{Grant, GrantOrigin};
+use crate::path::MountPath;
+use crate::session::Session;
+use crate::watch::WatchHub;
+use std::time::SystemTime;
+
+/// One live session, as [`Broker::snapshot`](crate::Broker::snapshot) shows it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SessionSnapshot {
+    /// The server id.
+    pub server_id: String,
+    /// When the session began.
+    pub started: SystemTime,
+    /// The grants it holds.
+    pub grants: Vec<GrantInfo>,
+    /// Its watches.
+    pub watches: Vec<WatchInfo>,
+    /// Its chunked uploads not yet committed.
+    pub uploads: Vec<UploadInfo>,
+    /// Its operations running now.
+    pub in_flight: usize,
+    /// What it has done so far.
+    pub counters: Counters,
+    /// Its last request, once one was answered.
+    pub last_activity: Option<Activity>,
+}
+
+/// One grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GrantInfo {
+    /// The path granted, with everything beneath it.
+    pub path: MountPath,
+    /// What it allows.
+    pub access: Access,
+    /// Where it comes from.
+    pub origin: GrantOrigin,
+    /// When it was given.
+    pub since: SystemTime,
+}
+
+/// One watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WatchInfo {
+    /// The id the server was given.
+    pub watch_id: String,
+    /// The real path watched, in mount form.
+    pub path: MountPath,
+    /// Whether changes at any depth are reported.
+    pub recursive: bool,
+}
+
+/// One chunked upload not yet committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UploadInfo {
+    /// The target, as requested, in mount form.
+    pub path: MountPath,
+    /// The bytes staged so far.
+    pub staged_bytes: u64,
+}
+
+/// What a session has done so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Counters {
+    /// Requests answered or withdrawn.
+    pub requests: u64,
+    /// Of those, how many failed (refusals included).
+    pub failed: u64,
+    /// Of those, how many were refused as violations: outside a root, no grant, revoked,
+    /// read-only.
+    pub refused: u64,
+    /// Of those, how many were withdrawn before their answer.
+    pub cancelled: u64,
+    /// File bytes read.
+    pub bytes_read: u64,
+    /// File bytes written.
+    pub bytes_written: u64,
+}
+
+/// A session's last request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Activity {
+    /// When it ended.
+    pub at: SystemTime,
+    /// Its method.
+    pub method: String,
+    /// The path it worked on, in mount form, when it had one.
+    pub path: Option<String>,
+    /// `ok`, `cancelled`, or its error's `data.code`.
+    pub outcome: String,
+}
+
+/// A grant a revocation took back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Revoked {
+    /// The session that held it.
+    pub server_id: String,
+    /// The grant.
+    pub grant: GrantInfo,
+}
+
+impl GrantInfo {
+    fn of(g: &Grant) -> GrantInfo {
+        GrantInfo {
+            path: g.path.clone(),
+            access: g.access,
+            origin: g.origin,
+            since: g.since,
+        }
+    }
+}
+
+impl Revoked {
+    pub(crate) fn new(server_id: &str, g: Grant) -> Revoked {
+        Revoked {
+            server_id: server_id.to_owned(),
+            grant: GrantInfo::of(&g),
+        }
+    }
+}
+
+impl SessionSnapshot {
+    pub(crate) fn of(s: &Session, hub: &WatchHub) -> SessionSnapshot {
+        let stats = s.stats().clone();
+        let mut watches: Vec<WatchInfo> = hub
+            .of_session(s)
+            .iter()
+            .map(|w| WatchInfo {
+                watch_id: w.id.clone(),
+                path: w.path.clone(),
+                recursive: w.recursive,
+            })
+            .collect();
+        watches.sort_by(|a, b| a.watch_id.cmp(&b.watch_id));
+        let mut uploads: Vec<UploadInfo> = s
+            .uploads()
+            .staged()
+            .into_iter()
+            .map(|(path, staged_bytes)| UploadInfo { path, staged_bytes })
+            .collect();
+        uploads.sort_by_key(|u| u.path.to_string());
+        SessionSnapshot {
+            server_id: s.server_id().to_owned(),
+            started: s.started,
+            grants: s.grants().held().iter().map(GrantInfo::of).collect(),
+            watches,
+            uploads,
+            in_flight: s.running(),
+            counters: Counters {
+                requests: stats.requests,
+                failed: stats.failed,
+                refused: stats.refused,
+                cancelled: stats.cancelled,
+                bytes_read: stats.bytes_read,
+                bytes_written: stats.bytes_written,
+            },
+            last_activity: stats.last.map(|(at, method, path, outcome)| Activity {
+                at,
+                method,
+                path,
+                outcome,
+            }),
+        }
+    }
+}
