@@ -25,6 +25,7 @@ mod embed_audit;
 mod embed_consent;
 mod embed_order;
 mod embed_policy;
+mod embed_settings;
 mod embed_typed;
 mod errors;
 mod fuzz_corpus;
