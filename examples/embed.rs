@@ -17,10 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let consent = mcp_fsbroker::consent::from_fn(move |req| {
         // The host's dialog: here, yes to what lies in `project/src`, no to the rest.
         let approved = req.paths.iter().filter(|p| p.starts_with(&src)).cloned();
-        let decision = ConsentDecision {
-            approved: approved.collect(),
-            access: req.access,
-        };
+        let decision = ConsentDecision::new(approved, req.access);
         async move { decision }
     });
     let (broker, _notifications) = Broker::builder(policy)

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 /// What a reload changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReloadReport {
     /// Mounts that are new or whose directory, access or servers changed.
     pub roots_changed: Vec<String>,

@@ -33,6 +33,7 @@ pub const DEFAULT_POLICY: &str = include_str!("../../policy/default.toml");
 /// [`Policy::new`].
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Policy {
     /// The approved directories.
     #[serde(default)]
@@ -61,6 +62,7 @@ pub struct Policy {
 /// The `[proxy]` section.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct ProxyPolicy {
     /// Which era a proxied session may take (`--era` overrides it).
     pub era: EraMode,
@@ -71,6 +73,7 @@ pub struct ProxyPolicy {
 /// modern one (2026-07-28), where only roots are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum EraMode {
     /// Legacy whenever the server speaks it; modern only with a modern-only server.
     #[default]
@@ -274,6 +277,7 @@ impl From<RawGrantEntry> for GrantEntry {
 /// of `Limits::default()`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct Limits {
     /// Sustained requests per second.
     pub requests_per_second: NonZeroU32,
@@ -344,6 +348,7 @@ impl Default for Limits {
 /// The `[audit]` section: in code, change the fields of `AuditPolicy::default()`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct AuditPolicy {
     /// Whether operations are logged.
     pub enabled: bool,
