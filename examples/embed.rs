@@ -15,11 +15,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let only_src = src.clone();
     let consent = mcp_fsbroker::consent::from_fn(move |req| {
         // The host's dialog: here, yes to what lies in `project/src`, no to the rest.
-        let approved = req.paths.iter().filter(|p| p.starts_with(&only_src));
-        let decision = ConsentDecision {
-            approved: approved.cloned().collect(),
-            access: req.access,
-        };
+        let approved = req
+            .paths
+            .iter()
+            .filter(|p| p.starts_with(&only_src))
+            .cloned();
+        let decision = ConsentDecision::new(approved, req.access);
         async move { decision }
     });
     let (broker, _) = Broker::builder(policy).consent_provider(consent).build()?;

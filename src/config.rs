@@ -5,15 +5,17 @@
 use crate::consent::{ConsentProvider, ConsentSource};
 use crate::limits::RateLimits;
 use crate::policy::ConsentMode;
-use crate::policy::{Policy, PolicyError};
+use crate::policy::{Overrides, Policy, PolicyError};
 use crate::root::{self, Root, RootSpec, Roots};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One consistent configuration.
 pub(crate) struct Config {
-    /// The policy.
+    /// The policy, with the host's settings in code over its values.
     pub policy: Policy,
+    /// The host's settings in code, laid over every policy a reload brings as well.
+    pub overrides: Overrides,
     /// Its roots, opened.
     pub roots: Roots,
     /// The rate limiter (kept across reloads that leave the limits alone).
@@ -35,11 +37,13 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    /// Opens `policy`'s roots and makes its consent provider from `consent`; `previous` lends
-    /// its rate limiter when the limits did not change.
+    /// Opens `policy`'s roots, with `overrides` over its values, and makes its consent
+    /// provider from `consent`; `previous` lends its rate limiter when the limits did not
+    /// change.
     pub(crate) fn open(
         policy: Policy,
         consent: &ConsentSource,
+        overrides: &Overrides,
         previous: Option<&Config>,
     ) -> Result<Config, PolicyError> {
         let err = |key: String, message: String| PolicyError {
@@ -48,6 +52,12 @@ impl Config {
             key,
             message,
         };
+        // The host's values win over every policy's, and the limits are checked together
+        // once they are in: a reloaded policy's may not fit with the host's.
+        let policy = overrides.apply(policy)?;
+        policy
+            .validate_limits("<policy>")
+            .map_err(|e| overrides.blame(e))?;
         let mut specs = Vec::new();
         for (i, r) in policy.roots.iter().enumerate() {
             let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
@@ -149,6 +159,7 @@ impl Config {
         Ok(Config {
             roots: Roots::new(list),
             policy,
+            overrides: overrides.clone(),
             rate,
             consent,
             zones,

@@ -13,8 +13,9 @@
 //!
 //! A host builds a [`Policy`] in code ([`Policy::new`] with [`policy::RootEntry`] and
 //! [`policy::GrantEntry`]) or loads one ([`Policy::load`]), builds a [`Broker`] from it with
-//! [`Broker::builder`] (which validates it), merges [`Broker::capabilities`] into its
-//! `initialize` request, hands each message a server sends to [`Broker::handle_message`] (or
+//! [`Broker::builder`] (which validates it, and takes timeouts and limits set in code:
+//! [`BrokerBuilder::timeout`] and the methods after it), merges [`Broker::capabilities`] into
+//! its `initialize` request, hands each message a server sends to [`Broker::handle_message`] (or
 //! raw lines to [`Broker::handle_line`], or typed calls to [`Broker::call`]), and relays the
 //! [`Notification`]s to their server. The broker orders each session's calls itself:
 //! a change runs after the calls started before it, a read after the changes started before

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 /// What a reload changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReloadReport {
     /// Mounts that are new or whose directory, access or servers changed.
     pub roots_changed: Vec<String>,
@@ -67,12 +68,18 @@ impl Broker {
     /// Puts `policy` in force: roots are opened anew, each session whose visible roots changed
     /// is sent `notifications/roots/list_changed`, standing grants are replaced (a removed one is
     /// revoked), grants under a root a session no longer sees are revoked, and watches whose
-    /// root is gone or whose grant was revoked end (their server is told). On error nothing
-    /// changes.
+    /// root is gone or whose grant was revoked end (their server is told). The settings the
+    /// host made on the [`BrokerBuilder`](crate::BrokerBuilder) stay in force over `policy`'s
+    /// values. On error nothing changes.
     pub fn reload(&self, policy: Policy) -> Result<ReloadReport, PolicyError> {
         let inner = &self.inner;
         let old = inner.config();
-        let new = Arc::new(Config::open(policy, &inner.consent, Some(&old))?);
+        let new = Arc::new(Config::open(
+            policy,
+            &inner.consent,
+            &old.overrides,
+            Some(&old),
+        )?);
         inner.set_config(new.clone());
         let mut report = ReloadReport::default();
         let all_old = seen(&old, None);

@@ -1,4 +1,7 @@
-//! [`BrokerBuilder`]: a policy, a consent source and an audit log become a [`Broker`].
+//! [`BrokerBuilder`]: a policy, a consent source and an audit log become a [`Broker`]; the
+//! settings a host makes in code over the policy's values are in `builder/settings.rs`.
+
+mod settings;
 
 use super::{Broker, Notifications};
 use crate::atomic::Sweeper;
@@ -6,16 +9,19 @@ use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::consent::{ConsentProvider, ConsentSource, Elicitation};
 use crate::locks::LockTable;
-use crate::policy::{ConsentMode, Policy, PolicyError};
+use crate::policy::{ConsentMode, Overrides, Policy, PolicyError};
 use crate::state::BrokerState;
 use crate::watch::WatchHub;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::mpsc;
 
-/// Builds a [`Broker`] from a [`Policy`].
+/// Builds a [`Broker`] from a [`Policy`], with settings made in code over the policy's values
+/// (the request timeout, the consent timeout, the rate limits, sizes and counts: see
+/// [`BrokerBuilder::timeout`] and the methods after it).
 pub struct BrokerBuilder {
     policy: Policy,
+    overrides: Overrides,
     consent: ConsentSource,
     audit: Option<AuditLog>,
     audit_stderr: bool,
@@ -26,6 +32,7 @@ impl Broker {
     pub fn builder(policy: Policy) -> BrokerBuilder {
         BrokerBuilder {
             policy,
+            overrides: Overrides::default(),
             consent: ConsentSource::default(),
             audit: None,
             audit_stderr: false,
@@ -75,8 +82,10 @@ impl BrokerBuilder {
         self
     }
 
-    /// Validates the policy (with the checks and messages of [`Policy::load`]), opens the
-    /// roots and builds the broker, with the stream of its outbound notifications.
+    /// Validates the policy with the settings made in code over it (with the checks and
+    /// messages of [`Policy::load`]; a setting at fault is named as the builder's, `<builder>`,
+    /// with its policy key), opens the roots and builds the broker, with the stream of its
+    /// outbound notifications.
     pub fn build(self) -> std::result::Result<(Broker, Notifications), PolicyError> {
         let err = |key: String, message: String| PolicyError {
             file: "<policy>".into(),
@@ -84,16 +93,20 @@ impl BrokerBuilder {
             key,
             message,
         };
-        // A policy built in code is checked as a loaded one was, with the same messages.
-        self.policy.validate("<policy>")?;
+        // A policy built in code is checked as a loaded one was, with the same messages, and
+        // with the host's settings in it, which replace the policy's values.
+        let policy = self.overrides.apply(self.policy)?;
+        policy
+            .validate("<policy>")
+            .map_err(|e| self.overrides.blame(e))?;
         // The roots first: opening them also refuses an audit log beneath a writable root,
         // which must be known before the file is opened.
-        let config = Config::open(self.policy.clone(), &self.consent, None)?;
+        let config = Config::open(policy, &self.consent, &self.overrides, None)?;
         let audit = match self.audit {
             Some(a) => a,
-            None if self.audit_stderr => AuditLog::open_or_stderr(&self.policy.audit)
+            None if self.audit_stderr => AuditLog::open_or_stderr(&config.policy.audit)
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
-            None => AuditLog::open(&self.policy.audit)
+            None => AuditLog::open(&config.policy.audit)
                 .map_err(|e| err("audit.file".into(), format!("cannot open audit log: {e}")))?,
         };
         let (tx, rx) = mpsc::unbounded_channel();

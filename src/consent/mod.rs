@@ -29,7 +29,9 @@ pub use tty::TtyConsent;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What a provider is asked: paths already known to lie inside the roots this server sees.
+/// The broker makes them; a host makes one with [`ConsentRequest::new`] to try its provider.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ConsentRequest {
     /// The server session asking.
     pub server_id: String,
@@ -49,6 +51,31 @@ pub struct ConsentRequest {
 }
 
 impl ConsentRequest {
+    /// A request from `server_id` for `access` to `paths`, with no message, no folders and
+    /// no host paths (set the fields to add them).
+    ///
+    /// ```
+    /// use mcp_fsbroker::{Access, ConsentDecision, ConsentRequest, MountPath};
+    /// let docs: MountPath = "proj/docs".parse().unwrap();
+    /// let mut request = ConsentRequest::new("my-server", [docs.clone()], Access::Read);
+    /// request.message = Some("to read the manual".into());
+    /// assert_eq!(ConsentDecision::approve_all(&request).approved, [docs]);
+    /// ```
+    pub fn new(
+        server_id: impl Into<String>,
+        paths: impl IntoIterator<Item = MountPath>,
+        access: Access,
+    ) -> Self {
+        ConsentRequest {
+            server_id: server_id.into(),
+            message: None,
+            paths: paths.into_iter().collect(),
+            folders: Vec::new(),
+            access,
+            host_paths: Vec::new(),
+        }
+    }
+
     /// The host path of `path`, one of the request's `paths`.
     pub fn host_path(&self, path: &MountPath) -> Option<&std::path::Path> {
         let i = self.paths.iter().position(|p| p == path)?;
@@ -57,8 +84,10 @@ impl ConsentRequest {
 }
 
 /// A provider's answer. Paths not in the request are ignored, and the access is capped by
-/// what was asked.
+/// what was asked. Make one with [`ConsentDecision::new`], [`ConsentDecision::deny`] or
+/// [`ConsentDecision::approve_all`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ConsentDecision {
     /// The approved subset of the requested paths.
     pub approved: Vec<MountPath>,
@@ -67,6 +96,15 @@ pub struct ConsentDecision {
 }
 
 impl ConsentDecision {
+    /// An approval of `approved` (a subset of the requested paths) at `access`; the other
+    /// requested paths are denied.
+    pub fn new(approved: impl IntoIterator<Item = MountPath>, access: Access) -> Self {
+        ConsentDecision {
+            approved: approved.into_iter().collect(),
+            access,
+        }
+    }
+
     /// A refusal of everything.
     pub fn deny() -> Self {
         ConsentDecision {
@@ -85,8 +123,10 @@ impl ConsentDecision {
 }
 
 /// One approved path of a [`ConsentAnswer`]: the user may narrow a requested folder to a
-/// place inside it and lower write to read, never more.
+/// place inside it and lower write to read, never more. Make one with [`PathChoice::whole`]
+/// or [`PathChoice::new`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PathChoice {
     /// The requested path this approves (one of the request's `paths`).
     pub asked: MountPath,
@@ -97,18 +137,64 @@ pub struct PathChoice {
     pub access: Access,
 }
 
+impl PathChoice {
+    /// An approval of the requested path `asked`, narrowed to `granted` (`asked` itself or a
+    /// place beneath it), at `access`.
+    pub fn new(asked: MountPath, granted: MountPath, access: Access) -> Self {
+        PathChoice {
+            asked,
+            granted,
+            access,
+        }
+    }
+
+    /// An approval of the whole requested path `asked` at `access`.
+    pub fn whole(asked: MountPath, access: Access) -> Self {
+        PathChoice {
+            granted: asked.clone(),
+            asked,
+            access,
+        }
+    }
+}
+
 /// A provider's answer path by path: the approved paths, each with its own access and
-/// perhaps narrowed; every requested path not listed is denied.
+/// perhaps narrowed; every requested path not listed is denied. Make one with
+/// [`ConsentAnswer::new`] or by collecting [`PathChoice`]s.
+///
+/// ```
+/// use mcp_fsbroker::consent::{ConsentAnswer, PathChoice};
+/// use mcp_fsbroker::{Access, MountPath};
+/// let src: MountPath = "proj/src".parse().unwrap();
+/// let lib: MountPath = "proj/src/lib".parse().unwrap();
+/// // `proj/src` narrowed to `proj/src/lib`, read-only.
+/// let answer: ConsentAnswer = [PathChoice::new(src, lib, Access::Read)].into_iter().collect();
+/// assert_eq!(answer.approved.len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct ConsentAnswer {
     /// The approved paths.
     pub approved: Vec<PathChoice>,
 }
 
 impl ConsentAnswer {
+    /// An approval of `approved`; every requested path not among them is denied.
+    pub fn new(approved: impl IntoIterator<Item = PathChoice>) -> Self {
+        ConsentAnswer {
+            approved: approved.into_iter().collect(),
+        }
+    }
+
     /// A refusal of everything.
     pub fn deny() -> Self {
         ConsentAnswer::default()
+    }
+}
+
+impl FromIterator<PathChoice> for ConsentAnswer {
+    fn from_iter<I: IntoIterator<Item = PathChoice>>(approved: I) -> Self {
+        ConsentAnswer::new(approved)
     }
 }
 
@@ -172,7 +258,7 @@ pub(crate) fn narrowed(asked: &MountPath, typed: &str) -> Option<MountPath> {
 /// impl ConsentProvider for ApproveReads {
 ///     fn decide<'a>(&'a self, req: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
 ///         Box::pin(async move {
-///             ConsentDecision { approved: req.paths.clone(), access: mcp_fsbroker::Access::Read }
+///             ConsentDecision::new(req.paths.clone(), mcp_fsbroker::Access::Read)
 ///         })
 ///     }
 /// }
@@ -207,10 +293,8 @@ pub trait ConsentProvider: Send + Sync + 'static {
 /// let provider = consent::from_fn(move |req| {
 ///     let docs = docs.clone();
 ///     async move {
-///         ConsentDecision {
-///             approved: req.paths.iter().filter(|p| p.starts_with(&docs)).cloned().collect(),
-///             access: mcp_fsbroker::Access::Read,
-///         }
+///         let approved = req.paths.iter().filter(|p| p.starts_with(&docs)).cloned();
+///         ConsentDecision::new(approved, mcp_fsbroker::Access::Read)
 ///     }
 /// });
 /// # let _ = provider;

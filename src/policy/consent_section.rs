@@ -9,9 +9,12 @@ use std::num::NonZeroU64;
 use std::path::PathBuf;
 use toml::Spanned;
 
-/// The `[consent]` section.
+/// The `[consent]` section: in code, [`Policy::consent_mode`](super::Policy::consent_mode),
+/// [`Policy::consent_rule`](super::Policy::consent_rule) and the builder's
+/// [`consent_timeout`](crate::BrokerBuilder::consent_timeout) set it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ConsentPolicy {
     /// The provider for requests that no rule decides; unset means `tty` where a controlling
     /// terminal exists, else `deny` (in `fsbroker proxy`, `elicit`).
@@ -91,6 +94,7 @@ impl Default for ConsentPolicy {
 /// How consent requests that no rule decides are answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
+#[non_exhaustive]
 pub enum ConsentMode {
     /// Approve every path inside the roots.
     Auto,

@@ -144,6 +144,20 @@ impl Policy {
             })
     }
 
+    /// As [`Policy::validate`], the `[limits]` section alone: what a reload checks once the
+    /// host's settings in code are laid over the new policy's, since they may not fit with
+    /// its other limits.
+    pub(crate) fn validate_limits(&self, origin: &str) -> Result<(), PolicyError> {
+        self.limits
+            .validate()
+            .map_err(|Invalid { key, message, .. }| PolicyError {
+                file: origin.to_owned(),
+                line: None,
+                key,
+                message,
+            })
+    }
+
     /// The mount name of root entry `root`: its `mount`, or one derived from the directory's
     /// final component (that name itself when it is a valid mount name; see
     /// `policy/README.md`). The only error for a root without `mount` is a path with no final

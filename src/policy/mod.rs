@@ -9,6 +9,7 @@ mod consent_section;
 #[cfg(feature = "cli")]
 mod describe;
 mod load;
+mod overrides;
 mod root_path;
 
 pub(crate) use consent_section::Ruling;
@@ -16,6 +17,7 @@ pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
 #[cfg(feature = "cli")]
 pub(crate) use describe::describe;
 pub use load::PolicyError;
+pub(crate) use overrides::{Given, Key, Overrides};
 pub(crate) use root_path::cannot_open_root;
 
 use crate::access::Access;
@@ -27,9 +29,11 @@ use toml::Spanned;
 /// The embedded default policy, also shipped as `policy/default.toml`.
 pub const DEFAULT_POLICY: &str = include_str!("../../policy/default.toml");
 
-/// A policy file as written: see `policy/README.md` for every key.
+/// A policy file as written: see `policy/README.md` for every key. In code, start from
+/// [`Policy::new`].
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Policy {
     /// The approved directories.
     #[serde(default)]
@@ -58,6 +62,7 @@ pub struct Policy {
 /// The `[proxy]` section.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct ProxyPolicy {
     /// Which era a proxied session may take (`--era` overrides it).
     pub era: EraMode,
@@ -68,6 +73,7 @@ pub struct ProxyPolicy {
 /// modern one (2026-07-28), where only roots are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum EraMode {
     /// Legacy whenever the server speaks it; modern only with a modern-only server.
     #[default]
@@ -265,9 +271,13 @@ impl From<RawGrantEntry> for GrantEntry {
     }
 }
 
-/// The `[limits]` section: every limit applies per server session.
+/// The `[limits]` section: every limit applies per server session. A host sets them in code
+/// on the builder ([`BrokerBuilder::timeout`](crate::BrokerBuilder::timeout) and the methods
+/// after it), which keeps them over every policy a reload brings; or it changes the fields
+/// of `Limits::default()`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct Limits {
     /// Sustained requests per second.
     pub requests_per_second: NonZeroU32,
@@ -335,9 +345,10 @@ impl Default for Limits {
     }
 }
 
-/// The `[audit]` section.
+/// The `[audit]` section: in code, change the fields of `AuditPolicy::default()`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct AuditPolicy {
     /// Whether operations are logged.
     pub enabled: bool,

@@ -24,7 +24,7 @@
 //! let (broker, _) = Broker::builder(policy).build().unwrap();
 //! let (session, _notifications) = broker.open_session("my-server").unwrap();
 //! let granted = session.call(ConsentParams::new(["demo"])).await.unwrap();
-//! assert_eq!(granted.access, Access::Write);
+//! assert_eq!(granted.access, Access::Read);
 //! let file = session.call(ReadParams::new("demo/hello.txt")).await.unwrap();
 //! assert_eq!(file.bytes().unwrap(), b"hi");
 //! # });

@@ -150,15 +150,11 @@ impl ConsentProvider for Picky {
                 .lock()
                 .unwrap()
                 .push((req.server_id.clone(), req.message.clone(), paths));
-            ConsentDecision {
-                approved: req
-                    .paths
-                    .iter()
-                    .filter(|p| p.rel.file_name().is_some_and(|n| n.starts_with("ok")))
-                    .cloned()
-                    .collect(),
-                access: req.access,
-            }
+            let ok = req
+                .paths
+                .iter()
+                .filter(|p| p.rel.file_name().is_some_and(|n| n.starts_with("ok")));
+            ConsentDecision::new(ok.cloned(), req.access)
         })
     }
 }

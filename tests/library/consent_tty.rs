@@ -13,17 +13,13 @@ fn request(access: Access) -> ConsentRequest {
     let RequestPath::Mount { rel, .. } = RequestPath::parse("project/src").unwrap() else {
         unreachable!()
     };
-    ConsentRequest {
-        server_id: "srv".into(),
-        message: Some("please\u{1b}[2J let me in".into()),
-        paths: vec![MountPath {
-            mount: MountName::new("project").unwrap(),
-            rel,
-        }],
-        folders: Vec::new(),
-        access,
-        host_paths: Vec::new(),
-    }
+    let path = MountPath {
+        mount: MountName::new("project").unwrap(),
+        rel,
+    };
+    let mut request = ConsentRequest::new("srv", [path], access);
+    request.message = Some("please\u{1b}[2J let me in".into());
+    request
 }
 
 /// Answers the prompt on the master side once it has appeared; returns what was shown, and

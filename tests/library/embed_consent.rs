@@ -21,15 +21,8 @@ async fn a_closure_approves_one_folder_and_sees_host_paths() {
         let docs = docs.clone();
         log.lock().unwrap().extend(req.host_paths.iter().cloned());
         async move {
-            ConsentDecision {
-                approved: req
-                    .paths
-                    .iter()
-                    .filter(|p| p.starts_with(&docs))
-                    .cloned()
-                    .collect(),
-                access: req.access,
-            }
+            let approved = req.paths.iter().filter(|p| p.starts_with(&docs)).cloned();
+            ConsentDecision::new(approved, req.access)
         }
     });
     let policy = Policy::new().root(RootEntry::new("project", &f.root));

@@ -42,11 +42,9 @@ fn a_grant_on_an_unknown_mount_fails_at_build_as_in_a_file() {
 #[test]
 fn a_chunk_above_the_largest_chunk_fails_at_build_as_in_a_file() {
     let f = Fixture::new();
-    let limits = Limits {
-        chunk_bytes: NonZeroUsize::new(32 << 20).unwrap(),
-        max_chunk_bytes: NonZeroUsize::new(16 << 20).unwrap(),
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.chunk_bytes = NonZeroUsize::new(32 << 20).unwrap();
+    limits.max_chunk_bytes = NonZeroUsize::new(16 << 20).unwrap();
     let in_code = Policy::new()
         .root(RootEntry::new("project", &f.root))
         .limits(limits);

@@ -26,6 +26,7 @@ mod embed_consent;
 mod embed_order;
 mod embed_policy;
 mod embed_sessions;
+mod embed_settings;
 mod embed_typed;
 mod errors;
 mod fuzz_corpus;

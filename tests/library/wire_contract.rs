@@ -373,20 +373,14 @@ impl ConsentProvider for Narrow {
 
     fn decide_each<'a>(&'a self, req: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
         Box::pin(async move {
-            let approved = req
-                .paths
+            req.paths
                 .iter()
                 .map(|p: &MountPath| {
                     let mut inner = p.clone();
                     inner.rel = inner.rel.join("inner");
-                    PathChoice {
-                        asked: p.clone(),
-                        granted: inner,
-                        access: mcp_fsbroker::Access::Read,
-                    }
+                    PathChoice::new(p.clone(), inner, mcp_fsbroker::Access::Read)
                 })
-                .collect();
-            ConsentAnswer { approved }
+                .collect()
         })
     }
 }

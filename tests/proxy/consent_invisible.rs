@@ -179,14 +179,9 @@ async fn finding_11_the_tty_prompt_shows_no_invisible_character() {
     let (master, slave) = pty();
     let shown_on_tty = decline(master);
     let provider = TtyConsent::with_device(slave).with_wait(Duration::from_secs(60));
-    let req = ConsentRequest {
-        server_id: "srv\u{E0041}\u{202E}名前".into(),
-        message: Some(message()),
-        paths: vec![mount_path(&odd_name()), mount_path("plain.txt")],
-        folders: Vec::new(),
-        access: Access::Read,
-        host_paths: Vec::new(),
-    };
+    let paths = [mount_path(&odd_name()), mount_path("plain.txt")];
+    let mut req = ConsentRequest::new("srv\u{E0041}\u{202E}名前", paths, Access::Read);
+    req.message = Some(message());
     let decision = provider.decide(&req).await;
     assert!(decision.approved.is_empty());
     // Joined only now: the master side stays open until the answer has been read.
@@ -225,14 +220,9 @@ async fn finding_11_the_command_provider_is_given_a_sanitised_copy_to_show() {
     let tmp = tempfile::tempdir().unwrap();
     let prog = tmp.path().join("save.sh");
     saving_script(&prog);
-    let req = ConsentRequest {
-        server_id: "srv\u{E0041}\u{202E}名前".into(),
-        message: Some(message()),
-        paths: vec![mount_path(&odd_name()), mount_path("plain.txt")],
-        folders: Vec::new(),
-        access: Access::Read,
-        host_paths: Vec::new(),
-    };
+    let paths = [mount_path(&odd_name()), mount_path("plain.txt")];
+    let mut req = ConsentRequest::new("srv\u{E0041}\u{202E}名前", paths, Access::Read);
+    req.message = Some(message());
     let decision = CommandConsent::new(prog.clone()).decide(&req).await;
     assert!(decision.approved.is_empty());
     let seen: Value =

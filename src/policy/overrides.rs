@@ -1,0 +1,220 @@
+//! Settings a host makes in code, through the broker's builder, laid over every policy put
+//! in force: the one the broker is built with and each one a reload brings, so that a value
+//! the host chose does not go back to the file's when the file is reloaded.
+
+use super::{Policy, PolicyError};
+use std::collections::BTreeMap;
+use std::num::NonZeroU128;
+use std::time::Duration;
+
+/// What errors about a setting made in code name in place of a file.
+const ORIGIN: &str = "<builder>";
+
+/// A policy key a host may set in code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Key {
+    /// `limits.requests_per_second`.
+    RequestsPerSecond,
+    /// `limits.burst`.
+    Burst,
+    /// `limits.bytes_per_second`.
+    BytesPerSecond,
+    /// `limits.burst_bytes`.
+    BurstBytes,
+    /// `limits.timeout_ms`.
+    TimeoutMs,
+    /// `limits.chunk_bytes`.
+    ChunkBytes,
+    /// `limits.max_chunk_bytes`.
+    MaxChunkBytes,
+    /// `limits.max_write_bytes`.
+    MaxWriteBytes,
+    /// `limits.list_page`.
+    ListPage,
+    /// `limits.max_list_page`.
+    MaxListPage,
+    /// `limits.max_in_flight`.
+    MaxInFlight,
+    /// `limits.max_line_bytes`.
+    MaxLineBytes,
+    /// `limits.max_watches`.
+    MaxWatches,
+    /// `limits.max_uploads`.
+    MaxUploads,
+    /// `limits.upload_idle_secs`.
+    UploadIdleSecs,
+    /// `limits.max_kernel_watches`.
+    MaxKernelWatches,
+    /// `limits.watch_coalesce_ms`.
+    WatchCoalesceMs,
+    /// `limits.watch_queue`.
+    WatchQueue,
+    /// `consent.timeout_secs`.
+    ConsentTimeoutSecs,
+}
+
+/// The unit a key counts in, named in its error messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    /// Things: requests, entries, watches.
+    Count,
+    /// Bytes.
+    Bytes,
+    /// Milliseconds.
+    Millis,
+    /// Seconds.
+    Secs,
+}
+
+impl Key {
+    /// The dotted policy key, as errors name it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Key::RequestsPerSecond => "limits.requests_per_second",
+            Key::Burst => "limits.burst",
+            Key::BytesPerSecond => "limits.bytes_per_second",
+            Key::BurstBytes => "limits.burst_bytes",
+            Key::TimeoutMs => "limits.timeout_ms",
+            Key::ChunkBytes => "limits.chunk_bytes",
+            Key::MaxChunkBytes => "limits.max_chunk_bytes",
+            Key::MaxWriteBytes => "limits.max_write_bytes",
+            Key::ListPage => "limits.list_page",
+            Key::MaxListPage => "limits.max_list_page",
+            Key::MaxInFlight => "limits.max_in_flight",
+            Key::MaxLineBytes => "limits.max_line_bytes",
+            Key::MaxWatches => "limits.max_watches",
+            Key::MaxUploads => "limits.max_uploads",
+            Key::UploadIdleSecs => "limits.upload_idle_secs",
+            Key::MaxKernelWatches => "limits.max_kernel_watches",
+            Key::WatchCoalesceMs => "limits.watch_coalesce_ms",
+            Key::WatchQueue => "limits.watch_queue",
+            Key::ConsentTimeoutSecs => "consent.timeout_secs",
+        }
+    }
+
+    /// What the key's number counts.
+    fn unit(self) -> Unit {
+        match self {
+            Key::TimeoutMs | Key::WatchCoalesceMs => Unit::Millis,
+            Key::UploadIdleSecs | Key::ConsentTimeoutSecs => Unit::Secs,
+            Key::BytesPerSecond
+            | Key::BurstBytes
+            | Key::ChunkBytes
+            | Key::MaxChunkBytes
+            | Key::MaxWriteBytes
+            | Key::MaxLineBytes => Unit::Bytes,
+            Key::RequestsPerSecond
+            | Key::Burst
+            | Key::ListPage
+            | Key::MaxListPage
+            | Key::MaxInFlight
+            | Key::MaxWatches
+            | Key::MaxUploads
+            | Key::MaxKernelWatches
+            | Key::WatchQueue => Unit::Count,
+        }
+    }
+
+    /// Puts `n` (not zero) in the key's field of `p`; `None` when the field cannot hold it.
+    fn write(self, p: &mut Policy, n: NonZeroU128) -> Option<()> {
+        // Each field's own non-zero type, converted from `n` without loss or not at all.
+        fn nz<T: TryFrom<NonZeroU128>>(n: NonZeroU128) -> Option<T> {
+            T::try_from(n).ok()
+        }
+        let l = &mut p.limits;
+        match self {
+            Key::RequestsPerSecond => l.requests_per_second = nz(n)?,
+            Key::Burst => l.burst = nz(n)?,
+            Key::BytesPerSecond => l.bytes_per_second = nz(n)?,
+            Key::BurstBytes => l.burst_bytes = nz(n)?,
+            Key::TimeoutMs => l.timeout_ms = nz(n)?,
+            Key::ChunkBytes => l.chunk_bytes = nz(n)?,
+            Key::MaxChunkBytes => l.max_chunk_bytes = nz(n)?,
+            Key::MaxWriteBytes => l.max_write_bytes = nz(n)?,
+            Key::ListPage => l.list_page = nz(n)?,
+            Key::MaxListPage => l.max_list_page = nz(n)?,
+            Key::MaxInFlight => l.max_in_flight = nz(n)?,
+            Key::MaxLineBytes => l.max_line_bytes = nz(n)?,
+            Key::MaxWatches => l.max_watches = nz(n)?,
+            Key::MaxUploads => l.max_uploads = nz(n)?,
+            Key::UploadIdleSecs => l.upload_idle_secs = nz(n)?,
+            Key::MaxKernelWatches => l.max_kernel_watches = nz(n)?,
+            Key::WatchCoalesceMs => l.watch_coalesce_ms = nz(n)?,
+            Key::WatchQueue => l.watch_queue = nz(n)?,
+            Key::ConsentTimeoutSecs => p.consent.timeout_secs = nz(n)?,
+        }
+        Some(())
+    }
+}
+
+/// A value as the host gave it: a number in the key's unit, or a span of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Given {
+    /// A number, in the key's unit.
+    Number(u64),
+    /// A span of time, counted in the key's unit (milliseconds or seconds) rounded down.
+    Time(Duration),
+}
+
+/// The settings a host made in code: the last value given for each key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Overrides {
+    set: BTreeMap<Key, Given>,
+}
+
+impl Overrides {
+    /// Sets `key` to `value`, replacing what was set for it before.
+    pub(crate) fn set(&mut self, key: Key, value: Given) {
+        self.set.insert(key, value);
+    }
+
+    /// `policy` with these settings over its own values. A zero (or a span of time that
+    /// rounds down to zero in the key's unit) is refused rather than raised to the least
+    /// value, and so is a span too long for the key's field: the host meant something else.
+    pub(crate) fn apply(&self, mut policy: Policy) -> Result<Policy, PolicyError> {
+        for (&key, &given) in &self.set {
+            let unit = key.unit();
+            let amount = match (given, unit) {
+                (Given::Number(n), _) => u128::from(n),
+                (Given::Time(d), Unit::Secs) => u128::from(d.as_secs()),
+                (Given::Time(d), _) => d.as_millis(),
+            };
+            let refuse = |message: String| PolicyError {
+                file: ORIGIN.into(),
+                line: None,
+                key: key.name().into(),
+                message,
+            };
+            let least = match unit {
+                Unit::Count => "1".to_owned(),
+                Unit::Bytes => "1 byte".to_owned(),
+                Unit::Millis => "1 ms".to_owned(),
+                Unit::Secs => "1 second".to_owned(),
+            };
+            let Some(n) = NonZeroU128::new(amount) else {
+                let why = match given {
+                    Given::Time(d) => format!(" ({d:?} rounds down to 0)"),
+                    Given::Number(_) => String::new(),
+                };
+                return Err(refuse(format!("must be at least {least}{why}")));
+            };
+            // Numbers come in their field's own type, so only a span of time can overflow a
+            // field, and every field counting time is a u64.
+            key.write(&mut policy, n).ok_or_else(|| {
+                let unit = if unit == Unit::Secs { "seconds" } else { "ms" };
+                refuse(format!("must be at most {} {unit}", u64::MAX))
+            })?;
+        }
+        Ok(policy)
+    }
+
+    /// `e`, named as the builder's when its key is one set in code: the value at fault is
+    /// the host's, not the policy file's.
+    pub(crate) fn blame(&self, mut e: PolicyError) -> PolicyError {
+        if self.set.keys().any(|k| k.name() == e.key) {
+            e.file = ORIGIN.into();
+            e.line = None;
+        }
+        e
+    }
+}
