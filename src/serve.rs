@@ -23,9 +23,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 ///
 /// The session's requests run in the order every face keeps: a message
 /// holding an ordered method ([`crate::Method::is_ordered`]: consent and the write side) is
-/// handled after every earlier request has been answered, and no later line is read until it
+/// handled after every earlier request has been answered, and no later request starts until it
 /// is answered. So a server may pipeline consent and the reads that depend on it, or the
-/// chunks of an upload, and sees its own changes in order.
+/// chunks of an upload, and sees its own changes in order. A `notifications/cancelled` is
+/// acted on as soon as it is read, a change in progress included.
 pub async fn run<R, W, S>(
     session: ServerSession,
     mut outbound: Notifications,
@@ -73,46 +74,83 @@ where
         out.flush().await
     });
 
-    let mut lane = Dispatcher::new(broker, &server_id, tx.clone());
+    let mut lane = Dispatcher::new(broker.clone(), &server_id, tx.clone());
+    // The input is read by a future of its own into a queue of one frame, so that while a
+    // change holds the session (no later request may start), the next line is still read: a
+    // `notifications/cancelled` can then withdraw the change, and anything else waits in
+    // `next` until the change is answered. Backpressure stays on the peer's pipe: at most one
+    // frame is read ahead.
+    let (frames_tx, mut frames) = tokio::sync::mpsc::channel(1);
     let mut reader = BufReader::with_capacity(64 * 1024, input);
-    tokio::pin!(shutdown);
-    let mut stopped = false;
-    loop {
-        let frame = tokio::select! {
-            biased;
-            () = &mut shutdown => { stopped = true; break }
-            f = next_frame(&mut reader, max_line) => f,
-        };
-        match frame {
-            Ok(Frame::Eof) => break,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read input; ending session");
+    let reading = async move {
+        loop {
+            let frame = next_frame(&mut reader, max_line).await;
+            let more = matches!(frame, Ok(Frame::Line(_) | Frame::TooLong(_)));
+            if frames_tx.send(frame).await.is_err() || !more {
                 break;
             }
-            Ok(Frame::TooLong(n)) => {
-                tracing::warn!(bytes = n, limit = max_line, "skipped an over-long message");
-                let resp = jsonrpc::too_long(max_line).to_json();
-                if let Ok(v) = serde_json::to_vec(&resp) {
-                    let _ = tx.send(v).await;
-                }
-            }
-            Ok(Frame::Line(line)) => {
-                let Some(held) = lane.reserve(line.len()).await else {
-                    break;
-                };
-                let decoded = jsonrpc::decode(&line, max_line);
-                drop(line);
-                let submitted = tokio::select! {
+        }
+    };
+    tokio::pin!(shutdown);
+    let serving = async {
+        let mut stopped = false;
+        let mut next: Option<std::io::Result<Frame>> = None;
+        loop {
+            let frame = match next.take() {
+                Some(f) => f,
+                None => tokio::select! {
                     biased;
                     () = &mut shutdown => { stopped = true; break }
-                    r = lane.submit(decoded, held, None) => r,
-                };
-                if !submitted {
+                    f = frames.recv() => f.unwrap_or(Ok(Frame::Eof)),
+                },
+            };
+            let line = match frame {
+                Ok(Frame::Eof) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read input; ending session");
                     break;
                 }
+                Ok(Frame::TooLong(n)) => {
+                    tracing::warn!(bytes = n, limit = max_line, "skipped an over-long message");
+                    let resp = jsonrpc::too_long(max_line).to_json();
+                    if let Ok(v) = serde_json::to_vec(&resp) {
+                        let _ = tx.send(v).await;
+                    }
+                    continue;
+                }
+                Ok(Frame::Line(line)) => line,
+            };
+            let Some(held) = lane.reserve(line.len()).await else {
+                break;
+            };
+            let decoded = jsonrpc::decode(&line, max_line);
+            drop(line);
+            let submit = lane.submit(decoded, held, None);
+            tokio::pin!(submit);
+            let submitted = loop {
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => { stopped = true; break false }
+                    r = &mut submit => break r,
+                    f = frames.recv(), if next.is_none() => match f {
+                        Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, &broker, &server_id) => {}
+                        f => next = Some(f.unwrap_or(Ok(Frame::Eof))),
+                    },
+                }
+            };
+            if !submitted {
+                break;
             }
         }
-    }
+        stopped
+    };
+    let stopped = {
+        tokio::pin!(serving);
+        tokio::select! {
+            stopped = &mut serving => stopped,
+            () = reading => serving.await,
+        }
+    };
     lane.finish(stopped).await;
     drop(session);
     drop(tx);
@@ -120,4 +158,18 @@ where
         Ok(r) => r,
         Err(e) => Err(std::io::Error::other(e)),
     }
+}
+
+/// Whether `line` is a `notifications/cancelled`; if so it is handed over, which withdraws the
+/// request it names at once.
+fn withdraws(line: &[u8], max_line: usize, broker: &crate::Broker, server_id: &str) -> bool {
+    let Ok(message) = jsonrpc::decode(line, max_line) else {
+        return false;
+    };
+    let is_cancel = matches!(&message, jsonrpc::Message::Single(jsonrpc::Item::Notification(n))
+        if n.method == jsonrpc::CANCELLED);
+    if is_cancel {
+        drop(broker.hand_over(server_id, Some(&message)));
+    }
+    is_cancel
 }

@@ -315,11 +315,17 @@ async fn a_server_cancelling_its_consent_withdraws_the_question() {
         "params": {"requestedPaths": ["project"]}});
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "c1", "reason": "user closed the tab"}});
-    let (answer, none) = tokio::join!(s.handle_message(consent), async {
-        // Handed over once the question is open: the provider is waiting.
-        asked.notified().await;
-        s.handle_message(cancel).await
-    });
+    let both = async {
+        tokio::join!(s.handle_message(consent), async {
+            // Handed over once the question is open: the provider is waiting.
+            asked.notified().await;
+            s.handle_message(cancel).await
+        })
+    };
+    // Bounded: a cancellation that does nothing leaves the consent waiting for ever.
+    let (answer, none) = tokio::time::timeout(Duration::from_secs(30), both)
+        .await
+        .expect("the cancellation ends the consent");
     assert_eq!(answer, None, "a withdrawn request gets no answer");
     assert_eq!(none, None);
     assert_eq!(withdrawn.load(Ordering::SeqCst), 1);

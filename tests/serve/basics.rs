@@ -457,3 +457,57 @@ fn pipelined_consent_is_a_barrier_for_the_reads_after_it() {
     assert_eq!(ok(&r)["content"], "after consent");
     assert_eq!(s.wait_id(&json!("c"))["result"]["granted"], true);
 }
+
+/// The server's `notifications/cancelled` withdraws its consent while the consent program is
+/// still deciding: no answer comes for it, the next request is answered, and the audit line
+/// says `cancelled`. (Before, `serve` ignored the notification and the consent held the
+/// session until the program answered.)
+#[test]
+fn a_cancelled_consent_gets_no_answer_and_is_audited_as_cancelled() {
+    let f = Fixture::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("asked");
+    let never = script(
+        tmp.path(),
+        "never.sh",
+        &format!(
+            "touch {}; cat >/dev/null; exec sleep 1000",
+            started.display()
+        ),
+    );
+    let mut s = Sidecar::serve(&f.root, &format!("command:{never}"), &[]);
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "c", "method": "files/consent",
+        "params": {"requestedPaths": ["project"]}}),
+    );
+    // Cancelled once the question is open: the program has been started.
+    let deadline = std::time::Instant::now() + WAIT;
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the consent program never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "c"}}),
+    );
+    s.send(&json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+    assert_eq!(s.next()["id"], "p", "the ping is the next answer");
+    s.close_stdin();
+    let (status, rest) = s.finish();
+    assert!(status.success());
+    assert!(
+        rest.is_empty(),
+        "no answer for the cancelled consent: {rest:?}"
+    );
+    let audit = s.stderr();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("\"method\":\"files/consent\"")
+                && l.contains("\"outcome\":\"cancelled\"")),
+        "{audit}"
+    );
+}
