@@ -71,7 +71,7 @@ impl Config {
         let lenient = previous.is_some();
         let mut zones = Vec::new();
         let mut left_out: Vec<PathBuf> = Vec::new();
-        for (i, spec) in specs.iter().enumerate() {
+        for (i, (spec, entry)) in specs.iter().zip(&policy.roots).enumerate() {
             if spec.access != crate::access::Access::Write {
                 continue;
             }
@@ -82,10 +82,7 @@ impl Config {
                     left_out.push(root::absolute(&spec.path).unwrap_or(spec.path.clone()));
                 }
                 Err(e) => {
-                    return Err(err(
-                        format!("roots[{i}].path"),
-                        crate::policy::cannot_open_root(&spec.path, &e),
-                    ));
+                    return Err(err(format!("roots[{i}].path"), entry.cannot_open(&e)));
                 }
             }
         }
@@ -95,25 +92,21 @@ impl Config {
             }
         }
         let mut list: Vec<Arc<Root>> = Vec::new();
-        for (i, spec) in specs.into_iter().enumerate() {
+        for (i, (spec, entry)) in specs.into_iter().zip(&policy.roots).enumerate() {
             let beneath_lost =
                 root::absolute(&spec.path).is_ok_and(|p| left_out.iter().any(|l| p.starts_with(l)));
             if beneath_lost {
                 continue;
             }
             let mount = spec.mount.clone();
-            let given = spec.path.clone();
             let root = match Root::open(spec, &zones) {
                 Ok(r) => r,
                 Err(e) if lenient => {
-                    tracing::warn!(%mount, error = %e, "reload: root cannot be opened; left out until a reload opens it");
+                    tracing::warn!(%mount, error = %entry.cannot_open(&e), "reload: root cannot be opened; left out until a reload opens it");
                     continue;
                 }
                 Err(e) => {
-                    return Err(err(
-                        format!("roots[{i}].path"),
-                        crate::policy::cannot_open_root(&given, &e),
-                    ));
+                    return Err(err(format!("roots[{i}].path"), entry.cannot_open(&e)));
                 }
             };
             if list.iter().any(|x| x.mount() == root.mount()) {

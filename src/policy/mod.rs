@@ -16,7 +16,6 @@ pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
 #[cfg(feature = "cli")]
 pub(crate) use describe::describe;
 pub use load::PolicyError;
-pub(crate) use root_path::cannot_open_root;
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};
@@ -105,7 +104,8 @@ type Span = Option<std::ops::Range<usize>>;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(from = "RawRootEntry")]
 pub struct RootEntry {
-    /// The host directory (absolute, or relative to the working directory).
+    /// The host directory: absolute, or relative to the working directory. [`Policy::load`]
+    /// makes a relative path in a file relative to the file's directory instead.
     pub path: PathBuf,
     /// The mount name; default: derived from the directory's final component.
     pub mount: Option<String>,
@@ -117,6 +117,9 @@ pub struct RootEntry {
     pub servers: Vec<String>,
     /// Where `path` and `mount` stood in the file.
     spans: (Span, Span),
+    /// The path as written and the directory it was taken against, when a policy file gave
+    /// a relative one: what a message about the root names.
+    rebased: Option<(PathBuf, PathBuf)>,
 }
 
 impl RootEntry {
@@ -138,6 +141,7 @@ impl RootEntry {
             access: Access::Read,
             servers: all_servers(),
             spans: (None, None),
+            rebased: None,
         }
     }
 
@@ -200,6 +204,7 @@ impl From<RawRootEntry> for RootEntry {
             access: r.access,
             servers: r.servers,
             spans: (path_span, mount_span),
+            rebased: None,
         }
     }
 }
