@@ -75,7 +75,13 @@ fn cannot_open_root(path: &Path, dir: Option<&PathBuf>, e: &std::io::Error) -> S
         }
     }
     message.push_str(&format!(": {e}"));
-    if given.starts_with('~') {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        message.push_str(&format!(
+            "; a root must be a directory the user fsbroker runs as (uid {}) can search and \
+             read, as must every directory above it be searchable",
+            rustix::process::getuid().as_raw()
+        ));
+    } else if given.starts_with('~') {
         message.push_str(
             "; it begins with a literal `~`, which nothing expanded (a shell does, a host's JSON \
              configuration does not): write the full path, such as /home/NAME/...",

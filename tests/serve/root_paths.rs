@@ -94,3 +94,97 @@ fn relative_paths_in_a_policy_file_are_taken_against_its_directory() {
         "{err}"
     );
 }
+
+/// `fsbroker ARGS...` as the unprivileged user 65534 (root reads every directory whatever its
+/// mode), with `bin`, a copy that user may run wherever the checkout lives.
+fn as_nobody(bin: &Path, args: &[&std::ffi::OsStr]) -> std::process::Command {
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin)
+        .args(args);
+    cmd
+}
+
+/// A root the user fsbroker runs as cannot read is refused naming it, by `check-policy` (which
+/// passed it before) as at start; at a reload it is left out with a warning naming it, and
+/// the rest of the policy applies.
+#[test]
+fn a_root_that_cannot_be_read_is_refused_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(t.path()).unwrap();
+    put(&base.join("open/a.txt"), "readable");
+    std::fs::create_dir(base.join("locked")).unwrap();
+    let mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, PermissionsExt::from_mode(m)).unwrap();
+    mode(&base, 0o755);
+    mode(&base.join("open"), 0o755);
+    mode(&base.join("locked"), 0o000);
+    let copy = base.join("fsbroker");
+    std::fs::copy(bin(), &copy).unwrap();
+    let bin = copy;
+    let policy = base.join("policy.toml");
+    let both = "[[roots]]\npath = \"open\"\n\n[[roots]]\npath = \"locked\"\n";
+    let refused = |what: &str, ran: &Ran| {
+        let err = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(
+            ran.status.and_then(|s| s.code()),
+            Some(2),
+            "{what}: {}",
+            ran.log()
+        );
+        assert!(
+            err.contains("roots[1].path")
+                && err.contains("\"locked\"")
+                && err.contains("uid 65534"),
+            "{what}: {err}"
+        );
+    };
+    put(&policy, both);
+    let check = as_nobody(&bin, &["check-policy".as_ref(), policy.as_os_str()]);
+    refused("check-policy", &run_within(check, WAIT));
+    let serve = as_nobody(
+        &bin,
+        &["serve".as_ref(), "--policy".as_ref(), policy.as_os_str()],
+    );
+    refused("serve", &run_within(serve, WAIT));
+
+    // At a reload: left out, named, and the rest applies.
+    put(&policy, "[[roots]]\npath = \"open\"\n");
+    let mut cmd = as_nobody(
+        &bin,
+        &["serve".as_ref(), "--policy".as_ref(), policy.as_os_str()],
+    );
+    cmd.env("FSBROKER_LOG", "info");
+    let mut s = Sidecar::start(cmd);
+    ok(&s.request("roots/list", json!({})));
+    let tmp = base.join("policy.tmp");
+    put(&tmp, &format!("{both}[consent]\nmode = \"auto\"\n"));
+    std::fs::rename(&tmp, &policy).unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while !s.stderr().contains("policy reloaded") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no reload: {}",
+            s.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let warned = s.stderr();
+    assert!(
+        warned.contains("left out") && warned.contains("\"locked\""),
+        "{warned}"
+    );
+    let r = s.request("roots/list", json!({}));
+    let names: Vec<&str> = ok(&r)["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["open"], "{r}");
+    ok(&s.request("files/consent", json!({"requestedPaths": ["open"]})));
+    let r = s.request("files/read", json!({"path": "open/a.txt"}));
+    assert_eq!(ok(&r)["content"], "readable", "{r}");
+    s.finish();
+}
