@@ -39,3 +39,4 @@ mod live;
 mod ordering;
 mod reserved_ids;
 mod teardown;
+mod unrooted;
