@@ -68,7 +68,8 @@ pub struct ProxyPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EraMode {
-    /// Legacy whenever the server speaks it; modern only with a modern-only server.
+    /// Legacy for a host that can fall back to `initialize`; modern for a host that sends
+    /// 2026-07-28 requests without probing, and with a modern-only server.
     #[default]
     Auto,
     /// Legacy only: a modern-only server is an error.

@@ -33,6 +33,7 @@ mod consent_invisible;
 mod consent_modify;
 mod elicit;
 mod era;
+mod era_auto;
 mod hostile_host;
 mod hostile_server;
 mod live;
