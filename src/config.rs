@@ -46,111 +46,18 @@ impl Config {
         overrides: &Overrides,
         previous: Option<&Config>,
     ) -> Result<Config, PolicyError> {
-        let err = |key: String, message: String| PolicyError {
-            file: "<policy>".into(),
-            line: None,
-            key,
-            message,
-        };
         // The host's values win over every policy's, and the limits are checked together
         // once they are in: a reloaded policy's may not fit with the host's.
         let policy = overrides.apply(policy)?;
         policy
             .validate_limits("<policy>")
             .map_err(|e| overrides.blame(e))?;
-        let mut specs = Vec::new();
-        for (i, r) in policy.roots.iter().enumerate() {
-            let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
-            if let Some(dir) = Policy::mount_derived_from(r) {
-                // Servers must use the derived name in paths: say which it is.
-                tracing::info!(%mount, directory = %dir, "mount name derived from the directory name");
-            }
-            specs.push(RootSpec {
-                path: r.path.clone(),
-                name: r.name.clone().unwrap_or_else(|| mount.to_string()),
-                mount,
-                access: r.access,
-                servers: r.servers.clone(),
-            });
-        }
-        // Where the server may have shaped names: the new policy's writable roots, and the
-        // ones in force until now (a reload must not follow what the server made there).
-        // At start a root that cannot be opened refuses the policy. At a reload it is left
-        // out, and so is every root beneath a writable one left out, so that a server which
-        // moved a root's directory away cannot hold the user's narrowing reload back.
-        let lenient = previous.is_some();
-        let mut zones = Vec::new();
-        let mut left_out: Vec<PathBuf> = Vec::new();
-        for (i, spec) in specs.iter().enumerate() {
-            if spec.access != crate::access::Access::Write {
-                continue;
-            }
-            match root::zone(spec) {
-                Ok(z) => zones.push(z),
-                Err(e) if lenient => {
-                    tracing::warn!(mount = %spec.mount, error = %e, "reload: writable root cannot be found; it and every root beneath it are left out until a reload finds it");
-                    left_out.push(root::absolute(&spec.path).unwrap_or(spec.path.clone()));
-                }
-                Err(e) => {
-                    return Err(err(
-                        format!("roots[{i}].path"),
-                        crate::policy::cannot_open_root(&spec.path, &e),
-                    ));
-                }
-            }
-        }
-        for z in previous.iter().flat_map(|p| p.zones.iter()) {
-            if !zones.iter().any(|n| n.id == z.id) {
-                zones.push(z.clone());
-            }
-        }
-        let mut list: Vec<Arc<Root>> = Vec::new();
-        for (i, spec) in specs.into_iter().enumerate() {
-            let beneath_lost =
-                root::absolute(&spec.path).is_ok_and(|p| left_out.iter().any(|l| p.starts_with(l)));
-            if beneath_lost {
-                continue;
-            }
-            let mount = spec.mount.clone();
-            let given = spec.path.clone();
-            let root = match Root::open(spec, &zones) {
-                Ok(r) => r,
-                Err(e) if lenient => {
-                    tracing::warn!(%mount, error = %e, "reload: root cannot be opened; left out until a reload opens it");
-                    continue;
-                }
-                Err(e) => {
-                    return Err(err(
-                        format!("roots[{i}].path"),
-                        crate::policy::cannot_open_root(&given, &e),
-                    ));
-                }
-            };
-            if list.iter().any(|x| x.mount() == root.mount()) {
-                return Err(err(
-                    format!("roots[{i}].mount"),
-                    format!("mount name {} is used by another root", root.mount()),
-                ));
-            }
-            list.push(Arc::new(root));
-        }
-        narrower_nested(&list).map_err(|(i, m)| err(format!("roots[{i}]"), m))?;
-        // The policy's other paths: a file the server could replace is refused.
-        if let Some(file) = &policy.source {
-            root::outside_zones(file, &zones).map_err(|m| err("policy".into(), m))?;
-        }
-        if let Some(file) = &policy.audit.file {
-            root::outside_zones(file, &zones).map_err(|m| err("audit.file".into(), m))?;
-        }
-        let mut policy = policy;
-        for (key, mode) in [
-            ("consent.mode", &mut policy.consent.mode),
-            ("consent.fallback", &mut policy.consent.fallback),
-        ] {
-            if let Some(ConsentMode::Command(program)) = mode {
-                *program = consent_program(program, &zones).map_err(|m| err(key.into(), m))?;
-            }
-        }
+        let earlier = previous.map_or(&[][..], |p| p.zones.as_slice());
+        let Settled {
+            policy,
+            list,
+            zones,
+        } = settle(policy, earlier, previous.is_some())?;
         let rate = match previous {
             Some(p) if p.policy.limits == policy.limits => p.rate.clone(),
             _ => Arc::new(RateLimits::new(&policy.limits)),
@@ -165,6 +72,123 @@ impl Config {
             zones,
         })
     }
+}
+
+/// Checks `policy` against the disk as a start would, putting nothing in force: its roots are
+/// opened and read, its other paths judged, its consent program found. What `fsbroker
+/// check-policy` adds to loading the file, so that it refuses what `serve` would.
+#[cfg(feature = "cli")]
+pub(crate) fn check(policy: Policy) -> Result<(), PolicyError> {
+    settle(policy, &[], false).map(drop)
+}
+
+/// A policy settled against the disk: its roots opened, its consent programs found.
+struct Settled {
+    policy: Policy,
+    list: Vec<Arc<Root>>,
+    zones: Vec<root::Zone>,
+}
+
+/// Opens `policy`'s roots, judges its other paths against the writable roots (its own and
+/// `earlier`, those of every policy in force before) and finds its consent programs. With
+/// `lenient` (a reload), a root that cannot be opened is left out rather than refusing it.
+fn settle(policy: Policy, earlier: &[root::Zone], lenient: bool) -> Result<Settled, PolicyError> {
+    let err = |key: String, message: String| PolicyError {
+        file: "<policy>".into(),
+        line: None,
+        key,
+        message,
+    };
+    let mut specs = Vec::new();
+    for (i, r) in policy.roots.iter().enumerate() {
+        let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
+        if let Some(dir) = Policy::mount_derived_from(r) {
+            // Servers must use the derived name in paths: say which it is.
+            tracing::info!(%mount, directory = %dir, "mount name derived from the directory name");
+        }
+        specs.push(RootSpec {
+            path: r.path.clone(),
+            name: r.name.clone().unwrap_or_else(|| mount.to_string()),
+            mount,
+            access: r.access,
+            servers: r.servers.clone(),
+        });
+    }
+    // Where the server may have shaped names: the new policy's writable roots, and the
+    // ones in force until now (a reload must not follow what the server made there).
+    // At start a root that cannot be opened refuses the policy. At a reload it is left
+    // out, and so is every root beneath a writable one left out, so that a server which
+    // moved a root's directory away cannot hold the user's narrowing reload back.
+    let mut zones = Vec::new();
+    let mut left_out: Vec<PathBuf> = Vec::new();
+    for (i, (spec, entry)) in specs.iter().zip(&policy.roots).enumerate() {
+        if spec.access != crate::access::Access::Write {
+            continue;
+        }
+        match root::zone(spec) {
+            Ok(z) => zones.push(z),
+            Err(e) if lenient => {
+                tracing::warn!(mount = %spec.mount, error = %e, "reload: writable root cannot be found; it and every root beneath it are left out until a reload finds it");
+                left_out.push(root::absolute(&spec.path).unwrap_or(spec.path.clone()));
+            }
+            Err(e) => {
+                return Err(err(format!("roots[{i}].path"), entry.cannot_open(&e)));
+            }
+        }
+    }
+    for z in earlier {
+        if !zones.iter().any(|n| n.id == z.id) {
+            zones.push(z.clone());
+        }
+    }
+    let mut list: Vec<Arc<Root>> = Vec::new();
+    for (i, (spec, entry)) in specs.into_iter().zip(&policy.roots).enumerate() {
+        let beneath_lost =
+            root::absolute(&spec.path).is_ok_and(|p| left_out.iter().any(|l| p.starts_with(l)));
+        if beneath_lost {
+            continue;
+        }
+        let mount = spec.mount.clone();
+        let root = match Root::open(spec, &zones) {
+            Ok(r) => r,
+            Err(e) if lenient => {
+                tracing::warn!(%mount, error = %entry.cannot_open(&e), "reload: root cannot be opened; left out until a reload opens it");
+                continue;
+            }
+            Err(e) => {
+                return Err(err(format!("roots[{i}].path"), entry.cannot_open(&e)));
+            }
+        };
+        if list.iter().any(|x| x.mount() == root.mount()) {
+            return Err(err(
+                format!("roots[{i}].mount"),
+                format!("mount name {} is used by another root", root.mount()),
+            ));
+        }
+        list.push(Arc::new(root));
+    }
+    narrower_nested(&list).map_err(|(i, m)| err(format!("roots[{i}]"), m))?;
+    // The policy's other paths: a file the server could replace is refused.
+    if let Some(file) = &policy.source {
+        root::outside_zones(file, &zones).map_err(|m| err("policy".into(), m))?;
+    }
+    if let Some(file) = &policy.audit.file {
+        root::outside_zones(file, &zones).map_err(|m| err("audit.file".into(), m))?;
+    }
+    let mut policy = policy;
+    for (key, mode) in [
+        ("consent.mode", &mut policy.consent.mode),
+        ("consent.fallback", &mut policy.consent.fallback),
+    ] {
+        if let Some(ConsentMode::Command(program)) = mode {
+            *program = consent_program(program, &zones).map_err(|m| err(key.into(), m))?;
+        }
+    }
+    Ok(Settled {
+        policy,
+        list,
+        zones,
+    })
 }
 
 /// The consent program to run: a bare name found on `PATH` now, once, so that what is run is

@@ -225,6 +225,8 @@ const PROXY_LAYERS: &[&str] = &[
     "host_channel",
     "cancel",
     "elicit",
+    // What the server's own command line names, which the sandbox checks too.
+    "own_dirs",
     "sandbox",
     // What the session knows, and the judge that decides with it.
     "era",

@@ -1,4 +1,5 @@
-//! `fsbroker check-policy`: loads policy files and prints what each one puts in force.
+//! `fsbroker check-policy`: loads policy files, checks them against the disk as a start would,
+//! and prints what each one puts in force.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +10,17 @@ use std::process::ExitCode;
 pub(super) fn run(files: &[PathBuf]) -> ExitCode {
     let mut code = ExitCode::SUCCESS;
     for file in files {
-        match crate::Policy::load(file) {
+        // Loaded, then settled against the disk as a start would (roots opened and read,
+        // consent programs found), so that what passes here also starts.
+        let checked = crate::Policy::load(file).and_then(|policy| {
+            crate::config::check(policy.clone())
+                .map(|()| policy)
+                .map_err(|e| crate::policy::PolicyError {
+                    file: file.display().to_string(),
+                    ..e
+                })
+        });
+        match checked {
             Ok(policy) => {
                 if files.len() > 1 {
                     println!("# {}", file.display());

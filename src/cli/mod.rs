@@ -157,9 +157,10 @@ pub(crate) struct ProxyArgs {
         conflicts_with = "command"
     )]
     pub(crate) bearer_env: Option<String>,
-    /// Which protocol era a session may take: auto (legacy whenever the server speaks it,
-    /// where files are brokered; modern only with a modern-only server), legacy or modern.
-    /// Overrides the policy's `[proxy] era`.
+    /// Which protocol era a session may take: auto (legacy, where files are brokered, for a
+    /// host that can fall back to initialize; modern for a host that sends 2026-07-28 requests
+    /// without probing, or with a modern-only server), legacy or modern. Overrides the
+    /// policy's `[proxy] era`.
     #[arg(long = "era", value_name = "auto|legacy|modern", value_parser = parse_era)]
     pub(crate) era: Option<EraMode>,
     /// Seconds allowed for connecting to the remote server (every retry included), and for

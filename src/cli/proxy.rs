@@ -64,6 +64,12 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         .map(|link| (link, None))
         .map_err(|e| (e.to_string(), e.exit_code())),
         Server::Local(None) => {
+            let roots: Vec<std::path::PathBuf> = broker
+                .roots()
+                .iter()
+                .map(|r| r.host_path_of(&crate::path::RelPath::root()))
+                .collect();
+            crate::proxy::own_dirs::warn_outside_roots(&args.command, &roots);
             crate::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
                 .map(|link| (link, None))
                 .map_err(|e| (e.to_string(), e.exit_code()))

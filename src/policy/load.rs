@@ -78,7 +78,21 @@ impl Policy {
             key: String::new(),
             message: format!("cannot read policy: {e}"),
         })?;
-        let mut policy = Policy::parse_checked(&text, &path.display().to_string(), roots_exist)?;
+        // The directory the file is named in (a link to the file is not followed): what its
+        // relative paths are taken against.
+        let dir = std::path::absolute(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .ok_or_else(|| PolicyError {
+                file: path.display().to_string(),
+                line: None,
+                key: String::new(),
+                message: "cannot tell the policy file's directory, which its relative paths \
+                          are taken against"
+                    .into(),
+            })?;
+        let mut policy =
+            Policy::parse_checked(&text, &path.display().to_string(), roots_exist, Some(&dir))?;
         policy.source = Some(path.to_path_buf());
         Ok(policy)
     }
@@ -89,12 +103,21 @@ impl Policy {
     }
 
     /// Parses and validates policy text; `file` names it in errors.
+    /// Relative paths in it are taken against the working directory, as in code; a file's
+    /// ([`Policy::load`]) against the file's directory.
     pub fn parse(text: &str, file: &str) -> Result<Policy, PolicyError> {
-        Policy::parse_checked(text, file, true)
+        Policy::parse_checked(text, file, true, None)
     }
 
-    /// As [`Policy::parse`]; `roots_exist` says whether a missing root directory is an error.
-    fn parse_checked(text: &str, file: &str, roots_exist: bool) -> Result<Policy, PolicyError> {
+    /// As [`Policy::parse`]; `roots_exist` says whether a missing root directory is an error,
+    /// and `dir` is the directory relative paths are taken against, when it is not the
+    /// working directory.
+    fn parse_checked(
+        text: &str,
+        file: &str,
+        roots_exist: bool,
+        dir: Option<&Path>,
+    ) -> Result<Policy, PolicyError> {
         let line_of = |offset: usize| text.get(..offset).map(|t| t.matches('\n').count() + 1);
         let de = toml::Deserializer::parse(text).map_err(|e| PolicyError {
             file: file.to_owned(),
@@ -102,7 +125,7 @@ impl Policy {
             key: String::new(),
             message: e.message().to_owned(),
         })?;
-        let policy: Policy = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut policy: Policy = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
             PolicyError {
@@ -112,6 +135,9 @@ impl Policy {
                 message: inner.message().to_owned(),
             }
         })?;
+        if let Some(dir) = dir {
+            policy.rebase(dir);
+        }
         policy
             .check(roots_exist)
             .map_err(|Invalid { key, span, message }| PolicyError {
@@ -218,7 +244,7 @@ impl Policy {
                     return Err(Invalid::at(
                         format!("roots[{i}].path"),
                         r.path_span(),
-                        super::cannot_open_root(&r.path, &e),
+                        r.cannot_open(&e),
                     ));
                 }
             }

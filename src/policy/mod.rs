@@ -18,7 +18,6 @@ pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
 pub(crate) use describe::describe;
 pub use load::PolicyError;
 pub(crate) use overrides::{Given, Key, Overrides};
-pub(crate) use root_path::cannot_open_root;
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};
@@ -75,7 +74,8 @@ pub struct ProxyPolicy {
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum EraMode {
-    /// Legacy whenever the server speaks it; modern only with a modern-only server.
+    /// Legacy for a host that can fall back to `initialize`; modern for a host that sends
+    /// 2026-07-28 requests without probing, and with a modern-only server.
     #[default]
     Auto,
     /// Legacy only: a modern-only server is an error.
@@ -111,7 +111,8 @@ type Span = Option<std::ops::Range<usize>>;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(from = "RawRootEntry")]
 pub struct RootEntry {
-    /// The host directory (absolute, or relative to the working directory).
+    /// The host directory: absolute, or relative to the working directory. [`Policy::load`]
+    /// makes a relative path in a file relative to the file's directory instead.
     pub path: PathBuf,
     /// The mount name; default: derived from the directory's final component.
     pub mount: Option<String>,
@@ -123,6 +124,9 @@ pub struct RootEntry {
     pub servers: Vec<String>,
     /// Where `path` and `mount` stood in the file.
     spans: (Span, Span),
+    /// The path as written and the directory it was taken against, when a policy file gave
+    /// a relative one: what a message about the root names.
+    rebased: Option<(PathBuf, PathBuf)>,
 }
 
 impl RootEntry {
@@ -144,6 +148,7 @@ impl RootEntry {
             access: Access::Read,
             servers: all_servers(),
             spans: (None, None),
+            rebased: None,
         }
     }
 
@@ -206,6 +211,7 @@ impl From<RawRootEntry> for RootEntry {
             access: r.access,
             servers: r.servers,
             spans: (path_span, mount_span),
+            rebased: None,
         }
     }
 }

@@ -34,6 +34,9 @@ pub(super) async fn read_server(
     let Some(to_host) = to_host else { return };
     while let Some(line) = from_server.recv().await {
         let mut routed = route(line, &host, &state);
+        for notice in std::mem::take(&mut routed.notices) {
+            tracing::warn!("{}", notice.text());
+        }
         for response in std::mem::take(&mut routed.input) {
             if let Some(l) = era::intercept(
                 &state.era,

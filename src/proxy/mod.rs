@@ -31,7 +31,9 @@
 //!   through it; `cancel.rs` keeps the brokered requests a server may cancel;
 //! - `peek.rs`, `strict.rs`: the exact reader of a relayed message; `names.rs`: the MCP
 //!   vocabulary the proxy acts on;
-//! - `sandbox/`: `--sandbox`, the kernel's rules for a local server.
+//! - `sandbox/`: `--sandbox`, the kernel's rules for a local server; `own_dirs.rs` names, at
+//!   start, the directories on the server's command line that no root (or, sandboxed, nothing
+//!   the sandbox allows) holds.
 
 mod cancel;
 mod elicit;
@@ -43,6 +45,7 @@ mod judge;
 mod lane;
 mod link;
 mod names;
+pub(crate) mod own_dirs;
 mod peek;
 mod relay;
 pub(crate) mod remote;

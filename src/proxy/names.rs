@@ -7,6 +7,8 @@ use serde_json::Value;
 
 /// The legacy handshake.
 pub(crate) const INITIALIZE: &str = "initialize";
+/// The host's notice that ends the legacy handshake.
+pub(crate) const INITIALIZED: &str = "notifications/initialized";
 /// The 2026-07-28 probe.
 pub(crate) const DISCOVER: &str = "server/discover";
 /// The server's question for its roots (answered by the broker, never by the host).

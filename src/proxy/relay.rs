@@ -1,12 +1,13 @@
 //! What the proxy learns of one relayed session and shares between the readers, the lane
 //! and the rounds: the server's name and the session's id, the brokered requests a server
-//! may cancel, and the era's facts.
+//! may cancel, whether the server asked for its roots, and the era's facts.
 
 use super::cancel;
 use super::era::{self, EraState};
 use super::names::{FIRST_WITHOUT_BATCHES, SERVER_INFO_KEY};
 use crate::session::DEFAULT_SERVER_ID;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// What the proxy learns of one relayed session (see the module documentation).
@@ -21,6 +22,45 @@ pub(super) struct Relay {
     pub(super) brokered: Arc<cancel::Brokered>,
     /// The protocol era, and the roots questions of a modern session.
     pub(super) era: Arc<EraState>,
+    /// Whether the server asked for its roots by the end of its handshake.
+    pub(super) roots_asked: RootsAsked,
+}
+
+/// Whether the server asked for its roots (`roots/list`) by the time its handshake was over.
+/// A server that has not, by its first answer to the host after the host's
+/// `notifications/initialized`, serves what its own command line names, which `--root` does
+/// not reach: that is said once. Every step is noted by the judge as it passes; the first
+/// answer after the handshake settles it either way.
+#[derive(Default)]
+pub(super) struct RootsAsked {
+    /// The host sent `notifications/initialized`.
+    handshake_over: AtomicBool,
+    /// The server asked for its roots.
+    asked: AtomicBool,
+    /// The first answer after the handshake has come.
+    settled: AtomicBool,
+}
+
+impl RootsAsked {
+    /// The host sent `notifications/initialized`.
+    pub(super) fn note_handshake_over(&self) {
+        self.handshake_over.store(true, Ordering::SeqCst);
+    }
+
+    /// The server asked for its roots.
+    pub(super) fn note_asked(&self) {
+        self.asked.store(true, Ordering::SeqCst);
+    }
+
+    /// The server answers the host, other than the answer to `initialize` (which a host that
+    /// sends its first lines at once may get after its `notifications/initialized` passed):
+    /// whether this is the first answer after the handshake and the server has not asked for
+    /// its roots (true at most once per session).
+    pub(super) fn unasked_at_answer(&self) -> bool {
+        self.handshake_over.load(Ordering::SeqCst)
+            && !self.settled.swap(true, Ordering::SeqCst)
+            && !self.asked.load(Ordering::SeqCst)
+    }
 }
 
 impl Relay {
@@ -32,6 +72,7 @@ impl Relay {
             session: OnceLock::new(),
             brokered: Arc::default(),
             era: Arc::new(EraState::new()),
+            roots_asked: RootsAsked::default(),
         }
     }
 

@@ -81,6 +81,9 @@ impl Root {
         let mut canonical_path = PathBuf::from("/");
         canonical_path.extend(&found.real);
         let dir = found.open()?;
+        // A root must be listable, not only openable (a network or FUSE filesystem may refuse
+        // the listing itself): else it is offered, consented, and fails at its first use.
+        dir.entries()?.next().transpose()?;
         let id = {
             use dirs::FileIdOf;
             dir.file_id()?

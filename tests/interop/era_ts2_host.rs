@@ -228,33 +228,32 @@ fn a_2x_client_with_a_cached_modern_verdict_gets_the_brokers_roots_with_era_mode
     roots_and_form_round_trip(&out, &f);
 }
 
-/// In `--era auto` the same host's first request is refused with `-32022` naming the legacy
-/// versions, before anything reaches the server: nothing runs unbrokered.
+/// In `--era auto` too: a host whose first request is already in the 2026-07-28 envelope
+/// has settled on that revision and falls back to nothing, so it gets the modern session,
+/// the server's roots brokered.
 #[test]
-fn a_2x_client_with_a_cached_modern_verdict_is_refused_in_era_auto() {
+fn a_2x_client_with_a_cached_modern_verdict_gets_the_brokers_roots_in_era_auto() {
     let f = Fixture::new();
     let out = host("prior", &f, Server::DualEra, &[], roots_and_mixed());
-    assert_eq!(out["tools"]["error"]["code"], -32022, "{out}");
-    assert_eq!(
-        out["tools"]["error"]["data"]["supported"],
-        json!(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]),
-        "{out}"
-    );
-    for call in out["calls"].as_array().cloned().unwrap_or_default() {
-        assert_eq!(call["error"]["code"], -32022, "{out}");
-    }
-    let log = out["stderr"].as_str().unwrap_or_default();
-    assert!(!log.contains("session settled"), "{log}");
+    settled(&out, "modern");
+    roots_and_form_round_trip(&out, &f);
 }
 
-/// `--era auto` keeps a dual-era server legacy, where `files/*` exists, so it answers the
-/// probe as a legacy-only server; a client pinned to 2026-07-28 then refuses to connect.
+/// `--era auto` keeps a dual-era server legacy, where `files/*` exists, for a host that can
+/// fall back: it answers the probe `-32022` with the legacy versions. A client pinned to
+/// 2026-07-28 probes alike, so it refuses to connect, and what it says names `--era modern`.
 #[test]
-fn the_pinned_modern_2x_client_cannot_connect_in_era_auto() {
+fn the_pinned_modern_2x_client_cannot_connect_in_era_auto_and_is_told_era_modern() {
     let f = Fixture::new();
     let out = host("modern", &f, Server::DualEra, &[], roots_and_mixed());
     let e = refused_at_connect(&out);
-    assert_eq!(e["code"], "ERA_NEGOTIATION_FAILED", "{out}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("--era modern"),
+        "{out}"
+    );
 }
 
 /// `--era modern` never downgrades: the default client's `initialize` is refused.

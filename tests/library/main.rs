@@ -3,8 +3,9 @@
 //! test binary of its own: confinement, each method, consent, limits, policy, races, watches
 //! seen through the handle, the error table and the documents checked against the broker.
 //! Everything here runs in the test process with no `fsbroker` child, except where a module
-//! says otherwise (the policy examples' `check-policy`, `embed_audit`'s child host and
-//! `trailing_slash`'s child runs of this same binary under a seccomp filter).
+//! says otherwise (the policy examples' `check-policy`, `embed_audit`'s child host, the
+//! README's host configurations run by `readme`, and `trailing_slash`'s child runs of this
+//! same binary under a seccomp filter).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 // Shared helpers, under tests/common/.

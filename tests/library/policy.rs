@@ -27,8 +27,8 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Loads `policy/NAME.toml`. Its relative root paths resolve against the working directory,
-/// which cargo sets to the package root for integration tests.
+/// Loads `policy/NAME.toml`. Its relative root paths resolve against the file's directory,
+/// `policy/`, wherever the test runs.
 fn example(name: &str) -> Policy {
     let path = manifest_dir().join("policy").join(format!("{name}.toml"));
     Policy::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -1,6 +1,7 @@
 //! What the README promises a new user, checked against the repository: the Methods table is
-//! one table naming every method docs/protocol.md documents, with the same result keys, and
-//! the install step comes before the first host configuration that runs `fsbroker`.
+//! one table naming every method docs/protocol.md documents, with the same result keys, the
+//! install step comes before the first host configuration that runs `fsbroker`, and every
+//! host configuration it shows runs (this one runs the binary).
 
 use std::collections::BTreeMap;
 
@@ -152,4 +153,86 @@ fn the_readme_runs_no_package_a_stranger_could_publish() {
         seen >= 2,
         "the README's host snippets were not found ({seen})"
     );
+}
+
+/// The fenced blocks of `lang` in a Markdown text, in order.
+fn blocks<'a>(text: &'a str, lang: &str) -> Vec<&'a str> {
+    text.split(&format!("```{lang}\n"))
+        .skip(1)
+        .filter_map(|rest| rest.split_once("\n```").map(|(block, _)| block))
+        .collect()
+}
+
+/// Every host configuration the README shows runs: each one's flags are ones the proxy takes,
+/// with values it accepts. Each is run with its directories replaced by a temporary one and
+/// its server by `true` (the proxy exits with its code, 0); one of them is the configuration
+/// for hosts that cannot ask, and the policy shown beside it loads.
+#[test]
+fn every_host_configuration_in_the_readme_runs() {
+    let readme = text("README.md");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let mut configs: Vec<Vec<String>> = Vec::new();
+    for block in blocks(&readme, "json") {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(block) else {
+            continue;
+        };
+        for servers in ["mcpServers", "servers"] {
+            for server in value[servers]
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.values())
+            {
+                if server["command"] == "fsbroker" {
+                    let args = server["args"].as_array().unwrap();
+                    configs.push(args.iter().map(|a| a.as_str().unwrap().into()).collect());
+                }
+            }
+        }
+    }
+    assert!(configs.len() >= 3, "host configurations found: {configs:?}");
+    assert!(
+        configs
+            .iter()
+            .any(|c| c.iter().any(|a| a == "--consent-fallback")),
+        "the configuration for hosts that cannot ask: {configs:?}"
+    );
+    for config in &configs {
+        let end = config
+            .iter()
+            .position(|a| a == "--")
+            .unwrap_or_else(|| panic!("{config:?} has no `--` before the server"));
+        let mut args: Vec<String> = Vec::new();
+        let mut flags = config[..end].iter();
+        while let Some(a) = flags.next() {
+            args.push(a.clone());
+            if a == "--root" {
+                let value = flags.next().unwrap();
+                let mount = value.split_once('=').map(|(m, _)| format!("{m}="));
+                args.push(format!("{}{root}", mount.unwrap_or_default()));
+            }
+        }
+        args.extend(["--".into(), "true".into()]);
+        let out = std::process::Command::new(crate::common::bin())
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{config:?} (run as {args:?}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let hosts = section(&readme, "Usage")
+        .split("**Hosts that cannot ask.**")
+        .nth(1)
+        .expect("the README says what to do under hosts that cannot ask");
+    let policy = blocks(hosts, "toml")
+        .into_iter()
+        .next()
+        .expect("the policy for hosts that cannot ask");
+    let policy = policy.replace("/home/me/notes", root);
+    let policy = mcp_fsbroker::Policy::parse(&policy, "README").unwrap_or_else(|e| panic!("{e}"));
+    assert!(!policy.consent.rules.is_empty(), "it decides by rules");
 }

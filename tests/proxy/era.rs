@@ -1,7 +1,8 @@
 //! `fsbroker proxy` and the protocol's eras (revision 2026-07-28 against 2025-11-25 and
 //! earlier), through the real binary with a scripted server (`tests/proxy/era_server.py`)
 //! and this test as the host: the host's `server/discover` probe is answered by the proxy,
-//! a modern request before `initialize` is refused, `--era` is honoured, and a server's
+//! `--era` is honoured (`era_auto.rs` has what `auto` does with a host that sends modern
+//! requests first), and a server's
 //! `roots/list` input request is answered by the broker and never reaches the host.
 
 use crate::common::Fixture;
@@ -80,7 +81,7 @@ fn auto_answers_the_discover_probe_itself_so_the_host_falls_back_to_initialize()
     let f = Fixture::new();
     let (mut p, log) = proxy(&f, "dual", &[]);
     let r = discover(&mut p, "probe");
-    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert_eq!(r["error"]["code"], -32022, "{r}");
     let init = initialize(&mut p);
     assert_eq!(init["result"]["serverInfo"]["name"], "era-dual", "{init}");
     let (status, _) = p.finish();
@@ -94,10 +95,10 @@ fn auto_answers_the_discover_probe_itself_so_the_host_falls_back_to_initialize()
 }
 
 #[test]
-fn a_modern_request_before_initialize_is_refused_in_auto_and_legacy() {
+fn a_modern_request_before_initialize_is_refused_in_legacy() {
     let f = Fixture::new();
-    for opts in [&[][..], &["--era", "legacy"][..]] {
-        let (mut p, log) = proxy(&f, "dual", opts);
+    {
+        let (mut p, log) = proxy(&f, "dual", &["--era", "legacy"]);
         let r = call(&mut p, 1, "meta", json!({}));
         assert_eq!(r["error"]["code"], -32022, "{r}");
         let supported = r["error"]["data"]["supported"].as_array().unwrap();
@@ -227,7 +228,7 @@ fn auto_goes_modern_only_with_a_modern_only_server() {
     let (mut p, _) = proxy(&f, "modern-only", &[]);
     // The probing host: discover (answered by the proxy), initialize (refused by the
     // server with only modern versions), discover again (now forwarded).
-    assert_eq!(discover(&mut p, "p1")["error"]["code"], -32601);
+    assert_eq!(discover(&mut p, "p1")["error"]["code"], -32022);
     let init = initialize(&mut p);
     assert_eq!(init["error"]["code"], -32022, "{init}");
     let d = discover(&mut p, "p2");
@@ -263,7 +264,7 @@ fn the_era_policy_key_is_honoured_and_the_flag_overrides_it() {
         "dual",
         &["--policy", policy.to_str().unwrap(), "--era", "auto"],
     );
-    assert_eq!(discover(&mut p, "probe")["error"]["code"], -32601);
+    assert_eq!(discover(&mut p, "probe")["error"]["code"], -32022);
     p.finish();
 }
 
@@ -462,7 +463,7 @@ fn a_second_answer_to_initialize_cannot_change_the_era() {
         "params":{"name":"reinit","arguments":{}}}));
     p.wait_id(&json!(8));
     let d = discover(&mut p, "probe-after");
-    assert_eq!(d["error"]["code"], -32601, "{d}");
+    assert_eq!(d["error"]["code"], -32022, "{d}");
     p.finish();
     assert!(
         !received(&log).contains("server/discover"),

@@ -23,6 +23,8 @@ For the adversarial tests:
 - Batches from the host are handled item by item (answers go out one by one).
 - $RECV_LOG: every line received is appended to that file as it came.
 - $EOF_EXIT_CODE: the exit code when the input ends (instead of 0).
+- $ROOTS_ON_INITIALIZED: on the host's `notifications/initialized`, ask for the roots
+  (`roots/list`) as a server that serves its roots does; otherwise it never asks.
 """
 import base64
 import json
@@ -245,6 +247,8 @@ def handle(m):
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "no tool"}})
     elif method and mid is not None:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
+    elif method == "notifications/initialized" and os.environ.get("ROOTS_ON_INITIALIZED"):
+        ask("roots/list", None)
     elif method and method.startswith("notifications/"):
         seen = os.environ.get("NOTES")
         if seen:

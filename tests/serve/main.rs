@@ -24,6 +24,7 @@ mod etag_exclusive;
 mod malformed;
 mod policy_paths;
 mod reload;
+mod root_paths;
 mod stdout;
 mod watch;
 mod watch_limits;

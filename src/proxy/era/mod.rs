@@ -11,9 +11,11 @@
 //! - the era of a connection is the first evidence seen: `initialize` means legacy,
 //!   `server/discover` or a request with the modern `_meta` means modern;
 //! - under `--era auto` and `--era legacy`, the proxy answers the host's `server/discover`
-//!   itself, with the error a legacy-only server gives (`-32601`), so that probing clients
-//!   fall back to `initialize`; a request carrying the modern `_meta` before any
-//!   `initialize` is refused with `-32022` and the legacy versions;
+//!   itself, with `-32022` naming the legacy versions and `--era modern`, so that probing
+//!   clients fall back to `initialize` and one that cannot (pinned to 2026-07-28) says what
+//!   would serve it; a request carrying the modern `_meta` before any `initialize` comes from
+//!   a host that settled on 2026-07-28 without probing: `--era auto` relays it and the
+//!   session goes modern, `--era legacy` refuses it with the same `-32022`;
 //! - under `--era auto`, a server that answers `initialize` with `-32022` and only modern
 //!   versions is modern-only: the host's next probe is forwarded and the session goes modern;
 //!   under `--era legacy` that ends the proxy with exit code 1;

@@ -65,20 +65,24 @@ impl EraState {
         let go_modern = match mode {
             EraMode::Modern => true,
             EraMode::Legacy => false,
-            EraMode::Auto => self.facts().modern_only,
+            // A probe is answered here, so that a host that can fall back to `initialize`
+            // does, and files are brokered; it cannot be told from a probe of a host that
+            // will not (one pinned to 2026-07-28), whose refusal names `--era modern`. A
+            // request already in the 2026-07-28 envelope comes from a host that settled on
+            // that era without asking (a pinned version, a remembered verdict) and falls back
+            // to nothing: it gets the modern session, its roots brokered, as with `--era
+            // modern`.
+            EraMode::Auto => !discover || self.facts().modern_only,
         };
         if self.era() == Some(Era::Legacy) {
             if discover {
-                return HostAction::Answer(no_discover(id));
+                return HostAction::Answer(legacy_only(id, mode));
             }
             // The connection is legacy: a server ignores the modern `_meta` there.
             return relay();
         }
         if !go_modern {
-            if discover {
-                return HostAction::Answer(no_discover(id));
-            }
-            return HostAction::Answer(unsupported(id, &LEGACY_VERSIONS, "the legacy era"));
+            return HostAction::Answer(legacy_only(id, mode));
         }
         self.settle(Era::Modern);
         declare(&mut message, capabilities);
@@ -196,17 +200,25 @@ fn strip_host_roots(line: &[u8]) -> Option<Vec<u8>> {
     serde_json::to_vec(&message).ok()
 }
 
-/// The answer of a legacy-only server to `server/discover`: method not found. Probing
-/// clients fall back to `initialize` on it (the Python SDK on every error except a
-/// `-32022` naming only modern versions).
-fn no_discover(id: &Value) -> Value {
-    refusal(
-        Some(id),
-        Error::new(
-            ErrorKind::MethodNotFound,
-            "Method not found: server/discover (fsbroker proxy keeps this session on the legacy era, where files are brokered; use initialize)",
+/// The proxy's answer to a probe or a 2026-07-28 request it keeps from the server, under
+/// `mode` (`auto` or `legacy`): `-32022` naming the legacy versions, which probing clients
+/// take as a server to reach with `initialize` (the TypeScript SDK in its auto mode, the
+/// Python SDK on every error except a `-32022` naming only modern versions), and whose
+/// message a client that will not fall back shows: it names what serves that client.
+fn legacy_only(id: &Value, mode: EraMode) -> Value {
+    let why = match mode {
+        EraMode::Legacy => "runs with --era legacy",
+        EraMode::Auto | EraMode::Modern => {
+            "keeps a host that can fall back to initialize on 2025-11-25 or earlier, where files are brokered"
+        }
+    };
+    let e = Error::new(
+        ErrorKind::UnsupportedVersion,
+        format!(
+            "Unsupported protocol version: fsbroker proxy {why}; for a host that needs 2026-07-28, run fsbroker proxy with --era modern"
         ),
-    )
+    );
+    refusal(Some(id), e.with_supported(&LEGACY_VERSIONS))
 }
 
 fn unsupported(id: &Value, supported: &[&str], rule: &str) -> Value {

@@ -14,7 +14,7 @@ use crate::proxy::era::{self, Era, HostAction};
 use crate::proxy::host_channel::{HostChannel, add_capabilities};
 use crate::proxy::link::Wire;
 use crate::proxy::names::{
-    CANCELLED, DISCOVER, INITIALIZE, INPUT_RESPONSES, ROOTS_CHANGED, VERSION_KEY,
+    CANCELLED, DISCOVER, INITIALIZE, INITIALIZED, INPUT_RESPONSES, ROOTS_CHANGED, VERSION_KEY,
 };
 use crate::proxy::peek::{self, Kind};
 use crate::proxy::relay::Relay;
@@ -39,7 +39,8 @@ pub(in crate::proxy) enum Verdict {
 /// added to `initialize` and declared in every modern request. The rules, in order: a request
 /// is judged by the era rule (answered by the proxy, or relayed, maybe rewritten); an answer
 /// to the proxy's question is taken, one to a request the broker answers dropped; a
-/// cancellation also cancels the proxy's retry of that request; roots notices are dropped; a
+/// cancellation also cancels the proxy's retry of that request; `notifications/initialized`
+/// is noted (the handshake is over) and relayed; roots notices are dropped; a
 /// message we cannot read exactly is dropped when it may answer the proxy, and refused when it
 /// may carry the modern era or answer a brokered request; the rest goes to the server.
 pub(in crate::proxy) fn judge(
@@ -88,6 +89,10 @@ pub(in crate::proxy) fn judge(
             Some(ours) => Verdict::ServerAfter(ours),
             None => Verdict::Server(None),
         },
+        Kind::Notification { method } if method == INITIALIZED => {
+            state.roots_asked.note_handshake_over();
+            Verdict::Server(None)
+        }
         Kind::Notification { method } if method == ROOTS_CHANGED => {
             tracing::debug!("dropped the host's roots/list_changed: the broker owns the roots");
             Verdict::Drop

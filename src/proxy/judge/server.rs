@@ -15,7 +15,7 @@ use crate::jsonrpc::loosely_same;
 use crate::method::is_brokered;
 use crate::proxy::era;
 use crate::proxy::host_channel::HostChannel;
-use crate::proxy::names::{CANCELLED, cancelled_id_in};
+use crate::proxy::names::{CANCELLED, ROOTS_LIST, cancelled_id_in};
 use crate::proxy::peek::{self, Kind};
 use crate::proxy::relay::Relay;
 use serde_json::Value;
@@ -25,6 +25,8 @@ use serde_json::Value;
 pub(in crate::proxy) enum Verdict {
     /// To the host, as written.
     Host,
+    /// To the host, as written, with what the proxy says of it first (in the log).
+    HostNoting(Notice),
     /// To the broker; the request's id.
     Broker(Value),
     /// Answered to the server with the proxy's error (to the request's id, if it has one).
@@ -38,12 +40,34 @@ pub(in crate::proxy) enum Verdict {
     Input(Value),
 }
 
+/// What the proxy says of a server, once, when one of its messages shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::proxy) enum Notice {
+    /// The server answered the host after its handshake without asking for its roots.
+    RootsUnasked,
+}
+
+impl Notice {
+    /// What is said, at warn.
+    pub(in crate::proxy) fn text(self) -> &'static str {
+        match self {
+            Notice::RootsUnasked => {
+                "the server ended its handshake without asking for its roots (roots/list): it \
+                 works from what its own command line names, not from the broker's roots, so \
+                 --root does not confine it (consent and the audit log cover only what it asks \
+                 for with files/*); only --sandbox confines what it opens itself"
+            }
+        }
+    }
+}
+
 /// Judges one message of the server, `item`, which is `kind`. The rules, in order:
 /// a brokered request goes to the broker in an era that has it and is refused in one that
 /// does not; an id in the proxy's own space is refused; a brokered method sent as a
 /// notification is dropped; a cancellation of the proxy's retry or of a brokered request is
 /// taken; an answer to the proxy's retry is taken; an answer to the host is looked into for
-/// questions for input and hidden roots questions; a request or notification hiding a roots
+/// questions for input and hidden roots questions, and the first after the handshake says
+/// whether the server asked for its roots (a `roots/list` is noted whenever it comes); a request or notification hiding a roots
 /// question is refused or dropped; the rest goes to the host; what we cannot read exactly is
 /// refused.
 pub(in crate::proxy) fn judge(
@@ -54,6 +78,9 @@ pub(in crate::proxy) fn judge(
 ) -> Verdict {
     match kind {
         Kind::Request { method, id } if is_brokered(&method) => {
+            if method == ROOTS_LIST {
+                state.roots_asked.note_asked();
+            }
             if state.serves(&method) {
                 Verdict::Broker(id)
             } else {
@@ -124,6 +151,9 @@ fn answer(state: &Relay, item: &[u8], id: Value) -> Verdict {
         None if era::hides_roots(item) => Verdict::Input(era::roots_refused(&id)),
         None => {
             state.era.forget(&id);
+            if !answers_init && state.roots_asked.unasked_at_answer() {
+                return Verdict::HostNoting(Notice::RootsUnasked);
+            }
             Verdict::Host
         }
     }
@@ -151,6 +181,8 @@ pub(in crate::proxy) struct Routed {
     pub(in crate::proxy) batch: bool,
     /// Answers to the host that the proxy looks into first.
     pub(in crate::proxy) input: Vec<Value>,
+    /// What the proxy says of the server before the line goes on.
+    pub(in crate::proxy) notices: Vec<Notice>,
 }
 
 impl Routed {
@@ -181,6 +213,11 @@ pub(in crate::proxy) fn route(line: Vec<u8>, host: &HostChannel, state: &Relay) 
     match judge(state, host, &line, kind) {
         Verdict::Host => Routed {
             host: vec![line],
+            ..Routed::default()
+        },
+        Verdict::HostNoting(notice) => Routed {
+            host: vec![line],
+            notices: vec![notice],
             ..Routed::default()
         },
         Verdict::Broker(id) => {
@@ -266,6 +303,11 @@ fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay) -> Routed {
     for (item, kind) in items {
         match judge(state, host, item, kind) {
             Verdict::Host => {
+                append(&mut theirs, item);
+                continue;
+            }
+            Verdict::HostNoting(notice) => {
+                routed.notices.push(notice);
                 append(&mut theirs, item);
                 continue;
             }

@@ -335,3 +335,22 @@ fn a_host_batch_with_an_unreadable_probe_is_refused_whole() {
     let routed = host::route(batch.to_vec(), &host, &state, &json!({}));
     assert!(routed.server.is_empty(), "{:?}", text(&routed.server));
 }
+
+#[test]
+fn the_first_answer_after_the_handshake_says_once_whether_roots_were_asked() {
+    let notices = |asks: bool| {
+        let (state, host) = agreed("2025-06-18");
+        let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        host::route(initialized.to_vec(), &host, &state, &json!({}));
+        if asks {
+            let roots = br#"{"jsonrpc":"2.0","id":"r","method":"roots/list"}"#;
+            assert!(server::route(roots.to_vec(), &host, &state).lane.is_some());
+        }
+        [1, 2].map(|id| {
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+            server::route(answer.into_bytes(), &host, &state).notices
+        })
+    };
+    assert_eq!(notices(false), [vec![server::Notice::RootsUnasked], vec![]]);
+    assert_eq!(notices(true), [vec![], vec![]]);
+}

@@ -18,6 +18,7 @@ use super::requests::{InFlight, Start};
 use super::session::{Mode, RemoteSession, refuses_as_modern_only};
 use crate::lines::LineReceiver;
 use crate::proxy::link::Wire;
+use crate::proxy::names::INITIALIZED;
 use crate::proxy::names::{CANCELLED, INITIALIZE, cancelled_id_in};
 use crate::proxy::peek::{Kind, peek};
 use bytes::Bytes;
@@ -173,7 +174,7 @@ impl Driver {
             Kind::Request { method, id } if method == INITIALIZE => {
                 self.initialize(line, id).await;
             }
-            Kind::Notification { method } if method == "notifications/initialized" => {
+            Kind::Notification { method } if method == INITIALIZED => {
                 let first = shared.note_initialized(&line);
                 inline(&shared, line).await;
                 if first && matches!(shared.mode(), Mode::Streamable) {

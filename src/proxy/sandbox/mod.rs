@@ -165,6 +165,9 @@ pub(crate) fn spawn_sandboxed(
             return Err(e);
         }
     };
+    // Said before anything can stop the start: a directory the server is told to serve but
+    // will not reach is the likeliest reason it fails once started.
+    crate::proxy::own_dirs::warn_unreachable(command, |p| profile.reaches(p));
     // The same rules the helper will apply, built here first: a kernel that cannot enforce
     // them, or a root that is gone, stops the proxy before anything is started.
     let missing = match enforce::check(&profile) {

@@ -194,6 +194,11 @@ impl Profile {
         })
     }
 
+    /// Whether the server may reach `path` (a real path) on disk at all.
+    pub(super) fn reaches(&self, path: &Path) -> bool {
+        self.rules.iter().any(|r| path.starts_with(&r.path))
+    }
+
     /// The server's program as the profile saw it.
     pub(super) fn program(&self) -> Option<&Program> {
         self.program.as_ref()
