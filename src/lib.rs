@@ -13,16 +13,20 @@
 //!
 //! A host builds a [`Policy`] in code ([`Policy::new`] with [`policy::RootEntry`] and
 //! [`policy::GrantEntry`]) or loads one ([`Policy::load`]), builds a [`Broker`] from it with
-//! [`Broker::builder`] (which validates it, and takes timeouts and limits set in code:
-//! [`BrokerBuilder::timeout`] and the methods after it), merges [`Broker::capabilities`] into
-//! its `initialize` request, hands each message a server sends to [`Broker::handle_message`] (or
-//! raw lines to [`Broker::handle_line`], or typed calls to [`Broker::call`]), and relays the
-//! [`Notification`]s to their server. The broker orders each session's calls itself:
-//! a change runs after the calls started before it, a read after the changes started before
-//! it. A host shows its own consent dialog with a closure ([`consent::from_fn`]) or by
-//! implementing [`ConsentProvider`]; errors are [`Error`] with their [`ErrorKind`],
-//! [`Reason`] and wire code. The audit log goes where the host says ([`AuditLog`]), never to
-//! its stderr by default. `examples/embed.rs` is a complete host.
+//! [`Broker::builder`] (which validates it; limits and timeouts set in code go there too),
+//! merges [`Broker::capabilities`] into its `initialize` request, and opens a session per
+//! server ([`Broker::open_session`]: a [`broker::ServerSession`] whose drop ends it, with its
+//! own [`Notifications`]). It hands each message a server sends to
+//! [`broker::ServerSession::handle_message`] (or raw lines to `handle_line`), or calls
+//! methods typed ([`broker::ServerSession::call`] with the params of [`wire`]), and relays
+//! the notifications to their server. The broker orders each session's calls itself: a
+//! change runs after the calls handed over before it, a read after the changes handed over
+//! before it. A host shows its own consent dialog with a closure ([`consent::from_fn`]) or
+//! by implementing [`ConsentProvider`]; errors are [`Error`] with their [`ErrorKind`],
+//! [`Reason`] and wire code. What every session holds and did is [`Broker::snapshot`];
+//! grants are taken back with [`Broker::revoke`] and its kin; the audit goes where the host
+//! says ([`AuditLog`]), never to its stderr by default, and to any number of subscribers as
+//! typed events ([`Broker::audit_events`]). `examples/embed.rs` is a complete host.
 //!
 //! ## Features
 //!
@@ -45,7 +49,9 @@
 //! ## Layout
 //!
 //! Public, for embedders: [`broker`] (the [`Broker`] that dispatches messages for server
-//! sessions, its builder, the outbound stream), [`policy`] (policy file types, loading and
+//! sessions, its builder, session handles, snapshots, audit events, the outbound stream),
+//! [`wire`] (every method's params and result, the typed calls and notifications),
+//! [`policy`] (policy file types, loading and
 //! validation), [`error`] (the one error type and its table of wire codes), [`consent`] (the
 //! [`consent::ConsentProvider`] trait and its providers), [`path`] (the request-path grammar,
 //! the only string-to-path parser; consent requests carry its paths), and the faces behind
@@ -68,7 +74,7 @@
 //!   `config` (the policy in force, opened, swapped whole by a reload), `session`.
 //! - `watch` (the shared inotify watcher, kernel-watch accounting, coalescing and fan-out),
 //!   `state` (the broker's shared state, below the operations, which take it handed down),
-//!   `ops` (one file per method; `ops/wire.rs` holds every method's params and result types).
+//!   `ops` (one file per method, each taking its params from `wire`).
 //! - `broker`; `order` (the order of a session's requests: changes alone and in order, the
 //!   same for every face); then the faces: `serve` (the stdio transport), `reload`, `proxy`,
 //!   `fuzzing`, `rmcp_adapter`; and on top `cli`, the command line that runs them (the
