@@ -59,7 +59,7 @@ impl Broker {
     ///
     /// Errors: `INVALID_REQUEST` when a session of that id is live (opened, or made by a
     /// call by name), and `INTERNAL_ERROR` when the broker holds
-    /// [`MAX_SESSIONS`](crate::fixed_limits::MAX_SESSIONS) sessions.
+    /// [`MAX_SESSIONS`] sessions.
     pub fn open_session(&self, server_id: &str) -> Result<(ServerSession, Notifications)> {
         let (tx, rx) = mpsc::unbounded_channel();
         let session = self.make_session(server_id, Some(tx), true)?;
