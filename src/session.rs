@@ -89,11 +89,22 @@ pub(crate) struct Session {
 /// What a session has done so far: counters and its last request.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Stats {
-    /// Requests answered (or withdrawn).
+    /// The counters.
+    pub counters: Counters,
+    /// The last request: when it ended, its method, its path and its outcome.
+    pub last: Option<(SystemTime, String, Option<String>, String)>,
+}
+
+/// What a session has done so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Counters {
+    /// Requests answered or withdrawn.
     pub requests: u64,
-    /// Of those, how many failed.
+    /// Of those, how many failed (refusals included).
     pub failed: u64,
-    /// Of those, how many were refused as violations (outside a root, no grant, revoked).
+    /// Of those, how many were refused as violations: outside a root, no grant, revoked,
+    /// read-only.
     pub refused: u64,
     /// Of those, how many were withdrawn before their answer.
     pub cancelled: u64,
@@ -101,8 +112,6 @@ pub(crate) struct Stats {
     pub bytes_read: u64,
     /// File bytes written.
     pub bytes_written: u64,
-    /// The last request: when it ended, its method, its path and its outcome.
-    pub last: Option<(SystemTime, String, Option<String>, String)>,
 }
 
 impl Session {

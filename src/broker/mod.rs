@@ -8,13 +8,12 @@ mod sessions;
 mod snapshot;
 
 pub use crate::audit::{AuditEvent, ConsentEvent, Decider};
+pub use crate::session::Counters;
 pub use crate::session::{Notification, Notifications};
 pub use crate::watch::CHANGED;
 pub use builder::BrokerBuilder;
 pub use handle::ServerSession;
-pub use snapshot::{
-    Activity, Counters, GrantInfo, Revoked, SessionSnapshot, UploadInfo, WatchInfo,
-};
+pub use snapshot::{Activity, GrantInfo, Revoked, SessionSnapshot, UploadInfo, WatchInfo};
 
 use crate::config::Config;
 use crate::consent::Grant;

@@ -283,14 +283,15 @@ impl Running<'_> {
         });
         if let Ok(session) = &self.seat.session {
             let mut stats = session.stats();
-            stats.requests += 1;
-            stats.failed += u64::from(err.is_some());
-            stats.refused += u64::from(violation.is_some());
-            stats.cancelled += u64::from(outcome.is_none());
+            let counters = &mut stats.counters;
+            counters.requests += 1;
+            counters.failed += u64::from(err.is_some());
+            counters.refused += u64::from(violation.is_some());
+            counters.cancelled += u64::from(outcome.is_none());
             if self.known == Some(Method::Write) {
-                stats.bytes_written += bytes;
+                counters.bytes_written += bytes;
             } else {
-                stats.bytes_read += bytes;
+                counters.bytes_read += bytes;
             }
             stats.last = Some((
                 SystemTime::now(),

@@ -4,7 +4,7 @@
 use crate::access::Access;
 use crate::consent::{Grant, GrantOrigin};
 use crate::path::MountPath;
-use crate::session::Session;
+use crate::session::{Counters, Session};
 use crate::watch::WatchHub;
 use std::time::SystemTime;
 
@@ -64,25 +64,6 @@ pub struct UploadInfo {
     pub path: MountPath,
     /// The bytes staged so far.
     pub staged_bytes: u64,
-}
-
-/// What a session has done so far.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Counters {
-    /// Requests answered or withdrawn.
-    pub requests: u64,
-    /// Of those, how many failed (refusals included).
-    pub failed: u64,
-    /// Of those, how many were refused as violations: outside a root, no grant, revoked,
-    /// read-only.
-    pub refused: u64,
-    /// Of those, how many were withdrawn before their answer.
-    pub cancelled: u64,
-    /// File bytes read.
-    pub bytes_read: u64,
-    /// File bytes written.
-    pub bytes_written: u64,
 }
 
 /// A session's last request.
@@ -156,14 +137,7 @@ impl SessionSnapshot {
             watches,
             uploads,
             in_flight: s.running(),
-            counters: Counters {
-                requests: stats.requests,
-                failed: stats.failed,
-                refused: stats.refused,
-                cancelled: stats.cancelled,
-                bytes_read: stats.bytes_read,
-                bytes_written: stats.bytes_written,
-            },
+            counters: stats.counters,
             last_activity: stats.last.map(|(at, method, path, outcome)| Activity {
                 at,
                 method,
