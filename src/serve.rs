@@ -162,7 +162,12 @@ where
 
 /// Whether `line` is a `notifications/cancelled`; if so it is handed over, which withdraws the
 /// request it names at once.
-fn withdraws(line: &[u8], max_line: usize, broker: &crate::Broker, server_id: &str) -> bool {
+fn withdraws(
+    line: &[u8],
+    max_line: usize,
+    broker: &crate::broker::Broker,
+    server_id: &str,
+) -> bool {
     let Ok(message) = jsonrpc::decode(line, max_line) else {
         return false;
     };
