@@ -90,6 +90,28 @@ impl Method {
         }
     }
 
+    /// Whether a request of the method may be withdrawn (`notifications/cancelled`, or its
+    /// future dropped) and stop where it stands: what only reads, and consent, whose wait is
+    /// for a person. A change to files or watches, once started, runs to its end (it holds
+    /// blocking work that cannot be stopped half-way), as MCP allows for a request that
+    /// cannot be cancelled.
+    pub const fn is_cancellable(self) -> bool {
+        match self {
+            Method::Ping
+            | Method::RootsList
+            | Method::Read
+            | Method::List
+            | Method::Stat
+            | Method::Consent => true,
+            Method::Write
+            | Method::Create
+            | Method::Delete
+            | Method::Rename
+            | Method::Watch
+            | Method::Unwatch => false,
+        }
+    }
+
     /// Whether the method moves file content, and so is charged to a session's byte budget.
     pub(crate) const fn moves_payload(self) -> bool {
         matches!(self, Method::Read | Method::Write)

@@ -14,6 +14,7 @@
 use crate::broker::Broker;
 use crate::jsonrpc::{Message, Response};
 use crate::lines::LineSender;
+use crate::session::Session;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -31,6 +32,8 @@ pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub(crate) struct Dispatcher<M = ()> {
     broker: Broker,
     server_id: String,
+    /// The session, when the face holds it (`serve`); else it is found by `server_id`.
+    held: Option<Arc<Session>>,
     tx: LineSender<M>,
     queue: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
@@ -50,6 +53,7 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
         Dispatcher {
             broker,
             server_id: server_id.to_owned(),
+            held: None,
             tx,
             queue: Arc::new(Semaphore::new(limits.max_in_flight.get().saturating_mul(4))),
             bytes: Arc::new(Semaphore::new(budget_kib)),
@@ -59,6 +63,14 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
             answers: Arc::new(Semaphore::new(limits.max_in_flight.get())),
             tasks: JoinSet::new(),
         }
+    }
+
+    /// The dispatcher of a session the face holds: its lines never make a session anew by
+    /// name, so a session ended under the face stays ended.
+    pub(crate) fn held(broker: Broker, session: Arc<Session>, tx: LineSender<M>) -> Dispatcher<M> {
+        let mut d = Dispatcher::new(broker, session.server_id(), tx);
+        d.held = Some(session);
+        d
     }
 
     /// Waits for room for a line of `len` bytes; the permit is held until it is answered.
@@ -82,9 +94,12 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
         // Reap finished tasks so the set does not grow with the session's length.
         while self.tasks.try_join_next().is_some() {}
         let ordered = decoded.as_ref().is_ok_and(Message::is_ordered);
-        let (seat, handed) = self
-            .broker
-            .hand_over(&self.server_id, decoded.as_ref().ok());
+        let (seat, handed) = match &self.held {
+            Some(s) => self.broker.hand_over_held(s, decoded.as_ref().ok()),
+            None => self
+                .broker
+                .hand_over(&self.server_id, decoded.as_ref().ok()),
+        };
         let (turn, withdrawal) = (handed.turn, handed.withdrawal);
         if ordered {
             if let Some(t) = &turn {

@@ -40,7 +40,6 @@ where
     S: Future<Output = ()>,
 {
     let broker = session.broker().clone();
-    let server_id = session.server_id().to_owned();
     let max_line = broker.policy().limits.max_line_bytes.get();
     // Responses wait here for a host that reads slowly; bounded in bytes, since one read's
     // answer can be 4/3 of the largest chunk.
@@ -74,7 +73,7 @@ where
         out.flush().await
     });
 
-    let mut lane = Dispatcher::new(broker.clone(), &server_id, tx.clone());
+    let mut lane = Dispatcher::held(broker.clone(), session.session().clone(), tx.clone());
     // The input is read by a future of its own into a queue of one frame, so that while a
     // change holds the session (no later request may start), the next line is still read: a
     // `notifications/cancelled` can then withdraw the change, and anything else waits in
@@ -94,9 +93,10 @@ where
     tokio::pin!(shutdown);
     let serving = async {
         let mut stopped = false;
-        let mut next: Option<std::io::Result<Frame>> = None;
+        // Lines read while a change held the session, to run after it in their order.
+        let mut ahead = Ahead::default();
         loop {
-            let frame = match next.take() {
+            let frame = match ahead.frames.pop_front() {
                 Some(f) => f,
                 None => tokio::select! {
                     biased;
@@ -132,15 +132,16 @@ where
                     biased;
                     () = &mut shutdown => { stopped = true; break false }
                     r = &mut submit => break r,
-                    f = frames.recv(), if next.is_none() => match f {
-                        Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, &broker, &server_id) => {}
-                        f => next = Some(f.unwrap_or(Ok(Frame::Eof))),
+                    f = frames.recv(), if ahead.has_room(max_line) => match f {
+                        Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, &broker, &session) => {}
+                        f => ahead.push(f.unwrap_or(Ok(Frame::Eof))),
                     },
                 }
             };
             if !submitted {
                 break;
             }
+            ahead.bytes = ahead.frames.iter().map(Ahead::len).sum();
         }
         stopped
     };
@@ -160,13 +161,45 @@ where
     }
 }
 
+/// Lines read while a change holds the session. Bounded (at most [`AHEAD`] lines, at most one
+/// line's limit in bytes), so that a peer cannot make the broker buffer its input: past that,
+/// nothing more is read until the change is answered, and a cancellation sent after that
+/// many lines is seen only then.
+#[derive(Default)]
+struct Ahead {
+    frames: std::collections::VecDeque<std::io::Result<Frame>>,
+    bytes: usize,
+}
+
+/// Most lines read ahead while a change holds the session.
+const AHEAD: usize = 64;
+
+impl Ahead {
+    fn len(frame: &std::io::Result<Frame>) -> usize {
+        match frame {
+            Ok(Frame::Line(l)) => l.len(),
+            _ => 0,
+        }
+    }
+
+    fn has_room(&self, max_line: usize) -> bool {
+        let ended = matches!(self.frames.back(), Some(Ok(Frame::Eof) | Err(_)));
+        !ended && self.frames.len() < AHEAD && self.bytes < max_line
+    }
+
+    fn push(&mut self, frame: std::io::Result<Frame>) {
+        self.bytes += Ahead::len(&frame);
+        self.frames.push_back(frame);
+    }
+}
+
 /// Whether `line` is a `notifications/cancelled`; if so it is handed over, which withdraws the
 /// request it names at once.
 fn withdraws(
     line: &[u8],
     max_line: usize,
     broker: &crate::broker::Broker,
-    server_id: &str,
+    session: &ServerSession,
 ) -> bool {
     let Ok(message) = jsonrpc::decode(line, max_line) else {
         return false;
@@ -174,7 +207,7 @@ fn withdraws(
     let is_cancel = matches!(&message, jsonrpc::Message::Single(jsonrpc::Item::Notification(n))
         if n.method == jsonrpc::CANCELLED);
     if is_cancel {
-        drop(broker.hand_over(server_id, Some(&message)));
+        drop(broker.hand_over_held(session.session(), Some(&message)));
     }
     is_cancel
 }

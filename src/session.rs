@@ -79,6 +79,8 @@ pub(crate) struct Session {
     pub(crate) outbound: Option<mpsc::UnboundedSender<Notification>>,
     /// When the session began.
     pub(crate) started: SystemTime,
+    /// Whether the session was ended: whoever still holds it can no longer act in it.
+    ended: std::sync::atomic::AtomicBool,
     /// What the session has done so far.
     stats: Mutex<Stats>,
     /// The requests handed over and not yet answered, by JSON-RPC id, each with the signal
@@ -142,6 +144,7 @@ impl Session {
             order: Orderer::new(),
             outbound,
             started,
+            ended: std::sync::atomic::AtomicBool::new(false),
             stats: Mutex::new(Stats::default()),
             pending: Mutex::new(HashMap::new()),
         }
@@ -161,6 +164,16 @@ impl Session {
     /// The staged uploads, locked.
     pub(crate) fn uploads(&self) -> MutexGuard<'_, Uploads> {
         lock(&self.uploads)
+    }
+
+    /// Marks the session ended.
+    pub(crate) fn end(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the session was ended.
+    pub(crate) fn is_ended(&self) -> bool {
+        self.ended.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// How many of its operations are running now.

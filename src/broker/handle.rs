@@ -84,6 +84,11 @@ impl ServerSession {
         self.broker.line_in(Seat::of(self.session.clone()), line)
     }
 
+    /// The session itself, for a face that runs it (`serve`).
+    pub(crate) fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
     /// Revokes this session's grants at or beneath `path`: see [`Broker::revoke`].
     pub fn revoke(&self, path: &MountPath) -> Vec<Revoked> {
         self.broker

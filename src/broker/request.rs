@@ -60,11 +60,15 @@ impl Seat {
             }
         }
         let withdrawal = match message {
-            Message::Single(Item::Request(r)) => Some(Withdrawal::new(session, r.id.as_value())),
+            Message::Single(Item::Request(r)) if r.known.is_some_and(Method::is_cancellable) => {
+                Some(Withdrawal::new(session, r.id.as_value()))
+            }
             _ => None,
         };
+        // Notifications alone have nothing to wait for: what they do is done above.
+        let answered = items.iter().any(|i| !matches!(i, Item::Notification(_)));
         Handed {
-            turn: Some(session.order.enter(message.is_ordered())),
+            turn: answered.then(|| session.order.enter(message.is_ordered())),
             withdrawal,
         }
     }
@@ -102,10 +106,12 @@ impl Withdrawal {
         let Some(w) = withdrawal else {
             return work.await;
         };
+        // The work is polled first, so that a request withdrawn before it began still
+        // begins (and is audited `cancelled` as it is dropped) rather than vanish unaudited.
         tokio::select! {
             biased;
-            () = w.signal.notified() => None,
             answer = work => answer,
+            () = w.signal.notified() => None,
         }
     }
 }
@@ -131,6 +137,20 @@ impl Broker {
     /// order it handed them over in, whatever order their futures are polled in.
     pub(crate) fn hand_over(&self, server_id: &str, message: Option<&Message>) -> (Seat, Handed) {
         let seat = self.seat(server_id);
+        let handed = seat.hand_over(message);
+        (seat, handed)
+    }
+
+    /// [`Broker::hand_over`] for a session the caller holds (a [`ServerSession`]'s), which
+    /// is never made anew by name.
+    ///
+    /// [`ServerSession`]: super::ServerSession
+    pub(crate) fn hand_over_held(
+        &self,
+        session: &Arc<Session>,
+        message: Option<&Message>,
+    ) -> (Seat, Handed) {
+        let seat = Seat::of(session.clone());
         let handed = seat.hand_over(message);
         (seat, handed)
     }
@@ -189,6 +209,10 @@ impl Broker {
             done: false,
         };
         let outcome = match &seat.session {
+            Ok(session) if session.is_ended() => Err(Error::new(
+                crate::error::ErrorKind::InvalidRequest,
+                "the session has ended",
+            )),
             Ok(session) => {
                 let rate = &run.ctx.config.rate;
                 // Only requests that move payload wait for a session's byte debt to be repaid.
@@ -266,6 +290,8 @@ impl Running<'_> {
         let path = path.or(err_path);
         let violation = err.and_then(|e| Violation::of(e, requested.as_deref()));
         let shown = match (outcome, &consent) {
+            // A change dropped by its caller may still complete: its blocking work runs on.
+            (None, _) if self.known.is_some_and(|m| !m.is_cancellable()) => "abandoned",
             (None, _) => "cancelled",
             (Some(Ok(_)), Some(note)) => note.outcome(),
             (Some(Ok(_)), None) => "ok",

@@ -94,6 +94,9 @@ impl Broker {
     /// What goes when a session ends: staged uploads (with their temporary files, even if
     /// an operation still in flight holds the session a little longer) and watches.
     fn ended(&self, session: &Session) {
+        // A face or a task that still holds the session (a request in flight, `serve` with
+        // its handle) can no longer act in it: an ended session's grants are gone for good.
+        session.end();
         session.uploads().clear();
         for w in self.inner.hub.of_session(session) {
             self.inner.hub.remove(&w.id);

@@ -117,9 +117,14 @@ impl Grants {
     /// Revokes grants at or beneath `path` (all grants when `None`) and marks `path` revoked.
     /// Returns the grants removed.
     pub(crate) fn revoke(&mut self, path: Option<&MountPath>) -> Vec<Grant> {
-        let (gone, kept) = std::mem::take(&mut self.grants)
-            .into_iter()
-            .partition(|g| path.is_none_or(|p| g.path.starts_with(p)));
+        // A revocation under a wider grant holds only by its mark. With no room left for
+        // one, the grants that cover the path go too: less access than asked to take back,
+        // never more left.
+        let marked =
+            path.is_none_or(|p| self.revoked.len() < MAX_GRANTS || self.revoked.contains(p));
+        let (gone, kept) = std::mem::take(&mut self.grants).into_iter().partition(|g| {
+            path.is_none_or(|p| g.path.starts_with(p) || (!marked && p.starts_with(&g.path)))
+        });
         self.grants = kept;
         match path {
             None => {

@@ -65,6 +65,13 @@ pub(super) async fn watch(
                 crate::watch::start_fanout(weak, window)
             });
             match added {
+                // Placing a recursive watch takes a while: a session ended or a grant revoked
+                // meanwhile has already looked for the session's watches and missed this one.
+                // Looked at again now that it is in the table, one of the two sees the other.
+                Ok(w) if s.is_ended() || s.grants().check(&w.path, Access::Read).is_err() => {
+                    inner.hub.remove(&w.id);
+                    Err(Error::denied(crate::error::Reason::Revoked))
+                }
                 Ok(w) => Ok(w.id.clone()),
                 Err(WatchError::KernelLimit(limit)) => Err(Error::quota(
                     "watching this tree needs more kernel watches than the limit",

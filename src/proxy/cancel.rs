@@ -148,6 +148,17 @@ impl Done {
     }
 }
 
+impl Done {
+    /// A future that never completes, holding this guard until it is dropped (with the
+    /// answer): for a request that cannot be withdrawn, which is still forgotten once done.
+    pub(super) fn into_held(self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let _done = self;
+            std::future::pending::<()>().await;
+        })
+    }
+}
+
 impl Drop for Done {
     fn drop(&mut self) {
         let mut inner = lock(&self.brokered.inner);

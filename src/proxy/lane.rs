@@ -49,13 +49,23 @@ pub(super) async fn run_lane(
         let decoded = jsonrpc::decode(&line, max_line);
         drop(line);
         // A request the server cancelled while it waited here is dropped unanswered.
+        // Only what can stop where it stands is withdrawn (`Method::is_cancellable`); a
+        // change runs to its end and is answered.
         let watched = match &decoded {
-            Ok(Message::Single(Item::Request(r))) => state.brokered.watch(r.id.as_value()),
+            Ok(Message::Single(Item::Request(r))) => {
+                state.brokered.watch(r.id.as_value()).map(|w| {
+                    (
+                        w,
+                        r.known.is_some_and(crate::method::Method::is_cancellable),
+                    )
+                })
+            }
             _ => None,
         };
         let cancelled = match watched {
-            Some((flag, _)) if flag.is_raised() => continue,
-            Some((_, done)) => Some(done.into_cancelled()),
+            Some(((flag, _), true)) if flag.is_raised() => continue,
+            Some(((_, done), true)) => Some(done.into_cancelled()),
+            Some(((_, done), false)) => Some(done.into_held()),
             None => None,
         };
         let submitted = tokio::select! {

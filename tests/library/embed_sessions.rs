@@ -360,3 +360,102 @@ async fn a_call_dropped_by_its_host_is_audited_as_cancelled() {
         ("srv", "cancelled")
     );
 }
+
+/// A change cannot be withdrawn once handed over: its blocking work would run on after the
+/// session moved past it. `notifications/cancelled` for it is ignored, and it is answered.
+/// (Review: a cancelled delete went on deleting while the next change ran.)
+#[tokio::test]
+async fn a_cancelled_change_runs_to_its_end_and_is_answered() {
+    let f = Fixture::new();
+    let broker = writable(&f);
+    let (s, _n) = broker.open_session("srv").unwrap();
+    s.call(ConsentParams::new(["project"])).await.unwrap();
+    let mut events = broker.audit_events();
+    let write = json!({"jsonrpc": "2.0", "id": 7, "method": "files/write",
+        "params": {"path": "project/w.txt", "content": "kept"}});
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7}});
+    let written = s.handle_message(write);
+    assert_eq!(s.handle_message(cancel).await, None);
+    let answer = written.await.expect("the write is answered");
+    assert_eq!(answer["result"]["created"], true, "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("w.txt")).unwrap(),
+        "kept"
+    );
+    let e = events.try_recv().unwrap();
+    assert_eq!(
+        (e.method.as_str(), e.outcome.as_str()),
+        ("files/write", "ok")
+    );
+}
+
+/// A session ended under the face that runs it stays ended: `serve` holds its session and
+/// never makes a new one by name, and whatever still holds an ended session cannot act in it.
+/// (Review: the server's next consent made a fresh session by name, which outlived `serve`.)
+#[tokio::test]
+async fn a_session_ended_under_serve_stays_ended() {
+    let f = Fixture::new();
+    f.file("a.txt", "a");
+    let broker = f.broker();
+    let (session, notifications) = broker.open_session("files").unwrap();
+    let (host, server) = tokio::io::duplex(1 << 16);
+    let (from_server, to_server) = tokio::io::split(server);
+    let served = tokio::spawn(mcp_fsbroker::serve(
+        session,
+        notifications,
+        from_server,
+        to_server,
+        std::future::pending(),
+    ));
+    let (host_in, mut host_out) = tokio::io::split(host);
+    let mut lines = tokio::io::BufReader::new(host_in);
+    let ask = |v: serde_json::Value| {
+        let mut line = serde_json::to_vec(&v).unwrap();
+        line.push(b'\n');
+        line
+    };
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let consent = json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
+        "params": {"requestedPaths": ["project"]}});
+    host_out.write_all(&ask(consent.clone())).await.unwrap();
+    let mut answer = String::new();
+    lines.read_line(&mut answer).await.unwrap();
+    assert!(answer.contains("\"granted\":true"), "{answer}");
+    assert!(broker.end_session("files"));
+    let consent = json!({"jsonrpc": "2.0", "id": 2, "method": "files/consent",
+        "params": {"requestedPaths": ["project"]}});
+    host_out.write_all(&ask(consent)).await.unwrap();
+    answer.clear();
+    lines.read_line(&mut answer).await.unwrap();
+    assert!(answer.contains("the session has ended"), "{answer}");
+    assert!(broker.sessions().is_empty(), "nothing made anew by name");
+    // Both halves: the server's input ends only when the host's whole stream is gone.
+    drop((host_out, lines));
+    served.await.unwrap().unwrap();
+    assert!(broker.sessions().is_empty());
+    broker.open_session("files").expect("the id is free");
+}
+
+/// Revoking under a wider grant holds by a mark; with no room left for one, the wider grant
+/// goes too (fail closed). (Review: the 4097th revocation did nothing, silently.)
+#[tokio::test]
+async fn a_revocation_without_room_for_its_mark_takes_the_wider_grant() {
+    let f = Fixture::new();
+    f.file("secret.txt", "s3cret");
+    let broker = f.broker();
+    broker
+        .call("s", ConsentParams::new(["project"]))
+        .await
+        .unwrap();
+    for i in 0..mcp_fsbroker::fixed_limits::MAX_GRANTS {
+        broker.revoke("s", &path(&format!("project/d{i}"))).unwrap();
+    }
+    let took = broker.revoke("s", &path("project/secret.txt")).unwrap();
+    assert_eq!(took.len(), 1, "the wider grant on project went");
+    let e = broker
+        .call("s", ReadParams::new("project/secret.txt"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+}
