@@ -77,8 +77,10 @@
 //!   `ops` (one file per method, each taking its params from `wire`).
 //! - `broker`; `order` (the order of a session's requests: changes alone and in order, the
 //!   same for every face); then the faces: `serve` (the stdio transport), `reload`, `proxy`,
-//!   `fuzzing`, `rmcp_adapter`; and on top `cli`, the command line that runs them (the
-//!   binary is one call to `cli::main`).
+//!   `fuzzing`, `rmcp_adapter`, `daemon` (one broker for a user on a private Unix socket:
+//!   the directory check, the peer check, the secret, the control protocol and its client);
+//!   and on top `cli`, the command line that runs them (the binary is one call to
+//!   `cli::main`).
 //!
 //! `tests/layers.rs` holds this order: every import in `src/` runs downward.
 
@@ -125,6 +127,9 @@ mod access;
 mod atomic;
 mod audit;
 mod config;
+// Reached only from the command line for now (`fsbroker daemon`, `status`, `revoke`).
+#[cfg(feature = "cli")]
+mod daemon;
 mod deadline;
 mod framing;
 mod jsonrpc;

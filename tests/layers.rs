@@ -47,6 +47,7 @@ const LAYERS: &[&str] = &[
     "proxy",
     "fuzzing",
     "rmcp_adapter",
+    "daemon",
     // The command line, which runs the faces.
     "cli",
 ];

@@ -1,9 +1,9 @@
 //! The command line of `fsbroker`: its flags, and what each subcommand runs.
 //!
 //! The binary is one call, [`main`]: it parses the arguments, sets up logging and runs the
-//! subcommand, one file each (`serve.rs`, `proxy.rs`, `check_policy.rs`), on the runtime of
-//! `runtime.rs`. The flags build the same [`Policy`](crate::Policy) a file would
-//! (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
+//! subcommand, one file each (`serve.rs`, `proxy.rs`, `daemon.rs`, `control.rs` for the
+//! daemon's verbs, `check_policy.rs`), on the runtime of `runtime.rs`. The flags build the
+//! same [`Policy`](crate::Policy) a file would (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
 //! arguments and build its policy with [`CommonArgs::build_policy`].
 //!
 //! Usage errors exit 2 (clap's own, and the checks clap cannot express), as does a policy
@@ -14,6 +14,8 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod check_policy;
+mod control;
+mod daemon;
 mod flags;
 #[cfg(feature = "proxy")]
 mod proxy;
@@ -37,6 +39,9 @@ pub fn main() -> std::process::ExitCode {
         Command::CheckPolicy { files } => check_policy::run(&files),
         Command::Serve(args) => runtime::run(|| serve::run(args)),
         Command::Proxy(args) => runtime::run(|| proxy::run(*args)),
+        Command::Daemon(args) => runtime::run(|| daemon::run(*args)),
+        Command::Status(args) => control::status(args),
+        Command::Revoke(args) => control::revoke(args),
         // Before any runtime starts: Landlock restricts the calling thread, and the server
         // that replaces this process must inherit the restriction whole.
         Command::SandboxExec { command } => {
@@ -74,6 +79,13 @@ pub(crate) enum Command {
     Serve(CommonArgs),
     /// Sit between a host and an MCP server, answering the server's file requests.
     Proxy(Box<ProxyArgs>),
+    /// Hold one broker for all of the user's servers, controlled over a private Unix socket
+    /// (first part: status and revoke; servers cannot attach to it yet).
+    Daemon(Box<DaemonArgs>),
+    /// Show every session of a running daemon: grants, watches, uploads, counters.
+    Status(StatusArgs),
+    /// Take grants back from a running daemon's sessions.
+    Revoke(RevokeArgs),
     /// Validate policy files and print each one's effective configuration.
     CheckPolicy {
         /// The policy files.
@@ -119,6 +131,55 @@ pub struct CommonArgs {
     /// warn).
     #[arg(long = "no-audit")]
     pub no_audit: bool,
+}
+
+/// Options of `daemon`.
+#[derive(Debug, Args)]
+pub(crate) struct DaemonArgs {
+    /// Shared options (`--server-id` excepted: the daemon holds every server's session).
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// The control socket [default: $XDG_RUNTIME_DIR/fsbroker/broker.sock, else
+    /// broker.sock in fsbroker/ under $XDG_STATE_HOME or ~/.local/state]. Its directory is
+    /// made 0700 and must be this user's alone; the key clients prove they hold is written
+    /// beside it (broker.key, 0600).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) socket: Option<PathBuf>,
+    /// Stay in the foreground. Required for now: the daemon does not yet start itself in the
+    /// background (run it under `systemd --user`, or another supervisor).
+    #[arg(long)]
+    pub(crate) foreground: bool,
+}
+
+/// Options of `status`.
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// Print the daemon's answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
+}
+
+/// Options of `revoke`: what to revoke is required, `--all` for everything.
+#[derive(Debug, Args)]
+pub(crate) struct RevokeArgs {
+    /// Only this server's session.
+    #[arg(long, value_name = "ID")]
+    pub(crate) server: Option<String>,
+    /// Only grants at or beneath this path, in mount form (`MOUNT/REL`).
+    #[arg(value_name = "PATH")]
+    pub(crate) path: Option<String>,
+    /// Every grant of every session.
+    #[arg(long, conflicts_with_all = ["server", "path"])]
+    pub(crate) all: bool,
+    /// Print the daemon's answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
 }
 
 /// Options of `proxy`.

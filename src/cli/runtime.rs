@@ -66,17 +66,22 @@ pub(super) fn start_broker(
     Ok((broker, outbound))
 }
 
-/// Resolves on SIGTERM or SIGINT; never, when neither can be listened for.
-pub(super) async fn shutdown_signal() {
+/// Resolves on SIGTERM or SIGINT; never, when neither can be listened for. The signals are
+/// listened for from the call on, not from the first poll: a signal that comes before the
+/// future is first polled still ends the work cleanly rather than killing the process.
+pub(super) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
+    let listening = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("terminated; shutting down"),
-        _ = int.recv() => tracing::info!("interrupted; shutting down"),
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int)) = listening else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("terminated; shutting down"),
+            _ = int.recv() => tracing::info!("interrupted; shutting down"),
+        }
     }
 }

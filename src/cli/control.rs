@@ -1,0 +1,210 @@
+//! `fsbroker status` and `fsbroker revoke`: one request to a running daemon, its answer
+//! printed (as a table, or as the daemon's JSON with `--json`).
+
+use super::daemon::socket_path;
+use super::{RevokeArgs, StatusArgs};
+use crate::daemon::client;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `fsbroker status`: 0 with the sessions printed, 1 when no answer came or it was an error.
+pub(super) fn status(args: StatusArgs) -> ExitCode {
+    match ask(args.daemon, &json!({"op": "status"})) {
+        Ok(answer) if args.json => print_json(&answer),
+        Ok(answer) => {
+            print!("{}", sessions_table(&answer["sessions"]));
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// `fsbroker revoke`: 0 with the grants taken back printed, 1 when no answer came or it was
+/// an error, 2 when nothing says what to revoke.
+pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
+    if args.server.is_none() && args.path.is_none() && !args.all {
+        eprintln!(
+            "fsbroker: say what to revoke: --server ID, a PATH in mount form, or both; \
+             --all revokes every grant of every session"
+        );
+        return ExitCode::from(2);
+    }
+    let mut request = json!({"op": "revoke"});
+    if let Some(s) = &args.server {
+        request["server"] = json!(s);
+    }
+    if let Some(p) = &args.path {
+        request["path"] = json!(p);
+    }
+    if args.all {
+        request["all"] = json!(true);
+    }
+    match ask(args.daemon, &request) {
+        Ok(answer) if args.json => print_json(&answer),
+        Ok(answer) => {
+            let revoked = answer["revoked"].as_array().cloned().unwrap_or_default();
+            if revoked.is_empty() {
+                println!("no grant matched: nothing revoked");
+            }
+            for g in &revoked {
+                println!(
+                    "revoked {} {} from {} ({})",
+                    text(&g["access"]),
+                    text(&g["path"]),
+                    text(&g["server"]),
+                    text(&g["origin"]),
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// Sends `request` and returns a successful answer; prints why otherwise.
+fn ask(daemon: Option<PathBuf>, request: &Value) -> Result<Value, ExitCode> {
+    let fail = |message: String| {
+        eprintln!("fsbroker: {message}");
+        ExitCode::FAILURE
+    };
+    let socket = socket_path(daemon).map_err(fail)?;
+    let answer = client::request(&socket, request).map_err(fail)?;
+    if answer["ok"] != true {
+        return Err(fail(match answer["error"].as_str() {
+            Some(m) => m.to_owned(),
+            None => format!("unexpected answer: {answer}"),
+        }));
+    }
+    Ok(answer)
+}
+
+fn print_json(answer: &Value) -> ExitCode {
+    match serde_json::to_string_pretty(answer) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fsbroker: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A string field, or `-`.
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or("-")
+}
+
+/// One block per session.
+fn sessions_table(sessions: &Value) -> String {
+    let list = sessions.as_array().map(Vec::as_slice).unwrap_or_default();
+    if list.is_empty() {
+        return "no sessions\n".to_owned();
+    }
+    let mut out = String::new();
+    for s in list {
+        let c = &s["counters"];
+        out.push_str(&format!(
+            "session {}  (since {})\n",
+            text(&s["server"]),
+            text(&s["started"])
+        ));
+        let grants = s["grants"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if grants.is_empty() {
+            out.push_str("  grants     none\n");
+        }
+        for g in grants {
+            out.push_str(&format!(
+                "  grant      {:<5} {}  ({}, since {})\n",
+                text(&g["access"]),
+                text(&g["path"]),
+                text(&g["origin"]),
+                text(&g["since"])
+            ));
+        }
+        for w in s["watches"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let depth = if w["recursive"] == true {
+                ", recursive"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "  watch      {}  ({}{depth})\n",
+                text(&w["path"]),
+                text(&w["id"])
+            ));
+        }
+        for u in s["uploads"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            out.push_str(&format!(
+                "  upload     {}  ({} bytes staged)\n",
+                text(&u["path"]),
+                u["stagedBytes"]
+            ));
+        }
+        out.push_str(&format!(
+            "  requests   {} ({} failed, {} refused, {} cancelled), {} in flight; \
+             {} bytes read, {} written\n",
+            c["requests"],
+            c["failed"],
+            c["refused"],
+            c["cancelled"],
+            s["inFlight"],
+            c["bytesRead"],
+            c["bytesWritten"]
+        ));
+        let last = &s["lastActivity"];
+        if last.is_object() {
+            out.push_str(&format!(
+                "  last       {} {} -> {}  at {}\n",
+                text(&last["method"]),
+                last["path"].as_str().unwrap_or(""),
+                text(&last["outcome"]),
+                text(&last["at"])
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_shows_each_session_with_its_grants() {
+        assert_eq!(sessions_table(&json!([])), "no sessions\n");
+        let t = sessions_table(&json!([{
+            "server": "a", "started": "T0",
+            "grants": [{"path": "docs/x", "access": "write", "origin": "consented", "since": "T1"}],
+            "watches": [{"id": "w1", "path": "docs", "recursive": true}],
+            "uploads": [], "inFlight": 0,
+            "counters": {"requests": 3, "failed": 1, "refused": 1, "cancelled": 0,
+                         "bytesRead": 10, "bytesWritten": 0},
+            "lastActivity": {"at": "T2", "method": "files/read", "path": "docs/x", "outcome": "ok"},
+        }]));
+        assert!(t.starts_with("session a  (since T0)\n"), "{t}");
+        assert!(
+            t.contains("grant      write docs/x  (consented, since T1)"),
+            "{t}"
+        );
+        assert!(t.contains("watch      docs  (w1, recursive)"), "{t}");
+        assert!(
+            t.contains("requests   3 (1 failed, 1 refused, 0 cancelled)"),
+            "{t}"
+        );
+        assert!(t.contains("last       files/read docs/x -> ok"), "{t}");
+    }
+}

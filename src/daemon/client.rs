@@ -1,0 +1,87 @@
+//! The other end of the control socket, for the command line's verbs: connect, prove the
+//! secret read from beside the socket, send one request, read its answer. Blocking, with
+//! every wait bounded: a verb does one exchange and exits.
+
+use super::secret::Secret;
+use super::socket;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, ErrorKind as IoKind, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+/// How long the daemon may take to answer one line.
+const ANSWER_WAIT: Duration = Duration::from_secs(60);
+
+/// Longest answer line read, in bytes.
+const MAX_ANSWER: u64 = 64 * 1024 * 1024;
+
+/// Sends `request` to the daemon on `socket` and returns its answer, `{"ok": true, ...}` or
+/// `{"ok": false, "error": ...}`. An `Err` says why no answer came (no daemon, refused, the
+/// connection lost).
+pub(crate) fn request(socket: &Path, request: &Value) -> Result<Value, String> {
+    socket::check_length(socket)?;
+    let stream = match UnixStream::connect(socket) {
+        Ok(s) => s,
+        Err(e) if matches!(e.kind(), IoKind::NotFound | IoKind::ConnectionRefused) => {
+            return Err(format!("no daemon answers on {}", socket.display()));
+        }
+        Err(e) => return Err(format!("cannot connect to {}: {e}", socket.display())),
+    };
+    let io = |e: std::io::Error| format!("the connection to {} failed: {e}", socket.display());
+    stream.set_read_timeout(Some(ANSWER_WAIT)).map_err(io)?;
+    stream.set_write_timeout(Some(ANSWER_WAIT)).map_err(io)?;
+    let mut reader = BufReader::new(stream.try_clone().map_err(io)?);
+    let mut writer = stream;
+    // The daemon may refuse a peer before reading anything: a failed write still leaves its
+    // refusal to read.
+    let sent = match Secret::read(&socket::sibling(socket, "key")) {
+        Ok(secret) => send(&mut writer, &json!({"hello": secret.hex()})),
+        Err(e) => Err(e),
+    };
+    let welcome = read_line(&mut reader, socket);
+    match (welcome, sent) {
+        (Ok(w), _) if w["ok"] == true => {}
+        (Ok(w), _) => return Err(format!("the daemon on {} {}", socket.display(), said(&w))),
+        (Err(_), Err(e)) => return Err(e),
+        (Err(e), Ok(())) => return Err(e),
+    }
+    send(&mut writer, request)?;
+    read_line(&mut reader, socket)
+}
+
+/// What an error answer says.
+fn said(answer: &Value) -> String {
+    match answer["error"].as_str() {
+        Some(m) => format!("answered: {m}"),
+        None => format!("answered something else than expected: {answer}"),
+    }
+}
+
+fn send(w: &mut impl Write, v: &Value) -> Result<(), String> {
+    let mut line = serde_json::to_vec(v).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    w.write_all(&line)
+        .and_then(|()| w.flush())
+        .map_err(|e| format!("cannot send to the daemon: {e}"))
+}
+
+fn read_line(r: &mut impl BufRead, socket: &Path) -> Result<Value, String> {
+    let mut line = Vec::new();
+    let n = r
+        .take(MAX_ANSWER)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| format!("no answer from the daemon on {}: {e}", socket.display()))?;
+    if n == 0 {
+        return Err(format!(
+            "the daemon on {} closed the connection without an answer",
+            socket.display()
+        ));
+    }
+    serde_json::from_slice(&line).map_err(|e| {
+        format!(
+            "the daemon on {} answered a line that is not JSON: {e}",
+            socket.display()
+        )
+    })
+}

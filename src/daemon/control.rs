@@ -1,0 +1,209 @@
+//! The control protocol: newline-delimited JSON, one request a line after the hello, one
+//! answer a line. Requests only read state or narrow access:
+//!
+//! - `{"op": "status"}` → `{"ok": true, "sessions": [...]}`, every live session as
+//!   [`Broker::snapshot`] shows it;
+//! - `{"op": "revoke", "server": ID?, "path": MOUNTPATH?, "all": BOOL?}` →
+//!   `{"ok": true, "revoked": [...]}`; with neither a server nor a path, only `"all": true`
+//!   revokes everything.
+//!
+//! Anything else is answered `{"ok": false, "error": MESSAGE}`, and the connection goes on.
+
+use crate::broker::{Broker, GrantInfo, Revoked, SessionSnapshot};
+use crate::path::MountPath;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::time::SystemTime;
+
+/// Longest request line, in bytes.
+pub(crate) const MAX_LINE: usize = 64 * 1024;
+
+/// The first line of every connection.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Hello {
+    /// The daemon's secret, in hex, as its key file holds it.
+    pub(crate) hello: String,
+}
+
+/// One control request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    op: String,
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    all: bool,
+}
+
+/// An error answer.
+pub(crate) fn error(message: impl std::fmt::Display) -> Value {
+    json!({"ok": false, "error": message.to_string()})
+}
+
+/// The answer to one request line.
+pub(crate) fn answer(broker: &Broker, line: &[u8]) -> Value {
+    let request: Request = match serde_json::from_slice(line) {
+        Ok(r) => r,
+        Err(e) => return error(format!("not a control request: {e}")),
+    };
+    match request.op.as_str() {
+        "status" => match (&request.server, &request.path, request.all) {
+            (None, None, false) => json!({"ok": true, "sessions": status(broker)}),
+            _ => error("status takes no server, path or all"),
+        },
+        "revoke" => match revoke(broker, &request) {
+            Ok(revoked) => json!({"ok": true, "revoked": revoked}),
+            Err(message) => error(message),
+        },
+        other => error(format!(
+            "unknown op {other:?}: the ops are status and revoke"
+        )),
+    }
+}
+
+fn status(broker: &Broker) -> Vec<Value> {
+    broker.snapshot().iter().map(session).collect()
+}
+
+fn revoke(broker: &Broker, r: &Request) -> Result<Vec<Value>, String> {
+    let path = match &r.path {
+        Some(p) => Some(
+            p.parse::<MountPath>()
+                .map_err(|e| format!("{p:?} is not a path in mount form (MOUNT/REL): {e}"))?,
+        ),
+        None => None,
+    };
+    let revoked = match (&r.server, &path, r.all) {
+        (Some(_), _, true) | (_, Some(_), true) => {
+            return Err("all revokes everything: give it without a server or a path".into());
+        }
+        (None, None, false) => {
+            return Err(
+                "revoke needs a server, a path, or \"all\": true to revoke every grant".into(),
+            );
+        }
+        (None, None, true) => broker.revoke_all(),
+        (Some(s), None, false) => broker.revoke_session(s).map_err(|e| e.to_string())?,
+        (Some(s), Some(p), false) => broker.revoke(s, p).map_err(|e| e.to_string())?,
+        (None, Some(p), false) => broker.revoke_path(p),
+    };
+    Ok(revoked.iter().map(revoked_grant).collect())
+}
+
+fn revoked_grant(r: &Revoked) -> Value {
+    let mut g = grant(&r.grant);
+    if let Value::Object(m) = &mut g {
+        m.insert("server".into(), json!(r.server_id));
+    }
+    g
+}
+
+fn grant(g: &GrantInfo) -> Value {
+    json!({
+        "path": g.path.to_string(),
+        "access": g.access.as_str(),
+        "origin": serde_json::to_value(g.origin).unwrap_or(Value::Null),
+        "since": when(g.since),
+    })
+}
+
+fn session(s: &SessionSnapshot) -> Value {
+    let c = &s.counters;
+    json!({
+        "server": s.server_id,
+        "started": when(s.started),
+        "grants": s.grants.iter().map(grant).collect::<Vec<_>>(),
+        "watches": s.watches.iter().map(|w| json!({
+            "id": w.watch_id,
+            "path": w.path.to_string(),
+            "recursive": w.recursive,
+        })).collect::<Vec<_>>(),
+        "uploads": s.uploads.iter().map(|u| json!({
+            "path": u.path.to_string(),
+            "stagedBytes": u.staged_bytes,
+        })).collect::<Vec<_>>(),
+        "inFlight": s.in_flight,
+        "counters": {
+            "requests": c.requests,
+            "failed": c.failed,
+            "refused": c.refused,
+            "cancelled": c.cancelled,
+            "bytesRead": c.bytes_read,
+            "bytesWritten": c.bytes_written,
+        },
+        "lastActivity": s.last_activity.as_ref().map(|a| json!({
+            "at": when(a.at),
+            "method": a.method,
+            "path": a.path,
+            "outcome": a.outcome,
+        })),
+    })
+}
+
+/// A time in RFC 3339, UTC.
+fn when(t: SystemTime) -> String {
+    time::OffsetDateTime::from(t)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{ConsentMode, Policy, RootEntry};
+
+    fn broker() -> (Broker, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = Policy::new()
+            .root(RootEntry::new("demo", dir.path()))
+            .consent_mode(ConsentMode::Auto);
+        let (broker, _n) = Broker::builder(policy).build().unwrap();
+        (broker, dir)
+    }
+
+    #[tokio::test]
+    async fn garbage_and_unknown_ops_get_errors() {
+        let (b, _d) = broker();
+        for line in [
+            &b"{"[..],
+            b"[]",
+            b"{\"op\":\"grant\"}",
+            b"{\"op\":\"status\",\"x\":1}",
+        ] {
+            let a = answer(&b, line);
+            assert_eq!(a["ok"], false, "{a}");
+            assert!(a["error"].as_str().is_some_and(|m| !m.is_empty()), "{a}");
+        }
+    }
+
+    #[tokio::test]
+    async fn revoke_needs_a_target_or_all() {
+        let (b, _d) = broker();
+        let a = answer(&b, br#"{"op":"revoke"}"#);
+        assert_eq!(a["ok"], false, "{a}");
+        let a = answer(&b, br#"{"op":"revoke","all":true}"#);
+        assert_eq!(a, json!({"ok": true, "revoked": []}));
+        let a = answer(&b, br#"{"op":"revoke","path":"/etc"}"#);
+        assert_eq!(a["ok"], false, "{a}");
+    }
+
+    #[tokio::test]
+    async fn status_shows_a_session_and_revoke_takes_its_grant() {
+        let (b, _d) = broker();
+        let consent = json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
+            "params": {"requestedPaths": ["demo"]}});
+        let r = b.handle_message("s1", consent).await.unwrap();
+        assert_eq!(r["result"]["granted"], true, "{r}");
+        let a = answer(&b, br#"{"op":"status"}"#);
+        assert_eq!(a["sessions"][0]["server"], "s1", "{a}");
+        assert_eq!(a["sessions"][0]["grants"][0]["path"], "demo", "{a}");
+        let a = answer(&b, br#"{"op":"revoke","server":"s1","path":"demo"}"#);
+        assert_eq!(a["revoked"][0]["server"], "s1", "{a}");
+        let a = answer(&b, br#"{"op":"status"}"#);
+        assert_eq!(a["sessions"][0]["grants"], json!([]), "{a}");
+    }
+}

@@ -1,0 +1,207 @@
+//! `fsbroker daemon`: one broker for a user, controlled over a Unix socket (never TCP).
+//!
+//! What guards the socket, in the order a connection meets it: the socket's directory is the
+//! user's alone (0700, refused otherwise: `socket.rs`); the peer's uid, from `SO_PEERCRED`,
+//! must be the daemon's own, root refused like anyone else; and the first line must prove the
+//! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`).
+//! Then each line is one control request (`control.rs`); `client.rs` is the other end, for
+//! the command line's verbs.
+//!
+//! The daemon takes a lock beside the socket for its life, refuses to start when a daemon
+//! answers on the socket, removes a socket nobody listens on, and removes its socket and key
+//! when it stops.
+
+pub(crate) mod client;
+mod control;
+mod secret;
+mod socket;
+
+pub(crate) use socket::default_socket;
+
+use crate::Broker;
+use crate::framing::{Frame, next_frame};
+use secret::Secret;
+use serde_json::{Value, json};
+use std::fs::File;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+
+/// How long a connection may take to send its hello.
+const HELLO_WAIT: Duration = Duration::from_secs(10);
+
+/// Most connections served at once; one more is told so and closed.
+const MAX_CONNECTIONS: usize = 64;
+
+/// A daemon's socket, bound, with its key written and its lock held.
+#[derive(Debug)]
+pub(crate) struct Listening {
+    socket: PathBuf,
+    key: PathBuf,
+    listener: UnixListener,
+    secret: Arc<Secret>,
+    uid: u32,
+    _lock: File,
+}
+
+impl Listening {
+    /// Checks the place of `socket` (its length, its directory, no live daemon), takes the
+    /// lock, writes a fresh key and binds. Must run on a tokio runtime.
+    pub(crate) fn bind(socket: &Path) -> Result<Listening, String> {
+        let uid = rustix::process::getuid().as_raw();
+        socket::check_length(socket)?;
+        socket::private_dir(socket::dir_of(socket)?, uid)?;
+        // Said first, so that a second daemon hears why rather than meeting the lock.
+        socket::refuse_live(socket)?;
+        let lock = socket::lock(socket)?;
+        socket::clear_stale(socket)?;
+        let key = socket::sibling(socket, "key");
+        let secret = Secret::create(&key)?;
+        let listener = UnixListener::bind(socket).map_err(|e| {
+            let _ = std::fs::remove_file(&key);
+            format!("cannot listen on {}: {e}", socket.display())
+        })?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
+        }
+        Ok(Listening {
+            socket: socket.to_owned(),
+            key,
+            listener,
+            secret: Arc::new(secret),
+            uid,
+            _lock: lock,
+        })
+    }
+
+    /// The socket's path.
+    pub(crate) fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Serves control connections for `broker` until `shutdown` resolves; then removes the
+    /// socket and the key (as dropping it does).
+    pub(crate) async fn serve(self, broker: Broker, shutdown: impl Future<Output = ()>) {
+        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        tokio::pin!(shutdown);
+        loop {
+            let stream = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of descriptors, most likely: wait rather than spin.
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+            };
+            let (broker, secret, uid) = (broker.clone(), self.secret.clone(), self.uid);
+            match slots.clone().try_acquire_owned() {
+                Ok(slot) => {
+                    tokio::spawn(async move {
+                        connection(stream, &broker, &secret, uid).await;
+                        drop(slot);
+                    });
+                }
+                Err(_) => {
+                    tokio::spawn(refuse(
+                        stream,
+                        control::error(format!(
+                            "too many connections (at most {MAX_CONNECTIONS}); try again"
+                        )),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Listening {
+    /// The socket and the key go with the daemon (the lock file stays: removing it would let
+    /// two daemons hold locks on two different files).
+    fn drop(&mut self) {
+        for path in [&self.socket, &self.key] {
+            if let Err(e) = std::fs::remove_file(path) {
+                tracing::warn!("cannot remove {}: {e}", path.display());
+            }
+        }
+    }
+}
+
+/// One connection: the peer check, the hello, then one answer per request line.
+async fn connection(stream: UnixStream, broker: &Broker, secret: &Secret, uid: u32) {
+    let peer = stream.peer_cred().ok().map(|c| c.uid());
+    if let Some(message) = socket::refuse_peer(peer, uid) {
+        tracing::warn!("{message}");
+        refuse(stream, control::error(message)).await;
+        return;
+    }
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let hello = tokio::time::timeout(HELLO_WAIT, next_frame(&mut reader, control::MAX_LINE)).await;
+    let proven = match hello {
+        Ok(Ok(Frame::Line(line))) => {
+            serde_json::from_slice::<control::Hello>(&line).is_ok_and(|h| secret.matches(&h.hello))
+        }
+        _ => false,
+    };
+    if !proven {
+        tracing::warn!("refused a connection without the daemon's key");
+        let message = "refused: the first line must be {\"hello\": KEY}, KEY being what the \
+                       daemon's key file beside the socket holds";
+        let _ = send(&mut write, &control::error(message)).await;
+        let _ = write.shutdown().await;
+        return;
+    }
+    let welcome = json!({"ok": true, "daemon": "fsbroker", "version": env!("CARGO_PKG_VERSION")});
+    if send(&mut write, &welcome).await.is_err() {
+        return;
+    }
+    loop {
+        let answer = match next_frame(&mut reader, control::MAX_LINE).await {
+            Ok(Frame::Line(line)) => control::answer(broker, &line),
+            Ok(Frame::TooLong(n)) => control::error(format!(
+                "a line of {n} bytes is over the limit of {} bytes",
+                control::MAX_LINE
+            )),
+            Ok(Frame::Eof) | Err(_) => break,
+        };
+        if send(&mut write, &answer).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Sends `message` on a connection that will be served nothing else, then closes it, reading
+/// (and dropping) a little of what the peer sent so that the line is not lost to a reset.
+async fn refuse(mut stream: UnixStream, message: Value) {
+    if send(&mut stream, &message).await.is_ok() {
+        let _ = stream.shutdown().await;
+        drain(&mut stream).await;
+    }
+}
+
+/// Reads and drops at most 64 KiB, for at most a second.
+async fn drain(r: &mut (impl AsyncRead + Unpin)) {
+    let mut sink = tokio::io::sink();
+    let _ = tokio::time::timeout(
+        Duration::from_secs(1),
+        tokio::io::copy(&mut r.take(64 * 1024), &mut sink),
+    )
+    .await;
+}
+
+/// Writes `v` as one line.
+async fn send(w: &mut (impl AsyncWrite + Unpin), v: &Value) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(v).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    w.write_all(&line).await?;
+    w.flush().await
+}

@@ -1,0 +1,212 @@
+//! Where the daemon's socket lives and what guards it: the default path, the `sun_path`
+//! limit, the private directory, the lock that makes one daemon per socket, a stale socket
+//! cleaned up, and the peer check.
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::ErrorKind as IoKind;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// The file name of the socket in its directory.
+pub(crate) const SOCKET_NAME: &str = "broker.sock";
+
+/// The longest socket path this platform's `sockaddr_un` holds, without its terminating NUL
+/// (`sun_path` is 108 bytes on Linux, 104 on the BSDs and macOS).
+#[cfg(target_os = "linux")]
+pub(crate) const MAX_SOCKET_PATH: usize = 107;
+/// The longest socket path this platform's `sockaddr_un` holds, without its terminating NUL.
+#[cfg(not(target_os = "linux"))]
+pub(crate) const MAX_SOCKET_PATH: usize = 103;
+
+/// The default socket: `$XDG_RUNTIME_DIR/fsbroker/broker.sock`, else
+/// `$XDG_STATE_HOME/fsbroker/broker.sock` (`~/.local/state` when that is unset). Empty or
+/// relative values count as unset, as the XDG base directory specification says.
+pub(crate) fn default_socket() -> Result<PathBuf, String> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let base = var("XDG_RUNTIME_DIR")
+        .or_else(|| var("XDG_STATE_HOME"))
+        .or_else(|| var("HOME").map(|h| h.join(".local/state")))
+        .ok_or_else(|| {
+            "no place for the socket: XDG_RUNTIME_DIR, XDG_STATE_HOME and HOME are all unset; \
+             name one with --socket"
+                .to_owned()
+        })?;
+    Ok(base.join("fsbroker").join(SOCKET_NAME))
+}
+
+/// Checks that `socket` fits in `sun_path`.
+pub(crate) fn check_length(socket: &Path) -> Result<(), String> {
+    let len = socket.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        return Err(format!(
+            "the socket path {} is {len} bytes, and a Unix socket path holds at most \
+             {MAX_SOCKET_PATH} here: name a shorter one with --socket",
+            socket.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The directory of `socket`.
+pub(crate) fn dir_of(socket: &Path) -> Result<&Path, String> {
+    socket
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .ok_or_else(|| {
+            format!(
+                "{} names no directory: give the socket as a path with one",
+                socket.display()
+            )
+        })
+}
+
+/// Makes the socket's directory (mode 0700, its missing parents with the usual mode) if it
+/// is missing, then checks it: a real directory (not a link), owned by `uid`, closed to group
+/// and others.
+pub(crate) fn private_dir(dir: &Path, uid: u32) -> Result<(), String> {
+    if let Some(parent) = dir.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == IoKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+    let mode = meta.mode() & 0o7777;
+    let expected = format!("expected a directory owned by uid {uid} (this user) with mode 0700");
+    if !meta.file_type().is_dir() {
+        return Err(format!(
+            "the socket directory {} is not a directory (a link or a file); {expected}",
+            dir.display()
+        ));
+    }
+    if meta.uid() != uid || mode & 0o077 != 0 {
+        return Err(format!(
+            "refusing the socket directory {}: it is owned by uid {} with mode {mode:04o}; \
+             {expected}",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    Ok(())
+}
+
+/// Takes the daemon's lock on `<socket>.lock`, held for the daemon's life: two daemons
+/// started at once cannot both clean up and bind the same socket.
+pub(crate) fn lock(socket: &Path) -> Result<File, String> {
+    let path = sibling(socket, "lock");
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&path)
+        .map_err(|e| format!("cannot open the lock {}: {e}", path.display()))?;
+    // Named through fs4: std's inherent `File::try_lock` would otherwise shadow it.
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => Ok(file),
+        Err(fs4::TryLockError::WouldBlock) => Err(format!(
+            "another daemon holds {}: one is starting or running on {}",
+            path.display(),
+            socket.display()
+        )),
+        Err(fs4::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", path.display())),
+    }
+}
+
+/// Refuses when a daemon answers on `socket`.
+pub(crate) fn refuse_live(socket: &Path) -> Result<(), String> {
+    match std::os::unix::net::UnixStream::connect(socket) {
+        Ok(_) => Err(live(socket)),
+        Err(_) => Ok(()),
+    }
+}
+
+fn live(socket: &Path) -> String {
+    format!(
+        "a daemon already answers on {}: stop it first, or name another socket with --socket",
+        socket.display()
+    )
+}
+
+/// Refuses when a daemon answers on `socket`; removes a socket nobody listens on. A file there
+/// that is not a socket is left alone and refused.
+pub(crate) fn clear_stale(socket: &Path) -> Result<(), String> {
+    let meta = match std::fs::symlink_metadata(socket) {
+        Ok(m) => m,
+        Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot inspect {}: {e}", socket.display())),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(format!(
+            "{} exists and is not a socket: remove it or name another with --socket",
+            socket.display()
+        ));
+    }
+    match std::os::unix::net::UnixStream::connect(socket) {
+        Ok(_) => Err(live(socket)),
+        Err(e) if e.kind() == IoKind::ConnectionRefused => {
+            tracing::info!(socket = %socket.display(), "removing a stale socket");
+            std::fs::remove_file(socket)
+                .map_err(|e| format!("cannot remove the stale socket {}: {e}", socket.display()))
+        }
+        Err(e) => Err(format!(
+            "cannot tell whether a daemon answers on {}: {e}",
+            socket.display()
+        )),
+    }
+}
+
+/// `<socket's directory>/<stem>.<ext>`: the files kept beside the socket (`broker.key`,
+/// `broker.lock` for `broker.sock`).
+pub(crate) fn sibling(socket: &Path, ext: &str) -> PathBuf {
+    socket.with_extension(ext)
+}
+
+/// Why a peer of `peer_uid` is refused by a daemon of `own_uid`; `None` when it is the same
+/// user. Root is refused like anyone else.
+pub(crate) fn refuse_peer(peer_uid: Option<u32>, own_uid: u32) -> Option<String> {
+    match peer_uid {
+        Some(uid) if uid == own_uid => None,
+        Some(uid) => Some(format!(
+            "refused: peer uid {uid} is not the daemon's uid {own_uid}; only the user who runs \
+             the daemon may connect (not even root)"
+        )),
+        None => Some(format!(
+            "refused: the peer's uid is unknown; only uid {own_uid}, who runs the daemon, may \
+             connect"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_of_another_uid_are_refused_root_included() {
+        assert_eq!(refuse_peer(Some(1000), 1000), None);
+        let m = refuse_peer(Some(0), 1000).unwrap_or_default();
+        assert!(m.contains("uid 0") && m.contains("uid 1000"), "{m}");
+        assert!(refuse_peer(None, 1000).is_some());
+    }
+
+    #[test]
+    fn long_paths_are_refused() {
+        let long = PathBuf::from(format!("/{}", "a".repeat(MAX_SOCKET_PATH)));
+        assert!(check_length(&long).is_err());
+        let fits = PathBuf::from(format!("/{}", "a".repeat(MAX_SOCKET_PATH - 1)));
+        assert!(check_length(&fits).is_ok());
+    }
+}

@@ -1,0 +1,148 @@
+//! Who gets served: only a peer of the daemon's own uid, and only after its first line proves
+//! it holds the key; garbage after that gets an error line, and the daemon serves on.
+
+use crate::place::{Place, root};
+use crate::sidecar::WAIT;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+
+/// A raw connection to the daemon.
+struct Conn {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Conn {
+    fn open(p: &Place) -> Conn {
+        let s = UnixStream::connect(p.socket()).unwrap();
+        s.set_read_timeout(Some(WAIT)).unwrap();
+        Conn {
+            reader: BufReader::new(s.try_clone().unwrap()),
+            writer: s,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+        self.writer.write_all(b"\n").unwrap();
+    }
+
+    fn line(&mut self) -> Value {
+        let mut l = String::new();
+        self.reader.read_line(&mut l).unwrap();
+        serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l:?}"))
+    }
+
+    /// Everything the daemon sends until it closes the connection.
+    fn rest(&mut self) -> String {
+        let mut all = Vec::new();
+        // A reset after the last line counts as the end.
+        let _ = self.reader.read_to_end(&mut all);
+        String::from_utf8_lossy(&all).into_owned()
+    }
+}
+
+fn key(p: &Place) -> String {
+    std::fs::read_to_string(p.key()).unwrap().trim().to_owned()
+}
+
+#[test]
+fn a_client_without_the_key_gets_nothing_and_the_daemon_serves_on() {
+    let p = Place::new();
+    let _d = p.start();
+    let status = br#"{"op":"status"}"#;
+    // A wrong key: the right length, one digit off.
+    let mut wrong = key(&p);
+    let first = if wrong.starts_with('0') { "1" } else { "0" };
+    wrong.replace_range(0..1, first);
+    let hellos: Vec<Option<Vec<u8>>> = vec![
+        Some(serde_json::to_vec(&json!({"hello": wrong})).unwrap()),
+        Some(br#"{"hello":""}"#.to_vec()),
+        // No hello: a request straight away.
+        Some(status.to_vec()),
+        Some(b"\x00\xff garbage".to_vec()),
+        // Nothing at all, the writing side closed.
+        None,
+    ];
+    for hello in hellos {
+        let mut c = Conn::open(&p);
+        match &hello {
+            Some(h) => {
+                c.send(h);
+                c.send(status);
+            }
+            None => c.writer.shutdown(std::net::Shutdown::Write).unwrap(),
+        }
+        let all = c.rest();
+        assert!(all.contains("refused") && all.contains("hello"), "{all}");
+        assert!(!all.contains("sessions"), "served without the key: {all}");
+        assert_eq!(all.lines().count(), 1, "{all}");
+    }
+    let ran = p.verb(&["status", "--json"]);
+    assert!(ran.success(), "{}", ran.log());
+}
+
+#[test]
+fn garbage_after_the_hello_gets_an_error_line_and_the_connection_serves_on() {
+    let p = Place::new();
+    let _d = p.start();
+    let mut c = Conn::open(&p);
+    c.send(&serde_json::to_vec(&json!({"hello": key(&p)})).unwrap());
+    assert_eq!(c.line()["ok"], true);
+    let long = vec![b'x'; 70 * 1024];
+    let bad: [&[u8]; 5] = [
+        b"not json",
+        b"\xff\xfe",
+        br#"{"op":"grant","path":"root"}"#,
+        br#"{"op":"status","extra":1}"#,
+        &long,
+    ];
+    for line in bad {
+        c.send(line);
+        let a = c.line();
+        assert_eq!(a["ok"], false, "{a}");
+        assert!(a["error"].as_str().is_some_and(|m| !m.is_empty()), "{a}");
+    }
+    c.send(br#"{"op":"status"}"#);
+    assert_eq!(c.line(), json!({"ok": true, "sessions": []}));
+    // Another client meanwhile is served too.
+    let ran = p.verb(&["status", "--json"]);
+    assert!(ran.success(), "{}", ran.log());
+}
+
+#[test]
+fn a_peer_of_another_uid_is_refused_even_with_the_key() {
+    if !root() {
+        eprintln!("skipped: running a client as another user needs root");
+        return;
+    }
+    let p = Place::new();
+    let d = p.start();
+    // Uid 65534 with the power to pass the 0700 directory and read the key: what refuses it
+    // is the uid check, not the directory or the secret.
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=+dac_override",
+        "--ambient-caps=+dac_override",
+    ])
+    .arg(crate::common::bin())
+    .args(["status", "--json", "--daemon"])
+    .arg(p.socket());
+    let ran = crate::sidecar::run_within(cmd, WAIT);
+    assert_eq!(ran.code(), Some(1), "{}", ran.log());
+    assert!(
+        ran.err()
+            .contains("peer uid 65534 is not the daemon's uid 0"),
+        "{}",
+        ran.log()
+    );
+    assert!(!ran.out().contains("sessions"), "{}", ran.log());
+    assert!(d.stderr().contains("peer uid 65534"), "{}", d.stderr());
+    // The daemon's own user is still served.
+    let ran = p.verb(&["status", "--json"]);
+    assert!(ran.success(), "{}", ran.log());
+}
