@@ -125,6 +125,8 @@ where
             };
             let decoded = jsonrpc::decode(&line, max_line);
             drop(line);
+            // Only a change holds the session long; anything else is handed over at once.
+            let change = decoded.as_ref().is_ok_and(jsonrpc::Message::is_ordered);
             let submit = lane.submit(decoded, held, None);
             tokio::pin!(submit);
             let submitted = loop {
@@ -132,7 +134,7 @@ where
                     biased;
                     () = &mut shutdown => { stopped = true; break false }
                     r = &mut submit => break r,
-                    f = frames.recv(), if ahead.has_room(max_line) => match f {
+                    f = frames.recv(), if change && ahead.has_room() => match f {
                         Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, &broker, &session) => {}
                         f => ahead.push(f.unwrap_or(Ok(Frame::Eof))),
                     },
@@ -161,8 +163,8 @@ where
     }
 }
 
-/// Lines read while a change holds the session. Bounded (at most [`AHEAD`] lines, at most one
-/// line's limit in bytes), so that a peer cannot make the broker buffer its input: past that,
+/// Lines read while a change holds the session. Bounded (at most [`AHEAD`] lines, and
+/// [`AHEAD_BYTES`] and one line), so that a peer cannot make the broker buffer its input: past that,
 /// nothing more is read until the change is answered, and a cancellation sent after that
 /// many lines is seen only then.
 #[derive(Default)]
@@ -174,6 +176,10 @@ struct Ahead {
 /// Most lines read ahead while a change holds the session.
 const AHEAD: usize = 64;
 
+/// Bytes read ahead past which no more lines are read (one more line may pass it, up to the
+/// line limit).
+const AHEAD_BYTES: usize = 1 << 20;
+
 impl Ahead {
     fn len(frame: &std::io::Result<Frame>) -> usize {
         match frame {
@@ -182,9 +188,9 @@ impl Ahead {
         }
     }
 
-    fn has_room(&self, max_line: usize) -> bool {
+    fn has_room(&self) -> bool {
         let ended = matches!(self.frames.back(), Some(Ok(Frame::Eof) | Err(_)));
-        !ended && self.frames.len() < AHEAD && self.bytes < max_line
+        !ended && self.frames.len() < AHEAD && self.bytes < AHEAD_BYTES
     }
 
     fn push(&mut self, frame: std::io::Result<Frame>) {

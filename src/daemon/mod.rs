@@ -18,7 +18,7 @@ mod socket;
 
 pub(crate) use socket::default_socket;
 
-use crate::Broker;
+use crate::broker::Broker;
 use crate::framing::{Frame, next_frame};
 use secret::Secret;
 use serde_json::{Value, json};

@@ -465,30 +465,13 @@ fn pipelined_consent_is_a_barrier_for_the_reads_after_it() {
 #[test]
 fn a_cancelled_consent_gets_no_answer_and_is_audited_as_cancelled() {
     let f = Fixture::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let started = tmp.path().join("asked");
-    let never = script(
-        tmp.path(),
-        "never.sh",
-        &format!(
-            "touch {}; cat >/dev/null; exec sleep 1000",
-            started.display()
-        ),
-    );
-    let mut s = Sidecar::serve(&f.root, &format!("command:{never}"), &[]);
+    let (mut s, asked) = never_answering(&f);
     s.send(
         &json!({"jsonrpc": "2.0", "id": "c", "method": "files/consent",
         "params": {"requestedPaths": ["project"]}}),
     );
     // Cancelled once the question is open: the program has been started.
-    let deadline = std::time::Instant::now() + WAIT;
-    while !started.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the consent program never ran"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    asked.wait();
     s.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "c"}}),
@@ -519,31 +502,14 @@ fn a_cancelled_consent_gets_no_answer_and_is_audited_as_cancelled() {
 fn a_consent_is_withdrawn_by_a_cancel_sent_after_the_read_that_waits_for_it() {
     let f = Fixture::new();
     f.file("a.txt", "a");
-    let tmp = tempfile::tempdir().unwrap();
-    let started = tmp.path().join("asked");
-    let never = script(
-        tmp.path(),
-        "never.sh",
-        &format!(
-            "touch {}; cat >/dev/null; exec sleep 1000",
-            started.display()
-        ),
-    );
-    let mut s = Sidecar::serve(&f.root, &format!("command:{never}"), &[]);
+    let (mut s, asked) = never_answering(&f);
     s.send(
         &json!({"jsonrpc": "2.0", "id": "c", "method": "files/consent",
         "params": {"requestedPaths": ["project"]}}),
     );
     s.send(&json!({"jsonrpc": "2.0", "id": "r", "method": "files/read",
         "params": {"path": "project/a.txt"}}));
-    let deadline = std::time::Instant::now() + WAIT;
-    while !started.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the consent program never ran"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    asked.wait();
     s.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "c"}}),
@@ -558,4 +524,37 @@ fn a_consent_is_withdrawn_by_a_cancel_sent_after_the_read_that_waits_for_it() {
         rest.is_empty(),
         "no answer for the cancelled consent: {rest:?}"
     );
+}
+
+/// A sidecar whose consent program never answers, and the mark it leaves once it was asked.
+fn never_answering(f: &Fixture) -> (Sidecar, Asked) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = tmp.path().join("asked");
+    let never = script(
+        tmp.path(),
+        "never.sh",
+        &format!("touch {}; cat >/dev/null; exec sleep 1000", mark.display()),
+    );
+    let s = Sidecar::serve(&f.root, &format!("command:{never}"), &[]);
+    (s, Asked { mark, _dir: tmp })
+}
+
+/// The mark a consent program leaves when it is asked.
+struct Asked {
+    mark: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Asked {
+    /// Waits until the program was asked (a generous deadline, for a loaded machine).
+    fn wait(&self) {
+        let deadline = std::time::Instant::now() + WAIT;
+        while !self.mark.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the consent program never ran"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
 }
