@@ -257,7 +257,7 @@ pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
 }
 
 /// Waits until `turn` may run, and hands it back to be held until the answer is made.
-async fn ready(turn: Option<Turn>) -> Option<Turn> {
+async fn ready(turn: Option<Arc<Turn>>) -> Option<Arc<Turn>> {
     if let Some(t) = &turn {
         t.ready().await;
     }

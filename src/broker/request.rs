@@ -20,13 +20,17 @@ use tokio::sync::Notify;
 pub(crate) struct Seat {
     id: String,
     session: Result<Arc<Session>>,
+    /// The message's turn, once taken: the blocking work of its operations holds it too, so
+    /// that work which outlives its caller (a dropped future, a timeout) still keeps the
+    /// session's later changes waiting until it really ends.
+    turn: std::sync::OnceLock<Arc<Turn>>,
 }
 
 /// What handing a message over gave it: its turn in the session's order, and for a single
 /// request the signal that withdraws it.
 #[derive(Default)]
 pub(crate) struct Handed {
-    pub(crate) turn: Option<Turn>,
+    pub(crate) turn: Option<Arc<Turn>>,
     pub(crate) withdrawal: Option<Withdrawal>,
 }
 
@@ -35,6 +39,7 @@ impl Seat {
         Seat {
             id: session.server_id().to_owned(),
             session: Ok(session),
+            turn: std::sync::OnceLock::new(),
         }
     }
 
@@ -68,14 +73,22 @@ impl Seat {
         // Notifications alone have nothing to wait for: what they do is done above.
         let answered = items.iter().any(|i| !matches!(i, Item::Notification(_)));
         Handed {
-            turn: answered.then(|| session.order.enter(message.is_ordered())),
+            turn: answered.then(|| self.keep(session.order.enter(message.is_ordered()))),
             withdrawal,
         }
     }
 
     /// Takes the turn of a typed call, which no notification can name.
-    pub(super) fn hand_over_call(&self, ordered: bool) -> Option<Turn> {
-        Some(self.session.as_ref().ok()?.order.enter(ordered))
+    pub(super) fn hand_over_call(&self, ordered: bool) -> Option<Arc<Turn>> {
+        let session = self.session.as_ref().ok()?;
+        Some(self.keep(session.order.enter(ordered)))
+    }
+
+    /// Keeps `turn` for the operations' blocking work, and hands it back to be held.
+    fn keep(&self, turn: Turn) -> Arc<Turn> {
+        let turn = Arc::new(turn);
+        let _ = self.turn.set(turn.clone());
+        turn
     }
 }
 
@@ -128,6 +141,7 @@ impl Broker {
         Seat {
             id: server_id.to_owned(),
             session: self.session(server_id),
+            turn: std::sync::OnceLock::new(),
         }
     }
 
@@ -205,7 +219,7 @@ impl Broker {
             method: req.method.chars().take(64).collect(),
             known: req.known,
             start: Instant::now(),
-            ctx: Ctx::new(self.inner.clone(), &seat.id),
+            ctx: Ctx::new(self.inner.clone(), &seat.id).holding(seat.turn.get().cloned()),
             done: false,
         };
         let outcome = match &seat.session {

@@ -90,6 +90,8 @@ pub(crate) struct Ctx {
     audit: Noted,
     /// Mounts whose directory is not at its configured path, as this request started.
     unavailable: std::collections::HashSet<String>,
+    /// The request's turn (see [`Ctx::holding`]).
+    turn: Option<Arc<crate::turn::Turn>>,
 }
 
 /// What an operation noted for its audit line: the path it worked on and the bytes it moved.
@@ -114,7 +116,15 @@ impl Ctx {
             inner,
             server_id: server_id.to_owned(),
             audit: Noted::default(),
+            turn: None,
         }
+    }
+
+    /// The request's turn in its session's order, held by its blocking work until that
+    /// work ends, whatever becomes of the request's future.
+    pub(crate) fn holding(mut self, turn: Option<Arc<crate::turn::Turn>>) -> Self {
+        self.turn = turn;
+        self
     }
 
     /// What the operation noted for its audit line, once it is over.
@@ -181,9 +191,11 @@ impl Ctx {
     }
 
     /// Runs blocking filesystem work on the blocking pool, holding one of the session's
-    /// in-flight permits, and answers `TIMEOUT` when the deadline passes. The permit moves
-    /// into the blocking task, so a timed-out task still counts against the cap until it
-    /// really ends; the task itself checks the deadline between bounded steps.
+    /// in-flight permits, and answers `TIMEOUT` when the deadline passes. The permit and the
+    /// request's turn move into the blocking task, so a task that outlives its answer (timed
+    /// out, or its future dropped) still counts against the cap and still holds back the
+    /// session's later changes until it really ends; the task itself checks the deadline
+    /// between bounded steps.
     async fn run<T, F>(&self, session: &Session, work: F) -> Result<T>
     where
         T: Send + 'static,
@@ -192,13 +204,14 @@ impl Ctx {
         let timeout = Duration::from_millis(self.limits().timeout_ms.get());
         let deadline = Instant::now() + timeout;
         let semaphore = session.in_flight.clone();
+        let turn = self.turn.clone();
         let job = async move {
             let permit = semaphore
                 .acquire_owned()
                 .await
                 .map_err(|_| Error::new(ErrorKind::Internal, "session is closing"))?;
             tokio::task::spawn_blocking(move || {
-                let _permit = permit;
+                let _held = (permit, turn);
                 Deadline::at(deadline).check()?;
                 work(Deadline::at(deadline))
             })

@@ -459,3 +459,34 @@ async fn a_revocation_without_room_for_its_mark_takes_the_wider_grant() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::PermissionDenied);
 }
+
+/// A change whose future the host drops while its blocking work runs still holds back the
+/// session's next change until that work ends: the later write lands last. Audited
+/// `abandoned`, since it may have completed. (Review: a dropped write went on while the
+/// next change ran.)
+#[tokio::test]
+async fn a_dropped_change_still_holds_back_the_next_one() {
+    let f = Fixture::new();
+    let broker = writable(&f);
+    let (s, _n) = broker.open_session("srv").unwrap();
+    s.call(ConsentParams::new(["project"])).await.unwrap();
+    let mut events = broker.audit_events();
+    let big = s.call(WriteParams::new("project/big.txt", "a".repeat(64 << 20)));
+    // Dropped once it is under way: its blocking work has begun when its first poll ends.
+    let _ = tokio::time::timeout(Duration::from_millis(1), big).await;
+    s.call(WriteParams::new("project/next.txt", "next"))
+        .await
+        .unwrap();
+    // The next change ran only once the dropped one had ended: the big file is whole.
+    let big = std::fs::metadata(f.root.join("big.txt")).map(|m| m.len());
+    assert_eq!(
+        big.ok(),
+        Some(64 << 20),
+        "the next change overtook the dropped one"
+    );
+    let first = events.try_recv().unwrap();
+    assert_eq!(
+        (first.method.as_str(), first.outcome.as_str()),
+        ("files/write", "abandoned")
+    );
+}
