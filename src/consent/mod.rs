@@ -328,6 +328,42 @@ where
     }
 }
 
+/// Asks `provider` about `request`, waiting at most `wait`; `None` when it did not answer in
+/// time. Unless it answered, the provider is told the question is withdrawn
+/// ([`ConsentProvider::withdrawn`]) when the wait ends: the time limit passed, or the request
+/// was cancelled or dropped while the question was open, so that a dialog can close.
+pub(crate) async fn ask(
+    provider: &dyn ConsentProvider,
+    request: &ConsentRequest,
+    wait: std::time::Duration,
+) -> Option<ConsentAnswer> {
+    let mut asking = Asking {
+        provider,
+        request,
+        answered: false,
+    };
+    let answer = tokio::time::timeout(wait, provider.decide_each(request))
+        .await
+        .ok();
+    asking.answered = answer.is_some();
+    answer
+}
+
+/// A question put to a provider, told withdrawn when it goes unanswered (see [`ask`]).
+struct Asking<'a> {
+    provider: &'a dyn ConsentProvider,
+    request: &'a ConsentRequest,
+    answered: bool,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.provider.withdrawn(self.request);
+        }
+    }
+}
+
 /// Approves every request (mode `auto`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AutoConsent;

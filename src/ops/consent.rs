@@ -14,7 +14,7 @@ use super::{Ctx, params};
 use crate::access::Access;
 use crate::audit::{ConsentNote, Decider};
 use crate::consent::grants::MAX_GRANTS;
-use crate::consent::{ConsentAnswer, ConsentProvider, ConsentRequest, Grant, GrantOrigin};
+use crate::consent::{ConsentAnswer, ConsentRequest, Grant, GrantOrigin};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
 use crate::policy::{ConsentMode, Ruling};
@@ -383,37 +383,11 @@ async fn ask_provider(
     } else {
         Decider::Provider
     };
-    let provider: &dyn ConsentProvider = &*ctx.config.consent;
-    let mut asking = Asking {
-        provider,
-        request: &request,
-        answered: false,
-    };
-    let answer = tokio::time::timeout(wait, provider.decide_each(&request)).await;
-    asking.answered = answer.is_ok();
-    drop(asking);
-    match answer {
-        Ok(decision) => (decision, by),
-        Err(_) => {
+    match crate::consent::ask(&*ctx.config.consent, &request, wait).await {
+        Some(decision) => (decision, by),
+        None => {
             tracing::warn!(server = session.server_id(), "consent timed out; denying");
             (ConsentAnswer::deny(), Decider::Timeout)
-        }
-    }
-}
-
-/// A question put to the provider: unless it was answered, the provider is told it is
-/// withdrawn when this goes (the time limit passed, or the request was cancelled or dropped
-/// while the question was open), so that a dialog the user sees can close.
-struct Asking<'a> {
-    provider: &'a dyn ConsentProvider,
-    request: &'a ConsentRequest,
-    answered: bool,
-}
-
-impl Drop for Asking<'_> {
-    fn drop(&mut self) {
-        if !self.answered {
-            self.provider.withdrawn(self.request);
         }
     }
 }
