@@ -29,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 /// acted on as soon as it is read, a change in progress included.
 pub async fn run<R, W, S>(
     session: ServerSession,
-    mut outbound: Notifications,
+    outbound: Notifications,
     input: R,
     output: W,
     shutdown: S,
@@ -39,6 +39,46 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     S: Future<Output = ()>,
 {
+    run_beside(session, outbound, input, output, shutdown, Beside::none()).await
+}
+
+/// Lines that share a session's stream without being its requests or answers: the daemon's
+/// consent questions to an attached proxy, and the proxy's answers to them.
+pub(crate) struct Beside {
+    /// Lines to write between the session's own, whole.
+    pub(crate) out: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
+    /// Looks at each line read first, and takes it (true) when it is one of its own.
+    pub(crate) take: Box<dyn FnMut(&[u8]) -> bool + Send>,
+}
+
+impl Beside {
+    /// Nothing beside the session.
+    pub(crate) fn none() -> Beside {
+        Beside {
+            out: None,
+            take: Box::new(|_| false),
+        }
+    }
+}
+
+/// [`run`], with `beside` sharing the stream.
+pub(crate) async fn run_beside<R, W, S>(
+    session: ServerSession,
+    mut outbound: Notifications,
+    input: R,
+    output: W,
+    shutdown: S,
+    beside: Beside,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+    S: Future<Output = ()>,
+{
+    let Beside {
+        out: mut extra,
+        mut take,
+    } = beside;
     let broker = session.broker().clone();
     let max_line = broker.policy().limits.max_line_bytes.get();
     // Responses wait here for a host that reads slowly; bounded in bytes, since one read's
@@ -51,6 +91,10 @@ where
             let line = tokio::select! {
                 biased;
                 r = rx.recv() => match r { Some(l) => l, None => break },
+                e = next_beside(&mut extra) => match e {
+                    Some(l) => l,
+                    None => { extra = None; continue }
+                },
                 n = outbound.recv(), if notifications_open => match n {
                     Some(n) => match serde_json::to_vec(&n.message) {
                         Ok(v) => v,
@@ -84,6 +128,9 @@ where
     let reading = async move {
         loop {
             let frame = next_frame(&mut reader, max_line).await;
+            if matches!(&frame, Ok(Frame::Line(l)) if take(l)) {
+                continue;
+            }
             let more = matches!(frame, Ok(Frame::Line(_) | Frame::TooLong(_)));
             if frames_tx.send(frame).await.is_err() || !more {
                 break;
@@ -160,6 +207,14 @@ where
     match writer.await {
         Ok(r) => r,
         Err(e) => Err(std::io::Error::other(e)),
+    }
+}
+
+/// The next line to write beside the session's own; pending for ever once there is none.
+async fn next_beside(extra: &mut Option<tokio::sync::mpsc::Receiver<Vec<u8>>>) -> Option<Vec<u8>> {
+    match extra {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::runtime::{shutdown_signal, start_broker};
 use super::{CommonArgs, DaemonArgs};
-use crate::daemon::{Listening, default_socket};
+use crate::daemon::{Attachments, Listening, default_socket};
 use crate::policy::ConsentMode;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,7 +33,10 @@ pub(super) async fn run(args: DaemonArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (broker, _broker_wide) = match start_broker(&args.common, |b| b) {
+    // Attached proxies' hosts are asked first; the policy's mode decides when they cannot be.
+    let attachments = std::sync::Arc::new(Attachments::default());
+    let around = attachments.around();
+    let (broker, _broker_wide) = match start_broker(&args.common, |b| b.consent_around(around)) {
         Ok(b) => b,
         Err(code) => return code,
     };
@@ -41,7 +44,7 @@ pub(super) async fn run(args: DaemonArgs) -> ExitCode {
         "fsbroker: daemon listening on {}",
         listening.socket().display()
     );
-    listening.serve(broker, stop).await;
+    listening.serve(broker, attachments, stop).await;
     ExitCode::SUCCESS
 }
 

@@ -13,6 +13,7 @@ use crate::policy::{ConsentMode, EraMode};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod attach;
 mod check_policy;
 mod control;
 mod daemon;
@@ -76,7 +77,7 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Answer one server session's requests on stdin/stdout (newline-delimited JSON-RPC).
-    Serve(CommonArgs),
+    Serve(ServeArgs),
     /// Sit between a host and an MCP server, answering the server's file requests.
     Proxy(Box<ProxyArgs>),
     /// Hold one broker for all of the user's servers, controlled over a private Unix socket
@@ -131,6 +132,27 @@ pub struct CommonArgs {
     /// warn).
     #[arg(long = "no-audit")]
     pub no_audit: bool,
+}
+
+/// The flag that attaches `serve` or `proxy` to the daemon: `--daemon` for the default
+/// socket, `--daemon=SOCKET` for another (with `=`: a proxy's server command follows).
+#[derive(Debug, Args, Clone)]
+pub(crate) struct DaemonFlag {
+    /// Hold no broker here: the session lives in the user's daemon (`fsbroker daemon`), whose
+    /// roots, policy and consent it uses. Also `FSBROKER_DAEMON=SOCKET` in the environment.
+    #[arg(long = "daemon", value_name = "SOCKET", num_args = 0..=1, require_equals = true)]
+    pub(crate) daemon: Option<Option<PathBuf>>,
+}
+
+/// Options of `serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// Attaching to the daemon.
+    #[command(flatten)]
+    pub(crate) attach: DaemonFlag,
 }
 
 /// Options of `daemon`.
@@ -188,6 +210,9 @@ pub(crate) struct ProxyArgs {
     /// Shared options.
     #[command(flatten)]
     pub(crate) common: CommonArgs,
+    /// Attaching to the daemon.
+    #[command(flatten)]
+    pub(crate) attach: DaemonFlag,
     /// A remote MCP server (Streamable HTTP, or HTTP+SSE of 2024-11-05) instead of a local
     /// command.
     #[arg(long, value_name = "URL", conflicts_with = "command")]

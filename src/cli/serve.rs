@@ -1,13 +1,33 @@
 //! `fsbroker serve`: answers one server session's requests on stdin and stdout.
 
-use super::CommonArgs;
 use super::runtime::{shutdown_signal, start_broker};
+use super::{ServeArgs, attach};
 use crate::policy::ConsentMode;
 use std::process::ExitCode;
 
 /// Serves until stdin closes or a signal asks to stop: 0 then, 1 when the stream failed, 2
 /// for a usage error or a policy that does not load.
-pub(super) async fn run(args: CommonArgs) -> ExitCode {
+pub(super) async fn run(args: ServeArgs) -> ExitCode {
+    if let Some(socket) = attach::socket(args.attach.daemon.as_ref()) {
+        let socket = match socket.and_then(|s| attach::refuse_own_broker(&args.common).map(|()| s))
+        {
+            Ok(s) => s,
+            Err(message) => {
+                eprintln!("fsbroker: {message}");
+                return ExitCode::from(2);
+            }
+        };
+        let code = attach::serve(
+            socket,
+            args.common.server_id,
+            stdout_writer(),
+            shutdown_signal(),
+        )
+        .await;
+        restore_stdout_blocking();
+        return code;
+    }
+    let args = args.common;
     // A value clap accepts for both subcommands, which only the proxy can act on.
     if args.consent == Some(ConsentMode::Elicit) {
         eprintln!(

@@ -9,6 +9,7 @@
 //!
 //! Anything else is answered `{"ok": false, "error": MESSAGE}`, and the connection goes on.
 
+use super::attach::Attachments;
 use crate::broker::{Broker, GrantInfo, Revoked, SessionSnapshot};
 use crate::path::MountPath;
 use serde::Deserialize;
@@ -45,28 +46,47 @@ pub(crate) fn error(message: impl std::fmt::Display) -> Value {
 }
 
 /// The answer to one request line.
-pub(crate) fn answer(broker: &Broker, line: &[u8]) -> Value {
+pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) -> Value {
     let request: Request = match serde_json::from_slice(line) {
         Ok(r) => r,
         Err(e) => return error(format!("not a control request: {e}")),
     };
     match request.op.as_str() {
         "status" => match (&request.server, &request.path, request.all) {
-            (None, None, false) => json!({"ok": true, "sessions": status(broker)}),
+            (None, None, false) => {
+                json!({"ok": true, "sessions": status(broker, attachments)})
+            }
             _ => error("status takes no server, path or all"),
+        },
+        "describe" => match (&request.server, &request.path, request.all) {
+            (None, None, false) => super::attach::describe(broker),
+            _ => error("describe takes no server, path or all"),
         },
         "revoke" => match revoke(broker, &request) {
             Ok(revoked) => json!({"ok": true, "revoked": revoked}),
             Err(message) => error(message),
         },
         other => error(format!(
-            "unknown op {other:?}: the ops are status and revoke"
+            "unknown op {other:?}: the ops are status, revoke, describe and attach"
         )),
     }
 }
 
-fn status(broker: &Broker) -> Vec<Value> {
-    broker.snapshot().iter().map(session).collect()
+fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
+    broker
+        .snapshot()
+        .iter()
+        .map(|s| {
+            let mut v = session(s);
+            if let (Value::Object(m), Some(Value::Object(facts))) =
+                (&mut v, attachments.facts(&s.server_id))
+            {
+                m.insert("attached".into(), Value::Bool(true));
+                m.extend(facts);
+            }
+            v
+        })
+        .collect()
 }
 
 fn revoke(broker: &Broker, r: &Request) -> Result<Vec<Value>, String> {
@@ -174,7 +194,7 @@ mod tests {
             b"{\"op\":\"grant\"}",
             b"{\"op\":\"status\",\"x\":1}",
         ] {
-            let a = answer(&b, line);
+            let a = answer(&b, &Attachments::default(), line);
             assert_eq!(a["ok"], false, "{a}");
             assert!(a["error"].as_str().is_some_and(|m| !m.is_empty()), "{a}");
         }
@@ -183,11 +203,19 @@ mod tests {
     #[tokio::test]
     async fn revoke_needs_a_target_or_all() {
         let (b, _d) = broker();
-        let a = answer(&b, br#"{"op":"revoke"}"#);
+        let a = answer(&b, &Attachments::default(), br#"{"op":"revoke"}"#);
         assert_eq!(a["ok"], false, "{a}");
-        let a = answer(&b, br#"{"op":"revoke","all":true}"#);
+        let a = answer(
+            &b,
+            &Attachments::default(),
+            br#"{"op":"revoke","all":true}"#,
+        );
         assert_eq!(a, json!({"ok": true, "revoked": []}));
-        let a = answer(&b, br#"{"op":"revoke","path":"/etc"}"#);
+        let a = answer(
+            &b,
+            &Attachments::default(),
+            br#"{"op":"revoke","path":"/etc"}"#,
+        );
         assert_eq!(a["ok"], false, "{a}");
     }
 
@@ -198,12 +226,16 @@ mod tests {
             "params": {"requestedPaths": ["demo"]}});
         let r = b.handle_message("s1", consent).await.unwrap();
         assert_eq!(r["result"]["granted"], true, "{r}");
-        let a = answer(&b, br#"{"op":"status"}"#);
+        let a = answer(&b, &Attachments::default(), br#"{"op":"status"}"#);
         assert_eq!(a["sessions"][0]["server"], "s1", "{a}");
         assert_eq!(a["sessions"][0]["grants"][0]["path"], "demo", "{a}");
-        let a = answer(&b, br#"{"op":"revoke","server":"s1","path":"demo"}"#);
+        let a = answer(
+            &b,
+            &Attachments::default(),
+            br#"{"op":"revoke","server":"s1","path":"demo"}"#,
+        );
         assert_eq!(a["revoked"][0]["server"], "s1", "{a}");
-        let a = answer(&b, br#"{"op":"status"}"#);
+        let a = answer(&b, &Attachments::default(), br#"{"op":"status"}"#);
         assert_eq!(a["sessions"][0]["grants"], json!([]), "{a}");
     }
 }

@@ -11,11 +11,15 @@
 //! answers on the socket, removes a socket nobody listens on, and removes its socket and key
 //! when it stops.
 
+mod ask;
+mod attach;
+pub(crate) mod attached;
 pub(crate) mod client;
 mod control;
 mod secret;
 mod socket;
 
+pub(crate) use attach::Attachments;
 pub(crate) use socket::default_socket;
 
 use crate::broker::Broker;
@@ -29,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 
 /// How long a connection may take to send its hello.
 const HELLO_WAIT: Duration = Duration::from_secs(10);
@@ -84,10 +88,17 @@ impl Listening {
         &self.socket
     }
 
-    /// Serves control connections for `broker` until `shutdown` resolves; then removes the
-    /// socket and the key (as dropping it does).
-    pub(crate) async fn serve(self, broker: Broker, shutdown: impl Future<Output = ()>) {
+    /// Serves connections for `broker` (its consent made around by `attachments`) until
+    /// `shutdown` resolves; then gives attached sessions the grace the sidecar gives their
+    /// work in flight, and removes the socket and the key (as dropping it does).
+    pub(crate) async fn serve(
+        self,
+        broker: Broker,
+        attachments: Arc<Attachments>,
+        shutdown: impl Future<Output = ()>,
+    ) {
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let (stop, stopping) = watch::channel(false);
         tokio::pin!(shutdown);
         loop {
             let stream = tokio::select! {
@@ -102,11 +113,17 @@ impl Listening {
                     }
                 },
             };
-            let (broker, secret, uid) = (broker.clone(), self.secret.clone(), self.uid);
+            let daemon = Daemon {
+                broker: broker.clone(),
+                attachments: attachments.clone(),
+                secret: self.secret.clone(),
+                uid: self.uid,
+                stop: stopping.clone(),
+            };
             match slots.clone().try_acquire_owned() {
                 Ok(slot) => {
                     tokio::spawn(async move {
-                        connection(stream, &broker, &secret, uid).await;
+                        connection(stream, &daemon).await;
                         drop(slot);
                     });
                 }
@@ -120,7 +137,22 @@ impl Listening {
                 }
             }
         }
+        // Attached sessions end as a sidecar does on SIGTERM: their work in flight gets its
+        // grace, then the connections close.
+        let _ = stop.send(true);
+        let all = u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX);
+        let grace = crate::order::SHUTDOWN_GRACE + Duration::from_secs(1);
+        let _ = tokio::time::timeout(grace, slots.acquire_many(all)).await;
     }
+}
+
+/// What every connection shares.
+struct Daemon {
+    broker: Broker,
+    attachments: Arc<Attachments>,
+    secret: Arc<Secret>,
+    uid: u32,
+    stop: watch::Receiver<bool>,
 }
 
 impl Drop for Listening {
@@ -136,9 +168,10 @@ impl Drop for Listening {
 }
 
 /// One connection: the peer check, the hello, then one answer per request line.
-async fn connection(stream: UnixStream, broker: &Broker, secret: &Secret, uid: u32) {
-    let peer = stream.peer_cred().ok().map(|c| c.uid());
-    if let Some(message) = socket::refuse_peer(peer, uid) {
+async fn connection(stream: UnixStream, daemon: &Daemon) {
+    let cred = stream.peer_cred().ok();
+    let peer = cred.map(|c| c.uid());
+    if let Some(message) = socket::refuse_peer(peer, daemon.uid) {
         tracing::warn!("{message}");
         refuse(stream, control::error(message)).await;
         return;
@@ -147,9 +180,8 @@ async fn connection(stream: UnixStream, broker: &Broker, secret: &Secret, uid: u
     let mut reader = BufReader::new(read);
     let hello = tokio::time::timeout(HELLO_WAIT, next_frame(&mut reader, control::MAX_LINE)).await;
     let proven = match hello {
-        Ok(Ok(Frame::Line(line))) => {
-            serde_json::from_slice::<control::Hello>(&line).is_ok_and(|h| secret.matches(&h.hello))
-        }
+        Ok(Ok(Frame::Line(line))) => serde_json::from_slice::<control::Hello>(&line)
+            .is_ok_and(|h| daemon.secret.matches(&h.hello)),
         _ => false,
     };
     if !proven {
@@ -166,7 +198,16 @@ async fn connection(stream: UnixStream, broker: &Broker, secret: &Secret, uid: u
     }
     loop {
         let answer = match next_frame(&mut reader, control::MAX_LINE).await {
-            Ok(Frame::Line(line)) => control::answer(broker, &line),
+            Ok(Frame::Line(line)) => match attach::attach_request(&line) {
+                Some(Ok(request)) => {
+                    let pid = cred.and_then(|c| c.pid());
+                    let (b, a, stop) = (&daemon.broker, &daemon.attachments, daemon.stop.clone());
+                    attach::run(b, a, request, pid, reader, write, stop).await;
+                    return;
+                }
+                Some(Err(message)) => control::error(message),
+                None => control::answer(&daemon.broker, &daemon.attachments, &line),
+            },
             Ok(Frame::TooLong(n)) => control::error(format!(
                 "a line of {n} bytes is over the limit of {} bytes",
                 control::MAX_LINE

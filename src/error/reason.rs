@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-/// Why a `PERMISSION_DENIED`, `INVALID_PATH`, `IO_ERROR` or `CONCURRENCY_CONFLICT` happened.
+/// Why a `PERMISSION_DENIED`, `INVALID_PATH`, `IO_ERROR`, `CONCURRENCY_CONFLICT` or
+/// `INTERNAL_ERROR` happened.
 ///
 /// Reasons are part of the wire contract (`error.data.reason`), so they are a closed set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,6 +49,9 @@ pub enum Reason {
     /// The root's directory is no longer at its configured path (moved, deleted, or another
     /// directory put there).
     RootUnavailable,
+    /// The daemon holding the session's broker cannot be reached (`INTERNAL_ERROR`): the
+    /// request was not done, or its answer was lost with the connection.
+    BrokerUnavailable,
 }
 
 impl Reason {
@@ -73,13 +77,14 @@ impl Reason {
             Reason::Locked => "locked",
             Reason::UploadOffset => "upload_offset",
             Reason::RootUnavailable => "root_unavailable",
+            Reason::BrokerUnavailable => "broker_unavailable",
         }
     }
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 19] = [
+    pub const ALL: [Reason; 20] = [
         Reason::OutsideRoot,
         Reason::NoConsent,
         Reason::ReadOnly,
@@ -99,6 +104,7 @@ impl Reason {
         Reason::Locked,
         Reason::UploadOffset,
         Reason::RootUnavailable,
+        Reason::BrokerUnavailable,
     ];
 }
 

@@ -1,0 +1,298 @@
+//! Sessions attached over the socket: a proxy's or a sidecar's server session, held in the
+//! daemon's one broker.
+//!
+//! `{"op": "describe"}` tells a client what it must know before its session begins (the
+//! line limit, the capabilities, the era rule, the roots and where they are, for a sandbox's
+//! profile). `{"op": "attach", "server": NAME, ...}` opens the session, named `NAME`, or
+//! `NAME#2` (then `#3`, ...) while a live session has that name; after its answer the
+//! connection carries the session's JSON-RPC exactly as `fsbroker serve`'s stdio does,
+//! with the daemon's consent questions beside it when the client said it `asks` (see
+//! `ask.rs`). The session ends with the connection.
+
+use super::ask;
+use crate::broker::Broker;
+use crate::consent::{
+    BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, Elicitation,
+};
+use crate::locks::lock;
+use crate::policy::EraMode;
+use crate::serve::{Beside, run_beside};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// Most sessions of one name at once (`NAME` and `NAME#2` to `NAME#64`).
+const MAX_INSTANCES: u32 = 64;
+
+/// Questions waiting for room on one session's stream; more wait in their own task.
+const QUESTIONS: usize = 8;
+
+/// `{"op": "attach", ...}`: who attaches.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct AttachRequest {
+    op: String,
+    /// The session's name as the client knows it (`--server-id`, else the server's name).
+    server: String,
+    /// The server's process id, when the client started it.
+    #[serde(default)]
+    server_pid: Option<u32>,
+    /// The protocol era of the session, when known.
+    #[serde(default)]
+    era: Option<String>,
+    /// The sandbox the server runs in: `{"abi": N}`, or absent for none.
+    #[serde(default)]
+    sandbox: Option<Value>,
+    /// Whether the client answers consent questions (a proxy with a host).
+    #[serde(default)]
+    asks: bool,
+}
+
+/// The attach request on `line`, if it is one (a line whose `op` is `attach`); `Err` says
+/// what is wrong with one that is.
+pub(crate) fn attach_request(line: &[u8]) -> Option<Result<AttachRequest, String>> {
+    #[derive(Deserialize)]
+    struct Op {
+        op: Option<String>,
+    }
+    let op: Op = serde_json::from_slice(line).ok()?;
+    if op.op.as_deref() != Some("attach") {
+        return None;
+    }
+    Some(
+        serde_json::from_slice::<AttachRequest>(line)
+            .map_err(|e| format!("not an attach request: {e}"))
+            .and_then(|r| match crate::session::server_name(&r.server) {
+                Some(_) if r.op == "attach" => Ok(r),
+                _ => Err("attach needs a server name with a printable character".into()),
+            }),
+    )
+}
+
+/// What the daemon tells a client before its session: `{"op": "describe"}`'s answer.
+pub(crate) fn describe(broker: &Broker) -> Value {
+    let policy = broker.policy();
+    let era = match policy.proxy.era {
+        EraMode::Auto => "auto",
+        EraMode::Legacy => "legacy",
+        EraMode::Modern => "modern",
+    };
+    let roots: Vec<Value> = broker
+        .roots()
+        .iter()
+        .map(|r| {
+            json!({
+                "mount": r.mount().to_string(),
+                "path": r.host_path_of(&crate::path::RelPath::root()),
+                "access": r.access().as_str(),
+                "servers": r.servers(),
+            })
+        })
+        .collect();
+    json!({
+        "ok": true,
+        "maxLine": policy.limits.max_line_bytes.get(),
+        "capabilities": broker.capabilities(),
+        "era": era,
+        "roots": roots,
+    })
+}
+
+/// The attached sessions, by session id: what `status` shows of each beyond the broker's
+/// snapshot, and where its consent questions go.
+#[derive(Default)]
+pub(crate) struct Attachments {
+    sessions: Mutex<HashMap<String, Attached>>,
+    questions: AtomicU64,
+}
+
+/// One attached session.
+struct Attached {
+    /// Tells this attachment from a later one of the same id.
+    token: u64,
+    facts: Value,
+    asker: Option<mpsc::Sender<Ask>>,
+}
+
+/// A consent question on its way to an attached proxy.
+struct Ask {
+    request: ConsentRequest,
+    reply: oneshot::Sender<Option<ConsentAnswer>>,
+}
+
+impl Attachments {
+    /// What `status` adds to session `id`'s snapshot: the attached process, the server's
+    /// process, the era and the sandbox; `None` for a session that is not attached.
+    pub(crate) fn facts(&self, id: &str) -> Option<Value> {
+        lock(&self.sessions).get(id).map(|a| a.facts.clone())
+    }
+
+    /// The consent provider of the daemon's broker, made around the one its policy names:
+    /// an attached proxy's host is asked first; when it cannot be (no host that can show a
+    /// form, or a proxy gone), the policy's provider decides.
+    pub(crate) fn around(self: &Arc<Self>) -> Elicitation {
+        let me = self.clone();
+        Arc::new(move |inner: Arc<dyn ConsentProvider>| {
+            Arc::new(Routed {
+                attachments: me.clone(),
+                inner,
+            }) as Arc<dyn ConsentProvider>
+        })
+    }
+
+    /// Forgets attachment `token` of session `id`; a later one of the same id stays.
+    fn detach(&self, id: &str, token: u64) {
+        let mut sessions = lock(&self.sessions);
+        if sessions.get(id).is_some_and(|a| a.token == token) {
+            sessions.remove(id);
+        }
+    }
+
+    fn asker(&self, id: &str) -> Option<mpsc::Sender<Ask>> {
+        lock(&self.sessions).get(id).and_then(|a| a.asker.clone())
+    }
+}
+
+/// See [`Attachments::around`].
+struct Routed {
+    attachments: Arc<Attachments>,
+    inner: Arc<dyn ConsentProvider>,
+}
+
+impl ConsentProvider for Routed {
+    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
+        Box::pin(async move { self.decide_each(request).await.into() })
+    }
+
+    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
+        Box::pin(async move {
+            if let Some(asker) = self.attachments.asker(&request.server_id) {
+                let (reply, answer) = oneshot::channel();
+                let ask = Ask {
+                    request: request.clone(),
+                    reply,
+                };
+                if asker.send(ask).await.is_ok()
+                    && let Ok(Some(decided)) = answer.await
+                {
+                    return decided;
+                }
+            }
+            self.inner.decide_each(request).await
+        })
+    }
+
+    fn withdrawn(&self, request: &ConsentRequest) {
+        self.inner.withdrawn(request);
+    }
+}
+
+/// Serves the session `request` attaches until the connection or the daemon ends.
+/// `pid` is the attached process, as the kernel says.
+pub(crate) async fn run<R, W>(
+    broker: &Broker,
+    attachments: &Arc<Attachments>,
+    request: AttachRequest,
+    pid: Option<i32>,
+    input: R,
+    mut output: W,
+    mut stop: watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let name = crate::session::server_name(&request.server).unwrap_or_default();
+    let opened = (1..=MAX_INSTANCES).find_map(|n| {
+        let id = if n == 1 {
+            name.clone()
+        } else {
+            format!("{name}#{n}")
+        };
+        broker.open_session(&id).ok().map(|s| (id, s))
+    });
+    let Some((id, (session, notifications))) = opened else {
+        let e = super::control::error(format!(
+            "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"
+        ));
+        let _ = super::send(&mut output, &e).await;
+        return;
+    };
+    let (asker, mut asks) = mpsc::channel::<Ask>(QUESTIONS);
+    let facts = json!({
+        "pid": pid,
+        "serverPid": request.server_pid,
+        "era": request.era,
+        "sandbox": request.sandbox,
+    });
+    let token = attachments.questions.fetch_add(1, Ordering::Relaxed);
+    lock(&attachments.sessions).insert(
+        id.clone(),
+        Attached {
+            token,
+            facts,
+            asker: request.asks.then_some(asker),
+        },
+    );
+    tracing::info!(session = %id, ?pid, "attached");
+    let welcome = json!({"ok": true, "session": id});
+    if super::send(&mut output, &welcome).await.is_err() {
+        attachments.detach(&id, token);
+        return;
+    }
+    // Questions go out beside the session's answers; their answers come back beside its
+    // requests and are matched by number.
+    let waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Option<ConsentAnswer>>>>> = Arc::default();
+    let (questions, out) = mpsc::channel::<Vec<u8>>(QUESTIONS);
+    let asking = {
+        let waiting = waiting.clone();
+        let attachments = attachments.clone();
+        tokio::spawn(async move {
+            while let Some(ask) = asks.recv().await {
+                let n = attachments.questions.fetch_add(1, Ordering::Relaxed);
+                lock(&waiting).insert(n, ask.reply);
+                if questions
+                    .send(ask::question(n, &ask.request))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        })
+    };
+    let take = {
+        let waiting = waiting.clone();
+        Box::new(move |line: &[u8]| {
+            if !ask::may_be_answer(line) {
+                return false;
+            }
+            match ask::read_answer(line) {
+                Some((n, answer)) => {
+                    if let Some(reply) = lock(&waiting).remove(&n) {
+                        let _ = reply.send(answer);
+                    }
+                    true
+                }
+                None => false,
+            }
+        })
+    };
+    let beside = Beside {
+        out: Some(out),
+        take,
+    };
+    let shutdown = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    let served = run_beside(session, notifications, input, output, shutdown, beside).await;
+    asking.abort();
+    attachments.detach(&id, token);
+    match served {
+        Ok(()) => tracing::info!(session = %id, "detached"),
+        Err(e) => tracing::info!(session = %id, error = %e, "detached: the connection failed"),
+    }
+}

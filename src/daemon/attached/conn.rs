@@ -1,0 +1,351 @@
+//! One connection to the daemon: the hello, `describe`, `attach`, and then the two tasks of
+//! an attached session (one writes the lines to the daemon, one reads what comes back).
+
+use super::pending::{Pending, Route};
+use super::{Answered, Attach, Naming};
+use crate::daemon::ask;
+use crate::daemon::secret::Secret;
+use crate::daemon::socket;
+use crate::framing::{Frame, next_frame};
+use crate::lines::LineSender;
+use crate::policy::EraMode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// How long the daemon may take to welcome a connection, describe itself or attach.
+const WELCOME_WAIT: Duration = Duration::from_secs(10);
+
+/// Lines waiting to be written to the daemon.
+const QUEUE: usize = 64;
+
+/// Longest control answer read (`describe`, `attach`).
+const MAX_CONTROL: usize = 16 * 1024 * 1024;
+
+type Reader = BufReader<OwnedReadHalf>;
+
+/// What the daemon says of itself before a session begins.
+#[derive(Debug, Clone)]
+pub(crate) struct Described {
+    /// The longest line its sessions take.
+    pub(crate) max_line: usize,
+    /// The client capabilities a proxy adds to the host's `initialize`.
+    pub(crate) capabilities: Value,
+    /// Its era rule for proxied sessions.
+    pub(crate) era: EraMode,
+    /// Its roots: mount name, directory, access, the servers that see each.
+    pub(crate) roots: Vec<DescribedRoot>,
+}
+
+/// One of the daemon's roots.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct DescribedRoot {
+    /// The mount name.
+    pub(crate) mount: String,
+    /// Its directory.
+    pub(crate) path: PathBuf,
+    /// `read` or `write`.
+    pub(crate) access: crate::access::Access,
+    /// The server ids that see it.
+    pub(crate) servers: Vec<String>,
+}
+
+/// Connects to the daemon on `socket` and proves the key beside it.
+async fn connect(socket: &Path) -> Result<(Reader, OwnedWriteHalf), String> {
+    socket::check_length(socket)?;
+    let stream = UnixStream::connect(socket)
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                format!("no daemon answers on {}", socket.display())
+            }
+            _ => format!("cannot connect to {}: {e}", socket.display()),
+        })?;
+    let secret = Secret::read(&socket::sibling(socket, "key"))?;
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let welcome = exchange(&mut reader, &mut write, &json!({"hello": secret.hex()})).await?;
+    if welcome["ok"] != true {
+        return Err(said(&welcome));
+    }
+    Ok((reader, write))
+}
+
+/// Sends one control line and reads its answer.
+async fn exchange(r: &mut Reader, w: &mut OwnedWriteHalf, v: &Value) -> Result<Value, String> {
+    let mut line = serde_json::to_vec(v).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    let talk = async {
+        w.write_all(&line).await.map_err(|e| e.to_string())?;
+        match next_frame(r, MAX_CONTROL).await {
+            Ok(Frame::Line(l)) => serde_json::from_slice(&l).map_err(|e| e.to_string()),
+            Ok(_) => Err("the daemon closed the connection".to_owned()),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    match tokio::time::timeout(WELCOME_WAIT, talk).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "the daemon did not answer within {} s",
+            WELCOME_WAIT.as_secs()
+        )),
+    }
+}
+
+/// What an error answer says.
+fn said(answer: &Value) -> String {
+    match answer["error"].as_str() {
+        Some(m) => format!("the daemon refused: {m}"),
+        None => format!("the daemon answered something unexpected: {answer}"),
+    }
+}
+
+/// Asks the daemon on `socket` to describe itself.
+pub(crate) async fn describe(socket: &Path) -> Result<Described, String> {
+    let (mut r, mut w) = connect(socket).await?;
+    let d = exchange(&mut r, &mut w, &json!({"op": "describe"})).await?;
+    if d["ok"] != true {
+        return Err(said(&d));
+    }
+    let max_line = d["maxLine"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or("the daemon's description has no maxLine")?;
+    let era = d["era"]
+        .as_str()
+        .and_then(EraMode::parse)
+        .ok_or("the daemon's description has no era")?;
+    let roots = serde_json::from_value(d["roots"].clone())
+        .map_err(|e| format!("the daemon's description of its roots: {e}"))?;
+    Ok(Described {
+        max_line,
+        capabilities: d["capabilities"].clone(),
+        era,
+        roots,
+    })
+}
+
+/// An attached session's live connection.
+pub(super) struct Live {
+    epoch: u64,
+    session: String,
+    lines: mpsc::Sender<Vec<u8>>,
+    reader: JoinHandle<()>,
+    writer: JoinHandle<()>,
+}
+
+impl Live {
+    /// The connection's number (see [`Pending::begin`]).
+    pub(super) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The session's name on the daemon.
+    pub(super) fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// Sends `line`; false when the connection is gone.
+    pub(super) async fn send(&self, line: Vec<u8>) -> bool {
+        self.lines.send(line).await.is_ok()
+    }
+
+    /// Ends the session: the daemon sees the end of its input, answers what it has under
+    /// way within its grace, and closes.
+    pub(super) async fn finish(self) {
+        drop(self.lines);
+        let grace = crate::order::SHUTDOWN_GRACE + Duration::from_secs(5);
+        let _ = tokio::time::timeout(grace, self.writer).await;
+        let mut reader = self.reader;
+        if tokio::time::timeout(grace, &mut reader).await.is_err() {
+            reader.abort();
+        }
+    }
+}
+
+/// Connects, attaches and starts the session's tasks.
+pub(super) async fn open<M: Default + Send + 'static>(
+    attach: &Attach,
+    naming: &dyn Naming,
+    pending: &Arc<Pending>,
+    output: &LineSender<M>,
+    answered: &Answered,
+) -> Result<Live, String> {
+    let (mut r, mut w) = connect(&attach.socket).await?;
+    let request = json!({
+        "op": "attach",
+        "server": naming.name(),
+        "serverPid": attach.server_pid,
+        "era": naming.era(),
+        "sandbox": attach.sandbox,
+        "asks": attach.asker.is_some(),
+    });
+    let welcome = exchange(&mut r, &mut w, &request).await?;
+    let session = match welcome["session"].as_str() {
+        Some(s) if welcome["ok"] == true => s.to_owned(),
+        _ => return Err(said(&welcome)),
+    };
+    let epoch = pending.begin();
+    let (lines, queued) = mpsc::channel(QUEUE);
+    let writer = tokio::spawn(write(w, queued));
+    let reader = tokio::spawn(read(
+        r,
+        Reading {
+            epoch,
+            max_line: attach.max_line,
+            pending: pending.clone(),
+            output: output.clone(),
+            answered: answered.clone(),
+            asker: attach.asker.clone(),
+            lines: lines.downgrade(),
+        },
+    ));
+    Ok(Live {
+        epoch,
+        session,
+        lines,
+        reader,
+        writer,
+    })
+}
+
+/// Writes the queued lines, a burst at a time, until every sender is gone.
+async fn write(w: OwnedWriteHalf, mut queued: mpsc::Receiver<Vec<u8>>) {
+    let mut out = BufWriter::with_capacity(64 * 1024, w);
+    while let Some(line) = queued.recv().await {
+        let mut burst = Some(line);
+        while let Some(l) = burst {
+            if out.write_all(&l).await.is_err() || out.write_all(b"\n").await.is_err() {
+                return;
+            }
+            burst = queued.try_recv().ok();
+        }
+        if out.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = out.shutdown().await;
+}
+
+/// What the reading task needs.
+struct Reading<M> {
+    epoch: u64,
+    max_line: usize,
+    pending: Arc<Pending>,
+    output: LineSender<M>,
+    answered: Answered,
+    asker: Option<Arc<dyn super::Asker>>,
+    /// For the answers to consent questions; weak, so that the session's end (its last
+    /// strong sender dropped) still ends the writer.
+    lines: mpsc::WeakSender<Vec<u8>>,
+}
+
+/// Reads the daemon's lines until the connection ends, then answers what it owed.
+async fn read<M: Default + Send + 'static>(mut r: Reader, how: Reading<M>) {
+    // The daemon's lines are at most its own limit; one longer is not from a daemon.
+    let limit = how.max_line.saturating_mul(2).max(1 << 20);
+    loop {
+        let line = match next_frame(&mut r, limit).await {
+            Ok(Frame::Line(l)) => l,
+            Ok(Frame::TooLong(n)) => {
+                tracing::warn!(bytes = n, "dropped an over-long line from the daemon");
+                continue;
+            }
+            Ok(Frame::Eof) | Err(_) => break,
+        };
+        if !route(line, &how).await {
+            return;
+        }
+    }
+    let owed = how.pending.lose(how.epoch);
+    if !owed.is_empty() {
+        tracing::warn!(
+            requests = owed.len(),
+            "lost the daemon with requests unanswered; they fail with broker_unavailable"
+        );
+    }
+    for answer in owed {
+        if let Some(id) = answer.get("id") {
+            (how.answered)(id);
+        }
+        if let Ok(l) = serde_json::to_vec(&answer) {
+            let _ = how.output.send(l).await;
+        }
+    }
+}
+
+/// One message of a daemon's line, as far as routing needs it.
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+/// Sends one line of the daemon where it goes; false when the server's side is gone.
+async fn route<M: Default + Send + 'static>(line: Vec<u8>, how: &Reading<M>) -> bool {
+    let batch = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    if batch {
+        for head in serde_json::from_slice::<Vec<Head>>(&line).unwrap_or_default() {
+            if let Some(id) = head.id {
+                how.pending.answered(&id);
+                (how.answered)(&id);
+            }
+        }
+        return how.output.send(line).await.is_ok();
+    }
+    let head: Option<Head> = serde_json::from_slice(&line).ok();
+    match head {
+        Some(Head {
+            id: Some(id),
+            method: Some(m),
+        }) if m == ask::ASK_METHOD => {
+            ask_user(id, &line, how);
+            true
+        }
+        Some(Head {
+            id: Some(id),
+            method: None,
+        }) => match how.pending.answered(&id) {
+            Route::Call(answer) => {
+                if let Ok(v) = serde_json::from_slice(&line) {
+                    let _ = answer.send(v);
+                }
+                true
+            }
+            Route::Server => {
+                (how.answered)(&id);
+                how.output.send(line).await.is_ok()
+            }
+        },
+        _ => how.output.send(line).await.is_ok(),
+    }
+}
+
+/// Puts a consent question to this side's asker, on a task of its own (the user may take a
+/// while), and sends the answer back; without an asker, answers at once that nobody here
+/// could be asked.
+fn ask_user<M>(id: Value, line: &[u8], how: &Reading<M>) {
+    let question = serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|v| ask::read_question(&v));
+    let lines = how.lines.clone();
+    let asker = how.asker.clone();
+    tokio::spawn(async move {
+        let decided = match (question, asker) {
+            (Some((_, request)), Some(asker)) => asker.ask(request).await,
+            _ => None,
+        };
+        if let Some(lines) = lines.upgrade() {
+            let _ = lines.send(ask::answer(&id, decided.as_ref())).await;
+        }
+    });
+}
