@@ -108,6 +108,7 @@ where
         no_calls,
         to_out.clone(),
         Arc::new(|_: &serde_json::Value| {}),
+        std::future::pending(),
     ));
     tokio::select! {
         () = read_lines(tokio::io::stdin(), max_line, to_daemon, to_out) => {}

@@ -1,8 +1,10 @@
 //! `fsbroker proxy`: sits between a host and an MCP server, a local command (perhaps in the
 //! sandbox) or a remote URL, answering the server's file requests.
 
-use super::ProxyArgs;
 use super::runtime::{shutdown_signal, start_broker};
+use super::{ProxyArgs, attach};
+use crate::daemon::attached::Attach;
+use crate::proxy::Backend;
 use crate::BrokerBuilder;
 use crate::policy::ConsentMode;
 use crate::proxy::remote::{self, RemoteConfig};
@@ -30,19 +32,30 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         }
     };
     let proxy = Proxy::new(args.common.server_id.clone()).era(args.era);
-    // The proxy asks through the host unless the mode says otherwise: a host launches it
-    // without a terminal, so the host's own interface is where the user is.
-    let elicit = |b: BrokerBuilder| {
-        b.elicitation(proxy.elicitation())
-            .default_consent_mode(ConsentMode::Elicit)
+    let backend = match attach::socket(args.attach.daemon.as_ref()) {
+        Some(socket) => match attached(socket, &args, &server, &proxy).await {
+            Ok(b) => b,
+            Err((message, code)) => {
+                eprintln!("fsbroker: {message}");
+                return ExitCode::from(code);
+            }
+        },
+        None => {
+            // The proxy asks through the host unless the mode says otherwise: a host launches
+            // it without a terminal, so the host's own interface is where the user is.
+            let elicit = |b: BrokerBuilder| {
+                b.elicitation(proxy.elicitation())
+                    .default_consent_mode(ConsentMode::Elicit)
+            };
+            match start_broker(&args.common, elicit) {
+                Ok((broker, outbound)) => Backend::Own(broker, outbound),
+                Err(code) => return code,
+            }
+        }
     };
-    let (broker, outbound) = match start_broker(&args.common, elicit) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
-    let max_line = broker.policy().limits.max_line_bytes.get();
-    let started: Result<(Link, Option<remote::Outcome>), (String, u8)> = match server {
-        Server::Remote(url, headers) => remote::connect(RemoteConfig {
+    let max_line = backend.max_line();
+    let started: Result<(Link, Option<remote::Outcome>), (String, u8)> = match (server, &backend) {
+        (Server::Remote(url, headers), _) => remote::connect(RemoteConfig {
             url,
             headers,
             connect_timeout: args.connect_timeout,
@@ -53,22 +66,26 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         })
         .map(|(link, outcome)| (link, Some(outcome)))
         .map_err(|e| (e.to_string(), 1)),
-        Server::Local(Some(options)) => sandbox::spawn_sandboxed(
+        (Server::Local(Some(options)), Backend::Own(broker, _)) => sandbox::spawn_sandboxed(
             &args.command,
             &options,
-            &broker,
+            broker,
             args.common.server_id.as_deref(),
             max_line,
             args.shutdown_grace,
         )
         .map(|link| (link, None))
         .map_err(|e| (e.to_string(), e.exit_code())),
-        Server::Local(None) => {
-            let roots: Vec<std::path::PathBuf> = broker
-                .roots()
-                .iter()
-                .map(|r| r.host_path_of(&crate::path::RelPath::root()))
-                .collect();
+        (Server::Local(Some(_)), Backend::Daemon(..)) => Err((SANDBOX_ATTACHED.into(), 2)),
+        (Server::Local(None), backend) => {
+            let roots: Vec<std::path::PathBuf> = match backend {
+                Backend::Own(broker, _) => broker
+                    .roots()
+                    .iter()
+                    .map(|r| r.host_path_of(&crate::path::RelPath::root()))
+                    .collect(),
+                Backend::Daemon(d, _) => d.roots.iter().map(|r| r.path.clone()).collect(),
+            };
             crate::proxy::own_dirs::warn_outside_roots(&args.command, &roots);
             crate::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
                 .map(|link| (link, None))
@@ -84,8 +101,7 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
     };
     let code = proxy
         .run(
-            broker,
-            outbound,
+            backend,
             tokio::io::stdin(),
             tokio::io::stdout(),
             link,
@@ -96,6 +112,38 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         eprintln!("fsbroker: {e}");
     }
     ExitCode::from(code)
+}
+
+/// Why a sandboxed server cannot attach yet.
+const SANDBOX_ATTACHED: &str = "--sandbox cannot be combined with --daemon yet: the sandbox's \
+    profile and its policing of root changes need the broker in this process; run the \
+    sandboxed server with its own broker (without --daemon)";
+
+/// The daemon's session for this proxy, or why there is none and the exit code: 2 for flags
+/// that only the daemon may set, 1 when no daemon answers.
+async fn attached(
+    socket: Result<std::path::PathBuf, String>,
+    args: &ProxyArgs,
+    server: &Server,
+    proxy: &Proxy,
+) -> Result<Backend, (String, u8)> {
+    let socket = socket.map_err(|e| (e, 1))?;
+    attach::refuse_own_broker(&args.common).map_err(|e| (e, 2))?;
+    if matches!(server, Server::Local(Some(_))) {
+        return Err((SANDBOX_ATTACHED.into(), 2));
+    }
+    let described = attach::described(&socket).await.map_err(|e| (e, 1))?;
+    let max_line = described.max_line;
+    Ok(Backend::Daemon(
+        described,
+        Attach {
+            socket,
+            server_pid: None,
+            sandbox: None,
+            asker: Some(proxy.asker()),
+            max_line,
+        },
+    ))
 }
 
 /// The server the flags name, or the usage error to report. What clap cannot check is

@@ -44,6 +44,8 @@ pub(crate) struct Link {
     pub(crate) end: oneshot::Sender<()>,
     /// The server's exit code, once it has ended.
     pub(crate) exit: Pin<Box<dyn Future<Output = u8> + Send>>,
+    /// The server's process id, for a child.
+    pub(crate) pid: Option<u32>,
 }
 
 /// Why the server could not be started.
@@ -172,12 +174,14 @@ pub(crate) fn spawn_command(
         }
     });
     let (end, end_rx) = oneshot::channel::<()>();
+    let pid = child.id();
     let exit = Box::pin(supervise(child, end_rx, stop, close_tx, grace));
     Ok(Link {
         to_server,
         from_server,
         end,
         exit,
+        pid,
     })
 }
 

@@ -35,6 +35,7 @@
 //!   start, the directories on the server's command line that no root (or, sandboxed, nothing
 //!   the sandbox allows) holds.
 
+mod backend;
 mod cancel;
 mod elicit;
 mod era;
@@ -67,7 +68,8 @@ pub(crate) use from_server::host_part;
 #[cfg(feature = "fuzzing")]
 pub(crate) use peek::{Kind, peek};
 
-use crate::broker::{Broker, Notifications};
+pub(crate) use backend::{Backend, HostAsker};
+use crate::broker::Notifications;
 use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, budget, line_channel};
 use crate::order::SHUTDOWN_GRACE;
@@ -123,13 +125,18 @@ impl Proxy {
         })
     }
 
+    /// Who answers the daemon's consent questions for a proxy attached to it: this proxy's
+    /// host, when it can show a form.
+    pub(crate) fn asker(&self) -> Arc<dyn crate::daemon::attached::Asker> {
+        Arc::new(HostAsker(self.host.clone()))
+    }
+
     /// Relays between the host (`host_in`, `host_out`) and the server (`link`) until either
     /// side ends or `shutdown` completes; then ends the server and the broker session.
     /// Returns the server's exit code.
     pub(crate) async fn run<R, W, S>(
         self,
-        broker: Broker,
-        outbound: Notifications,
+        backend: Backend,
         host_in: R,
         host_out: W,
         link: Link,
@@ -151,14 +158,33 @@ impl Proxy {
             from_server,
             end,
             mut exit,
+            pid,
         } = link;
-        let max_line = broker.policy().limits.max_line_bytes.get();
-        let state = Arc::new(Relay::new(server_id.clone()));
-        let mode = era.unwrap_or(broker.policy().proxy.era);
+        let backend = match backend {
+            Backend::Daemon(d, mut attach) => {
+                attach.server_pid = pid;
+                Backend::Daemon(d, attach)
+            }
+            own => own,
+        };
+        let max_line = backend.max_line();
+        let relay = Relay::new(server_id.clone());
+        let state = Arc::new(match &backend {
+            Backend::Own(..) => relay,
+            Backend::Daemon(..) => relay.attached(),
+        });
+        let mode = era.unwrap_or(backend.era());
         tracing::info!(?mode, "protocol era rule");
-        state
-            .era
-            .configure(mode, era::Resolver::new(broker.clone()));
+        let capabilities = backend.capabilities();
+        let (calls, calls_rx) = tokio::sync::mpsc::channel(8);
+        let resolver = match &backend {
+            Backend::Own(broker, _) => era::Resolver::Own(broker.clone()),
+            Backend::Daemon(..) => era::Resolver::Daemon {
+                calls,
+                host: host.clone(),
+            },
+        };
+        state.era.configure(mode, resolver);
         // A session that cannot go on in the era asked for ends as a shutdown does.
         let era_state = state.clone();
         let shutdown = async move {
@@ -171,20 +197,38 @@ impl Proxy {
         let writer = tokio::spawn(write_host(host_out, to_host_rx));
         let (lane_tx, lane_rx) = line_channel(QUEUE_LINES, budget(max_line));
         let (stop_lane, lane_stop) = watch::channel(false);
-        let lane = tokio::spawn(lane::run_lane(
-            broker.clone(),
-            state.clone(),
-            lane_rx,
-            to_server.clone(),
-            lane_stop,
-        ));
-        let notifier = tokio::spawn(notify_server(outbound, to_server.clone()));
+        let (lane, notifier, own) = match backend {
+            Backend::Own(broker, outbound) => (
+                tokio::spawn(lane::run_lane(
+                    broker.clone(),
+                    state.clone(),
+                    lane_rx,
+                    to_server.clone(),
+                    lane_stop,
+                )),
+                tokio::spawn(notify_server(outbound, to_server.clone())),
+                Some(broker),
+            ),
+            // The daemon's notifications come on the session's own connection.
+            Backend::Daemon(_, attach) => (
+                tokio::spawn(backend::run_daemon_lane(
+                    attach,
+                    state.clone(),
+                    lane_rx,
+                    calls_rx,
+                    to_server.clone(),
+                    lane_stop,
+                )),
+                tokio::spawn(async {}),
+                None,
+            ),
+        };
         let host_reader = tokio::spawn(from_host::read_host(
             host_in,
             max_line,
             host.clone(),
             state.clone(),
-            broker.capabilities(),
+            capabilities,
             to_server.clone(),
         ));
         let server_reader = tokio::spawn(from_server::read_server(
@@ -218,8 +262,10 @@ impl Proxy {
         };
         tracing::info!(code, "server exited");
         tasks.wind_down(ending.server_done, host).await;
-        let id = state.session_id();
-        broker.end_session(&id);
+        // A session on the daemon ended with its connection.
+        if let Some(broker) = own {
+            broker.end_session(&state.session_id());
+        }
         if state.era.failure().is_some() {
             return 1;
         }

@@ -40,21 +40,16 @@ pub(crate) struct Described {
     pub(crate) capabilities: Value,
     /// Its era rule for proxied sessions.
     pub(crate) era: EraMode,
-    /// Its roots: mount name, directory, access, the servers that see each.
+    /// Its roots.
     pub(crate) roots: Vec<DescribedRoot>,
 }
 
-/// One of the daemon's roots.
+/// One of the daemon's roots (the description holds its mount name, access and servers as
+/// well; a proxy needs only its place).
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct DescribedRoot {
-    /// The mount name.
-    pub(crate) mount: String,
     /// Its directory.
     pub(crate) path: PathBuf,
-    /// `read` or `write`.
-    pub(crate) access: crate::access::Access,
-    /// The server ids that see it.
-    pub(crate) servers: Vec<String>,
 }
 
 /// Connects to the daemon on `socket` and proves the key beside it.

@@ -77,7 +77,9 @@ pub(crate) trait Naming: Send + Sync {
 
 /// Runs the session: each line of `input` (the server's brokered requests, its cancellations
 /// of them, and nothing else) goes to the daemon, each of `calls` too, and what the daemon
-/// sends goes to `output`, until `input` ends. `answered` hears of every request answered.
+/// sends goes to `output`, until `input` ends or `stop` completes (then what is still queued
+/// is dropped, and what the daemon has under way gets its grace). `answered` hears of every
+/// request answered.
 pub(crate) async fn run<M: Default + Send + 'static>(
     attach: Attach,
     naming: Arc<dyn Naming>,
@@ -85,7 +87,9 @@ pub(crate) async fn run<M: Default + Send + 'static>(
     mut calls: mpsc::Receiver<Call>,
     output: LineSender<M>,
     answered: Answered,
+    stop: impl std::future::Future<Output = ()>,
 ) {
+    tokio::pin!(stop);
     let pending = Arc::new(Pending::default());
     let mut live: Option<Live> = None;
     let mut next_try = Instant::now();
@@ -94,6 +98,7 @@ pub(crate) async fn run<M: Default + Send + 'static>(
     loop {
         let (line, call) = tokio::select! {
             biased;
+            () = &mut stop => break,
             l = input.recv() => match l {
                 Some(l) => (l, None),
                 None => break,

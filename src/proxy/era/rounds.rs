@@ -5,6 +5,9 @@ use super::park::split;
 use super::scan::{asks_roots, needs_input};
 use super::{EraState, MAX_ROUNDS, error_for};
 use crate::broker::Broker;
+use crate::daemon::attached::Call;
+use crate::proxy::HostChannel;
+use tokio::sync::{mpsc, oneshot};
 use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
 use crate::proxy::link::ToServer;
@@ -12,15 +15,42 @@ use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, ROOTS_
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-/// What the proxy answers a server's roots questions with.
-#[derive(Debug, Clone)]
-pub(crate) struct Resolver {
-    broker: Broker,
+/// What the proxy answers a server's roots questions with: its own broker, or the session
+/// it attached to on the daemon.
+#[derive(Clone)]
+pub(crate) enum Resolver {
+    /// The proxy's own broker.
+    Own(Broker),
+    /// The daemon, asked with ids in the proxy's own space (a server cannot use them).
+    Daemon {
+        calls: mpsc::Sender<Call>,
+        host: Arc<HostChannel>,
+    },
+}
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Resolver::Own(_) => "Resolver::Own",
+            Resolver::Daemon { .. } => "Resolver::Daemon",
+        })
+    }
 }
 
 impl Resolver {
-    pub(crate) fn new(broker: Broker) -> Resolver {
-        Resolver { broker }
+    /// The broker's answer to `request`, a `roots/list` of session `session`.
+    async fn answer(&self, session: &str, mut request: Value) -> Option<Value> {
+        match self {
+            Resolver::Own(broker) => broker.handle_message(session, request).await,
+            Resolver::Daemon { calls, host } => {
+                let id = host.own_id();
+                request["id"] = id.clone();
+                let line = serde_json::to_vec(&request).ok()?;
+                let (answer, answered) = oneshot::channel();
+                calls.send(Call { line, id, answer }).await.ok()?;
+                answered.await.ok()
+            }
+        }
     }
 }
 
@@ -261,7 +291,7 @@ async fn broker_roots(
         if !p.is_null() {
             request["params"] = p;
         }
-        let answer = resolver.broker.handle_message(session, request).await;
+        let answer = resolver.answer(session, request).await;
         match answer.as_ref().and_then(|a| a.get("result")) {
             Some(r) => {
                 responses.insert(k, r.clone());

@@ -34,6 +34,9 @@ pub(in crate::proxy) enum Verdict {
     /// Goes no further: dropped, or taken by the proxy (a cancellation of a request the
     /// broker answers, an answer to the proxy's own retry).
     Drop,
+    /// To the broker, answered by nothing: a cancellation of a brokered request, when the
+    /// broker is the daemon's (which acts on it, as `serve` does).
+    BrokerNote,
     /// An answer to the host that the proxy looks into before the host may see it: a result
     /// that asks for input, or the refusal that stands in for an answer hiding a roots
     /// question.
@@ -98,9 +101,15 @@ pub(in crate::proxy) fn judge(
             tracing::debug!(%method, "dropped a brokered method sent as a notification");
             Verdict::Drop
         }
-        Kind::Notification { method } if method == CANCELLED && takes_cancel(state, item) => {
-            Verdict::Drop
-        }
+        Kind::Notification { method } if method == CANCELLED => match takes_cancel(state, item) {
+            Cancel::Brokered if state.attached => Verdict::BrokerNote,
+            Cancel::Brokered | Cancel::Retry => Verdict::Drop,
+            Cancel::Host if era::hides_roots(item) => {
+                tracing::warn!("dropped a server notification carrying a roots/list input request");
+                Verdict::Drop
+            }
+            Cancel::Host => Verdict::Host,
+        },
         Kind::Notification { .. } if era::hides_roots(item) => {
             tracing::warn!("dropped a server notification carrying a roots/list input request");
             Verdict::Drop
@@ -111,17 +120,26 @@ pub(in crate::proxy) fn judge(
     }
 }
 
-/// A cancellation the proxy takes: of its own retry (the host's request then fails), or of
-/// a brokered request (which stops; the host never saw that id).
-fn takes_cancel(state: &Relay, item: &[u8]) -> bool {
+/// Whose request a server's cancellation names.
+enum Cancel {
+    /// The proxy's own retry (the host's request then fails).
+    Retry,
+    /// A brokered request (which stops; the host never saw that id).
+    Brokered,
+    /// The host's.
+    Host,
+}
+
+/// Takes a server's cancellation of the proxy's retry or of a brokered request.
+fn takes_cancel(state: &Relay, item: &[u8]) -> Cancel {
     if state.era.server_cancelled(item) {
-        return true;
+        return Cancel::Retry;
     }
-    let ours = cancelled_id_in(item).is_some_and(|id| state.brokered.cancel(&id));
-    if ours {
+    if cancelled_id_in(item).is_some_and(|id| state.brokered.cancel(&id)) {
         tracing::debug!("the server cancelled a brokered request; stopped");
+        return Cancel::Brokered;
     }
-    ours
+    Cancel::Host
 }
 
 /// An answer of the server: to the proxy's retry (taken), or to the host.
@@ -233,6 +251,14 @@ pub(in crate::proxy) fn route(line: Vec<u8>, host: &HostChannel, state: &Relay) 
         }
         Verdict::Refuse(id, e) => Routed::refused(id.as_ref(), e),
         Verdict::Drop => Routed::default(),
+        Verdict::BrokerNote => Routed {
+            lane: Some(ForLane {
+                line,
+                ids: Vec::new(),
+                batch: false,
+            }),
+            ..Routed::default()
+        },
         Verdict::Input(v) => Routed {
             input: vec![v],
             ..Routed::default()
@@ -321,6 +347,7 @@ fn route_batch(line: Vec<u8>, host: &HostChannel, state: &Relay) -> Routed {
             }
             Verdict::Refuse(id, e) => routed.refusals.push(refusal(id.as_ref(), e)),
             Verdict::Drop => {}
+            Verdict::BrokerNote => append(&mut ours, item),
             Verdict::Input(v) => routed.input.push(v),
         }
         changed = true;

@@ -136,6 +136,7 @@ pub(crate) fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError>
             from_server,
             end,
             exit,
+            pid: None,
         },
         outcome,
     ))
