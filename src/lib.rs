@@ -128,7 +128,8 @@ mod atomic;
 mod audit;
 mod config;
 // Reached only from the command line for now (`fsbroker daemon`, `status`, `revoke`).
-#[cfg(feature = "cli")]
+// The daemon's server side is the binary's; its attaching client is the proxy's too.
+#[cfg(any(feature = "cli", feature = "proxy"))]
 mod daemon;
 mod deadline;
 mod framing;

@@ -48,8 +48,11 @@ pub(crate) struct Beside {
     /// Lines to write between the session's own, whole.
     pub(crate) out: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
     /// Looks at each line read first, and takes it (true) when it is one of its own.
-    pub(crate) take: Box<dyn FnMut(&[u8]) -> bool + Send>,
+    pub(crate) take: Taker,
 }
+
+/// See [`Beside::take`].
+pub(crate) type Taker = Box<dyn FnMut(&[u8]) -> bool + Send>;
 
 impl Beside {
     /// Nothing beside the session.

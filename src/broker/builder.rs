@@ -54,13 +54,6 @@ impl BrokerBuilder {
         self
     }
 
-    /// Puts `make`'s provider around whichever provider the policy's mode gives, anew at
-    /// every reload: the daemon's, which asks an attached proxy's host first.
-    pub(crate) fn consent_around(mut self, make: Elicitation) -> Self {
-        self.consent.around = Some(make);
-        self
-    }
-
     /// The consent mode when the policy sets none (the proxy's is `elicit`).
     pub fn default_consent_mode(mut self, mode: ConsentMode) -> Self {
         self.consent.default_mode = Some(mode);

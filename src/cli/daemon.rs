@@ -33,19 +33,50 @@ pub(super) async fn run(args: DaemonArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // Attached proxies' hosts are asked first; the policy's mode decides when they cannot be.
+    // Consent mode `elicit` (the daemon's default, as the proxy's) asks an attached proxy's
+    // host; the fallback answers when there is none, or it cannot show a form.
     let attachments = std::sync::Arc::new(Attachments::default());
-    let around = attachments.around();
-    let (broker, _broker_wide) = match start_broker(&args.common, |b| b.consent_around(around)) {
+    let elicit = attachments.around();
+    let configure = |b: crate::BrokerBuilder| {
+        b.elicitation(elicit)
+            .default_consent_mode(ConsentMode::Elicit)
+    };
+    let (broker, _broker_wide) = match start_broker(&args.common, configure) {
         Ok(b) => b,
         Err(code) => return code,
     };
+    if let Err(message) = key_out_of_roots(&broker, listening.socket()) {
+        eprintln!("fsbroker: {message}");
+        return ExitCode::from(2);
+    }
     eprintln!(
         "fsbroker: daemon listening on {}",
         listening.socket().display()
     );
     listening.serve(broker, attachments, stop).await;
     ExitCode::SUCCESS
+}
+
+/// Refuses roots that hold the socket's directory: its key would then be a file a server
+/// with consent could read through the broker, and with it use the socket.
+fn key_out_of_roots(broker: &crate::Broker, socket: &std::path::Path) -> Result<(), String> {
+    let dir = socket
+        .parent()
+        .and_then(|d| std::fs::canonicalize(d).ok())
+        .ok_or_else(|| format!("cannot resolve the directory of {}", socket.display()))?;
+    for root in broker.roots().iter() {
+        let path = root.host_path_of(&crate::path::RelPath::root());
+        if std::fs::canonicalize(&path).is_ok_and(|r| dir.starts_with(r)) {
+            return Err(format!(
+                "the root {} ({}) holds the daemon's socket directory {}: servers could read \
+                 its key through the broker; choose another --socket, or a narrower root",
+                root.mount(),
+                path.display(),
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The socket to use: `--socket`, else the default one.
@@ -67,9 +98,6 @@ fn usage(common: &CommonArgs, foreground: bool) -> Result<(), String> {
     }
     if common.server_id.is_some() {
         return Err("--server-id names one session; the daemon holds every server's".into());
-    }
-    if common.consent == Some(ConsentMode::Elicit) {
-        return Err("--consent elicit asks through a host, which only `fsbroker proxy` has".into());
     }
     Ok(())
 }

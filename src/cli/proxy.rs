@@ -3,10 +3,10 @@
 
 use super::runtime::{shutdown_signal, start_broker};
 use super::{ProxyArgs, attach};
-use crate::daemon::attached::Attach;
-use crate::proxy::Backend;
 use crate::BrokerBuilder;
+use crate::daemon::attached::Attach;
 use crate::policy::ConsentMode;
+use crate::proxy::Backend;
 use crate::proxy::remote::{self, RemoteConfig};
 use crate::proxy::{Link, Proxy, sandbox};
 use std::process::ExitCode;

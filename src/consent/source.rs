@@ -17,9 +17,6 @@ pub(crate) struct ConsentSource {
     pub custom: Option<Arc<dyn ConsentProvider>>,
     /// The provider for mode `elicit`; without it, `elicit` is its fallback.
     pub elicitation: Option<Elicitation>,
-    /// What goes around the provider chosen, whichever it is (the daemon's router to
-    /// attached proxies).
-    pub around: Option<Elicitation>,
     /// The mode when the policy sets none.
     pub default_mode: Option<ConsentMode>,
     /// Whether nobody chosen means the terminal, when the process has one: the `fsbroker`
@@ -33,7 +30,6 @@ impl std::fmt::Debug for ConsentSource {
         f.debug_struct("ConsentSource")
             .field("custom", &self.custom.is_some())
             .field("elicitation", &self.elicitation.is_some())
-            .field("around", &self.around.is_some())
             .field("default_mode", &self.default_mode)
             .field("terminal_when_unset", &self.terminal_when_unset)
             .finish()
@@ -46,15 +42,6 @@ impl ConsentSource {
         &self,
         config: &crate::policy::ConsentPolicy,
     ) -> Arc<dyn ConsentProvider> {
-        let chosen = self.chosen(config);
-        match &self.around {
-            Some(around) => around(chosen),
-            None => chosen,
-        }
-    }
-
-    /// The provider an embedder gave, or the one the policy's mode names.
-    fn chosen(&self, config: &crate::policy::ConsentPolicy) -> Arc<dyn ConsentProvider> {
         if let Some(custom) = &self.custom {
             return custom.clone();
         }

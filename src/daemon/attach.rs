@@ -131,15 +131,15 @@ impl Attachments {
         lock(&self.sessions).get(id).map(|a| a.facts.clone())
     }
 
-    /// The consent provider of the daemon's broker, made around the one its policy names:
-    /// an attached proxy's host is asked first; when it cannot be (no host that can show a
-    /// form, or a proxy gone), the policy's provider decides.
+    /// Consent mode `elicit` for the daemon's broker: an attached proxy's host is asked;
+    /// when it cannot be (a sidecar, a host that cannot show a form, a proxy gone), the
+    /// fallback the policy names (`consent.fallback`) decides.
     pub(crate) fn around(self: &Arc<Self>) -> Elicitation {
         let me = self.clone();
-        Arc::new(move |inner: Arc<dyn ConsentProvider>| {
+        Arc::new(move |fallback: Arc<dyn ConsentProvider>| {
             Arc::new(Routed {
                 attachments: me.clone(),
-                inner,
+                inner: fallback,
             }) as Arc<dyn ConsentProvider>
         })
     }

@@ -20,6 +20,7 @@ mod secret;
 mod socket;
 
 pub(crate) use attach::Attachments;
+#[cfg(feature = "cli")]
 pub(crate) use socket::default_socket;
 
 use crate::broker::Broker;

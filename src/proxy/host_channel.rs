@@ -74,7 +74,11 @@ impl HostChannel {
     /// A fresh id in the proxy's own space, for a request of its own to the daemon (a
     /// server cannot use one: the judge refuses it).
     pub(crate) fn own_id(&self) -> Value {
-        Value::String(format!("{}{}", self.prefix, self.next.fetch_add(1, Ordering::Relaxed)))
+        Value::String(format!(
+            "{}{}",
+            self.prefix,
+            self.next.fetch_add(1, Ordering::Relaxed)
+        ))
     }
 
     /// An id of the proxy's own, for tests.

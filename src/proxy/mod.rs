@@ -68,12 +68,12 @@ pub(crate) use from_server::host_part;
 #[cfg(feature = "fuzzing")]
 pub(crate) use peek::{Kind, peek};
 
-pub(crate) use backend::{Backend, HostAsker};
 use crate::broker::Notifications;
 use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, budget, line_channel};
 use crate::order::SHUTDOWN_GRACE;
 use crate::policy::EraMode;
+pub(crate) use backend::{Backend, HostAsker};
 use link::ToServer;
 use relay::Relay;
 use std::future::Future;

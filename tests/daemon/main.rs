@@ -9,10 +9,15 @@
 #[path = "../common/mod.rs"]
 mod common;
 #[allow(dead_code)]
+#[path = "../common/proxy_host.rs"]
+mod proxy_host;
+#[allow(dead_code)]
 #[path = "../common/sidecar.rs"]
 mod sidecar;
 
 mod access;
+mod attach;
+mod intruder;
 mod place;
 mod start;
 mod verbs;

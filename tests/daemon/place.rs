@@ -123,6 +123,12 @@ impl Daemon {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// Kills the daemon at once (SIGKILL), as a crash would, and waits for it.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
     /// Sends SIGTERM and waits for the exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap();

@@ -125,3 +125,19 @@ fn sigterm_stops_the_daemon_and_removes_its_socket_and_key() {
     let v: Value = serde_json::from_slice(&ran.stdout).unwrap();
     assert_eq!(v["ok"], true, "{}", ran.log());
 }
+
+#[test]
+fn a_root_that_holds_the_socket_directory_is_refused() {
+    let p = Place::new();
+    // The place's own directory holds both `run/` (the socket's) and `root/`.
+    let mut cmd = p.command(&["daemon", "--foreground", "--root"]);
+    cmd.arg(p.tmp.path());
+    let ran = crate::sidecar::run_within(cmd, crate::sidecar::WAIT);
+    assert_eq!(ran.code(), Some(2), "{}", ran.log());
+    assert!(
+        ran.err().contains("holds the daemon's socket directory"),
+        "{}",
+        ran.err()
+    );
+    assert!(!p.socket().exists());
+}

@@ -12,7 +12,9 @@
 mod conn;
 mod pending;
 
-pub(crate) use conn::{Described, describe};
+pub(crate) use conn::Described;
+#[cfg(feature = "cli")]
+pub(crate) use conn::describe;
 
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender};

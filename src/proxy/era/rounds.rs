@@ -6,14 +6,14 @@ use super::scan::{asks_roots, needs_input};
 use super::{EraState, MAX_ROUNDS, error_for};
 use crate::broker::Broker;
 use crate::daemon::attached::Call;
-use crate::proxy::HostChannel;
-use tokio::sync::{mpsc, oneshot};
 use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
+use crate::proxy::HostChannel;
 use crate::proxy::link::ToServer;
 use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, ROOTS_LIST};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
 
 /// What the proxy answers a server's roots questions with: its own broker, or the session
 /// it attached to on the daemon.

@@ -1,0 +1,91 @@
+//! A sandboxed server runs as the user, and Landlock below ABI 9 does not stop it from
+//! connecting to the daemon's socket: the key beside the socket is what keeps it out. Such
+//! a server cannot read the key, and without it gets nothing: no attach under another
+//! server's name, no status, no log, no revoke.
+
+use crate::place::Place;
+use crate::sidecar::Sidecar;
+use serde_json::{Value, json};
+use std::ffi::OsString;
+
+/// Tries the key, then every control request with a made-up key, and reports.
+const INTRUDER: &str = r#"
+import json, os, socket, sys
+report = {}
+try:
+    report["key"] = open(os.environ["KEY"]).read()
+except Exception as e:
+    report["key"] = type(e).__name__
+answers = []
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(os.environ["SOCK"])
+    f = s.makefile("rwb")
+    for line in [{"hello": "0" * 64}, {"op": "status"}, {"op": "log"},
+                 {"op": "attach", "server": "alpha"}, {"op": "revoke", "all": True}]:
+        f.write((json.dumps(line) + "\n").encode())
+    f.flush()
+    s.shutdown(socket.SHUT_WR)
+    answers = [l.decode() for l in f.readlines()]
+    report["connected"] = True
+except Exception as e:
+    report["connected"] = type(e).__name__
+report["answers"] = answers
+print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": report}}), flush=True)
+sys.stdin.read()
+"#;
+
+#[test]
+fn a_sandboxed_server_cannot_read_the_key_and_gets_nothing_from_the_socket() {
+    let p = Place::new();
+    std::fs::write(p.root.join("a.txt"), "x").unwrap();
+    let _d = p.start_with(&["--consent", "auto"]);
+    // A session whose grant the intruder would like to take away.
+    let daemon = format!("--daemon={}", p.socket().display());
+    let args: Vec<OsString> = ["serve", &daemon, "--server-id", "alpha"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    let mut alpha = Sidecar::spawn(&args, None);
+    let r = alpha.request("files/consent", json!({"requestedPaths": ["root"]}));
+    assert_eq!(r["result"]["granted"], true, "{r}");
+
+    let proj = p.tmp.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    let mut cmd = std::process::Command::new(crate::common::bin());
+    cmd.args(["proxy", "--sandbox", "--root"])
+        .arg(&proj)
+        .args(["--", "python3", "-c", INTRUDER])
+        .env("KEY", p.key())
+        .env("SOCK", p.socket());
+    let mut intruder = Sidecar::start(cmd);
+    let n = intruder.next_within(std::time::Duration::from_secs(60));
+    let report = &n["params"]["data"];
+    assert_eq!(
+        report["key"],
+        "PermissionError",
+        "{n}\n{}",
+        intruder.stderr()
+    );
+    // Connected or not (a later kernel may refuse the connection), nothing was served: one
+    // refusal of the hello, then the connection closed.
+    let answers: Vec<Value> = report["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| serde_json::from_str(a.as_str().unwrap()).unwrap())
+        .collect();
+    assert!(answers.len() <= 1, "{answers:?}");
+    for a in &answers {
+        assert_eq!(a["ok"], false, "{a}");
+        assert!(a["error"].as_str().unwrap().contains("key"), "{a}");
+    }
+    // alpha keeps its grant and its name; nobody else attached.
+    let ran = p.verb(&["status", "--json", "--daemon", p.socket().to_str().unwrap()]);
+    let status: Value = serde_json::from_str(&ran.out()).unwrap();
+    let sessions = status["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{status}");
+    assert_eq!(sessions[0]["server"], "alpha");
+    assert_eq!(sessions[0]["grants"][0]["path"], "root", "{status}");
+}
