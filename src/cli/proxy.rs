@@ -8,6 +8,7 @@ use crate::daemon::attached::Attach;
 use crate::policy::ConsentMode;
 use crate::proxy::Backend;
 use crate::proxy::remote::{self, RemoteConfig};
+use crate::proxy::sandbox::RootSource;
 use crate::proxy::{Link, Proxy, sandbox};
 use std::process::ExitCode;
 
@@ -66,17 +67,25 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         })
         .map(|(link, outcome)| (link, Some(outcome)))
         .map_err(|e| (e.to_string(), 1)),
-        (Server::Local(Some(options)), Backend::Own(broker, _)) => sandbox::spawn_sandboxed(
-            &args.command,
-            &options,
-            broker,
-            args.common.server_id.as_deref(),
-            max_line,
-            args.shutdown_grace,
-        )
-        .map(|link| (link, None))
-        .map_err(|e| (e.to_string(), e.exit_code())),
-        (Server::Local(Some(_)), Backend::Daemon(..)) => Err((SANDBOX_ATTACHED.into(), 2)),
+        (Server::Local(Some(options)), backend) => {
+            let source = match backend {
+                Backend::Own(broker, _) => RootSource::Own(broker.clone()),
+                Backend::Daemon(d, attach) => RootSource::Daemon {
+                    socket: attach.socket.clone(),
+                    roots: d.roots.clone(),
+                },
+            };
+            sandbox::spawn_sandboxed(
+                &args.command,
+                &options,
+                &source,
+                args.common.server_id.as_deref(),
+                max_line,
+                args.shutdown_grace,
+            )
+            .map(|link| (link, None))
+            .map_err(|e| (e.to_string(), e.exit_code()))
+        }
         (Server::Local(None), backend) => {
             let roots: Vec<std::path::PathBuf> = match backend {
                 Backend::Own(broker, _) => broker
@@ -114,11 +123,6 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Why a sandboxed server cannot attach yet.
-const SANDBOX_ATTACHED: &str = "--sandbox cannot be combined with --daemon yet: the sandbox's \
-    profile and its policing of root changes need the broker in this process; run the \
-    sandboxed server with its own broker (without --daemon)";
-
 /// The daemon's session for this proxy, or why there is none and the exit code: 2 for flags
 /// that only the daemon may set, 1 when no daemon answers.
 async fn attached(
@@ -129,9 +133,14 @@ async fn attached(
 ) -> Result<Backend, (String, u8)> {
     let socket = socket.map_err(|e| (e, 1))?;
     attach::refuse_own_broker(&args.common).map_err(|e| (e, 2))?;
-    if matches!(server, Server::Local(Some(_))) {
-        return Err((SANDBOX_ATTACHED.into(), 2));
-    }
+    // What `status` shows of the sandbox; what the kernel cannot enforce is in the proxy's log.
+    let sandbox = match server {
+        Server::Local(Some(o)) => Some(serde_json::json!({"mode": match o.mode {
+            sandbox::SandboxMode::Strict => "strict",
+            sandbox::SandboxMode::BestEffort => "best-effort",
+        }})),
+        _ => None,
+    };
     let described = attach::described(&socket).await.map_err(|e| (e, 1))?;
     let max_line = described.max_line;
     Ok(Backend::Daemon(
@@ -139,7 +148,7 @@ async fn attached(
         Attach {
             socket,
             server_pid: None,
-            sandbox: None,
+            sandbox,
             asker: Some(proxy.asker()),
             max_line,
         },

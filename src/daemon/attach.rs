@@ -73,6 +73,37 @@ pub(crate) fn attach_request(line: &[u8]) -> Option<Result<AttachRequest, String
     )
 }
 
+/// Whether `line` asks for the daemon's description now and after every policy change
+/// (`{"op": "describe", "follow": true}`: a sandboxing proxy's watch on its roots).
+pub(crate) fn follows(line: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Follow {
+        op: String,
+        follow: bool,
+    }
+    serde_json::from_slice::<Follow>(line).is_ok_and(|f| f.op == "describe" && f.follow)
+}
+
+/// Sends the daemon's description on `output` now and after every policy change, until the
+/// peer or the daemon goes.
+pub(crate) async fn follow<W: AsyncWrite + Unpin>(
+    broker: &Broker,
+    mut output: W,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut changes = broker.policy_changes();
+    loop {
+        if super::send(&mut output, &describe(broker)).await.is_err() {
+            return;
+        }
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
 /// What the daemon tells a client before its session: `{"op": "describe"}`'s answer.
 pub(crate) fn describe(broker: &Broker) -> Value {
     let policy = broker.policy();
@@ -85,11 +116,15 @@ pub(crate) fn describe(broker: &Broker) -> Value {
         .roots()
         .iter()
         .map(|r| {
+            // The directory's identity, as the daemon's handle holds it: a sandbox opens the
+            // root only while the path still names that directory.
+            let pin = r.pin().ok().map(|(dev, ino)| json!([dev, ino]));
             json!({
                 "mount": r.mount().to_string(),
                 "path": r.host_path_of(&crate::path::RelPath::root()),
                 "access": r.access().as_str(),
                 "servers": r.servers(),
+                "pin": pin,
             })
         })
         .collect();

@@ -199,6 +199,10 @@ async fn connection(stream: UnixStream, daemon: &Daemon) {
     }
     loop {
         let answer = match next_frame(&mut reader, control::MAX_LINE).await {
+            Ok(Frame::Line(line)) if attach::follows(&line) => {
+                attach::follow(&daemon.broker, write, daemon.stop.clone()).await;
+                return;
+            }
             Ok(Frame::Line(line)) => match attach::attach_request(&line) {
                 Some(Ok(request)) => {
                     let pid = cred.and_then(|c| c.pid());

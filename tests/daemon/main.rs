@@ -19,5 +19,6 @@ mod access;
 mod attach;
 mod intruder;
 mod place;
+mod sandboxed;
 mod start;
 mod verbs;

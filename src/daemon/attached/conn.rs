@@ -44,12 +44,19 @@ pub(crate) struct Described {
     pub(crate) roots: Vec<DescribedRoot>,
 }
 
-/// One of the daemon's roots (the description holds its mount name, access and servers as
-/// well; a proxy needs only its place).
+/// One of the daemon's roots.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct DescribedRoot {
+    /// The mount name.
+    pub(crate) mount: String,
     /// Its directory.
     pub(crate) path: PathBuf,
+    /// `read` or `write`.
+    pub(crate) access: crate::access::Access,
+    /// The server ids that see it.
+    pub(crate) servers: Vec<String>,
+    /// The directory's device and inode as the daemon's handle holds it, when known.
+    pub(crate) pin: Option<(u64, u64)>,
 }
 
 /// Connects to the daemon on `socket` and proves the key beside it.
@@ -106,6 +113,39 @@ fn said(answer: &Value) -> String {
 pub(crate) async fn describe(socket: &Path) -> Result<Described, String> {
     let (mut r, mut w) = connect(socket).await?;
     let d = exchange(&mut r, &mut w, &json!({"op": "describe"})).await?;
+    described(&d)
+}
+
+/// The daemon's descriptions, now and after every change of its policy.
+pub(crate) struct Following {
+    reader: Reader,
+    _writer: OwnedWriteHalf,
+}
+
+impl Following {
+    /// Asks the daemon on `socket` for its description now and after every policy change.
+    pub(crate) async fn start(socket: &Path) -> Result<Following, String> {
+        let (reader, mut writer) = connect(socket).await?;
+        let line = br#"{"op":"describe","follow":true}
+"#;
+        writer.write_all(line).await.map_err(|e| e.to_string())?;
+        Ok(Following {
+            reader,
+            _writer: writer,
+        })
+    }
+
+    /// The next description; `None` once the daemon is gone or said something else.
+    pub(crate) async fn next(&mut self) -> Option<Described> {
+        match next_frame(&mut self.reader, MAX_CONTROL).await {
+            Ok(Frame::Line(l)) => described(&serde_json::from_slice(&l).ok()?).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// A description read from the daemon's answer `d`.
+fn described(d: &Value) -> Result<Described, String> {
     if d["ok"] != true {
         return Err(said(&d));
     }

@@ -12,9 +12,9 @@
 mod conn;
 mod pending;
 
-pub(crate) use conn::Described;
 #[cfg(feature = "cli")]
 pub(crate) use conn::describe;
+pub(crate) use conn::{Described, DescribedRoot, Following};
 
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender};

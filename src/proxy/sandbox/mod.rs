@@ -25,16 +25,17 @@ mod profile;
 mod program;
 mod reaper;
 mod right;
+mod roots;
 mod trace;
 
 // What `fsbroker sandbox-exec` runs.
 #[cfg(feature = "cli")]
 pub(crate) use helper::exec_helper;
 
-use crate::broker::Broker;
-use crate::path::RelPath;
 use crate::proxy::link::{Link, SpawnError, spawn_command};
 use profile::Profile;
+pub(crate) use roots::RootSource;
+use roots::SandboxRoot;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,7 +134,8 @@ impl SandboxError {
     }
 }
 
-/// Starts `command` as a sandboxed server of `broker`, whose session is `server_id` when it
+/// Starts `command` as a sandboxed server of the broker `source` describes (the proxy's own,
+/// or the daemon's), whose session is `server_id` when it
 /// is configured. The roots it may reach are those the session sees; without a configured
 /// id, only roots offered to every server (`servers = ["*"]`), since the session's name is
 /// known only once the server has answered `initialize`. The server is ended (its input
@@ -141,22 +143,18 @@ impl SandboxError {
 pub(crate) fn spawn_sandboxed(
     command: &[String],
     options: &SandboxOptions,
-    broker: &Broker,
+    source: &RootSource,
     server_id: Option<&str>,
     max_line: usize,
     grace: Duration,
 ) -> Result<Link, SandboxError> {
-    let roots = sandbox_roots(broker, server_id);
+    let roots = source.sandbox_roots(server_id);
     let tmp = private_tmp().map_err(|e| {
         SandboxError::Profile(format!(
             "cannot create the private temporary directory: {e}"
         ))
     })?;
-    let policy_roots: Vec<PathBuf> = broker
-        .roots()
-        .iter()
-        .map(|r| r.host_path_of(&RelPath::root()))
-        .collect();
+    let policy_roots = source.all_roots();
     let built = Profile::build(command, &roots, &policy_roots, options, &tmp);
     let profile = match built {
         Ok(p) => p,
@@ -224,8 +222,8 @@ pub(crate) fn spawn_sandboxed(
         }
     };
     let ended = Arc::new(AtomicBool::new(false));
-    tokio::spawn(police(
-        broker.clone(),
+    tokio::spawn(roots::police(
+        source.clone(),
         server_id.map(str::to_owned),
         roots,
         stop_tx,
@@ -242,96 +240,6 @@ pub(crate) fn spawn_sandboxed(
             code
         }
     }))
-}
-
-/// One root the sandbox opens to the server: its real directory, pinned by device and inode.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct SandboxRoot {
-    mount: String,
-    path: PathBuf,
-    pin: (u64, u64),
-    write: bool,
-}
-
-/// The roots the server may reach: see [`spawn_sandboxed`].
-fn sandbox_roots(broker: &Broker, server_id: Option<&str>) -> Vec<SandboxRoot> {
-    let mut out = Vec::new();
-    for r in broker.roots().iter() {
-        let seen = match server_id {
-            Some(id) => r.visible_to(id),
-            None => r.servers().iter().any(|s| s == "*"),
-        };
-        if !seen {
-            if server_id.is_none() {
-                tracing::info!(
-                    mount = %r.mount(),
-                    "sandbox: root offered to named servers only is left out; pass --server-id to include it"
-                );
-            }
-            continue;
-        }
-        match r.pin() {
-            Ok(pin) => out.push(SandboxRoot {
-                mount: r.mount().to_string(),
-                path: r.host_path_of(&RelPath::root()),
-                pin,
-                write: r.access() == crate::access::Access::Write,
-            }),
-            // A root whose handle cannot be asked what it is gives the server nothing.
-            Err(e) => tracing::warn!(mount = %r.mount(), error = %e, "sandbox: root left out"),
-        }
-    }
-    out
-}
-
-/// Waits for policy changes and ends the server when one of `started` is gone or narrowed:
-/// a Landlock domain can be neither widened nor narrowed from outside, so the kernel would
-/// go on allowing what the user took back. A root added is logged: the server sees it after
-/// a restart.
-async fn police(
-    broker: Broker,
-    server_id: Option<String>,
-    started: Vec<SandboxRoot>,
-    mut stop: oneshot::Sender<()>,
-    ended: Arc<AtomicBool>,
-) {
-    let mut changes = broker.policy_changes();
-    loop {
-        tokio::select! {
-            changed = changes.changed() => if changed.is_err() { return },
-            _ = stop.closed() => return,
-        }
-        // The same view as at the start: a root the session no longer sees is taken away.
-        let now = sandbox_roots(&broker, server_id.as_deref());
-        let taken: Vec<&SandboxRoot> = started
-            .iter()
-            .filter(|s| {
-                !now.iter()
-                    .any(|n| n.mount == s.mount && n.pin == s.pin && (n.write || !s.write))
-            })
-            .collect();
-        if !taken.is_empty() {
-            let names: Vec<&str> = taken.iter().map(|t| t.mount.as_str()).collect();
-            tracing::warn!(
-                roots = ?names,
-                "sandbox: a root the server was started with was removed or narrowed; ending the server (the kernel cannot take back what it allows a running process)"
-            );
-            ended.store(true, Ordering::SeqCst);
-            let _ = stop.send(());
-            return;
-        }
-        let added: Vec<&str> = now
-            .iter()
-            .filter(|n| !started.iter().any(|s| s.mount == n.mount))
-            .map(|n| n.mount.as_str())
-            .collect();
-        if !added.is_empty() {
-            tracing::info!(
-                roots = ?added,
-                "sandbox: roots added; the running server can reach them on disk only after a restart"
-            );
-        }
-    }
 }
 
 /// Creates the server's private temporary directory beneath the system's, readable only by

@@ -1,0 +1,86 @@
+//! `proxy --daemon --sandbox`: the sandbox's profile comes from the daemon's roots, `status`
+//! shows the session sandboxed, and a reload of the daemon's policy that takes a root away
+//! ends the sandboxed server, as it does with the proxy's own broker.
+
+use crate::place::Place;
+use crate::sidecar::Sidecar;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// Asks for its roots through the proxy, reports them, then waits for its input to end.
+const SERVER: &str = r#"
+import json, sys
+print(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}), flush=True)
+answer = json.loads(sys.stdin.readline())
+print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": answer}}), flush=True)
+sys.stdin.read()
+"#;
+
+const LONG: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_sandboxed_attached_server_is_ended_when_the_daemon_takes_its_root_away() {
+    let p = Place::new();
+    let proj = p.tmp.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    let policy = p.tmp.path().join("policy.toml");
+    let put = |text: String| {
+        let tmp = policy.with_extension("tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &policy).unwrap();
+    };
+    let tail = "[consent]\nmode = \"deny\"\n";
+    put(format!(
+        "[[roots]]\npath = {proj:?}\nmount = \"proj\"\n\n{tail}"
+    ));
+    let d = p.start_with(&["--policy", policy.to_str().unwrap()]);
+
+    let mut cmd = std::process::Command::new(crate::common::bin());
+    cmd.arg("proxy")
+        .arg(format!("--daemon={}", p.socket().display()))
+        .args(["--sandbox", "--", "python3", "-c", SERVER])
+        .env("FSBROKER_LOG", "info");
+    let mut proxy = Sidecar::start(cmd);
+    let n = proxy.next_within(LONG);
+    let roots = &n["params"]["data"]["result"]["roots"];
+    let names: Vec<&str> = roots
+        .as_array()
+        .unwrap_or_else(|| panic!("{n}\n{}", proxy.stderr()))
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"proj"), "{n}");
+
+    let ran = p.verb(&["status", "--json", "--daemon", p.socket().to_str().unwrap()]);
+    let status: Value = serde_json::from_str(&ran.out()).unwrap();
+    let session = &status["sessions"][0];
+    assert_eq!(session["sandbox"]["mode"], "strict", "{status}");
+    assert!(session["serverPid"].as_u64().is_some(), "{status}");
+
+    // The root taken away, on the daemon: the server is ended, and the proxy with it.
+    put(tail.to_owned());
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(d.pid() as i32).unwrap(),
+        rustix::process::Signal::HUP,
+    )
+    .unwrap();
+    let status = proxy.wait_exit(LONG);
+    assert!(!status.success(), "{}", proxy.stderr());
+    assert!(
+        proxy.stderr().contains("ending the server"),
+        "{}",
+        proxy.stderr()
+    );
+    // And the daemon's session went with it.
+    let deadline = Instant::now() + LONG;
+    loop {
+        let ran = p.verb(&["status", "--json", "--daemon", p.socket().to_str().unwrap()]);
+        let v: Value = serde_json::from_str(&ran.out()).unwrap();
+        if v["sessions"] == serde_json::json!([]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
