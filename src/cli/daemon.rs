@@ -2,7 +2,7 @@
 
 use super::runtime::{shutdown_signal, start_broker};
 use super::{CommonArgs, DaemonArgs};
-use crate::daemon::{Listening, default_socket};
+use crate::daemon::{Listening, Reload, Services, default_socket};
 use crate::policy::ConsentMode;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,11 +37,16 @@ pub(super) async fn run(args: DaemonArgs) -> ExitCode {
         Ok(b) => b,
         Err(code) => return code,
     };
+    let reload = args.common.policy.clone().map(|file| {
+        let common = args.common.clone();
+        Reload::new(file, Box::new(move || common.build_policy_for_reload(true)))
+    });
+    let services = Services::new(&broker, reload);
     eprintln!(
         "fsbroker: daemon listening on {}",
         listening.socket().display()
     );
-    listening.serve(broker, stop).await;
+    listening.serve(broker, services, stop).await;
     ExitCode::SUCCESS
 }
 

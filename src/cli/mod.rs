@@ -1,9 +1,9 @@
 //! The command line of `fsbroker`: its flags, and what each subcommand runs.
 //!
 //! The binary is one call, [`main`]: it parses the arguments, sets up logging and runs the
-//! subcommand, one file each (`serve.rs`, `proxy.rs`, `daemon.rs`, `control.rs` for the
-//! daemon's verbs, `check_policy.rs`), on the runtime of `runtime.rs`. The flags build the
-//! same [`Policy`](crate::Policy) a file would (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
+//! subcommand, one file each (`serve.rs`, `proxy.rs`, `daemon.rs`, `control.rs` and `log.rs`
+//! for the daemon's verbs, `check_policy.rs`), on the runtime of `runtime.rs`. The flags build the same [`Policy`](crate::Policy) a file would
+//! (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
 //! arguments and build its policy with [`CommonArgs::build_policy`].
 //!
 //! Usage errors exit 2 (clap's own, and the checks clap cannot express), as does a policy
@@ -17,6 +17,7 @@ mod check_policy;
 mod control;
 mod daemon;
 mod flags;
+mod log;
 #[cfg(feature = "proxy")]
 mod proxy;
 mod runtime;
@@ -42,6 +43,8 @@ pub fn main() -> std::process::ExitCode {
         Command::Daemon(args) => runtime::run(|| daemon::run(*args)),
         Command::Status(args) => control::status(args),
         Command::Revoke(args) => control::revoke(args),
+        Command::Log(args) => log::run(args),
+        Command::Reload(args) => control::reload(args),
         // Before any runtime starts: Landlock restricts the calling thread, and the server
         // that replaces this process must inherit the restriction whole.
         Command::SandboxExec { command } => {
@@ -80,12 +83,16 @@ pub(crate) enum Command {
     /// Sit between a host and an MCP server, answering the server's file requests.
     Proxy(Box<ProxyArgs>),
     /// Hold one broker for all of the user's servers, controlled over a private Unix socket
-    /// (first part: status and revoke; servers cannot attach to it yet).
+    /// (first part: servers cannot attach to it yet).
     Daemon(Box<DaemonArgs>),
     /// Show every session of a running daemon: grants, watches, uploads, counters.
     Status(StatusArgs),
     /// Take grants back from a running daemon's sessions.
     Revoke(RevokeArgs),
+    /// Show a running daemon's recent audit events, or follow them as they come.
+    Log(LogArgs),
+    /// Make a running daemon read its policy file again, and show what changed.
+    Reload(ReloadArgs),
     /// Validate policy files and print each one's effective configuration.
     CheckPolicy {
         /// The policy files.
@@ -149,6 +156,34 @@ pub(crate) struct DaemonArgs {
     /// background (run it under `systemd --user`, or another supervisor).
     #[arg(long)]
     pub(crate) foreground: bool,
+}
+
+/// Options of `log`.
+#[derive(Debug, Args)]
+pub(crate) struct LogArgs {
+    /// After the recent events, print each new one as it comes, until interrupted.
+    #[arg(long, short = 'f')]
+    pub(crate) follow: bool,
+    /// Only this server's events.
+    #[arg(long, value_name = "ID")]
+    pub(crate) server: Option<String>,
+    /// One JSON object a line, as the daemon sends them.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
+}
+
+/// Options of `reload`.
+#[derive(Debug, Args)]
+pub(crate) struct ReloadArgs {
+    /// Print the daemon's answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
 }
 
 /// Options of `status`.

@@ -7,6 +7,8 @@
 //!   `{"ok": true, "revoked": [...]}`; with neither a server nor a path, only `"all": true`
 //!   revokes everything.
 //!
+//! `log` and `reload` are answered by `services.rs` before a request gets here.
+//!
 //! Anything else is answered `{"ok": false, "error": MESSAGE}`, and the connection goes on.
 
 use crate::broker::{Broker, GrantInfo, Revoked, SessionSnapshot};
@@ -60,7 +62,7 @@ pub(crate) fn answer(broker: &Broker, line: &[u8]) -> Value {
             Err(message) => error(message),
         },
         other => error(format!(
-            "unknown op {other:?}: the ops are status and revoke"
+            "unknown op {other:?}: the ops are status, revoke, log and reload"
         )),
     }
 }

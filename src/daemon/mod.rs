@@ -4,8 +4,9 @@
 //! user's alone (0700, refused otherwise: `socket.rs`); the peer's uid, from `SO_PEERCRED`,
 //! must be the daemon's own, root refused like anyone else; and the first line must prove the
 //! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`).
-//! Then each line is one control request (`control.rs`); `client.rs` is the other end, for
-//! the command line's verbs.
+//! Then each line is one control request (`control.rs`, and `services.rs` for `log`, from
+//! the audit ring of `log.rs`, and `reload`); `client.rs` is the other end, for the command
+//! line's verbs.
 //!
 //! The daemon takes a lock beside the socket for its life, refuses to start when a daemon
 //! answers on the socket, removes a socket nobody listens on, and removes its socket and key
@@ -13,9 +14,12 @@
 
 pub(crate) mod client;
 mod control;
+mod log;
 mod secret;
+mod services;
 mod socket;
 
+pub(crate) use services::{Reload, Services};
 pub(crate) use socket::default_socket;
 
 use crate::broker::Broker;
@@ -84,10 +88,16 @@ impl Listening {
         &self.socket
     }
 
-    /// Serves control connections for `broker` until `shutdown` resolves; then removes the
-    /// socket and the key (as dropping it does).
-    pub(crate) async fn serve(self, broker: Broker, shutdown: impl Future<Output = ()>) {
+    /// Serves control connections for `broker`, with `services`, until `shutdown` resolves;
+    /// then removes the socket and the key (as dropping it does).
+    pub(crate) async fn serve(
+        self,
+        broker: Broker,
+        services: Services,
+        shutdown: impl Future<Output = ()>,
+    ) {
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let services = Arc::new(services);
         tokio::pin!(shutdown);
         loop {
             let stream = tokio::select! {
@@ -103,10 +113,11 @@ impl Listening {
                 },
             };
             let (broker, secret, uid) = (broker.clone(), self.secret.clone(), self.uid);
+            let services = services.clone();
             match slots.clone().try_acquire_owned() {
                 Ok(slot) => {
                     tokio::spawn(async move {
-                        connection(stream, &broker, &secret, uid).await;
+                        connection(stream, &broker, &secret, uid, &services).await;
                         drop(slot);
                     });
                 }
@@ -136,7 +147,13 @@ impl Drop for Listening {
 }
 
 /// One connection: the peer check, the hello, then one answer per request line.
-async fn connection(stream: UnixStream, broker: &Broker, secret: &Secret, uid: u32) {
+async fn connection(
+    stream: UnixStream,
+    broker: &Broker,
+    secret: &Secret,
+    uid: u32,
+    services: &Services,
+) {
     let peer = stream.peer_cred().ok().map(|c| c.uid());
     if let Some(message) = socket::refuse_peer(peer, uid) {
         tracing::warn!("{message}");
@@ -166,7 +183,16 @@ async fn connection(stream: UnixStream, broker: &Broker, secret: &Secret, uid: u
     }
     loop {
         let answer = match next_frame(&mut reader, control::MAX_LINE).await {
-            Ok(Frame::Line(line)) => control::answer(broker, &line),
+            Ok(Frame::Line(line)) => match services.answer(broker, &line) {
+                Some(services::Reply::Line(answer)) => answer,
+                Some(services::Reply::Follow(first, follow)) => {
+                    if send(&mut write, &first).await.is_ok() {
+                        follow.run(&mut reader, &mut write).await;
+                    }
+                    break;
+                }
+                None => control::answer(broker, &line),
+            },
             Ok(Frame::TooLong(n)) => control::error(format!(
                 "a line of {n} bytes is over the limit of {} bytes",
                 control::MAX_LINE

@@ -1,6 +1,7 @@
 //! The `fsbroker daemon` face, through real processes: where its socket lives and what
 //! guards it (the private directory, one daemon per socket, a stale socket cleaned up, the
-//! peer's uid, the secret), the control verbs `status` and `revoke`, and a clean stop.
+//! peer's uid, the secret), the control verbs `status`, `revoke`, `log` and `reload`, and a
+//! clean stop.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 // Shared helpers, under tests/common/; `dead_code` is allowed on those this face uses only
@@ -15,4 +16,5 @@ mod sidecar;
 mod access;
 mod place;
 mod start;
+mod stream;
 mod verbs;

@@ -63,6 +63,11 @@ impl Place {
     }
 
     pub fn start_with(&self, extra: &[&str]) -> Daemon {
+        self.start_command(self.daemon_command(extra))
+    }
+
+    /// Starts `cmd` (a daemon in the foreground) and waits until it says it listens.
+    pub fn start_command(&self, mut cmd: Command) -> Daemon {
         let stderr = self.tmp.path().join(format!(
             "daemon-{}.err",
             std::time::SystemTime::now()
@@ -70,8 +75,7 @@ impl Place {
                 .unwrap()
                 .as_nanos()
         ));
-        let child = self
-            .daemon_command(extra)
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).unwrap())
