@@ -6,8 +6,9 @@ use crate::daemon::{Listening, Reload, Services, default_socket};
 use crate::policy::ConsentMode;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-/// Runs the daemon until SIGTERM or SIGINT: 0 then, 1 when the socket cannot be set up, 2 for
+/// Runs the daemon until SIGTERM or SIGINT, or its `--idle-exit`: 0 then, 1 when the socket cannot be set up, 2 for
 /// a usage error or a policy that does not load.
 pub(super) async fn run(args: DaemonArgs) -> ExitCode {
     if let Err(message) = usage(&args.common, args.foreground) {
@@ -41,7 +42,7 @@ pub(super) async fn run(args: DaemonArgs) -> ExitCode {
         let common = args.common.clone();
         Reload::new(file, Box::new(move || common.build_policy_for_reload(true)))
     });
-    let services = Services::new(&broker, reload);
+    let services = Services::new(&broker, reload, args.idle_exit.map(Duration::from_secs));
     eprintln!(
         "fsbroker: daemon listening on {}",
         listening.socket().display()

@@ -156,6 +156,11 @@ pub(crate) struct DaemonArgs {
     /// background (run it under `systemd --user`, or another supervisor).
     #[arg(long)]
     pub(crate) foreground: bool,
+    /// Stop (removing the socket and key) after SECONDS with no connection open and no
+    /// session live [default: never].
+    #[arg(long = "idle-exit", value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) idle_exit: Option<u64>,
 }
 
 /// Options of `log`.

@@ -6,7 +6,7 @@
 //! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`).
 //! Then each line is one control request (`control.rs`, and `services.rs` for `log`, from
 //! the audit ring of `log.rs`, and `reload`); `client.rs` is the other end, for the command
-//! line's verbs.
+//! line's verbs. `idle.rs` stops a daemon nobody uses (`--idle-exit`).
 //!
 //! The daemon takes a lock beside the socket for its life, refuses to start when a daemon
 //! answers on the socket, removes a socket nobody listens on, and removes its socket and key
@@ -14,6 +14,7 @@
 
 pub(crate) mod client;
 mod control;
+mod idle;
 mod log;
 mod secret;
 mod services;
@@ -88,8 +89,9 @@ impl Listening {
         &self.socket
     }
 
-    /// Serves control connections for `broker`, with `services`, until `shutdown` resolves;
-    /// then removes the socket and the key (as dropping it does).
+    /// Serves control connections for `broker`, with `services`, until `shutdown` resolves or
+    /// the daemon has been idle for its `--idle-exit`; then removes the socket and the key (as
+    /// dropping it does).
     pub(crate) async fn serve(
         self,
         broker: Broker,
@@ -99,9 +101,15 @@ impl Listening {
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         let services = Arc::new(services);
         tokio::pin!(shutdown);
+        let idle = services.idle_expired(&broker);
+        tokio::pin!(idle);
         loop {
             let stream = tokio::select! {
                 () = &mut shutdown => break,
+                () = &mut idle => {
+                    tracing::info!("idle for the --idle-exit time; shutting down");
+                    break;
+                }
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, _)) => stream,
                     Err(e) => {
@@ -116,9 +124,10 @@ impl Listening {
             let services = services.clone();
             match slots.clone().try_acquire_owned() {
                 Ok(slot) => {
+                    let busy = services.busy();
                     tokio::spawn(async move {
                         connection(stream, &broker, &secret, uid, &services).await;
-                        drop(slot);
+                        drop((slot, busy));
                     });
                 }
                 Err(_) => {

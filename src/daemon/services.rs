@@ -1,6 +1,6 @@
 //! What the daemon serves beside `status` and `revoke` (`control.rs`): the audit stream of
-//! `log` (`log.rs`) and the `reload` of its policy. Their ops are answered here; the others go
-//! on to `control.rs`.
+//! `log` (`log.rs`), the `reload` of its policy, and the idle timer of `--idle-exit`
+//! (`idle.rs`). Their ops are answered here; the others go on to `control.rs`.
 //!
 //! - `{"op": "reload"}` → `{"ok": true, "rootsChanged": [...], "rootsRemoved": [...],
 //!   "sessionsTold": [...], "watchesEnded": N, "roots": [...]}`, `roots` being the mounts in
@@ -8,13 +8,15 @@
 //!   old one stays in force.
 
 use super::control::error;
+use super::idle::{Busy, Idle};
 use super::log::{Follow, Ring};
 use crate::broker::Broker;
 use crate::policy::{Policy, PolicyError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// How the daemon builds its policy anew: from its policy file, with its flags over it.
 pub(crate) type Rebuild = Box<dyn Fn() -> Result<Policy, PolicyError> + Send + Sync>;
@@ -51,6 +53,7 @@ impl std::fmt::Debug for Reload {
 pub(crate) struct Services {
     log: Ring,
     reload: Option<Reload>,
+    idle: Arc<Idle>,
 }
 
 /// An answer of these services.
@@ -70,11 +73,17 @@ struct Op {
 
 impl Services {
     /// The services of a daemon whose broker is `broker`: its audit ring filled from now on,
-    /// and `reload` when it has a policy file. Must run on a tokio runtime.
-    pub(crate) fn new(broker: &Broker, reload: Option<Reload>) -> Services {
+    /// `reload` when it has a policy file, and an idle timer of `idle_exit`. Must run on a
+    /// tokio runtime.
+    pub(crate) fn new(
+        broker: &Broker,
+        reload: Option<Reload>,
+        idle_exit: Option<Duration>,
+    ) -> Services {
         Services {
             log: Ring::start(broker),
             reload,
+            idle: Idle::new(idle_exit),
         }
     }
 
@@ -90,6 +99,16 @@ impl Services {
             "reload" => Some(Reply::Line(self.reload(broker, line))),
             _ => None,
         }
+    }
+
+    /// Marks the daemon in use, for its idle timer, until the guard is dropped.
+    pub(crate) fn busy(&self) -> Busy {
+        self.idle.busy()
+    }
+
+    /// Resolves when the daemon has been idle for its `--idle-exit`; never without one.
+    pub(crate) async fn idle_expired(&self, broker: &Broker) {
+        self.idle.expired(broker).await;
     }
 
     fn reload(&self, broker: &Broker, line: &[u8]) -> Value {
@@ -168,7 +187,7 @@ mod tests {
             .unwrap();
         let from = file.clone();
         let rebuild: Rebuild = Box::new(move || Policy::load_for_reload(&from));
-        let s = Services::new(&broker, Some(Reload::new(file.clone(), rebuild)));
+        let s = Services::new(&broker, Some(Reload::new(file.clone(), rebuild)), None);
         std::fs::write(&file, "[[roots]]\npath = \"two\"\n").unwrap();
         let a = line(&s, &broker, r#"{"op":"reload"}"#);
         assert_eq!(a["ok"], true, "{a}");
@@ -193,7 +212,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let policy = Policy::new().root(RootEntry::new("demo", dir.path()));
         let (broker, _n) = Broker::builder(policy).build().unwrap();
-        let s = Services::new(&broker, None);
+        let s = Services::new(&broker, None, None);
         let a = line(&s, &broker, r#"{"op":"reload"}"#);
         assert_eq!(a["ok"], false, "{a}");
         assert!(

@@ -127,6 +127,11 @@ impl Daemon {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// Waits for the daemon to exit by itself.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        wait_child(&mut self.child, WAIT, "the daemon")
+    }
+
     /// Sends SIGTERM and waits for the exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap();

@@ -1,5 +1,6 @@
 //! Where the daemon listens and what it refuses at start: the private directory, a second
-//! daemon, a stale socket, a path too long, a background start; and a clean stop on SIGTERM.
+//! daemon, a stale socket, a path too long, a background start; and a clean stop on SIGTERM,
+//! or when idle.
 
 use crate::place::{Place, mode, root};
 use serde_json::Value;
@@ -124,4 +125,14 @@ fn sigterm_stops_the_daemon_and_removes_its_socket_and_key() {
     let ran = p.verb(&["status", "--json"]);
     let v: Value = serde_json::from_slice(&ran.stdout).unwrap();
     assert_eq!(v["ok"], true, "{}", ran.log());
+}
+
+#[test]
+fn an_idle_daemon_exits_by_itself_and_removes_its_socket() {
+    let p = Place::new();
+    let mut d = p.start_with(&["--idle-exit", "1"]);
+    let status = d.wait_exit();
+    assert!(status.success(), "{status}: {}", d.stderr());
+    assert!(!p.socket().exists(), "the socket is left");
+    assert!(!p.key().exists(), "the key is left");
 }
