@@ -1,8 +1,9 @@
 //! The command line of `fsbroker`: its flags, and what each subcommand runs.
 //!
 //! The binary is one call, [`main`]: it parses the arguments, sets up logging and runs the
-//! subcommand, one file each (`serve.rs`, `proxy.rs`, `daemon.rs`, `control.rs` and `log.rs`
-//! for the daemon's verbs, `check_policy.rs`), on the runtime of `runtime.rs`. The flags build the same [`Policy`](crate::Policy) a file would
+//! subcommand, one file each (`serve.rs`, `proxy.rs`, `daemon.rs` with `init.rs` for its
+//! `--init`, `control.rs` and `log.rs` for the daemon's verbs, `check_policy.rs`), on the
+//! runtime of `runtime.rs`. The flags build the same [`Policy`](crate::Policy) a file would
 //! (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
 //! arguments and build its policy with [`CommonArgs::build_policy`].
 //!
@@ -17,6 +18,7 @@ mod check_policy;
 mod control;
 mod daemon;
 mod flags;
+mod init;
 mod log;
 #[cfg(feature = "proxy")]
 mod proxy;
@@ -40,7 +42,7 @@ pub fn main() -> std::process::ExitCode {
         Command::CheckPolicy { files } => check_policy::run(&files),
         Command::Serve(args) => runtime::run(|| serve::run(args)),
         Command::Proxy(args) => runtime::run(|| proxy::run(*args)),
-        Command::Daemon(args) => runtime::run(|| daemon::run(*args)),
+        Command::Daemon(args) => daemon::main(*args),
         Command::Status(args) => control::status(args),
         Command::Revoke(args) => control::revoke(args),
         Command::Log(args) => log::run(args),
@@ -83,7 +85,7 @@ pub(crate) enum Command {
     /// Sit between a host and an MCP server, answering the server's file requests.
     Proxy(Box<ProxyArgs>),
     /// Hold one broker for all of the user's servers, controlled over a private Unix socket
-    /// (first part: servers cannot attach to it yet).
+    /// (servers cannot attach to it yet).
     Daemon(Box<DaemonArgs>),
     /// Show every session of a running daemon: grants, watches, uploads, counters.
     Status(StatusArgs),
@@ -152,8 +154,10 @@ pub(crate) struct DaemonArgs {
     /// beside it (broker.key, 0600).
     #[arg(long, value_name = "PATH")]
     pub(crate) socket: Option<PathBuf>,
-    /// Stay in the foreground. Required for now: the daemon does not yet start itself in the
-    /// background (run it under `systemd --user`, or another supervisor).
+    /// Stay in the foreground (under `systemd --user`, or another supervisor). Without it
+    /// the daemon starts in the background, its output appended to
+    /// $XDG_STATE_HOME/fsbroker/daemon.log (else ~/.local/state/fsbroker/daemon.log), and
+    /// the command returns, printing the socket, once the daemon answers on it.
     #[arg(long)]
     pub(crate) foreground: bool,
     /// Stop (removing the socket and key) after SECONDS with no connection open and no
@@ -161,6 +165,21 @@ pub(crate) struct DaemonArgs {
     #[arg(long = "idle-exit", value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) idle_exit: Option<u64>,
+    /// Start a daemon unless one answers on the socket, and return (printing the socket): in
+    /// the background, on the user's policy file ($XDG_CONFIG_HOME/fsbroker/policy.toml,
+    /// else ~/.config/fsbroker/policy.toml), with --idle-exit 600; as the commands that
+    /// attach to the daemon do. Many at once start one daemon.
+    #[arg(long, conflicts_with_all = ["foreground", "idle_exit", "init"])]
+    pub(crate) ensure: bool,
+    /// Write a commented starter policy to the user's policy file (see --ensure), with the
+    /// --root directories given (--writable: writable), and return; an existing file is
+    /// never overwritten.
+    #[arg(long, conflicts_with_all = ["foreground", "idle_exit", "socket"])]
+    pub(crate) init: bool,
+    /// What a start in the background runs: a session of its own, without a terminal. Not
+    /// for direct use.
+    #[arg(long, hide = true, requires = "foreground")]
+    pub(crate) detached: bool,
 }
 
 /// Options of `log`.

@@ -25,6 +25,12 @@ pub(crate) fn request(socket: &Path, request: &Value) -> Result<Value, String> {
     read_line(&mut reader, socket)
 }
 
+/// Whether a daemon answers on `socket`: it takes the hello and welcomes it. An `Err` says
+/// why not.
+pub(crate) fn probe(socket: &Path) -> Result<(), String> {
+    connect(socket).map(drop)
+}
+
 /// Sends `request` (a `log` with `follow`) and calls `each` with its answer, then with every
 /// line the daemon streams after it, with no time limit, until `each` returns false (`Ok`)
 /// or the stream ends (`Err`, saying so).

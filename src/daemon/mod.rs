@@ -6,12 +6,16 @@
 //! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`).
 //! Then each line is one control request (`control.rs`, and `services.rs` for `log`, from
 //! the audit ring of `log.rs`, and `reload`); `client.rs` is the other end, for the command
-//! line's verbs. `idle.rs` stops a daemon nobody uses (`--idle-exit`).
+//! line's verbs. `idle.rs` stops a daemon nobody uses (`--idle-exit`); `background.rs` starts
+//! one in the background, and `autostart.rs` starts one for attaching commands unless one
+//! answers.
 //!
 //! The daemon takes a lock beside the socket for its life, refuses to start when a daemon
 //! answers on the socket, removes a socket nobody listens on, and removes its socket and key
 //! when it stops.
 
+pub(crate) mod autostart;
+pub(crate) mod background;
 pub(crate) mod client;
 mod control;
 mod idle;

@@ -1,7 +1,7 @@
 //! The `fsbroker daemon` face, through real processes: where its socket lives and what
 //! guards it (the private directory, one daemon per socket, a stale socket cleaned up, the
-//! peer's uid, the secret), the control verbs `status`, `revoke`, `log` and `reload`, and a
-//! clean stop.
+//! peer's uid, the secret), the control verbs `status`, `revoke`, `log` and `reload`, a clean
+//! stop, and the starts in the background (`--idle-exit`, `--ensure`, `--init`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 // Shared helpers, under tests/common/; `dead_code` is allowed on those this face uses only
@@ -14,6 +14,8 @@ mod common;
 mod sidecar;
 
 mod access;
+mod background;
+mod init;
 mod place;
 mod start;
 mod stream;

@@ -1,6 +1,5 @@
 //! Where the daemon listens and what it refuses at start: the private directory, a second
-//! daemon, a stale socket, a path too long, a background start; and a clean stop on SIGTERM,
-//! or when idle.
+//! daemon, a stale socket, a path too long; and a clean stop on SIGTERM, or when idle.
 
 use crate::place::{Place, mode, root};
 use serde_json::Value;
@@ -94,17 +93,6 @@ fn a_socket_path_longer_than_sun_path_is_refused() {
     let ran = p.verb(&["status", "--daemon", long.to_str().unwrap()]);
     assert_eq!(ran.code(), Some(1), "{}", ran.log());
     assert!(ran.err().contains("at most 107"), "{}", ran.log());
-}
-
-#[test]
-fn a_start_in_the_background_is_refused_for_now() {
-    let p = Place::new();
-    let mut cmd = p.command(&["daemon", "--root"]);
-    cmd.arg(&p.root);
-    let ran = crate::sidecar::run_within(cmd, crate::sidecar::WAIT);
-    assert_eq!(ran.code(), Some(2), "{}", ran.log());
-    assert!(ran.err().contains("--foreground"), "{}", ran.log());
-    assert!(!p.socket().exists());
 }
 
 #[test]
