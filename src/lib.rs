@@ -78,7 +78,8 @@
 //! - `broker`; `order` (the order of a session's requests: changes alone and in order, the
 //!   same for every face); then the faces: `serve` (the stdio transport), `reload`, `proxy`,
 //!   `fuzzing`, `rmcp_adapter`, `daemon` (one broker for a user on a private Unix socket:
-//!   the directory check, the peer check, the secret, the control protocol and its client);
+//!   the directory check, the peer check, the secret, the control protocol and its client,
+//!   the audit ring, the idle exit, the start in the background);
 //!   and on top `cli`, the command line that runs them (the binary is one call to
 //!   `cli::main`).
 //!
@@ -127,8 +128,8 @@ mod access;
 mod atomic;
 mod audit;
 mod config;
-// Reached only from the command line for now (`fsbroker daemon`, `status`, `revoke`).
-// The daemon's server side is the binary's; its attaching client is the proxy's too.
+// The daemon's server side is the binary's (`fsbroker daemon` and its verbs); its attaching
+// client is the proxy's too.
 #[cfg(any(feature = "cli", feature = "proxy"))]
 mod daemon;
 mod deadline;

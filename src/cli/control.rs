@@ -1,8 +1,8 @@
-//! `fsbroker status` and `fsbroker revoke`: one request to a running daemon, its answer
-//! printed (as a table, or as the daemon's JSON with `--json`).
+//! `fsbroker status`, `fsbroker revoke` and `fsbroker reload`: one request to a running
+//! daemon, its answer printed (as a table, or as the daemon's JSON with `--json`).
 
 use super::daemon::socket_path;
-use super::{RevokeArgs, StatusArgs};
+use super::{ReloadArgs, RevokeArgs, StatusArgs};
 use crate::daemon::client;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -62,8 +62,49 @@ pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
     }
 }
 
+/// `fsbroker reload`: 0 with what changed printed, 1 when no answer came or the daemon
+/// refused (the new policy does not load, or it has no policy file).
+pub(super) fn reload(args: ReloadArgs) -> ExitCode {
+    match ask(args.daemon, &json!({"op": "reload"})) {
+        Ok(answer) if args.json => print_json(&answer),
+        Ok(answer) => {
+            print!("{}", reload_report(&answer));
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// What a reload changed, one line a kind.
+fn reload_report(answer: &Value) -> String {
+    let list = |v: &Value| {
+        let items: Vec<&str> = v
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(text)
+            .collect();
+        if items.is_empty() {
+            "none".to_owned()
+        } else {
+            items.join(", ")
+        }
+    };
+    format!(
+        "reloaded {}\n  roots          {}\n  changed        {}\n  removed        {}\n  \
+         sessions told  {}\n  watches ended  {}\n",
+        text(&answer["policy"]),
+        list(&answer["roots"]),
+        list(&answer["rootsChanged"]),
+        list(&answer["rootsRemoved"]),
+        list(&answer["sessionsTold"]),
+        answer["watchesEnded"],
+    )
+}
+
 /// Sends `request` and returns a successful answer; prints why otherwise.
-fn ask(daemon: Option<PathBuf>, request: &Value) -> Result<Value, ExitCode> {
+pub(super) fn ask(daemon: Option<PathBuf>, request: &Value) -> Result<Value, ExitCode> {
     let fail = |message: String| {
         eprintln!("fsbroker: {message}");
         ExitCode::FAILURE
@@ -79,7 +120,7 @@ fn ask(daemon: Option<PathBuf>, request: &Value) -> Result<Value, ExitCode> {
     Ok(answer)
 }
 
-fn print_json(answer: &Value) -> ExitCode {
+pub(super) fn print_json(answer: &Value) -> ExitCode {
     match serde_json::to_string_pretty(answer) {
         Ok(s) => {
             println!("{s}");
@@ -93,7 +134,7 @@ fn print_json(answer: &Value) -> ExitCode {
 }
 
 /// A string field, or `-`.
-fn text(v: &Value) -> &str {
+pub(super) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("-")
 }
 
@@ -206,5 +247,18 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("last       files/read docs/x -> ok"), "{t}");
+    }
+
+    #[test]
+    fn the_reload_report_names_what_changed() {
+        let t = reload_report(&json!({
+            "ok": true, "policy": "/p.toml", "roots": ["a", "b"], "rootsChanged": ["b"],
+            "rootsRemoved": [], "sessionsTold": ["s1"], "watchesEnded": 0,
+        }));
+        assert_eq!(
+            t,
+            "reloaded /p.toml\n  roots          a, b\n  changed        b\n  removed        none\n  \
+             sessions told  s1\n  watches ended  0\n"
+        );
     }
 }

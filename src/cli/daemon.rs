@@ -1,18 +1,47 @@
-//! `fsbroker daemon`: one broker for the user, controlled over a private Unix socket.
+//! `fsbroker daemon`: one broker for the user, controlled over a private Unix socket; started
+//! in the foreground, in the background, for attaching commands (`--ensure`), or not at all
+//! (`--init` writes the user's policy).
 
 use super::runtime::{shutdown_signal, start_broker};
 use super::{CommonArgs, DaemonArgs};
-use crate::daemon::{Attachments, Listening, default_socket};
+use crate::daemon::{
+    Attachments, Listening, Reload, Services, autostart, background, client, default_socket,
+};
 use crate::policy::ConsentMode;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-/// Runs the daemon until SIGTERM or SIGINT: 0 then, 1 when the socket cannot be set up, 2 for
-/// a usage error or a policy that does not load.
-pub(super) async fn run(args: DaemonArgs) -> ExitCode {
-    if let Err(message) = usage(&args.common, args.foreground) {
+/// Runs `fsbroker daemon` as its flags say: `--init`, `--ensure`, `--foreground`, or a start
+/// in the background. 2 for a usage error.
+pub(super) fn main(args: DaemonArgs) -> ExitCode {
+    if args.init {
+        return super::init::run(&args.common);
+    }
+    if let Err(message) = usage(&args) {
         eprintln!("fsbroker: {message}");
         return ExitCode::from(2);
+    }
+    if args.ensure {
+        return ensure(args.socket);
+    }
+    if !args.foreground {
+        return in_background(&args);
+    }
+    super::runtime::run(|| run(args))
+}
+
+/// Runs the daemon until SIGTERM or SIGINT, or its `--idle-exit`: 0 then, 1 when the socket
+/// cannot be set up, 2 for a policy that does not load.
+async fn run(args: DaemonArgs) -> ExitCode {
+    if args.detached {
+        // Its own session, without a controlling terminal: the starter's terminal closing
+        // sends it nothing, and a consent prompt never stops it for reading from a terminal
+        // it does not own.
+        if let Err(e) = rustix::process::setsid() {
+            tracing::warn!("cannot start a session of its own: {e}");
+        }
     }
     // Listened for from here on: a SIGTERM while the daemon starts (or right after it says it
     // listens) still stops it cleanly, removing its socket and key.
@@ -49,11 +78,17 @@ pub(super) async fn run(args: DaemonArgs) -> ExitCode {
         eprintln!("fsbroker: {message}");
         return ExitCode::from(2);
     }
+    let reload = args.common.policy.clone().map(|file| {
+        let common = args.common.clone();
+        Reload::new(file, Box::new(move || common.build_policy_for_reload(true)))
+    });
+    let services = Services::new(&broker, reload, args.idle_exit.map(Duration::from_secs));
     eprintln!(
-        "fsbroker: daemon listening on {}",
-        listening.socket().display()
+        "fsbroker: daemon listening on {} (pid {})",
+        listening.socket().display(),
+        std::process::id()
     );
-    listening.serve(broker, attachments, stop).await;
+    listening.serve(broker, attachments, services, stop).await;
     ExitCode::SUCCESS
 }
 
@@ -79,6 +114,58 @@ fn key_out_of_roots(broker: &crate::Broker, socket: &std::path::Path) -> Result<
     Ok(())
 }
 
+/// `fsbroker daemon` without `--foreground`: the same daemon started in the background; 0
+/// with its socket printed once it answers, 1 with why it did not come up.
+fn in_background(args: &DaemonArgs) -> ExitCode {
+    let socket = match socket_path(args.socket.clone()) {
+        Ok(s) => s,
+        Err(message) => {
+            eprintln!("fsbroker: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Said here rather than in the log: the one that answers is not the one started.
+    if client::probe(&socket).is_ok() {
+        eprintln!(
+            "fsbroker: a daemon already answers on {}: stop it first, or name another socket \
+             with --socket",
+            socket.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    // The same command line (it has no positional arguments), with the socket chosen here:
+    // the daemon answers where this waits for it.
+    let mut again: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if args.socket.is_none() {
+        again.extend(["--socket".into(), socket.clone().into()]);
+    }
+    match background::start(&again, &socket) {
+        Ok(()) => {
+            println!("{}", socket.display());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("fsbroker: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `fsbroker daemon --ensure`: 0 with the socket printed once a daemon answers on it (one
+/// started if need be), 1 with why none does.
+fn ensure(socket: Option<PathBuf>) -> ExitCode {
+    match socket_path(socket).and_then(|s| autostart::ensure(&s).map(|()| s)) {
+        Ok(socket) => {
+            println!("{}", socket.display());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("fsbroker: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The socket to use: `--socket`, else the default one.
 pub(super) fn socket_path(given: Option<PathBuf>) -> Result<PathBuf, String> {
     match given {
@@ -87,14 +174,36 @@ pub(super) fn socket_path(given: Option<PathBuf>) -> Result<PathBuf, String> {
     }
 }
 
-/// What the daemon cannot do with these options yet, or at all.
-fn usage(common: &CommonArgs, foreground: bool) -> Result<(), String> {
-    if !foreground {
-        return Err(
-            "the daemon runs only in the foreground for now: add --foreground \
-                    (under systemd --user, or another supervisor, it stays in the foreground)"
-                .into(),
-        );
+/// The shared options given, by their flags.
+pub(super) fn given(common: &CommonArgs) -> Vec<&'static str> {
+    let c = common;
+    [
+        (c.policy.is_some(), "--policy"),
+        (!c.roots.is_empty(), "--root"),
+        (c.writable, "--writable"),
+        (c.consent.is_some(), "--consent"),
+        (c.consent_fallback.is_some(), "--consent-fallback"),
+        (c.server_id.is_some(), "--server-id"),
+        (c.audit_file.is_some(), "--audit-file"),
+        (c.no_audit, "--no-audit"),
+    ]
+    .into_iter()
+    .filter_map(|(set, flag)| set.then_some(flag))
+    .collect()
+}
+
+/// What the daemon cannot do with these options.
+fn usage(args: &DaemonArgs) -> Result<(), String> {
+    let common = &args.common;
+    if args.ensure {
+        let extra = given(common);
+        if !extra.is_empty() {
+            return Err(format!(
+                "--ensure starts a daemon on your own policy file, with no other options than \
+                 --socket (not {}): start one yourself to give it others",
+                extra.join(", ")
+            ));
+        }
     }
     if common.server_id.is_some() {
         return Err("--server-id names one session; the daemon holds every server's".into());

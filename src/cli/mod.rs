@@ -1,9 +1,10 @@
 //! The command line of `fsbroker`: its flags, and what each subcommand runs.
 //!
 //! The binary is one call, [`main`]: it parses the arguments, sets up logging and runs the
-//! subcommand, one file each (`serve.rs`, `proxy.rs`, `daemon.rs`, `control.rs` for the
-//! daemon's verbs, `check_policy.rs`), on the runtime of `runtime.rs`. The flags build the
-//! same [`Policy`](crate::Policy) a file would (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
+//! subcommand, one file each (`serve.rs`, `proxy.rs`, `daemon.rs` with `init.rs` for its
+//! `--init`, `control.rs` and `log.rs` for the daemon's verbs, `check_policy.rs`), on the
+//! runtime of `runtime.rs`. The flags build the same [`Policy`](crate::Policy) a file would
+//! (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
 //! arguments and build its policy with [`CommonArgs::build_policy`].
 //!
 //! Usage errors exit 2 (clap's own, and the checks clap cannot express), as does a policy
@@ -18,6 +19,8 @@ mod check_policy;
 mod control;
 mod daemon;
 mod flags;
+mod init;
+mod log;
 #[cfg(feature = "proxy")]
 mod proxy;
 mod runtime;
@@ -40,9 +43,11 @@ pub fn main() -> std::process::ExitCode {
         Command::CheckPolicy { files } => check_policy::run(&files),
         Command::Serve(args) => runtime::run(|| serve::run(args)),
         Command::Proxy(args) => runtime::run(|| proxy::run(*args)),
-        Command::Daemon(args) => runtime::run(|| daemon::run(*args)),
+        Command::Daemon(args) => daemon::main(*args),
         Command::Status(args) => control::status(args),
         Command::Revoke(args) => control::revoke(args),
+        Command::Log(args) => log::run(args),
+        Command::Reload(args) => control::reload(args),
         // Before any runtime starts: Landlock restricts the calling thread, and the server
         // that replaces this process must inherit the restriction whole.
         Command::SandboxExec { command } => {
@@ -81,12 +86,16 @@ pub(crate) enum Command {
     /// Sit between a host and an MCP server, answering the server's file requests.
     Proxy(Box<ProxyArgs>),
     /// Hold one broker for all of the user's servers, controlled over a private Unix socket
-    /// (first part: status and revoke; servers cannot attach to it yet).
+    /// (servers cannot attach to it yet).
     Daemon(Box<DaemonArgs>),
     /// Show every session of a running daemon: grants, watches, uploads, counters.
     Status(StatusArgs),
     /// Take grants back from a running daemon's sessions.
     Revoke(RevokeArgs),
+    /// Show a running daemon's recent audit events, or follow them as they come.
+    Log(LogArgs),
+    /// Make a running daemon read its policy file again, and show what changed.
+    Reload(ReloadArgs),
     /// Validate policy files and print each one's effective configuration.
     CheckPolicy {
         /// The policy files.
@@ -167,10 +176,60 @@ pub(crate) struct DaemonArgs {
     /// beside it (broker.key, 0600).
     #[arg(long, value_name = "PATH")]
     pub(crate) socket: Option<PathBuf>,
-    /// Stay in the foreground. Required for now: the daemon does not yet start itself in the
-    /// background (run it under `systemd --user`, or another supervisor).
+    /// Stay in the foreground (under `systemd --user`, or another supervisor). Without it
+    /// the daemon starts in the background, its output appended to
+    /// $XDG_STATE_HOME/fsbroker/daemon.log (else ~/.local/state/fsbroker/daemon.log), and
+    /// the command returns, printing the socket, once the daemon answers on it.
     #[arg(long)]
     pub(crate) foreground: bool,
+    /// Stop (removing the socket and key) after SECONDS with no connection open and no
+    /// session live [default: never].
+    #[arg(long = "idle-exit", value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) idle_exit: Option<u64>,
+    /// Start a daemon unless one answers on the socket, and return (printing the socket): in
+    /// the background, on the user's policy file ($XDG_CONFIG_HOME/fsbroker/policy.toml,
+    /// else ~/.config/fsbroker/policy.toml), with --idle-exit 600; as the commands that
+    /// attach to the daemon do. Many at once start one daemon.
+    #[arg(long, conflicts_with_all = ["foreground", "idle_exit", "init"])]
+    pub(crate) ensure: bool,
+    /// Write a commented starter policy to the user's policy file (see --ensure), with the
+    /// --root directories given (--writable: writable), and return; an existing file is
+    /// never overwritten.
+    #[arg(long, conflicts_with_all = ["foreground", "idle_exit", "socket"])]
+    pub(crate) init: bool,
+    /// What a start in the background runs: a session of its own, without a terminal. Not
+    /// for direct use.
+    #[arg(long, hide = true, requires = "foreground")]
+    pub(crate) detached: bool,
+}
+
+/// Options of `log`.
+#[derive(Debug, Args)]
+pub(crate) struct LogArgs {
+    /// After the recent events, print each new one as it comes, until interrupted.
+    #[arg(long, short = 'f')]
+    pub(crate) follow: bool,
+    /// Only this server's events.
+    #[arg(long, value_name = "ID")]
+    pub(crate) server: Option<String>,
+    /// One JSON object a line, as the daemon sends them.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
+}
+
+/// Options of `reload`.
+#[derive(Debug, Args)]
+pub(crate) struct ReloadArgs {
+    /// Print the daemon's answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
 }
 
 /// Options of `status`.

@@ -20,6 +20,53 @@ const MAX_ANSWER: u64 = 64 * 1024 * 1024;
 /// `{"ok": false, "error": ...}`. An `Err` says why no answer came (no daemon, refused, the
 /// connection lost).
 pub(crate) fn request(socket: &Path, request: &Value) -> Result<Value, String> {
+    let (mut reader, mut writer) = connect(socket)?;
+    send(&mut writer, request)?;
+    read_line(&mut reader, socket)
+}
+
+/// Whether a daemon answers on `socket`: it takes the hello and welcomes it. An `Err` says
+/// why not.
+pub(crate) fn probe(socket: &Path) -> Result<(), String> {
+    connect(socket).map(drop)
+}
+
+/// Sends `request` (a `log` with `follow`) and calls `each` with its answer, then with every
+/// line the daemon streams after it, with no time limit, until `each` returns false (`Ok`)
+/// or the stream ends (`Err`, saying so).
+pub(crate) fn follow(
+    socket: &Path,
+    request: &Value,
+    mut each: impl FnMut(Value) -> bool,
+) -> Result<(), String> {
+    let (mut reader, mut writer) = connect(socket)?;
+    send(&mut writer, request)?;
+    let first = read_line(&mut reader, socket)?;
+    let following = first["following"] == true;
+    if !each(first) || !following {
+        return Ok(());
+    }
+    // Events come when servers work: hours may pass between two.
+    reader
+        .get_ref()
+        .set_read_timeout(None)
+        .map_err(|e| format!("the connection to {} failed: {e}", socket.display()))?;
+    loop {
+        // Past the answer, an end is the daemon going, not a missing answer.
+        if reader.fill_buf().is_ok_and(|b| b.is_empty()) {
+            return Err(format!(
+                "the daemon on {} closed the stream (it stopped)",
+                socket.display()
+            ));
+        }
+        if !each(read_line(&mut reader, socket)?) {
+            return Ok(());
+        }
+    }
+}
+
+/// A connection to the daemon on `socket` that has proven the secret and been welcomed.
+fn connect(socket: &Path) -> Result<(BufReader<UnixStream>, UnixStream), String> {
     socket::check_length(socket)?;
     let stream = match UnixStream::connect(socket) {
         Ok(s) => s,
@@ -41,13 +88,11 @@ pub(crate) fn request(socket: &Path, request: &Value) -> Result<Value, String> {
     };
     let welcome = read_line(&mut reader, socket);
     match (welcome, sent) {
-        (Ok(w), _) if w["ok"] == true => {}
-        (Ok(w), _) => return Err(format!("the daemon on {} {}", socket.display(), said(&w))),
-        (Err(_), Err(e)) => return Err(e),
-        (Err(e), Ok(())) => return Err(e),
+        (Ok(w), _) if w["ok"] == true => Ok((reader, writer)),
+        (Ok(w), _) => Err(format!("the daemon on {} {}", socket.display(), said(&w))),
+        (Err(_), Err(e)) => Err(e),
+        (Err(e), Ok(())) => Err(e),
     }
-    send(&mut writer, request)?;
-    read_line(&mut reader, socket)
 }
 
 /// What an error answer says.

@@ -7,6 +7,8 @@
 //!   `{"ok": true, "revoked": [...]}`; with neither a server nor a path, only `"all": true`
 //!   revokes everything.
 //!
+//! `log` and `reload` are answered by `services.rs` before a request gets here.
+//!
 //! Anything else is answered `{"ok": false, "error": MESSAGE}`, and the connection goes on.
 
 use super::attach::Attachments;
@@ -67,7 +69,7 @@ pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) ->
             Err(message) => error(message),
         },
         other => error(format!(
-            "unknown op {other:?}: the ops are status, revoke, describe and attach"
+            "unknown op {other:?}: the ops are status, revoke, describe, attach, log and reload"
         )),
     }
 }

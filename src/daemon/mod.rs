@@ -4,8 +4,13 @@
 //! user's alone (0700, refused otherwise: `socket.rs`); the peer's uid, from `SO_PEERCRED`,
 //! must be the daemon's own, root refused like anyone else; and the first line must prove the
 //! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`).
-//! Then each line is one control request (`control.rs`); `client.rs` is the other end, for
-//! the command line's verbs.
+//! Then each line is one control request (`control.rs`, and `services.rs` for `log`, from
+//! the audit ring of `log.rs`, and `reload`); `client.rs` is the other end, for the command
+//! line's verbs. A connection may instead become a server's session (`attach.rs`, with the
+//! daemon's consent questions beside it: `ask.rs`); `attached/` is that connection's other
+//! end, in an attaching `serve` or `proxy`. `idle.rs` stops a daemon nobody uses
+//! (`--idle-exit`); `background.rs` starts one in the background, and `autostart.rs` starts
+//! one for attaching commands unless one answers.
 //!
 //! The daemon takes a lock beside the socket for its life, refuses to start when a daemon
 //! answers on the socket, removes a socket nobody listens on, and removes its socket and key
@@ -14,12 +19,18 @@
 mod ask;
 mod attach;
 pub(crate) mod attached;
+pub(crate) mod autostart;
+pub(crate) mod background;
 pub(crate) mod client;
 mod control;
+mod idle;
+mod log;
 mod secret;
+mod services;
 mod socket;
 
 pub(crate) use attach::Attachments;
+pub(crate) use services::{Reload, Services};
 #[cfg(feature = "cli")]
 pub(crate) use socket::default_socket;
 
@@ -89,21 +100,30 @@ impl Listening {
         &self.socket
     }
 
-    /// Serves connections for `broker` (its consent made around by `attachments`) until
-    /// `shutdown` resolves; then gives attached sessions the grace the sidecar gives their
-    /// work in flight, and removes the socket and the key (as dropping it does).
+    /// Serves connections for `broker` (its consent questions routed by `attachments`), with
+    /// `services`, until `shutdown` resolves or the daemon has been idle for its
+    /// `--idle-exit`; then gives attached sessions the grace the sidecar gives their work in
+    /// flight, and removes the socket and the key (as dropping it does).
     pub(crate) async fn serve(
         self,
         broker: Broker,
         attachments: Arc<Attachments>,
+        services: Services,
         shutdown: impl Future<Output = ()>,
     ) {
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let services = Arc::new(services);
         let (stop, stopping) = watch::channel(false);
         tokio::pin!(shutdown);
+        let idle = services.idle_expired(&broker);
+        tokio::pin!(idle);
         loop {
             let stream = tokio::select! {
                 () = &mut shutdown => break,
+                () = &mut idle => {
+                    tracing::info!("idle for the --idle-exit time; shutting down");
+                    break;
+                }
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, _)) => stream,
                     Err(e) => {
@@ -117,15 +137,17 @@ impl Listening {
             let daemon = Daemon {
                 broker: broker.clone(),
                 attachments: attachments.clone(),
+                services: services.clone(),
                 secret: self.secret.clone(),
                 uid: self.uid,
                 stop: stopping.clone(),
             };
             match slots.clone().try_acquire_owned() {
                 Ok(slot) => {
+                    let busy = daemon.services.busy();
                     tokio::spawn(async move {
                         connection(stream, &daemon).await;
-                        drop(slot);
+                        drop((slot, busy));
                     });
                 }
                 Err(_) => {
@@ -151,6 +173,7 @@ impl Listening {
 struct Daemon {
     broker: Broker,
     attachments: Arc<Attachments>,
+    services: Arc<Services>,
     secret: Arc<Secret>,
     uid: u32,
     stop: watch::Receiver<bool>,
@@ -203,15 +226,25 @@ async fn connection(stream: UnixStream, daemon: &Daemon) {
                 attach::follow(&daemon.broker, write, daemon.stop.clone()).await;
                 return;
             }
-            Ok(Frame::Line(line)) => match attach::attach_request(&line) {
-                Some(Ok(request)) => {
-                    let pid = cred.and_then(|c| c.pid());
-                    let (b, a, stop) = (&daemon.broker, &daemon.attachments, daemon.stop.clone());
-                    attach::run(b, a, request, pid, reader, write, stop).await;
-                    return;
+            Ok(Frame::Line(line)) => match daemon.services.answer(&daemon.broker, &line) {
+                Some(services::Reply::Line(answer)) => answer,
+                Some(services::Reply::Follow(first, follow)) => {
+                    if send(&mut write, &first).await.is_ok() {
+                        follow.run(&mut reader, &mut write).await;
+                    }
+                    break;
                 }
-                Some(Err(message)) => control::error(message),
-                None => control::answer(&daemon.broker, &daemon.attachments, &line),
+                None => match attach::attach_request(&line) {
+                    Some(Ok(request)) => {
+                        let pid = cred.and_then(|c| c.pid());
+                        let (b, a, stop) =
+                            (&daemon.broker, &daemon.attachments, daemon.stop.clone());
+                        attach::run(b, a, request, pid, reader, write, stop).await;
+                        return;
+                    }
+                    Some(Err(message)) => control::error(message),
+                    None => control::answer(&daemon.broker, &daemon.attachments, &line),
+                },
             },
             Ok(Frame::TooLong(n)) => control::error(format!(
                 "a line of {n} bytes is over the limit of {} bytes",

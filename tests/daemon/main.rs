@@ -1,6 +1,8 @@
 //! The `fsbroker daemon` face, through real processes: where its socket lives and what
 //! guards it (the private directory, one daemon per socket, a stale socket cleaned up, the
-//! peer's uid, the secret), the control verbs `status` and `revoke`, and a clean stop.
+//! peer's uid, the secret), the control verbs `status`, `revoke`, `log` and `reload`, a clean
+//! stop, the starts in the background (`--idle-exit`, `--ensure`, `--init`), and the
+//! sessions `serve --daemon` and `proxy --daemon` attach.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 // Shared helpers, under tests/common/; `dead_code` is allowed on those this face uses only
@@ -17,8 +19,11 @@ mod sidecar;
 
 mod access;
 mod attach;
+mod background;
+mod init;
 mod intruder;
 mod place;
 mod sandboxed;
 mod start;
+mod stream;
 mod verbs;

@@ -1,4 +1,5 @@
-//! A temporary place for a daemon: `run/` (its `XDG_RUNTIME_DIR`) and `root/` (the root it
+//! A temporary place for a daemon: `run/` (its `XDG_RUNTIME_DIR`), `home/`, `config/` and
+//! `state/` (its `HOME`, `XDG_CONFIG_HOME` and `XDG_STATE_HOME`) and `root/` (the root it
 //! offers), the daemon started there, and the verbs run against it.
 
 use crate::sidecar::{Ran, WAIT, run_within, wait_child};
@@ -41,11 +42,39 @@ impl Place {
         self.dir().join("broker.key")
     }
 
-    /// `fsbroker ARGS...` with this place's `XDG_RUNTIME_DIR`.
+    /// The user's policy file here, as `--init` writes it and `--ensure` reads it.
+    pub fn user_policy(&self) -> PathBuf {
+        self.tmp.path().join("config/fsbroker/policy.toml")
+    }
+
+    /// The log of daemons started in the background here.
+    pub fn daemon_log(&self) -> PathBuf {
+        self.tmp.path().join("state/fsbroker/daemon.log")
+    }
+
+    /// What the background log holds so far.
+    pub fn daemon_log_text(&self) -> String {
+        std::fs::read_to_string(self.daemon_log()).unwrap_or_default()
+    }
+
+    /// The pids of the daemons that said in the background log that they listen.
+    pub fn logged_pids(&self) -> Vec<i32> {
+        self.daemon_log_text()
+            .lines()
+            .filter(|l| l.contains("daemon listening on"))
+            .filter_map(|l| l.rsplit_once("(pid ")?.1.strip_suffix(')')?.parse().ok())
+            .collect()
+    }
+
+    /// `fsbroker ARGS...` with this place's `XDG_RUNTIME_DIR`, `HOME`, `XDG_CONFIG_HOME` and
+    /// `XDG_STATE_HOME`.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(crate::common::bin());
         cmd.args(args)
             .env("XDG_RUNTIME_DIR", &self.run)
+            .env("HOME", self.tmp.path().join("home"))
+            .env("XDG_CONFIG_HOME", self.tmp.path().join("config"))
+            .env("XDG_STATE_HOME", self.tmp.path().join("state"))
             .env_remove("FSBROKER_LOG");
         cmd
     }
@@ -63,6 +92,11 @@ impl Place {
     }
 
     pub fn start_with(&self, extra: &[&str]) -> Daemon {
+        self.start_command(self.daemon_command(extra))
+    }
+
+    /// Starts `cmd` (a daemon in the foreground) and waits until it says it listens.
+    pub fn start_command(&self, mut cmd: Command) -> Daemon {
         let stderr = self.tmp.path().join(format!(
             "daemon-{}.err",
             std::time::SystemTime::now()
@@ -70,8 +104,7 @@ impl Place {
                 .unwrap()
                 .as_nanos()
         ));
-        let child = self
-            .daemon_command(extra)
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).unwrap())
@@ -129,11 +162,73 @@ impl Daemon {
         self.child.wait().unwrap();
     }
 
+    /// Waits for the daemon to exit by itself.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        wait_child(&mut self.child, WAIT, "the daemon")
+    }
+
     /// Sends SIGTERM and waits for the exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
         wait_child(&mut self.child, WAIT, "the daemon")
+    }
+}
+
+/// A daemon that is no child of the test's (started in the background): stopped with
+/// SIGTERM when dropped, so that a failed test leaves none behind.
+pub struct Detached(pub i32);
+
+impl Detached {
+    /// Whether the process is still there and has not exited (a zombie that nobody reaped
+    /// yet has: its parent is not the test).
+    pub fn alive(&self) -> bool {
+        match std::fs::read_to_string(format!("/proc/{}/stat", self.0)) {
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+
+    /// The id of its session, from `/proc` (Linux).
+    pub fn session(&self) -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0)).ok()?;
+        // After the command's closing parenthesis: state, ppid, pgrp, session.
+        stat.rsplit_once(") ")?.1.split(' ').nth(3)?.parse().ok()
+    }
+
+    /// Its command line, from `/proc` (Linux).
+    pub fn args(&self) -> Vec<String> {
+        std::fs::read(format!("/proc/{}/cmdline", self.0))
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn terminate(&self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.0) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+/// Polls `done` every 20 ms until it holds; fails the test with `what` after [`WAIT`].
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {WAIT:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

@@ -1,5 +1,5 @@
 //! Where the daemon listens and what it refuses at start: the private directory, a second
-//! daemon, a stale socket, a path too long, a background start; and a clean stop on SIGTERM.
+//! daemon, a stale socket, a path too long; and a clean stop on SIGTERM, or when idle.
 
 use crate::place::{Place, mode, root};
 use serde_json::Value;
@@ -96,17 +96,6 @@ fn a_socket_path_longer_than_sun_path_is_refused() {
 }
 
 #[test]
-fn a_start_in_the_background_is_refused_for_now() {
-    let p = Place::new();
-    let mut cmd = p.command(&["daemon", "--root"]);
-    cmd.arg(&p.root);
-    let ran = crate::sidecar::run_within(cmd, crate::sidecar::WAIT);
-    assert_eq!(ran.code(), Some(2), "{}", ran.log());
-    assert!(ran.err().contains("--foreground"), "{}", ran.log());
-    assert!(!p.socket().exists());
-}
-
-#[test]
 fn sigterm_stops_the_daemon_and_removes_its_socket_and_key() {
     let p = Place::new();
     let mut d = p.start();
@@ -140,4 +129,14 @@ fn a_root_that_holds_the_socket_directory_is_refused() {
         ran.err()
     );
     assert!(!p.socket().exists());
+}
+
+#[test]
+fn an_idle_daemon_exits_by_itself_and_removes_its_socket() {
+    let p = Place::new();
+    let mut d = p.start_with(&["--idle-exit", "1"]);
+    let status = d.wait_exit();
+    assert!(status.success(), "{status}: {}", d.stderr());
+    assert!(!p.socket().exists(), "the socket is left");
+    assert!(!p.key().exists(), "the key is left");
 }

@@ -1,0 +1,167 @@
+//! `fsbroker log`: a running daemon's recent audit events, one line each, and with
+//! `--follow` each new one as it comes, until interrupted or the daemon stops.
+
+use super::LogArgs;
+use super::control::{ask, text};
+use super::daemon::socket_path;
+use crate::consent::sanitise;
+use crate::daemon::client;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Longest field shown on a human line (a path, a server id), in characters.
+const FIELD_MAX: usize = 512;
+
+/// 0 with the events printed, 1 when no answer came, it was an error, or a followed daemon
+/// stopped.
+pub(super) fn run(args: LogArgs) -> ExitCode {
+    let mut request = json!({"op": "log"});
+    if let Some(s) = &args.server {
+        request["server"] = json!(s);
+    }
+    if !args.follow {
+        return match ask(args.daemon, &request) {
+            Ok(answer) => {
+                let events = answer["events"].as_array().cloned().unwrap_or_default();
+                if events.is_empty() && !args.json {
+                    println!("no events");
+                }
+                // A reader that went (`| head`) is no failure.
+                let _ = print_events(&events, args.json);
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        };
+    }
+    request["follow"] = json!(true);
+    let socket = match socket_path(args.daemon) {
+        Ok(s) => s,
+        Err(message) => {
+            eprintln!("fsbroker: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut refused = None;
+    let followed = client::follow(&socket, &request, |line| {
+        if line.get("ok").is_some() {
+            if line["ok"] != true {
+                refused = Some(text(&line["error"]).to_owned());
+                return false;
+            }
+            let events = line["events"].as_array().cloned().unwrap_or_default();
+            return print_events(&events, args.json).is_ok();
+        }
+        if let Some(event) = line.get("event") {
+            return print_events(std::slice::from_ref(event), args.json).is_ok();
+        }
+        if let Some(n) = line.get("missed") {
+            if args.json {
+                return print_line(&line.to_string()).is_ok();
+            }
+            eprintln!("fsbroker: {n} events missed: this reader fell behind the daemon");
+        }
+        true
+    });
+    match (followed, refused) {
+        (_, Some(message)) | (Err(message), None) => {
+            eprintln!("fsbroker: {message}");
+            ExitCode::FAILURE
+        }
+        (Ok(()), None) => ExitCode::SUCCESS,
+    }
+}
+
+/// Prints `events`, as JSON lines or as human ones; an `Err` when stdout is gone.
+fn print_events(events: &[Value], json: bool) -> std::io::Result<()> {
+    for e in events {
+        if json {
+            print_line(&e.to_string())?;
+        } else {
+            print_line(&event_line(e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes one line to stdout, flushed: a follower's reader sees each event as it comes, and
+/// a closed pipe is an error to stop on, not a panic.
+fn print_line(line: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()
+}
+
+/// One event as a readable line: time, server, method, path, outcome (and reason), bytes,
+/// duration; for a consent, what it approved and denied. What a server chose (its id, the
+/// paths) is sanitised: it never reaches the terminal as escape sequences.
+fn event_line(e: &Value) -> String {
+    let shown = |v: &Value| {
+        sanitise(
+            v.as_str().filter(|s| !s.is_empty()).unwrap_or("-"),
+            FIELD_MAX,
+        )
+    };
+    let list = |v: &Value| {
+        v.as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(&shown)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut line = format!(
+        "{}  {}  {} {} -> {}",
+        text(&e["time"]),
+        shown(&e["server"]),
+        shown(&e["method"]),
+        shown(&e["path"]),
+        shown(&e["outcome"]),
+    );
+    if let Some(r) = e["reason"].as_str() {
+        line.push_str(&format!(" ({})", sanitise(r, FIELD_MAX)));
+    }
+    line.push_str(&format!("  {} bytes  {} ms", e["bytes"], e["durationMs"]));
+    if e.get("approved").is_some() {
+        line.push_str(&format!(
+            "  approved [{}] denied [{}]",
+            list(&e["approved"]),
+            list(&e["denied"])
+        ));
+        if e["outside"].as_u64().is_some_and(|n| n > 0) {
+            line.push_str(&format!(" and {} outside every root", e["outside"]));
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_line_is_readable_and_shows_no_escapes() {
+        let l = event_line(&json!({
+            "time": "T", "server": "s1", "method": "files/read", "path": "demo/f\u{1b}[2J",
+            "outcome": "PERMISSION_DENIED", "reason": "no_consent", "bytes": 0,
+            "durationMs": 0.25,
+        }));
+        assert_eq!(
+            l,
+            "T  s1  files/read demo/f?[2J -> PERMISSION_DENIED (no_consent)  0 bytes  0.25 ms"
+        );
+        let l = event_line(&json!({
+            "time": "T", "server": "s1", "method": "files/consent", "path": null,
+            "outcome": "partial", "bytes": 0, "durationMs": 1.0, "access": "read",
+            "approved": ["demo/a"], "denied": ["demo/b"], "outside": 2, "decidedBy": ["rule"],
+        }));
+        assert!(
+            l.ends_with(
+                "files/consent - -> partial  0 bytes  1.0 ms  approved [demo/a] \
+                         denied [demo/b] and 2 outside every root"
+            ),
+            "{l}"
+        );
+    }
+}
