@@ -51,11 +51,14 @@ pub(super) fn refuse_own_broker(args: &CommonArgs) -> Result<(), String> {
     ))
 }
 
-/// The daemon's description, or the message saying why there is none.
+/// The daemon's description, a daemon started first unless one answers (on the user's policy
+/// file, going when idle: `fsbroker daemon --ensure`), or the message saying why there is none.
 pub(super) async fn described(socket: &std::path::Path) -> Result<Described, String> {
-    attached::describe(socket).await.map_err(|e| {
-        format!("{e}; start one with `fsbroker daemon` (see `fsbroker daemon --help`)")
-    })
+    let owned = socket.to_owned();
+    tokio::task::spawn_blocking(move || crate::daemon::autostart::ensure(&owned))
+        .await
+        .map_err(|e| format!("cannot start the daemon: {e}"))??;
+    attached::describe(socket).await
 }
 
 /// A session name fixed from the start (`serve`'s).

@@ -241,12 +241,50 @@ fn flags_that_set_the_daemons_own_things_are_refused_when_attaching() {
 }
 
 #[test]
-fn without_a_daemon_attaching_says_so() {
+fn without_a_daemon_or_a_policy_file_attaching_says_how_to_write_one() {
     let p = Place::new();
     let daemon = format!("--daemon={}", p.socket().display());
     let ran = p.verb(&["serve", &daemon]);
     assert_eq!(ran.code(), Some(1), "{}", ran.err());
     assert!(ran.err().contains("no daemon answers"), "{}", ran.err());
+    assert!(
+        ran.err().contains("fsbroker daemon --init"),
+        "{}",
+        ran.err()
+    );
+}
+
+#[test]
+fn ten_proxies_started_at_once_make_one_daemon_on_the_users_policy() {
+    let p = Place::new();
+    std::fs::write(p.root.join("a.txt"), "x").unwrap();
+    let mut init = p.command(&["daemon", "--init", "--root"]);
+    init.arg(&p.root);
+    let ran = crate::sidecar::run_within(init, crate::sidecar::WAIT);
+    assert!(ran.success(), "{}", ran.log());
+    let proxies: Vec<Sidecar> = (0..10)
+        .map(|i| {
+            let mut cmd = p.command(&["proxy", "--daemon", "--server-id"]);
+            cmd.arg(format!("p{i}"))
+                .args(["--", "python3"])
+                .arg(proxy_host::script());
+            Sidecar::start(cmd)
+        })
+        .collect();
+    // Each server asks for its roots through its proxy, which attaches.
+    let mut proxies = proxies;
+    for (i, proxy) in proxies.iter_mut().enumerate() {
+        proxy_host::initialize(proxy, "2025-06-18", json!({}));
+        let a = proxy_host::ask(proxy, 1, json!([["roots/list", {}]]));
+        assert!(a[0]["result"]["roots"].is_array(), "p{i}: {}", a[0]);
+    }
+    // One daemon, and every session in it.
+    let pids = p.logged_pids();
+    assert_eq!(pids.len(), 1, "{}", p.daemon_log_text());
+    let _daemon = crate::place::Detached(pids[0]);
+    let sessions = status(&p);
+    assert_eq!(sessions.len(), 10, "{sessions:?}");
+    drop(proxies);
 }
 
 /// The proxy in front of the scripted server, attached to the daemon, in a session of its

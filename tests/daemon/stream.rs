@@ -1,5 +1,5 @@
-//! `fsbroker log` and `fsbroker reload` against a running daemon: the audit ring (empty until
-//! servers attach), a follower's stream, and a reload of the policy file.
+//! `fsbroker log` and `fsbroker reload` against a running daemon: the audit ring (filled by
+//! the sessions attached to it), a follower's stream, and a reload of the policy file.
 
 use crate::place::Place;
 use crate::sidecar::WAIT;
@@ -110,4 +110,66 @@ fn reload_puts_the_changed_policy_in_force_or_keeps_the_old() {
     let ran = p.verb(&["reload"]);
     assert!(ran.success(), "{}", ran.log());
     assert!(ran.out().contains("roots          two\n"), "{}", ran.log());
+}
+
+#[test]
+fn the_log_shows_each_attached_sessions_requests_and_a_follower_sees_new_ones() {
+    let p = Place::new();
+    std::fs::write(p.root.join("a.txt"), "hello").unwrap();
+    let _d = p.start_with(&["--consent", "auto"]);
+    let daemon = format!("--daemon={}", p.socket().display());
+    let serve = |id: &str| {
+        let args: Vec<std::ffi::OsString> = ["serve", daemon.as_str(), "--server-id", id]
+            .iter()
+            .map(Into::into)
+            .collect();
+        crate::sidecar::Sidecar::spawn(&args, None)
+    };
+    let (mut a, mut b) = (serve("alpha"), serve("beta"));
+    for s in [&mut a, &mut b] {
+        let r = s.request("files/consent", json!({"requestedPaths": ["root"]}));
+        assert_eq!(r["result"]["granted"], true, "{r}");
+    }
+    let r = a.request("files/read", json!({"path": "root/a.txt"}));
+    assert_eq!(r["result"]["content"], "hello", "{r}");
+    let ran = p.verb(&["log", "--json", "--server", "alpha"]);
+    assert!(ran.success(), "{}", ran.log());
+    let events: Vec<Value> = ran
+        .out()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let methods: Vec<&str> = events
+        .iter()
+        .map(|e| e["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods, ["files/consent", "files/read"], "{events:?}");
+    assert!(events.iter().all(|e| e["server"] == "alpha"), "{events:?}");
+    assert_eq!(events[1]["path"], "root/a.txt", "{events:?}");
+    assert_eq!(events[1]["bytes"], 5, "{events:?}");
+
+    // A follower of beta: its recent events, then a new one as it happens.
+    let (mut reader, mut writer) = connect(&p);
+    writer
+        .write_all(b"{\"op\":\"log\",\"server\":\"beta\",\"follow\":true}\n")
+        .unwrap();
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let first: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(first["ok"], true, "{first}");
+    let r = b.request("files/stat", json!({"path": "root/a.txt"}));
+    assert!(r["result"]["etag"].is_string(), "{r}");
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|e: &Value| e["event"]["method"] == "files/stat")
+    {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        seen.push(serde_json::from_str(&line).unwrap());
+    }
+    assert!(
+        seen.iter().all(|e| e["event"]["server"] == "beta"),
+        "{seen:?}"
+    );
 }
