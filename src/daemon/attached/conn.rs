@@ -147,7 +147,7 @@ impl Following {
 /// A description read from the daemon's answer `d`.
 fn described(d: &Value) -> Result<Described, String> {
     if d["ok"] != true {
-        return Err(said(&d));
+        return Err(said(d));
     }
     let max_line = d["maxLine"]
         .as_u64()
