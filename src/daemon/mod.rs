@@ -30,7 +30,9 @@ mod services;
 mod socket;
 
 pub(crate) use attach::Attachments;
-pub(crate) use services::{Reload, Services};
+pub(crate) use services::Services;
+#[cfg(feature = "cli")]
+pub(crate) use services::Reload;
 #[cfg(feature = "cli")]
 pub(crate) use socket::default_socket;
 

@@ -14,7 +14,9 @@ mod pending;
 
 #[cfg(feature = "cli")]
 pub(crate) use conn::describe;
-pub(crate) use conn::{Described, DescribedRoot, Following};
+pub(crate) use conn::Described;
+#[cfg(feature = "proxy")]
+pub(crate) use conn::{DescribedRoot, Following};
 
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender};
