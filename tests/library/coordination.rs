@@ -124,17 +124,23 @@ async fn racing_if_match_writers_of_two_sessions_have_exactly_one_winner() {
         .await
         .unwrap()
         .etag;
+    // The file is locked while the writers start, so that the first write of each session
+    // finds the etag still matching and then waits at the lock: only a check made under the
+    // lock can tell them apart. Exactly one wins whenever the lock is released within the
+    // wait, so the pause below only makes that case the likely one.
+    let holder = hold_lock(&target);
     const EACH: usize = 10;
     let mut writes = JoinSet::new();
-    for (k, s) in t.both().into_iter().enumerate() {
-        for i in 0..EACH {
-            let s = s.clone();
+    for i in 0..EACH {
+        for (k, s) in t.both().into_iter().enumerate() {
             let content = format!("session {k} write {i}");
             let mut p = WriteParams::new("project/race.txt", content.clone());
             p.if_match = Some(etag.clone());
             writes.spawn(async move { (content, s.call(p).await) });
         }
     }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(holder);
     let mut winners = Vec::new();
     while let Some(r) = writes.join_next().await {
         match r.unwrap() {
