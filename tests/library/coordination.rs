@@ -273,3 +273,21 @@ async fn the_wait_for_a_lock_ends_at_the_operations_deadline() {
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
 }
+
+#[tokio::test]
+async fn a_rename_onto_another_name_of_the_same_file_does_not_wait_for_itself() {
+    let f = Fixture::new();
+    let a = f.file("a.txt", "same");
+    std::fs::hard_link(&a, f.root.join("b.txt")).unwrap();
+    // A day's wait: a rename that waited for the lock it holds itself would not come back.
+    let t = Two::new(&f, |b| b.lock_wait(Duration::from_secs(86_400))).await;
+    let mut onto = RenameParams::new("project/a.txt", "project/b.txt");
+    onto.overwrite = true;
+    let rename = tokio::time::timeout(Duration::from_secs(120), t.one.call(onto));
+    // As rename(2) does for two links of one file, nothing changes, and that is a success.
+    rename.await.expect("the rename waits for itself").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("b.txt")).unwrap(),
+        "same"
+    );
+}
