@@ -303,11 +303,15 @@ mod tests {
     fn a_newcomer_does_not_pass_a_writer_waiting_in_line() {
         let table = Arc::new(LockTable::default());
         let held = table.lock(&path(), &mut wait(Duration::ZERO)).unwrap();
+        let (done, finish) = std::sync::mpsc::channel::<()>();
         let waiter = {
             let table = table.clone();
             std::thread::spawn(move || {
                 let got = table.lock(&path(), &mut wait(Duration::from_secs(60)));
-                got.map(drop).is_ok()
+                // Held until the newcomer has asked, so that it asks while the waiter either
+                // stands in line or holds the lock.
+                let _ = finish.recv();
+                got.is_ok()
             })
         };
         // Until the waiter stands in line: a state, not a time.
@@ -319,6 +323,7 @@ mod tests {
         // newcomer that will not wait gets nothing.
         let newcomer = table.lock(&path(), &mut wait(Duration::ZERO));
         assert!(newcomer.is_err());
+        done.send(()).unwrap();
         assert!(waiter.join().unwrap());
         // Once nobody waits, the lock is taken at once.
         assert!(table.lock(&path(), &mut wait(Duration::ZERO)).is_ok());
