@@ -8,17 +8,21 @@
 //! into that directory by any broker removes temporaries whose writer is gone.
 
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::locks::lock;
+use crate::locks::{Holder, LOCKED_RETRY_MS, Wait, lock};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-/// How long a writer that found the file locked by another process is told to wait: a write
-/// holds the lock only while it replaces the file, so a short wait usually finds it free.
-const LOCKED_RETRY_MS: u64 = 50;
+/// The first pause between tries at an advisory lock another process holds, doubled after
+/// each try up to [`LONGEST_PAUSE`]: a writer holds the lock only while it replaces the file,
+/// so the first tries come soon, and a program that keeps it longer is not polled hard.
+const FIRST_PAUSE: Duration = Duration::from_millis(1);
+/// The longest pause between tries at an advisory lock.
+const LONGEST_PAUSE: Duration = Duration::from_millis(50);
 
 /// The prefix of every temporary file the broker creates.
 pub(crate) const TEMP_PREFIX: &str = ".fsbroker-";
@@ -151,23 +155,25 @@ impl TempFile {
     }
 
     /// Checks `pre` against the current target `name` in `dir`, then moves the temporary into
-    /// place. The caller holds the in-process lock for the target.
+    /// place. The caller holds the in-process lock for the target; the advisory lock is
+    /// waited for within what is left of `wait`.
     ///
     /// Checking, locking and renaming are one critical section against other processes: the
     /// existing target is locked first, the lock is shown to be on the file the name holds
     /// now, `pre` (the etag above all) is compared on that locked file, and the lock is held
     /// until the new file has replaced it. A writer in another process that compared the same
-    /// etag is either refused the lock (`locked`) or, once it gets the lock on the old file,
+    /// etag either waits out its wait (`locked`) or, once it gets the lock on the old file,
     /// finds the name holding the new one and fails with `etag_mismatch`.
     pub(crate) fn commit(
         mut self,
         dir: &Dir,
         name: &str,
         pre: &Preconditions,
+        wait: &mut Wait,
     ) -> Result<Committed> {
         let io = |e: std::io::Error| Error::from_io(&e, "");
         // Held to the end of this function: released only after the rename (and its flush).
-        let target = lock_target(dir, name, pre)?;
+        let target = lock_target(dir, name, pre, wait)?;
         if let Some(t) = &target {
             self.file
                 .set_permissions(std::fs::Permissions::from_mode(t.meta.mode() & 0o7777))
@@ -205,7 +211,12 @@ const LOCK_ATTEMPTS: usize = 8;
 /// Checks `pre` and, when the target exists, locks it: the critical section's entry. Answers
 /// `None` when there is no target (and `pre` allows creating one); then nothing is locked,
 /// and the rename itself decides (`rename_noreplace` refuses a target that appeared).
-fn lock_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<LockedTarget>> {
+fn lock_target(
+    dir: &Dir,
+    name: &str,
+    pre: &Preconditions,
+    wait: &mut Wait,
+) -> Result<Option<LockedTarget>> {
     for _ in 0..LOCK_ATTEMPTS {
         if check_target(dir, name, pre)?.is_none() {
             return Ok(None);
@@ -217,7 +228,7 @@ fn lock_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<Lock
             Err(e) if gone(&e) => continue,
             Err(e) => return Err(Error::from_io(&e, "")),
         };
-        try_lock(&file)?;
+        lock_file(&file, wait)?;
         let held = Metadata::from_file(&file).map_err(|e| Error::from_io(&e, ""))?;
         let named = match dir.symlink_metadata(name) {
             Ok(m) => m,
@@ -317,33 +328,50 @@ fn open_for_lock(dir: &Dir, name: &str) -> std::io::Result<std::fs::File> {
 }
 
 /// Takes the advisory lock a write takes on the regular file `name` in `dir`, for an
-/// operation that removes or replaces it (delete, rename): refused with `locked` while another
-/// process holds it, as a write is, and held until the returned file is dropped. `None` when
-/// `name` is no regular file (a directory, a link, nothing), which carries no such lock.
-pub(crate) fn lock_file_entry(dir: &Dir, name: &str) -> Result<Option<std::fs::File>> {
+/// operation that removes or replaces it (delete, rename): waited for within `wait` while
+/// another process holds it, as a write waits, and held until the returned file is dropped.
+/// `None` when `name` is no regular file (a directory, a link, nothing), which carries no such
+/// lock, or when it is the file `besides` (which the caller has locked already) by another
+/// name: locking it again would wait for the caller itself.
+pub(crate) fn lock_file_entry(
+    dir: &Dir,
+    name: &str,
+    wait: &mut Wait,
+    besides: Option<&std::fs::File>,
+) -> Result<Option<std::fs::File>> {
     let Ok(file) = open_for_lock(dir, name) else {
         return Ok(None);
     };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
+    let Ok(meta) = file.metadata() else {
+        return Ok(None);
+    };
+    let id = |m: &std::fs::Metadata| {
+        use std::os::unix::fs::MetadataExt;
+        (m.dev(), m.ino())
+    };
+    let locked = besides.and_then(|f| f.metadata().ok());
+    if !meta.is_file() || locked.is_some_and(|m| id(&m) == id(&meta)) {
         return Ok(None);
     }
-    try_lock(&file)?;
+    lock_file(&file, wait)?;
     Ok(Some(file))
 }
 
-/// Takes an exclusive advisory lock on `file`, refusing with `locked` when another process
-/// holds one.
-fn try_lock(file: &std::fs::File) -> Result<()> {
-    // Named through fs4: std's inherent `File::try_lock` would otherwise shadow it.
-    match fs4::FileExt::try_lock(file) {
-        Ok(()) => Ok(()),
-        Err(fs4::TryLockError::WouldBlock) => Err(Error::new(
-            ErrorKind::ConcurrencyConflict,
-            "file is locked by another process (another fsbroker, or a program of the user's); retry later",
-        )
-        .with_reason(Reason::Locked)
-        .with_retry_after_ms(LOCKED_RETRY_MS)),
-        Err(fs4::TryLockError::Error(e)) => Err(Error::from_io(&e, "")),
+/// Takes an exclusive advisory lock on `file`. While another process holds one, tries again
+/// after a pause, within `wait`; past it, `locked`.
+fn lock_file(file: &std::fs::File, wait: &mut Wait) -> Result<()> {
+    let mut pause = FIRST_PAUSE;
+    loop {
+        // Named through fs4: std's inherent `File::try_lock` would otherwise shadow it.
+        match fs4::FileExt::try_lock(file) {
+            Ok(()) => return Ok(()),
+            Err(fs4::TryLockError::WouldBlock) => {}
+            Err(fs4::TryLockError::Error(e)) => return Err(Error::from_io(&e, "")),
+        }
+        if !wait.pause(pause) {
+            return Err(wait.refusal(Holder::Process));
+        }
+        pause = pause.saturating_mul(2).min(LONGEST_PAUSE);
     }
 }
 

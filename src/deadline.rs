@@ -15,6 +15,11 @@ impl Deadline {
         Deadline(at)
     }
 
+    /// The instant itself, for a wait that must end by it (see [`crate::locks::Wait`]).
+    pub(crate) fn instant(self) -> Instant {
+        self.0
+    }
+
     /// `TIMEOUT` once the deadline has passed.
     pub(crate) fn check(self) -> Result<()> {
         if Instant::now() >= self.0 {

@@ -1,9 +1,10 @@
 //! The one error type of the broker and its one table of wire codes.
 //!
 //! Every failure an operation can report is an [`Error`]: a [`ErrorKind`] plus the optional
-//! `data` fields of the wire contract (`reason`, `path`, `limit`, `retryAfterMs`). The mapping
-//! from kind to JSON-RPC integer code and `data.code` string lives in [`ErrorKind::wire`], a
-//! `match` without a catch-all arm, so that adding a kind forces a decision about its code.
+//! `data` fields of the wire contract (`reason`, `path`, `limit`, `retryAfterMs`, `waitedMs`).
+//! The mapping from kind to JSON-RPC integer code and `data.code` string lives in
+//! [`ErrorKind::wire`], a `match` without a catch-all arm, so that adding a kind forces a
+//! decision about its code.
 
 use serde_json::{Map, Value, json};
 use std::fmt;
@@ -164,6 +165,10 @@ pub struct Error {
     path: Option<String>,
     limit: Option<u64>,
     retry_after_ms: Option<u64>,
+    /// In 32 bits, which keep the error under the 128 bytes past which every `Result` of it
+    /// is costly to move (clippy's `result_large_err`); a wait is at most a day (the cap of
+    /// `lock_wait_ms`), far below the 49 days they hold.
+    waited_ms: Option<u32>,
     supported: Option<Vec<String>>,
 }
 
@@ -177,6 +182,7 @@ impl Error {
             path: None,
             limit: None,
             retry_after_ms: None,
+            waited_ms: None,
             supported: None,
         }
     }
@@ -242,6 +248,13 @@ impl Error {
         self
     }
 
+    /// Sets `data.waitedMs`: how long the operation waited for a lock before it gave up
+    /// (at most `u32::MAX`).
+    pub fn with_waited_ms(mut self, ms: u64) -> Self {
+        self.waited_ms = Some(u32::try_from(ms).unwrap_or(u32::MAX));
+        self
+    }
+
     /// Sets `data.supported`: the protocol revisions an `UnsupportedVersion` offers instead.
     pub fn with_supported(mut self, versions: &[&str]) -> Self {
         self.supported = Some(versions.iter().map(|v| (*v).to_owned()).collect());
@@ -278,9 +291,14 @@ impl Error {
         self.limit
     }
 
-    /// The `data.retryAfterMs` of a `RATE_LIMITED`, if any.
+    /// The `data.retryAfterMs` of a `RATE_LIMITED` or a `locked` conflict, if any.
     pub fn retry_after_ms(&self) -> Option<u64> {
         self.retry_after_ms
+    }
+
+    /// The `data.waitedMs` of a `locked` conflict (how long the lock was waited for), if any.
+    pub fn waited_ms(&self) -> Option<u64> {
+        self.waited_ms.map(u64::from)
     }
 
     /// The error a JSON-RPC error object (`{code, message, data?}`, as [`Error::to_json`]
@@ -300,6 +318,9 @@ impl Error {
             path: field("path").and_then(Value::as_str).map(str::to_owned),
             limit: field("limit").and_then(Value::as_u64),
             retry_after_ms: field("retryAfterMs").and_then(Value::as_u64),
+            waited_ms: field("waitedMs")
+                .and_then(Value::as_u64)
+                .map(|ms| u32::try_from(ms).unwrap_or(u32::MAX)),
             supported: field("supported").and_then(Value::as_array).map(|a| {
                 a.iter()
                     .filter_map(Value::as_str)
@@ -327,6 +348,9 @@ impl Error {
         }
         if let Some(ms) = self.retry_after_ms {
             data.insert("retryAfterMs".into(), json!(ms));
+        }
+        if let Some(ms) = self.waited_ms {
+            data.insert("waitedMs".into(), json!(ms));
         }
         if let Some(versions) = &self.supported {
             data.insert("supported".into(), json!(versions));

@@ -66,8 +66,9 @@
 //! - `error`, `lines` (queues of lines bounded in bytes), `framing` (bounded line reading),
 //!   `access` (read or write, and server matching), `deadline`, `method`, `path`, `jsonrpc` (wire
 //!   types and decoding; no I/O), `atomic` (atomic replacement of a file: temporary, fsync,
-//!   rename, fsync directory), `locks` (in-process per-path locks for writers), `turn` (the
-//!   order of a session's requests: changes alone and in order): the leaves.
+//!   rename, fsync directory), `locks` (in-process per-path locks for writers, taken in turn,
+//!   and the bounded wait for them and for advisory locks), `turn` (the order of a session's
+//!   requests: changes alone and in order): the leaves.
 //! - `policy`, `limits` (rate limits, governor), `audit` (the JSON-lines audit log),
 //!   `consent` (grants per session), `root` (roots, their cap-std directory handles and the
 //!   symlink-aware resolver; the only ambient authority), `upload` (staged chunked uploads),

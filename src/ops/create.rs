@@ -14,7 +14,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
     let p: CreateParams = params(raw)?;
     let (root, path) = ctx.authorize_entry(session, &p.path, Access::Write)?;
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
-    let kind = p.kind;
+    let (kind, lock_wait) = (p.kind, ctx.lock_wait());
     let parents = if p.parents {
         Parents::Create
     } else {
@@ -33,7 +33,8 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         if r.name().is_none() {
             return Err(root_itself());
         }
-        let _lock = inner.locks.lock(r.real());
+        let mut wait = crate::locks::Wait::new(lock_wait, deadline);
+        let _lock = inner.locks.lock(r.real(), &mut wait)?;
         let io = |e: std::io::Error| Error::from_io(&e, "");
         match kind {
             CreateKind::Directory => r.create_dir()?,

@@ -16,7 +16,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
     let p: DeleteParams = params(raw)?;
     let (root, path) = ctx.authorize_entry(session, &p.path, Access::Write)?;
     let (s, inner, shown) = (session.clone(), ctx.inner.clone(), path.to_string());
-    let recursive = p.recursive;
+    let (recursive, lock_wait) = (p.recursive, ctx.lock_wait());
     ctx.run(session, move |deadline| {
         let r = resolve_granted(
             &root,
@@ -30,9 +30,11 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         if r.name().is_none() {
             return Err(root_itself());
         }
-        let _lock = inner.locks.lock(r.real());
+        let mut wait = crate::locks::Wait::new(lock_wait, deadline);
+        let _lock = inner.locks.lock(r.real(), &mut wait)?;
         // A file another process is writing is not deleted under it, as it is not written.
-        let _held = crate::atomic::lock_file_entry(r.parent(), r.name().unwrap_or("."))?;
+        let name = r.name().unwrap_or(".");
+        let _held = crate::atomic::lock_file_entry(r.parent(), name, &mut wait, None)?;
         r.remove(recursive, deadline)?;
         crate::atomic::sync_dir(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
         Ok(())

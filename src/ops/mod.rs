@@ -148,6 +148,12 @@ impl Ctx {
         &self.config.policy.limits
     }
 
+    /// How long a change may wait for the locks of the files it changes (see
+    /// [`crate::locks::Wait`]).
+    fn lock_wait(&self) -> Duration {
+        Duration::from_millis(self.limits().lock_wait_ms.get())
+    }
+
     /// Parses a request path and finds its root among those this server sees.
     fn locate(&mut self, raw: &str) -> Result<(Arc<Root>, MountPath)> {
         self.audit.requested = Some(raw.to_owned());

@@ -39,7 +39,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         return Err(into_itself().with_path(new_shown));
     }
     let (s, inner) = (session.clone(), ctx.inner.clone());
-    let overwrite = p.overwrite;
+    let (overwrite, lock_wait) = (p.overwrite, ctx.lock_wait());
     let shown = old_shown.clone();
     ctx.run(session, move |deadline| {
         let from = resolve_granted(
@@ -67,7 +67,8 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         if to.real() != from.real() && to.real().starts_with(from.real()) {
             return Err(into_itself());
         }
-        let _locks = inner.locks.lock_two(from.real(), to.real());
+        let mut wait = crate::locks::Wait::new(lock_wait, deadline);
+        let _locks = inner.locks.lock_two(from.real(), to.real(), &mut wait)?;
         let io = |e: std::io::Error| Error::from_io(&e, "");
         from.metadata().map_err(io)?;
         if from.real() == to.real() {
@@ -75,11 +76,20 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
             return Ok(());
         }
         // Neither the file moved nor one it replaces is taken from under another process
-        // that holds its lock, as a write would not be.
-        let entry = |g: &crate::root::Granted| {
-            crate::atomic::lock_file_entry(g.parent(), g.name().unwrap_or("."))
-        };
-        let _held = (entry(&from)?, if overwrite { entry(&to)? } else { None });
+        // that holds its lock, as a write would not be. They are locked in the order of the
+        // in-process locks, so that two brokers renaming two files in opposite directions
+        // do not each hold one and wait for the other until both give up.
+        let mut ends = vec![&from];
+        if overwrite {
+            ends.push(&to);
+        }
+        ends.sort_by_key(|g| g.real().to_string());
+        let mut held: Vec<std::fs::File> = Vec::new();
+        for g in ends {
+            let name = g.name().unwrap_or(".");
+            let file = crate::atomic::lock_file_entry(g.parent(), name, &mut wait, held.first())?;
+            held.extend(file);
+        }
         from.rename_to(&to, overwrite)?;
         crate::atomic::sync_dir(to.parent()).map_err(io)?;
         crate::atomic::sync_dir(from.parent()).map_err(io)?;

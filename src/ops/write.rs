@@ -4,13 +4,15 @@
 //! the target and renames it into place (see [`crate::atomic`]). A chunked upload sends
 //! `final: false` chunks at increasing offsets into a staged temporary and commits with the
 //! `final: true` chunk. Preconditions (`create`, `overwrite`, `ifMatch`) are checked when the
-//! upload starts, so it fails fast, and again at commit under the per-file lock, where they
-//! decide.
+//! write starts, so it fails fast, and again at commit under the per-file locks, where they
+//! decide. The locks are taken for the commit only, after the content is staged: a writer of
+//! the same file in another session waits for this one's rename, not for its bytes.
 
 use super::{Ctx, params, resolve_target};
 use crate::access::Access;
 use crate::atomic::{Committed, Preconditions, TempFile, check_target, etag};
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::locks::Wait;
 use crate::path::MountPath;
 use crate::root::Root;
 use crate::session::Session;
@@ -134,21 +136,22 @@ async fn one_shot(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Out
         pre,
         ..
     } = job;
-    let (s, inner) = (session.clone(), ctx.inner.clone());
+    let (s, inner, lock_wait) = (session.clone(), ctx.inner.clone(), ctx.lock_wait());
     ctx.run(session, move |deadline| {
         let r = resolve_target(&root, &s, &path.rel, Access::Write, deadline)?;
         let Some(name) = r.name() else {
             return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
         };
         inner.sweeper.sweep_once(r.parent());
-        let _lock = inner.locks.lock(r.real());
         let existing = check_target(r.parent(), name, &pre)?;
         let temp = TempFile::create(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
         write_all_at(temp.file(), 0, &bytes, deadline)?;
+        let mut wait = Wait::new(lock_wait, deadline);
+        let _lock = inner.locks.lock(r.real(), &mut wait)?;
         if existing.is_none() {
             inner.hub.note_created(root.host_path_of(&r.real().rel));
         }
-        let done = temp.commit(r.parent(), name, &pre)?;
+        let done = temp.commit(r.parent(), name, &pre, &mut wait)?;
         Ok(Outcome::committed(&done))
     })
     .await
@@ -187,6 +190,7 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
         _ => None,
     };
     let (s, inner, key) = (session.clone(), ctx.inner.clone(), path.clone());
+    let lock_wait = ctx.lock_wait();
     let rel = path.rel.clone();
     let done = ctx
         .run(session, move |deadline| {
@@ -219,11 +223,12 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
                     "the upload's target moved since its first chunk; start the upload again",
                 ));
             }
-            let _lock = inner.locks.lock(now.real());
+            let mut wait = Wait::new(lock_wait, deadline);
+            let _lock = inner.locks.lock(now.real(), &mut wait)?;
             if !now.exists() {
                 inner.hub.note_created(root.host_path_of(&now.real().rel));
             }
-            let done = up.temp.commit(now.parent(), name, &up.pre)?;
+            let done = up.temp.commit(now.parent(), name, &up.pre, &mut wait)?;
             Ok((Outcome::committed(&done), None))
         })
         .await?;

@@ -318,10 +318,11 @@ impl Limits {
     /// Each limit is below its cap, and each default is within its maximum.
     fn validate(&self) -> Result<(), Invalid> {
         let l = self;
-        let caps: [(&str, u64, u64); 13] = [
+        let caps: [(&str, u64, u64); 14] = [
             ("limits.bytes_per_second", l.bytes_per_second.get(), 1 << 40),
             ("limits.burst_bytes", l.burst_bytes.get(), 1 << 40),
             ("limits.timeout_ms", l.timeout_ms.get(), 86_400_000),
+            ("limits.lock_wait_ms", l.lock_wait_ms.get(), 86_400_000),
             (
                 "limits.max_chunk_bytes",
                 l.max_chunk_bytes.get() as u64,

@@ -295,6 +295,9 @@ pub struct Limits {
     pub burst_bytes: NonZeroU64,
     /// Operation timeout in milliseconds.
     pub timeout_ms: NonZeroU64,
+    /// Milliseconds a change waits in all for the locks of the files it changes, never past
+    /// `timeout_ms`; then `CONCURRENCY_CONFLICT` `locked`.
+    pub lock_wait_ms: NonZeroU64,
     /// Default `files/read` chunk, in bytes.
     pub chunk_bytes: NonZeroUsize,
     /// Largest `files/read` length accepted.
@@ -334,6 +337,8 @@ impl Default for Limits {
             bytes_per_second: NonZeroU64::new(64 << 20).unwrap_or(NonZeroU64::MIN),
             burst_bytes: NonZeroU64::new(1 << 30).unwrap_or(NonZeroU64::MIN),
             timeout_ms: NonZeroU64::new(60_000).unwrap_or(NonZeroU64::MIN),
+            // Why five seconds: policy/README.md, at `lock_wait_ms`.
+            lock_wait_ms: NonZeroU64::new(5_000).unwrap_or(NonZeroU64::MIN),
             chunk_bytes: nz(1 << 20),
             max_chunk_bytes: nz(16 << 20),
             max_write_bytes: NonZeroU64::new(1 << 30).unwrap_or(NonZeroU64::MIN),

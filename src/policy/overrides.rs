@@ -23,6 +23,8 @@ pub(crate) enum Key {
     BurstBytes,
     /// `limits.timeout_ms`.
     TimeoutMs,
+    /// `limits.lock_wait_ms`.
+    LockWaitMs,
     /// `limits.chunk_bytes`.
     ChunkBytes,
     /// `limits.max_chunk_bytes`.
@@ -75,6 +77,7 @@ impl Key {
             Key::BytesPerSecond => "limits.bytes_per_second",
             Key::BurstBytes => "limits.burst_bytes",
             Key::TimeoutMs => "limits.timeout_ms",
+            Key::LockWaitMs => "limits.lock_wait_ms",
             Key::ChunkBytes => "limits.chunk_bytes",
             Key::MaxChunkBytes => "limits.max_chunk_bytes",
             Key::MaxWriteBytes => "limits.max_write_bytes",
@@ -95,7 +98,7 @@ impl Key {
     /// What the key's number counts.
     fn unit(self) -> Unit {
         match self {
-            Key::TimeoutMs | Key::WatchCoalesceMs => Unit::Millis,
+            Key::TimeoutMs | Key::LockWaitMs | Key::WatchCoalesceMs => Unit::Millis,
             Key::UploadIdleSecs | Key::ConsentTimeoutSecs => Unit::Secs,
             Key::BytesPerSecond
             | Key::BurstBytes
@@ -128,6 +131,7 @@ impl Key {
             Key::BytesPerSecond => l.bytes_per_second = nz(n)?,
             Key::BurstBytes => l.burst_bytes = nz(n)?,
             Key::TimeoutMs => l.timeout_ms = nz(n)?,
+            Key::LockWaitMs => l.lock_wait_ms = nz(n)?,
             Key::ChunkBytes => l.chunk_bytes = nz(n)?,
             Key::MaxChunkBytes => l.max_chunk_bytes = nz(n)?,
             Key::MaxWriteBytes => l.max_write_bytes = nz(n)?,

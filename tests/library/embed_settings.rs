@@ -61,6 +61,7 @@ fn every_setting_is_put_in_force_at_its_policy_key() {
             .max_kernel_watches(25)
             .watch_coalesce(Duration::from_millis(26))
             .watch_queue(27)
+            .lock_wait(Duration::from_millis(28))
     });
     let p = b.policy();
     let l = &p.limits;
@@ -78,13 +79,14 @@ fn every_setting_is_put_in_force_at_its_policy_key() {
     assert_eq!(l.max_kernel_watches.get(), 25);
     assert_eq!(l.watch_coalesce_ms.get(), 26);
     assert_eq!(l.watch_queue.get(), 27);
+    assert_eq!(l.lock_wait_ms.get(), 28);
 }
 
 type Set = fn(BrokerBuilder) -> BrokerBuilder;
 
 #[test]
 fn a_zero_is_refused_naming_its_key_and_never_raised() {
-    let cases: [(Set, &str, &str); 20] = [
+    let cases: [(Set, &str, &str); 21] = [
         (|b| b.timeout(Duration::ZERO), "limits.timeout_ms", "1 ms"),
         (
             |b| b.consent_timeout(Duration::ZERO),
@@ -124,6 +126,11 @@ fn a_zero_is_refused_naming_its_key_and_never_raised() {
             "1 ms",
         ),
         (|b| b.watch_queue(0), "limits.watch_queue", "1"),
+        (
+            |b| b.lock_wait(Duration::from_micros(10)),
+            "limits.lock_wait_ms",
+            "1 ms",
+        ),
         // The last value given for a key is the one in force: a zero after a good value is
         // still a zero.
         (

@@ -21,6 +21,7 @@ mod consent;
 mod consent_probing;
 mod consent_refusals;
 mod consent_tty;
+mod coordination;
 mod create_delete;
 mod embed_audit;
 mod embed_consent;

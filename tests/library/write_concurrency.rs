@@ -291,7 +291,8 @@ async fn write(b: &Broker, params: Value) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn advisory_lock_held_elsewhere_makes_write_fail_locked_until_released() {
     let f = Fixture::new();
-    let b = f.broker_with("write", LIMITS);
+    // Each refusal below waits the whole lock wait first: a short one.
+    let b = f.broker_with("write", &format!("{LIMITS}lock_wait_ms = 100\n"));
     consent_write(&b, "s").await;
     let target = f.file("locked.txt", "old content");
     // A separate open file description: flock conflicts with the broker's own lock exactly as

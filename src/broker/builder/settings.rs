@@ -47,6 +47,15 @@ impl BrokerBuilder {
         self.time(Key::TimeoutMs, timeout)
     }
 
+    /// How long a change may wait in all for the locks of the files it changes, in whole
+    /// milliseconds (`limits.lock_wait_ms`): the turns of other sessions' changes of the same
+    /// file, and another process's advisory lock. Past it, or past the operation's own
+    /// timeout if that comes first, the change is refused (`CONCURRENCY_CONFLICT` `locked`
+    /// with `data.waitedMs` and `data.retryAfterMs`, or `TIMEOUT`).
+    pub fn lock_wait(self, wait: Duration) -> Self {
+        self.time(Key::LockWaitMs, wait)
+    }
+
     /// How long the consent provider may take to answer, in whole seconds
     /// (`consent.timeout_secs`): past it the request is denied.
     pub fn consent_timeout(self, timeout: Duration) -> Self {
