@@ -51,6 +51,7 @@
 //! Public, for embedders: [`broker`] (the [`Broker`] that dispatches messages for server
 //! sessions, its builder, session handles, snapshots, audit events, the outbound stream),
 //! [`wire`] (every method's params and result, the typed calls and notifications),
+//! [`daemon`] (a session on the user's `fsbroker daemon`, shared with its proxies),
 //! [`policy`] (policy file types, loading and
 //! validation), [`error`] (the one error type and its table of wire codes), [`consent`] (the
 //! [`consent::ConsentProvider`] trait and its providers), [`path`] (the request-path grammar,
@@ -110,6 +111,7 @@ pub mod broker;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod consent;
+pub mod daemon;
 pub mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
@@ -129,10 +131,6 @@ mod access;
 mod atomic;
 mod audit;
 mod config;
-// The daemon's server side is the binary's (`fsbroker daemon` and its verbs); its attaching
-// client is the proxy's too.
-#[cfg(any(feature = "cli", feature = "proxy"))]
-mod daemon;
 mod deadline;
 mod framing;
 mod jsonrpc;

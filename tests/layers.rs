@@ -44,10 +44,11 @@ const LAYERS: &[&str] = &[
     "order",
     "serve",
     "reload",
+    // One broker for a user: the daemon's socket, and the attaching end every face uses.
+    "daemon",
     "proxy",
     "fuzzing",
     "rmcp_adapter",
-    "daemon",
     // The command line, which runs the faces.
     "cli",
 ];
@@ -235,6 +236,7 @@ const PROXY_LAYERS: &[&str] = &[
     "judge",
     // The tasks: the broker's lane and the two readers; the remote transport.
     "lane",
+    "backend",
     "from_server",
     "from_host",
     "remote",

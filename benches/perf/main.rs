@@ -11,6 +11,7 @@
 //! (default `target/bench`). Sizes: see [`fixtures::Config`].
 
 mod conn;
+mod daemon;
 mod fixtures;
 mod reads;
 mod report;
@@ -101,7 +102,7 @@ fn main() -> Res<()> {
     fixtures::tree(&b.data.join("tree"), b.cfg.tree_entries)?;
     let fixtures_s = t.elapsed().as_secs_f64();
 
-    // FSBROKER_BENCH_ONLY=large,small,listing,writes,sessions runs some workloads (to profile).
+    // FSBROKER_BENCH_ONLY=large,small,listing,writes,sessions,attach runs some workloads (to profile).
     let only = std::env::var("FSBROKER_BENCH_ONLY").ok();
     let wanted = |w: &str| {
         only.as_deref()
@@ -115,6 +116,10 @@ fn main() -> Res<()> {
             writes: wanted("writes").then(|| writes::writes(&b)).transpose()?,
             sessions: wanted("sessions")
                 .then(|| writes::sessions(&b))
+                .transpose()?,
+            attach: wanted("attach").then(|| daemon::attach(&b)).transpose()?,
+            daemon_sessions: wanted("sessions")
+                .then(|| daemon::sessions(&b))
                 .transpose()?,
             watch: report::Watch::load(&out.join("watch.json")),
         })

@@ -42,23 +42,27 @@ pub struct Results {
     pub writes: Option<Writes>,
     /// Concurrent sessions' memory.
     pub sessions: Option<Sessions>,
+    /// The latency attaching to the daemon adds.
+    pub attach: Option<crate::daemon::Attach>,
+    /// Concurrent sessions' memory in one daemon.
+    pub daemon_sessions: Option<crate::daemon::DaemonSessions>,
     /// Watch latency.
     pub watch: Option<Watch>,
 }
 
 /// One line of the summary, and one bar of the plot when it has a ratio.
 #[derive(Serialize)]
-struct Row {
-    workload: String,
-    ours: String,
-    reference: String,
+pub struct Row {
+    pub workload: String,
+    pub ours: String,
+    pub reference: String,
     /// Ours ÷ reference in speed (higher is better for us), per round.
-    ratio: Option<Samples>,
+    pub ratio: Option<Samples>,
     /// The target, in the same terms as `ratio` when there is one.
-    target: Option<f64>,
-    target_text: String,
-    met: Option<bool>,
-    machine: String,
+    pub target: Option<f64>,
+    pub target_text: String,
+    pub met: Option<bool>,
+    pub machine: String,
 }
 
 fn rows(b: &Bench, r: &Results) -> Vec<Row> {
@@ -267,6 +271,7 @@ fn rows(b: &Bench, r: &Results) -> Vec<Row> {
             machine: String::new(),
         });
     }
+    out.extend(crate::daemon::rows(r));
     if let Some(wt) = &r.watch {
         out.push(Row {
             workload: format!(

@@ -94,7 +94,10 @@ pub(crate) async fn follow<W: AsyncWrite + Unpin>(
 ) {
     let mut changes = broker.policy_changes();
     loop {
-        if super::send(&mut output, &describe(broker)).await.is_err() {
+        if super::server::send(&mut output, &describe(broker))
+            .await
+            .is_err()
+        {
             return;
         }
         tokio::select! {
@@ -253,7 +256,7 @@ pub(crate) async fn run<R, W>(
         let e = super::control::error(format!(
             "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"
         ));
-        let _ = super::send(&mut output, &e).await;
+        let _ = super::server::send(&mut output, &e).await;
         return;
     };
     let (asker, mut asks) = mpsc::channel::<Ask>(QUESTIONS);
@@ -274,7 +277,7 @@ pub(crate) async fn run<R, W>(
     );
     tracing::info!(session = %id, ?pid, "attached");
     let welcome = json!({"ok": true, "session": id});
-    if super::send(&mut output, &welcome).await.is_err() {
+    if super::server::send(&mut output, &welcome).await.is_err() {
         attachments.detach(&id, token);
         return;
     }

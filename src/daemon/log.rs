@@ -195,7 +195,7 @@ impl Follow {
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
             };
-            if super::send(write, &line).await.is_err() {
+            if super::server::send(write, &line).await.is_err() {
                 return;
             }
         }

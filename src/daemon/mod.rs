@@ -16,273 +16,38 @@
 //! answers on the socket, removes a socket nobody listens on, and removes its socket and key
 //! when it stops.
 
+// Both ends: the consent questions' wire shape, the key, the socket's place.
 mod ask;
-mod attach;
-pub(crate) mod attached;
-pub(crate) mod autostart;
-pub(crate) mod background;
-pub(crate) mod client;
-mod control;
-mod idle;
-mod log;
 mod secret;
-mod services;
 mod socket;
+// The attaching end: `serve --daemon`, `proxy --daemon`, and a library host's session.
+pub(crate) mod attached;
+mod session;
+// The daemon itself and the command line's verbs.
+#[cfg(feature = "cli")]
+mod attach;
+#[cfg(feature = "cli")]
+pub(crate) mod autostart;
+#[cfg(feature = "cli")]
+pub(crate) mod background;
+#[cfg(feature = "cli")]
+pub(crate) mod client;
+#[cfg(feature = "cli")]
+mod control;
+#[cfg(feature = "cli")]
+mod idle;
+#[cfg(feature = "cli")]
+mod log;
+#[cfg(feature = "cli")]
+mod server;
+#[cfg(feature = "cli")]
+mod services;
 
+#[cfg(feature = "cli")]
 pub(crate) use attach::Attachments;
-pub(crate) use services::Services;
 #[cfg(feature = "cli")]
-pub(crate) use services::Reload;
+pub(crate) use server::Listening;
 #[cfg(feature = "cli")]
-pub(crate) use socket::default_socket;
-
-use crate::broker::Broker;
-use crate::framing::{Frame, next_frame};
-use secret::Secret;
-use serde_json::{Value, json};
-use std::fs::File;
-use std::future::Future;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{Semaphore, watch};
-
-/// How long a connection may take to send its hello.
-const HELLO_WAIT: Duration = Duration::from_secs(10);
-
-/// Most connections served at once; one more is told so and closed.
-const MAX_CONNECTIONS: usize = 64;
-
-/// A daemon's socket, bound, with its key written and its lock held.
-#[derive(Debug)]
-pub(crate) struct Listening {
-    socket: PathBuf,
-    key: PathBuf,
-    listener: UnixListener,
-    secret: Arc<Secret>,
-    uid: u32,
-    _lock: File,
-}
-
-impl Listening {
-    /// Checks the place of `socket` (its length, its directory, no live daemon), takes the
-    /// lock, writes a fresh key and binds. Must run on a tokio runtime.
-    pub(crate) fn bind(socket: &Path) -> Result<Listening, String> {
-        let uid = rustix::process::getuid().as_raw();
-        socket::check_length(socket)?;
-        socket::private_dir(socket::dir_of(socket)?, uid)?;
-        // Said first, so that a second daemon hears why rather than meeting the lock.
-        socket::refuse_live(socket)?;
-        let lock = socket::lock(socket)?;
-        socket::clear_stale(socket)?;
-        let key = socket::sibling(socket, "key");
-        let secret = Secret::create(&key)?;
-        let listener = UnixListener::bind(socket).map_err(|e| {
-            let _ = std::fs::remove_file(&key);
-            format!("cannot listen on {}: {e}", socket.display())
-        })?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
-        }
-        Ok(Listening {
-            socket: socket.to_owned(),
-            key,
-            listener,
-            secret: Arc::new(secret),
-            uid,
-            _lock: lock,
-        })
-    }
-
-    /// The socket's path.
-    pub(crate) fn socket(&self) -> &Path {
-        &self.socket
-    }
-
-    /// Serves connections for `broker` (its consent questions routed by `attachments`), with
-    /// `services`, until `shutdown` resolves or the daemon has been idle for its
-    /// `--idle-exit`; then gives attached sessions the grace the sidecar gives their work in
-    /// flight, and removes the socket and the key (as dropping it does).
-    pub(crate) async fn serve(
-        self,
-        broker: Broker,
-        attachments: Arc<Attachments>,
-        services: Services,
-        shutdown: impl Future<Output = ()>,
-    ) {
-        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-        let services = Arc::new(services);
-        let (stop, stopping) = watch::channel(false);
-        tokio::pin!(shutdown);
-        let idle = services.idle_expired(&broker);
-        tokio::pin!(idle);
-        loop {
-            let stream = tokio::select! {
-                () = &mut shutdown => break,
-                () = &mut idle => {
-                    tracing::info!("idle for the --idle-exit time; shutting down");
-                    break;
-                }
-                accepted = self.listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        // Out of descriptors, most likely: wait rather than spin.
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                },
-            };
-            let daemon = Daemon {
-                broker: broker.clone(),
-                attachments: attachments.clone(),
-                services: services.clone(),
-                secret: self.secret.clone(),
-                uid: self.uid,
-                stop: stopping.clone(),
-            };
-            match slots.clone().try_acquire_owned() {
-                Ok(slot) => {
-                    let busy = daemon.services.busy();
-                    tokio::spawn(async move {
-                        connection(stream, &daemon).await;
-                        drop((slot, busy));
-                    });
-                }
-                Err(_) => {
-                    tokio::spawn(refuse(
-                        stream,
-                        control::error(format!(
-                            "too many connections (at most {MAX_CONNECTIONS}); try again"
-                        )),
-                    ));
-                }
-            }
-        }
-        // Attached sessions end as a sidecar does on SIGTERM: their work in flight gets its
-        // grace, then the connections close.
-        let _ = stop.send(true);
-        let all = u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX);
-        let grace = crate::order::SHUTDOWN_GRACE + Duration::from_secs(1);
-        let _ = tokio::time::timeout(grace, slots.acquire_many(all)).await;
-    }
-}
-
-/// What every connection shares.
-struct Daemon {
-    broker: Broker,
-    attachments: Arc<Attachments>,
-    services: Arc<Services>,
-    secret: Arc<Secret>,
-    uid: u32,
-    stop: watch::Receiver<bool>,
-}
-
-impl Drop for Listening {
-    /// The socket and the key go with the daemon (the lock file stays: removing it would let
-    /// two daemons hold locks on two different files).
-    fn drop(&mut self) {
-        for path in [&self.socket, &self.key] {
-            if let Err(e) = std::fs::remove_file(path) {
-                tracing::warn!("cannot remove {}: {e}", path.display());
-            }
-        }
-    }
-}
-
-/// One connection: the peer check, the hello, then one answer per request line.
-async fn connection(stream: UnixStream, daemon: &Daemon) {
-    let cred = stream.peer_cred().ok();
-    let peer = cred.map(|c| c.uid());
-    if let Some(message) = socket::refuse_peer(peer, daemon.uid) {
-        tracing::warn!("{message}");
-        refuse(stream, control::error(message)).await;
-        return;
-    }
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let hello = tokio::time::timeout(HELLO_WAIT, next_frame(&mut reader, control::MAX_LINE)).await;
-    let proven = match hello {
-        Ok(Ok(Frame::Line(line))) => serde_json::from_slice::<control::Hello>(&line)
-            .is_ok_and(|h| daemon.secret.matches(&h.hello)),
-        _ => false,
-    };
-    if !proven {
-        tracing::warn!("refused a connection without the daemon's key");
-        let message = "refused: the first line must be {\"hello\": KEY}, KEY being what the \
-                       daemon's key file beside the socket holds";
-        let _ = send(&mut write, &control::error(message)).await;
-        let _ = write.shutdown().await;
-        return;
-    }
-    let welcome = json!({"ok": true, "daemon": "fsbroker", "version": env!("CARGO_PKG_VERSION")});
-    if send(&mut write, &welcome).await.is_err() {
-        return;
-    }
-    loop {
-        let answer = match next_frame(&mut reader, control::MAX_LINE).await {
-            Ok(Frame::Line(line)) if attach::follows(&line) => {
-                attach::follow(&daemon.broker, write, daemon.stop.clone()).await;
-                return;
-            }
-            Ok(Frame::Line(line)) => match daemon.services.answer(&daemon.broker, &line) {
-                Some(services::Reply::Line(answer)) => answer,
-                Some(services::Reply::Follow(first, follow)) => {
-                    if send(&mut write, &first).await.is_ok() {
-                        follow.run(&mut reader, &mut write).await;
-                    }
-                    break;
-                }
-                None => match attach::attach_request(&line) {
-                    Some(Ok(request)) => {
-                        let pid = cred.and_then(|c| c.pid());
-                        let (b, a, stop) =
-                            (&daemon.broker, &daemon.attachments, daemon.stop.clone());
-                        attach::run(b, a, request, pid, reader, write, stop).await;
-                        return;
-                    }
-                    Some(Err(message)) => control::error(message),
-                    None => control::answer(&daemon.broker, &daemon.attachments, &line),
-                },
-            },
-            Ok(Frame::TooLong(n)) => control::error(format!(
-                "a line of {n} bytes is over the limit of {} bytes",
-                control::MAX_LINE
-            )),
-            Ok(Frame::Eof) | Err(_) => break,
-        };
-        if send(&mut write, &answer).await.is_err() {
-            break;
-        }
-    }
-}
-
-/// Sends `message` on a connection that will be served nothing else, then closes it, reading
-/// (and dropping) a little of what the peer sent so that the line is not lost to a reset.
-async fn refuse(mut stream: UnixStream, message: Value) {
-    if send(&mut stream, &message).await.is_ok() {
-        let _ = stream.shutdown().await;
-        drain(&mut stream).await;
-    }
-}
-
-/// Reads and drops at most 64 KiB, for at most a second.
-async fn drain(r: &mut (impl AsyncRead + Unpin)) {
-    let mut sink = tokio::io::sink();
-    let _ = tokio::time::timeout(
-        Duration::from_secs(1),
-        tokio::io::copy(&mut r.take(64 * 1024), &mut sink),
-    )
-    .await;
-}
-
-/// Writes `v` as one line.
-async fn send(w: &mut (impl AsyncWrite + Unpin), v: &Value) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(v).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    w.write_all(&line).await?;
-    w.flush().await
-}
+pub(crate) use services::{Reload, Services};
+pub use session::{DaemonError, DaemonSession};
+pub use socket::default_socket;

@@ -21,7 +21,7 @@ pub(crate) const MAX_SOCKET_PATH: usize = 103;
 /// The default socket: `$XDG_RUNTIME_DIR/fsbroker/broker.sock`, else
 /// `$XDG_STATE_HOME/fsbroker/broker.sock` (`~/.local/state` when that is unset). Empty or
 /// relative values count as unset, as the XDG base directory specification says.
-pub(crate) fn default_socket() -> Result<PathBuf, String> {
+pub fn default_socket() -> Result<PathBuf, String> {
     let var = |name: &str| {
         std::env::var_os(name)
             .map(PathBuf::from)

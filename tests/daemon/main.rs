@@ -22,6 +22,7 @@ mod attach;
 mod background;
 mod init;
 mod intruder;
+mod library;
 mod place;
 mod sandboxed;
 mod start;

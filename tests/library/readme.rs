@@ -213,11 +213,16 @@ fn every_host_configuration_in_the_readme_runs() {
             }
         }
         args.extend(["--".into(), "true".into()]);
-        let out = std::process::Command::new(crate::common::bin())
-            .args(&args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
+        let mut cmd = std::process::Command::new(crate::common::bin());
+        cmd.args(&args).stdin(std::process::Stdio::null());
+        // A configuration that attaches finds the daemon on its default socket.
+        let _daemon = args.iter().any(|a| a == "--daemon").then(|| {
+            // Beside the root, never in it: the daemon refuses a root holding its key.
+            let run = tempfile::tempdir().unwrap();
+            cmd.env("XDG_RUNTIME_DIR", run.path());
+            (Daemon::start(run.path(), root), run)
+        });
+        let out = cmd.output().unwrap();
         assert!(
             out.status.success(),
             "{config:?} (run as {args:?}): {}",
@@ -235,4 +240,39 @@ fn every_host_configuration_in_the_readme_runs() {
     let policy = policy.replace("/home/me/notes", root);
     let policy = mcp_fsbroker::Policy::parse(&policy, "README").unwrap_or_else(|e| panic!("{e}"));
     assert!(!policy.consent.rules.is_empty(), "it decides by rules");
+}
+
+/// A daemon on the default socket under `run` (its `XDG_RUNTIME_DIR`), offering `root`;
+/// killed when dropped.
+struct Daemon(std::process::Child);
+
+impl Daemon {
+    fn start(run: &std::path::Path, root: &str) -> Daemon {
+        let child = std::process::Command::new(crate::common::bin())
+            .args(["daemon", "--foreground", "--root", root])
+            .env("XDG_RUNTIME_DIR", run)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let d = Daemon(child);
+        let key = run.join("fsbroker/broker.key");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !key.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the daemon did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        d
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -12,9 +12,9 @@
 mod conn;
 mod pending;
 
-#[cfg(feature = "cli")]
-pub(crate) use conn::describe;
+#[cfg(any(feature = "cli", feature = "proxy"))]
 pub(crate) use conn::Described;
+pub(crate) use conn::describe;
 #[cfg(feature = "proxy")]
 pub(crate) use conn::{DescribedRoot, Following};
 

@@ -8,7 +8,7 @@ use crate::broker::Broker;
 use crate::daemon::attached::Call;
 use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
-use crate::proxy::HostChannel;
+use crate::proxy::host_channel::HostChannel;
 use crate::proxy::link::ToServer;
 use crate::proxy::names::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, ROOTS_LIST};
 use serde_json::{Map, Value, json};

@@ -1,0 +1,81 @@
+//! A Rust host's session on the daemon (`mcp_fsbroker::daemon::DaemonSession`): its
+//! consent provider is asked the daemon's questions for it, and its requests are answered by
+//! the daemon's broker, beside the command line's sessions.
+
+use crate::place::Place;
+use mcp_fsbroker::consent::{self, ConsentDecision};
+use mcp_fsbroker::daemon::DaemonSession;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+async fn answer(s: &mut DaemonSession, id: i64) -> Value {
+    loop {
+        let v = tokio::time::timeout(crate::sidecar::WAIT, s.recv())
+            .await
+            .expect("no answer in time")
+            .expect("the session ended");
+        if v["id"] == id {
+            return v;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_session_is_asked_through_its_provider_and_answered_by_the_daemon() {
+    let p = Place::new();
+    std::fs::write(p.root.join("a.txt"), "from the daemon").unwrap();
+    // Elicit by default: a session with a provider is asked; the fallback would deny.
+    let _d = p.start_with(&["--consent-fallback", "deny"]);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let provider = consent::from_fn(move |req| {
+        count.fetch_add(1, Ordering::SeqCst);
+        async move { ConsentDecision::approve_all(&req) }
+    });
+    let socket = p.socket();
+    let mut s = DaemonSession::attach(Some(&socket), "host-app", Some(provider))
+        .await
+        .unwrap();
+    let consent = json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
+        "params": {"requestedPaths": ["root/a.txt"]}});
+    s.send(&consent).await.unwrap();
+    let r = answer(&mut s, 1).await;
+    assert_eq!(r["result"]["granted"], true, "{r}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    let read = json!({"jsonrpc": "2.0", "id": 2, "method": "files/read",
+        "params": {"path": "root/a.txt"}});
+    s.send(&read).await.unwrap();
+    let r = answer(&mut s, 2).await;
+    assert_eq!(r["result"]["content"], "from the daemon", "{r}");
+
+    let status = tokio::task::spawn_blocking(move || {
+        let ran = p.verb(&["status", "--json"]);
+        (serde_json::from_str::<Value>(&ran.out()).unwrap(), p)
+    })
+    .await
+    .unwrap();
+    let (status, p) = status;
+    assert_eq!(status["sessions"][0]["server"], "host-app", "{status}");
+    assert_eq!(
+        status["sessions"][0]["grants"][0]["origin"], "consented",
+        "{status}"
+    );
+    // Without a provider, the daemon's fallback decides.
+    let mut bare = DaemonSession::attach(Some(&p.socket()), "bare", None)
+        .await
+        .unwrap();
+    bare.send(&consent).await.unwrap();
+    let r = answer(&mut bare, 1).await;
+    assert_eq!(r["result"]["granted"], false, "{r}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn without_a_daemon_attaching_fails_with_the_reason() {
+    let p = Place::new();
+    let e = DaemonSession::attach(Some(&p.socket()), "x", None)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("no daemon answers"), "{e}");
+}
