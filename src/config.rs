@@ -58,6 +58,23 @@ impl Config {
             list,
             zones,
         } = settle(policy, earlier, previous.is_some())?;
+        for (i, root) in list.iter().enumerate() {
+            let dir = root.host_path_of(&crate::path::RelPath::root());
+            if let Some(kept) = overrides.holds_kept_out(&dir) {
+                return Err(PolicyError {
+                    file: "<policy>".into(),
+                    line: None,
+                    key: format!("roots[{i}]"),
+                    message: format!(
+                        "the root {} ({}) holds the daemon's socket directory {}: servers could \
+                         read its key; choose a narrower root, or another --socket",
+                        root.mount(),
+                        dir.display(),
+                        kept.display()
+                    ),
+                });
+            }
+        }
         let rate = match previous {
             Some(p) if p.policy.limits == policy.limits => p.rate.clone(),
             _ => Arc::new(RateLimits::new(&policy.limits)),

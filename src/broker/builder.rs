@@ -54,6 +54,13 @@ impl BrokerBuilder {
         self
     }
 
+    /// Refuses, now and at every reload, a policy with a root at or above `dir` (the daemon's
+    /// socket directory).
+    pub(crate) fn keep_out_of_roots(mut self, dir: &std::path::Path) -> Self {
+        self.overrides.keep_out(dir);
+        self
+    }
+
     /// The consent mode when the policy sets none (the proxy's is `elicit`).
     pub fn default_consent_mode(mut self, mode: ConsentMode) -> Self {
         self.consent.default_mode = Some(mode);

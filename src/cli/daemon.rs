@@ -66,18 +66,22 @@ async fn run(args: DaemonArgs) -> ExitCode {
     // host; the fallback answers when there is none, or it cannot show a form.
     let attachments = std::sync::Arc::new(Attachments::default());
     let elicit = attachments.around();
+    // No root may hold the socket's directory, now or after a reload: its key would be a
+    // file a server with consent could read, or a sandbox open.
+    let socket_dir = listening.socket().parent().map(std::path::Path::to_owned);
     let configure = |b: crate::BrokerBuilder| {
-        b.elicitation(elicit)
-            .default_consent_mode(ConsentMode::Elicit)
+        let b = b
+            .elicitation(elicit)
+            .default_consent_mode(ConsentMode::Elicit);
+        match &socket_dir {
+            Some(dir) => b.keep_out_of_roots(dir),
+            None => b,
+        }
     };
     let (broker, _broker_wide) = match start_broker(&args.common, configure) {
         Ok(b) => b,
         Err(code) => return code,
     };
-    if let Err(message) = key_out_of_roots(&broker, listening.socket()) {
-        eprintln!("fsbroker: {message}");
-        return ExitCode::from(2);
-    }
     let reload = args.common.policy.clone().map(|file| {
         let common = args.common.clone();
         Reload::new(file, Box::new(move || common.build_policy_for_reload(true)))
@@ -92,27 +96,6 @@ async fn run(args: DaemonArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Refuses roots that hold the socket's directory: its key would then be a file a server
-/// with consent could read through the broker, and with it use the socket.
-fn key_out_of_roots(broker: &crate::Broker, socket: &std::path::Path) -> Result<(), String> {
-    let dir = socket
-        .parent()
-        .and_then(|d| std::fs::canonicalize(d).ok())
-        .ok_or_else(|| format!("cannot resolve the directory of {}", socket.display()))?;
-    for root in broker.roots().iter() {
-        let path = root.host_path_of(&crate::path::RelPath::root());
-        if std::fs::canonicalize(&path).is_ok_and(|r| dir.starts_with(r)) {
-            return Err(format!(
-                "the root {} ({}) holds the daemon's socket directory {}: servers could read \
-                 its key through the broker; choose another --socket, or a narrower root",
-                root.mount(),
-                path.display(),
-                dir.display()
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// `fsbroker daemon` without `--foreground`: the same daemon started in the background; 0
 /// with its socket printed once it answers, 1 with why it did not come up.

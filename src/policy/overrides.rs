@@ -160,13 +160,33 @@ pub(crate) enum Given {
     Time(Duration),
 }
 
-/// The settings a host made in code: the last value given for each key.
+/// The settings a host made in code: the last value given for each key, and the
+/// directories no root may hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Overrides {
     set: BTreeMap<Key, Given>,
+    keep_out: Vec<std::path::PathBuf>,
 }
 
 impl Overrides {
+    /// Refuses every policy with a root at or above `dir` (resolved now): the daemon's
+    /// socket directory, whose key a server must never reach, through the broker or through
+    /// a sandbox that opens the root.
+    pub(crate) fn keep_out(&mut self, dir: &std::path::Path) {
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        self.keep_out.push(dir);
+    }
+
+    /// Whether a root at `root` (its directory as opened) holds a directory kept out; a root
+    /// whose place cannot be resolved is taken to, as the check cannot decide.
+    pub(crate) fn holds_kept_out(&self, root: &std::path::Path) -> Option<&std::path::Path> {
+        let real = std::fs::canonicalize(root).ok();
+        self.keep_out
+            .iter()
+            .find(|d| real.as_ref().is_none_or(|r| d.starts_with(r)))
+            .map(std::path::PathBuf::as_path)
+    }
+
     /// Sets `key` to `value`, replacing what was set for it before.
     pub(crate) fn set(&mut self, key: Key, value: Given) {
         self.set.insert(key, value);

@@ -173,3 +173,44 @@ fn the_log_shows_each_attached_sessions_requests_and_a_follower_sees_new_ones() 
         "{seen:?}"
     );
 }
+
+#[test]
+fn a_reload_that_adds_a_root_holding_the_socket_directory_is_refused() {
+    let p = Place::new();
+    let file = p.tmp.path().join("policy.toml");
+    let root = |mount: &str, dir: &std::path::Path| {
+        format!("[[roots]]\npath = {dir:?}\nmount = \"{mount}\"\n")
+    };
+    std::fs::write(&file, root("one", &p.root)).unwrap();
+    let mut cmd = p.command(&["daemon", "--foreground", "--policy"]);
+    cmd.arg(&file);
+    let _d = p.start_command(cmd);
+    // The place's own directory holds `run/`, the socket's.
+    std::fs::write(&file, root("one", &p.root) + &root("all", p.tmp.path())).unwrap();
+    let ran = p.verb(&["reload"]);
+    assert_eq!(ran.code(), Some(1), "{}", ran.log());
+    assert!(
+        ran.err().contains("holds the daemon's socket directory"),
+        "{}",
+        ran.log()
+    );
+    // Whichever reload saw the file first (the daemon reloads a saved file by itself), the
+    // old roots are those in force.
+    let (mut r, mut w) = connect(&p);
+    writeln!(w, r#"{{"op":"describe"}}"#).unwrap();
+    let d = line(&mut r);
+    let mounts: Vec<&str> = d["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["mount"].as_str().unwrap())
+        .collect();
+    assert_eq!(mounts, ["one"], "{d}");
+    let ran = p.verb(&["reload", "--json"]);
+    assert_eq!(ran.code(), Some(1), "{}", ran.log());
+    std::fs::write(&file, root("one", &p.root)).unwrap();
+    let ran = p.verb(&["reload", "--json"]);
+    assert!(ran.success(), "{}", ran.log());
+    let v: Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(v["roots"], json!(["one"]), "{v}");
+}
