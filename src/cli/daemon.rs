@@ -96,7 +96,6 @@ async fn run(args: DaemonArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-
 /// `fsbroker daemon` without `--foreground`: the same daemon started in the background; 0
 /// with its socket printed once it answers, 1 with why it did not come up.
 fn in_background(args: &DaemonArgs) -> ExitCode {

@@ -18,10 +18,30 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, watch};
 
 /// How long a connection may take to send its hello.
-const HELLO_WAIT: Duration = Duration::from_secs(10);
+const HELLO_WAIT: Duration = Duration::from_secs(5);
 
-/// Most connections served at once; one more is told so and closed.
+/// Most connections served at once after their hello; one more is told so and closed.
 const MAX_CONNECTIONS: usize = 64;
+
+/// Most connections waiting to say hello; past it, the oldest is dropped.
+const MAX_GREETING: usize = 64;
+
+/// Connections that have not proven the key yet. They hold no slot, and when there are too
+/// many the oldest is dropped: a process without the key (a sandboxed server may still
+/// connect) can neither fill the slots nor keep a peer that holds it from being served, since
+/// a peer with the key says hello at once.
+#[derive(Default)]
+struct Greeting {
+    waiting: std::sync::Mutex<std::collections::VecDeque<(u64, tokio::task::AbortHandle)>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Greeting {
+    /// Connection `id` said hello: it is no longer one to drop.
+    fn done(&self, id: u64) {
+        crate::locks::lock(&self.waiting).retain(|(i, _)| *i != id);
+    }
+}
 
 /// A daemon's socket, bound, with its key written and its lock held.
 #[derive(Debug)]
@@ -82,6 +102,7 @@ impl Listening {
         shutdown: impl Future<Output = ()>,
     ) {
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let greeting = Arc::new(Greeting::default());
         let services = Arc::new(services);
         let (stop, stopping) = watch::channel(false);
         tokio::pin!(shutdown);
@@ -112,22 +133,25 @@ impl Listening {
                 uid: self.uid,
                 stop: stopping.clone(),
             };
-            match slots.clone().try_acquire_owned() {
-                Ok(slot) => {
-                    let busy = daemon.services.busy();
-                    tokio::spawn(async move {
-                        connection(stream, &daemon).await;
-                        drop((slot, busy));
-                    });
-                }
-                Err(_) => {
-                    tokio::spawn(refuse(
-                        stream,
-                        control::error(format!(
-                            "too many connections (at most {MAX_CONNECTIONS}); try again"
-                        )),
-                    ));
-                }
+            let id = greeting
+                .next
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let busy = daemon.services.busy();
+            let (slots, greeted) = (slots.clone(), greeting.clone());
+            // Registered under the lock it is spawned under, so that its `done` comes after.
+            let mut waiting = crate::locks::lock(&greeting.waiting);
+            let task = tokio::spawn(async move {
+                connection(stream, &daemon, (id, &greeted), &slots).await;
+                drop(busy);
+            });
+            waiting.push_back((id, task.abort_handle()));
+            if waiting.len() > MAX_GREETING
+                && let Some((_, oldest)) = waiting.pop_front()
+            {
+                oldest.abort();
+                tracing::warn!(
+                    "more than {MAX_GREETING} connections waiting to say hello; dropped the oldest"
+                );
             }
         }
         // Attached sessions end as a sidecar does on SIGTERM: their work in flight gets its
@@ -161,8 +185,14 @@ impl Drop for Listening {
     }
 }
 
-/// One connection: the peer check, the hello, then one answer per request line.
-async fn connection(stream: UnixStream, daemon: &Daemon) {
+/// One connection: the peer check, the hello, a slot, then one answer per request line.
+/// `greeting` is its number among those waiting to say hello, and where they wait.
+async fn connection(
+    stream: UnixStream,
+    daemon: &Daemon,
+    greeting: (u64, &Greeting),
+    slots: &Arc<Semaphore>,
+) {
     let cred = stream.peer_cred().ok();
     let peer = cred.map(|c| c.uid());
     if let Some(message) = socket::refuse_peer(peer, daemon.uid) {
@@ -186,6 +216,14 @@ async fn connection(stream: UnixStream, daemon: &Daemon) {
         let _ = write.shutdown().await;
         return;
     }
+    greeting.1.done(greeting.0);
+    let Ok(_slot) = slots.clone().try_acquire_owned() else {
+        let e = control::error(format!(
+            "too many connections (at most {MAX_CONNECTIONS}); try again"
+        ));
+        let _ = send(&mut write, &e).await;
+        return;
+    };
     let welcome = json!({"ok": true, "daemon": "fsbroker", "version": env!("CARGO_PKG_VERSION")});
     if send(&mut write, &welcome).await.is_err() {
         return;

@@ -20,6 +20,9 @@ use tokio::sync::Notify;
 /// How many answered brokered ids are remembered, for cancellations that come late.
 const RECENT: usize = 1024;
 
+/// Most bytes of answered ids remembered: a server's ids may be as long as a line.
+const RECENT_BYTES: usize = 1 << 20;
+
 /// Brokered requests in flight and lately answered, by id.
 #[derive(Default)]
 pub(super) struct Brokered {
@@ -32,6 +35,22 @@ struct Inner {
     running: HashMap<String, Arc<Flag>>,
     /// Answered lately, oldest first.
     recent: VecDeque<String>,
+    /// The bytes of `recent`.
+    recent_bytes: usize,
+}
+
+impl Inner {
+    /// Remembers `key` as lately answered, forgetting the oldest past the bounds.
+    fn remember(&mut self, key: String) {
+        self.recent_bytes += key.len();
+        self.recent.push_back(key);
+        while self.recent.len() > RECENT || self.recent_bytes > RECENT_BYTES {
+            match self.recent.pop_front() {
+                Some(old) => self.recent_bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
 }
 
 /// Raised once, when the server cancels the request.
@@ -68,8 +87,13 @@ impl Flag {
 }
 
 impl Brokered {
-    /// Notes a brokered request the server sent, before it goes to the broker's lane.
+    /// Notes a brokered request the server sent, before it goes to the broker's lane. An id
+    /// the broker cannot echo (not a string or an integer) is not noted: its request is
+    /// answered with a null id, so nothing would ever forget it.
     pub(super) fn start(&self, id: &Value) {
+        if crate::jsonrpc::Id::from_value(id).is_none() {
+            return;
+        }
         lock(&self.inner)
             .running
             .insert(id_key(id), Arc::new(Flag::default()));
@@ -85,10 +109,7 @@ impl Brokered {
     pub(super) fn note_batch(&self, ids: &[Value]) {
         let mut inner = lock(&self.inner);
         for id in ids {
-            if inner.recent.len() >= RECENT {
-                inner.recent.pop_front();
-            }
-            inner.recent.push_back(id_key(id));
+            inner.remember(id_key(id));
         }
     }
 
@@ -170,9 +191,6 @@ impl Drop for Done {
         {
             inner.running.remove(&self.key);
         }
-        if inner.recent.len() >= RECENT {
-            inner.recent.pop_front();
-        }
-        inner.recent.push_back(self.key.clone());
+        inner.remember(std::mem::take(&mut self.key));
     }
 }

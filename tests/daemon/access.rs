@@ -148,3 +148,18 @@ fn a_peer_of_another_uid_is_refused_even_with_the_key() {
     let ran = p.verb(&["status", "--json"]);
     assert!(ran.success(), "{}", ran.log());
 }
+
+#[test]
+fn connections_that_never_say_hello_cannot_keep_a_peer_with_the_key_out() {
+    let p = Place::new();
+    let _d = p.start();
+    // More than every slot, each silent, as a process without the key could hold them.
+    let silent: Vec<std::os::unix::net::UnixStream> = (0..100)
+        .map(|_| std::os::unix::net::UnixStream::connect(p.socket()).unwrap())
+        .collect();
+    let ran = p.verb(&["status", "--json"]);
+    assert!(ran.success(), "{}", ran.log());
+    let v: Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    drop(silent);
+}

@@ -7,7 +7,7 @@ use crate::daemon::ask;
 use crate::daemon::secret::Secret;
 use crate::daemon::socket;
 use crate::framing::{Frame, next_frame};
-use crate::lines::LineSender;
+use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel};
 use crate::policy::EraMode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -23,8 +23,9 @@ use tokio::task::JoinHandle;
 /// How long the daemon may take to welcome a connection, describe itself or attach.
 const WELCOME_WAIT: Duration = Duration::from_secs(10);
 
-/// Lines waiting to be written to the daemon.
-const QUEUE: usize = 64;
+/// Answers to consent questions waiting to be written to the daemon (each a few hundred
+/// bytes; the requests' own queue is bounded in bytes).
+const ANSWERS: usize = 16;
 
 /// Longest control answer read (`describe`, `attach`).
 const MAX_CONTROL: usize = 16 * 1024 * 1024;
@@ -171,7 +172,7 @@ fn described(d: &Value) -> Result<Described, String> {
 pub(super) struct Live {
     epoch: u64,
     session: String,
-    lines: mpsc::Sender<Vec<u8>>,
+    lines: LineSender,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
 }
@@ -228,8 +229,11 @@ pub(super) async fn open<M: Default + Send + 'static>(
         _ => return Err(said(&welcome)),
     };
     let epoch = pending.begin();
-    let (lines, queued) = mpsc::channel(QUEUE);
-    let writer = tokio::spawn(write(w, queued));
+    // Bounded in bytes as `serve`'s own queues are: while the daemon holds the session (a
+    // change, a consent question), the server is held up on its own pipe.
+    let (lines, queued) = line_channel(QUEUE_LINES, budget(attach.max_line));
+    let (answers, answers_rx) = mpsc::channel(ANSWERS);
+    let writer = tokio::spawn(write(w, queued, answers_rx));
     let reader = tokio::spawn(read(
         r,
         Reading {
@@ -239,7 +243,7 @@ pub(super) async fn open<M: Default + Send + 'static>(
             output: output.clone(),
             answered: answered.clone(),
             asker: attach.asker.clone(),
-            lines: lines.downgrade(),
+            answers,
         },
     ));
     Ok(Live {
@@ -251,16 +255,28 @@ pub(super) async fn open<M: Default + Send + 'static>(
     })
 }
 
-/// Writes the queued lines, a burst at a time, until every sender is gone.
-async fn write(w: OwnedWriteHalf, mut queued: mpsc::Receiver<Vec<u8>>) {
+/// Writes the queued lines, a burst at a time, and the answers to consent questions between
+/// them, until the session's sender is gone.
+async fn write(w: OwnedWriteHalf, mut queued: LineReceiver, mut answers: mpsc::Receiver<Vec<u8>>) {
     let mut out = BufWriter::with_capacity(64 * 1024, w);
-    while let Some(line) = queued.recv().await {
+    let mut answering = true;
+    loop {
+        let line = tokio::select! {
+            l = queued.recv() => match l {
+                Some(l) => l,
+                None => break,
+            },
+            a = answers.recv(), if answering => match a {
+                Some(a) => a,
+                None => { answering = false; continue }
+            },
+        };
         let mut burst = Some(line);
         while let Some(l) = burst {
             if out.write_all(&l).await.is_err() || out.write_all(b"\n").await.is_err() {
                 return;
             }
-            burst = queued.try_recv().ok();
+            burst = queued.try_recv();
         }
         if out.flush().await.is_err() {
             return;
@@ -277,9 +293,8 @@ struct Reading<M> {
     output: LineSender<M>,
     answered: Answered,
     asker: Option<Arc<dyn super::Asker>>,
-    /// For the answers to consent questions; weak, so that the session's end (its last
-    /// strong sender dropped) still ends the writer.
-    lines: mpsc::WeakSender<Vec<u8>>,
+    /// For the answers to consent questions.
+    answers: mpsc::Sender<Vec<u8>>,
 }
 
 /// Reads the daemon's lines until the connection ends, then answers what it owed.
@@ -372,15 +387,13 @@ fn ask_user<M>(id: Value, line: &[u8], how: &Reading<M>) {
     let question = serde_json::from_slice::<Value>(line)
         .ok()
         .and_then(|v| ask::read_question(&v));
-    let lines = how.lines.clone();
+    let answers = how.answers.clone();
     let asker = how.asker.clone();
     tokio::spawn(async move {
         let decided = match (question, asker) {
             (Some((_, request)), Some(asker)) => asker.ask(request).await,
             _ => None,
         };
-        if let Some(lines) = lines.upgrade() {
-            let _ = lines.send(ask::answer(&id, decided.as_ref())).await;
-        }
+        let _ = answers.send(ask::answer(&id, decided.as_ref())).await;
     });
 }

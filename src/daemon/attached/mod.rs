@@ -21,7 +21,7 @@ pub(crate) use conn::{DescribedRoot, Following};
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender};
 use conn::Live;
-use pending::Pending;
+use pending::{Noted, Pending};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -144,12 +144,17 @@ pub(crate) async fn run<M: Default + Send + 'static>(
             }
             continue;
         }
-        let sent = match &live {
-            Some(l) if pending.note(l.epoch(), &line) => l.send(line.clone()).await,
-            _ => false,
+        let noted = match &live {
+            Some(l) => pending.note(l.epoch(), &line),
+            None => Noted::Lost,
         };
-        if !sent {
-            for answer in pending.unavailable(&line) {
+        let answers = match (noted, &live) {
+            (Noted::Send, Some(l)) if l.send(line.clone()).await => Vec::new(),
+            (Noted::Full, _) => pending.busy(&line),
+            _ => pending.unavailable(&line),
+        };
+        {
+            for answer in answers {
                 if let Some(id) = answer.get("id") {
                     answered(id);
                 }

@@ -19,14 +19,21 @@ pub(super) struct Pending {
     inner: Mutex<Inner>,
 }
 
+/// Most bytes of ids held for requests awaiting their answer: a server that never lets its
+/// requests be answered fills this, and its next requests are refused, never the memory.
+const MAX_ID_BYTES: usize = 4 << 20;
+
 #[derive(Default)]
 struct Inner {
     /// The connection in use; each new one has a number of its own.
     epoch: u64,
     /// Whether that connection was lost.
     lost: bool,
-    /// The server's requests, by id key: the id, and the batch it came in.
-    requests: HashMap<String, (Value, Option<u64>)>,
+    /// The server's requests, by id key: the id, the batch it came in, and whether the
+    /// daemon withdraws it on a cancellation (a change is answered all the same).
+    requests: HashMap<String, Pending1>,
+    /// The bytes of the keys of `requests`.
+    id_bytes: usize,
     /// The attaching side's own requests, by id key.
     calls: HashMap<String, oneshot::Sender<Value>>,
     /// Batches numbered so far.
@@ -43,6 +50,23 @@ struct Item {
     #[serde(default)]
     #[allow(dead_code)]
     params: Option<IgnoredAny>,
+}
+
+/// One request awaiting its answer.
+struct Pending1 {
+    id: Value,
+    batch: Option<u64>,
+    withdrawn_by_cancel: bool,
+}
+
+/// What [`Pending::note`] made of a line.
+pub(super) enum Noted {
+    /// Noted: send it.
+    Send,
+    /// The connection is lost: answer it with [`Pending::unavailable`].
+    Lost,
+    /// Too many requests await their answers: answer it with [`Pending::busy`].
+    Full,
 }
 
 /// Where a line from the daemon goes.
@@ -65,10 +89,26 @@ fn items(line: &[u8]) -> (Vec<Item>, bool) {
     (items, batch)
 }
 
-/// The id a `notifications/cancelled` line names.
-fn cancelled(line: &[u8]) -> Option<Value> {
-    let v: Value = serde_json::from_slice(line).ok()?;
-    crate::jsonrpc::cancelled_request(v.get("params")?).cloned()
+/// The ids the `notifications/cancelled` of `line` name, a batch's included.
+fn cancelled(line: &[u8]) -> Vec<Value> {
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return Vec::new();
+    };
+    let items = match v {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    items
+        .iter()
+        .filter(|i| i.get("method").and_then(Value::as_str) == Some(CANCELLED))
+        .filter_map(|i| crate::jsonrpc::cancelled_request(i.get("params")?).cloned())
+        .collect()
+}
+
+/// Whether the daemon answers a request of id `id`: one whose id it can echo (a string or
+/// an integer). Another is answered with a null id, or not at all, so it is not waited for.
+fn answerable(id: &Value) -> bool {
+    crate::jsonrpc::Id::from_value(id).is_some()
 }
 
 /// The answer to a request the daemon will never answer.
@@ -81,6 +121,14 @@ fn unreachable_answer(id: &Value) -> Value {
         )
         .with_reason(Reason::BrokerUnavailable),
     )
+}
+
+impl Inner {
+    fn forget(&mut self, key: &str) {
+        if self.requests.remove(key).is_some() {
+            self.id_bytes -= key.len();
+        }
+    }
 }
 
 impl Pending {
@@ -99,32 +147,63 @@ impl Pending {
     }
 
     /// Notes the requests of `line` before it goes on connection `epoch`; a cancellation
-    /// forgets the request it names (the daemon may never answer it). False when the
-    /// connection is lost: the line must then be answered by [`Pending::unavailable`].
-    pub(super) fn note(&self, epoch: u64, line: &[u8]) -> bool {
+    /// forgets the request it names when the daemon withdraws it (and so never answers it).
+    pub(super) fn note(&self, epoch: u64, line: &[u8]) -> Noted {
         let (items, batch) = items(line);
+        let cancels = if items
+            .iter()
+            .any(|i| i.id.is_none() && i.method.as_deref() == Some(CANCELLED))
+        {
+            cancelled(line)
+        } else {
+            Vec::new()
+        };
         let mut inner = lock(&self.inner);
         if inner.lost || inner.epoch != epoch {
-            return false;
+            return Noted::Lost;
+        }
+        let adding: usize = items
+            .iter()
+            .filter_map(|i| i.id.as_ref().filter(|_| i.method.is_some()))
+            .map(|id| id_key(id).len())
+            .sum();
+        if inner.id_bytes + adding > MAX_ID_BYTES {
+            return Noted::Full;
         }
         let group = batch.then(|| {
             inner.batches += 1;
             inner.batches
         });
         for item in items {
-            match (item.id, item.method) {
-                (Some(id), Some(_)) => {
-                    inner.requests.insert(id_key(&id), (id, group));
+            if let (Some(id), Some(method)) = (item.id, item.method)
+                && answerable(&id)
+            {
+                let key = id_key(&id);
+                let withdrawn_by_cancel = !batch
+                    && crate::method::Method::parse(&method)
+                        .is_some_and(crate::method::Method::is_cancellable);
+                let one = Pending1 {
+                    id,
+                    batch: group,
+                    withdrawn_by_cancel,
+                };
+                inner.id_bytes += key.len();
+                if let Some(old) = inner.requests.insert(key, one) {
+                    inner.id_bytes -= id_key(&old.id).len();
                 }
-                (None, Some(m)) if m == CANCELLED && !batch => {
-                    if let Some(id) = cancelled(line) {
-                        inner.requests.remove(&id_key(&id));
-                    }
-                }
-                _ => {}
             }
         }
-        true
+        for id in cancels {
+            let key = id_key(&id);
+            if inner
+                .requests
+                .get(&key)
+                .is_some_and(|p| p.withdrawn_by_cancel)
+            {
+                inner.forget(&key);
+            }
+        }
+        Noted::Send
     }
 
     /// Notes one of the attaching side's own requests; false when the connection is lost
@@ -150,7 +229,7 @@ impl Pending {
         if let Some(answer) = inner.calls.remove(&key) {
             return Route::Call(answer);
         }
-        inner.requests.remove(&key);
+        inner.forget(&key);
         Route::Server
     }
 
@@ -164,12 +243,16 @@ impl Pending {
         }
         inner.lost = true;
         inner.calls.clear();
+        inner.id_bytes = 0;
         let mut singles = Vec::new();
         let mut batches: HashMap<u64, Vec<Value>> = HashMap::new();
-        for (_, (id, group)) in inner.requests.drain() {
-            match group {
-                Some(g) => batches.entry(g).or_default().push(unreachable_answer(&id)),
-                None => singles.push(unreachable_answer(&id)),
+        for (_, p) in inner.requests.drain() {
+            match p.batch {
+                Some(g) => batches
+                    .entry(g)
+                    .or_default()
+                    .push(unreachable_answer(&p.id)),
+                None => singles.push(unreachable_answer(&p.id)),
             }
         }
         singles.extend(batches.into_values().map(Value::Array));
@@ -179,6 +262,24 @@ impl Pending {
     /// The answers to `line`'s requests when it could not be sent (a batch's as one array),
     /// forgetting any of them that were noted.
     pub(super) fn unavailable(&self, line: &[u8]) -> Vec<Value> {
+        self.refuse(line, unreachable_answer)
+    }
+
+    /// The answers to `line`'s requests when too many requests await their answers.
+    pub(super) fn busy(&self, line: &[u8]) -> Vec<Value> {
+        self.refuse(line, |id| {
+            refusal(
+                Some(id),
+                Error::new(
+                    ErrorKind::RateLimited,
+                    "too many requests await the daemon's answers",
+                )
+                .with_retry_after_ms(100),
+            )
+        })
+    }
+
+    fn refuse(&self, line: &[u8], answer: impl Fn(&Value) -> Value) -> Vec<Value> {
         let (items, batch) = items(line);
         let ids: Vec<Value> = items
             .into_iter()
@@ -188,10 +289,10 @@ impl Pending {
         {
             let mut inner = lock(&self.inner);
             for id in &ids {
-                inner.requests.remove(&id_key(id));
+                inner.forget(&id_key(id));
             }
         }
-        let answers: Vec<Value> = ids.iter().map(unreachable_answer).collect();
+        let answers: Vec<Value> = ids.iter().map(answer).collect();
         if batch && !answers.is_empty() {
             vec![Value::Array(answers)]
         } else {
@@ -204,16 +305,21 @@ impl Pending {
 mod tests {
     use super::*;
 
+    fn sent(n: Noted) -> bool {
+        matches!(n, Noted::Send)
+    }
+
     #[test]
     fn a_loss_answers_what_was_noted_once_and_refuses_what_comes_after() {
         let p = Pending::default();
         let e = p.begin();
-        assert!(p.note(
-            e,
-            br#"{"jsonrpc":"2.0","id":1,"method":"files/read","params":{}}"#
+        let read = br#"{"jsonrpc":"2.0","id":1,"method":"files/read","params":{}}"#;
+        assert!(sent(p.note(e, read)));
+        let batch = br#"[{"jsonrpc":"2.0","id":2,"method":"roots/list"},{"jsonrpc":"2.0","id":3,"method":"roots/list"}]"#;
+        assert!(sent(p.note(e, batch)));
+        assert!(sent(
+            p.note(e, br#"{"jsonrpc":"2.0","id":4,"method":"files/read"}"#)
         ));
-        assert!(p.note(e, br#"[{"jsonrpc":"2.0","id":2,"method":"roots/list"},{"jsonrpc":"2.0","id":3,"method":"roots/list"}]"#));
-        assert!(p.note(e, br#"{"jsonrpc":"2.0","id":4,"method":"files/read"}"#));
         assert!(matches!(p.answered(&Value::from(4)), Route::Server));
         let owed = p.lose(e);
         assert_eq!(owed.len(), 2, "{owed:?}");
@@ -224,24 +330,50 @@ mod tests {
         let batch = owed.iter().find_map(Value::as_array).unwrap();
         assert_eq!(batch.len(), 2);
         assert!(p.lose(e).is_empty(), "answered once");
-        assert!(!p.note(e, br#"{"jsonrpc":"2.0","id":5,"method":"files/read"}"#));
-        let refused = p.unavailable(br#"{"jsonrpc":"2.0","id":5,"method":"files/read"}"#);
-        assert_eq!(refused[0]["id"], 5);
-        assert!(
-            p.unavailable(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#)
-                .is_empty()
-        );
+        let late = br#"{"jsonrpc":"2.0","id":5,"method":"files/read"}"#;
+        assert!(matches!(p.note(e, late), Noted::Lost));
+        assert_eq!(p.unavailable(late)[0]["id"], 5);
+        let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#;
+        assert!(p.unavailable(cancel).is_empty());
     }
 
     #[test]
-    fn a_cancellation_forgets_its_request() {
+    fn a_cancellation_forgets_what_the_daemon_withdraws_and_keeps_a_change() {
         let p = Pending::default();
         let e = p.begin();
-        assert!(p.note(e, br#"{"jsonrpc":"2.0","id":"a","method":"files/consent"}"#));
-        assert!(p.note(
-            e,
-            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#
-        ));
-        assert!(p.lose(e).is_empty());
+        let cancel = |id: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":"{id}"}}}}"#
+            )
+        };
+        p.note(e, br#"{"jsonrpc":"2.0","id":"a","method":"files/consent"}"#);
+        p.note(e, br#"{"jsonrpc":"2.0","id":"w","method":"files/write"}"#);
+        p.note(e, cancel("a").as_bytes());
+        p.note(e, format!("[{}]", cancel("w")).as_bytes());
+        let owed = p.lose(e);
+        assert_eq!(owed.len(), 1, "{owed:?}");
+        assert_eq!(owed[0]["id"], "w");
+    }
+
+    #[test]
+    fn ids_the_daemon_cannot_echo_are_not_waited_for_and_held_ids_are_bounded() {
+        let p = Pending::default();
+        let e = p.begin();
+        for id in [r#"{"x":1}"#, "1.5", "null", "[1]"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"files/read"}}"#);
+            assert!(sent(p.note(e, line.as_bytes())));
+        }
+        assert!(lock(&p.inner).requests.is_empty());
+        let big = "x".repeat(1 << 20);
+        let mut refused = 0;
+        for n in 0..8 {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":"{big}{n}","method":"files/read"}}"#);
+            if let Noted::Full = p.note(e, line.as_bytes()) {
+                refused += 1;
+                assert_eq!(p.busy(line.as_bytes())[0]["error"]["code"], -31012);
+            }
+        }
+        assert!(refused >= 4, "{refused}");
+        assert!(lock(&p.inner).id_bytes <= MAX_ID_BYTES);
     }
 }

@@ -135,8 +135,13 @@ fn takes_cancel(state: &Relay, item: &[u8]) -> Cancel {
     if state.era.server_cancelled(item) {
         return Cancel::Retry;
     }
-    if cancelled_id_in(item).is_some_and(|id| state.brokered.cancel(&id)) {
+    if let Some(id) = cancelled_id_in(item).filter(|id| state.brokered.cancel(id)) {
         tracing::debug!("the server cancelled a brokered request; stopped");
+        // The daemon answers no request it withdraws: forgotten here (remembered as lately
+        // answered). A change it still answers is passed on all the same.
+        if state.attached {
+            drop(state.brokered.watch(&id));
+        }
         return Cancel::Brokered;
     }
     Cancel::Host
