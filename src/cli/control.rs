@@ -152,6 +152,24 @@ fn sessions_table(sessions: &Value) -> String {
             text(&s["server"]),
             text(&s["started"])
         ));
+        if s["attached"] == true {
+            let server = match &s["serverPid"] {
+                Value::Number(n) => format!(", server pid {n}"),
+                _ => String::new(),
+            };
+            let sandbox = match s["sandbox"]["mode"].as_str() {
+                Some(mode) => format!("sandboxed ({mode})"),
+                None => "not sandboxed".to_owned(),
+            };
+            let pid = match &s["pid"] {
+                Value::Number(n) => n.to_string(),
+                _ => "-".to_owned(),
+            };
+            out.push_str(&format!(
+                "  attached   pid {pid}{server}, era {}, {sandbox}\n",
+                text(&s["era"]),
+            ));
+        }
         let grants = s["grants"]
             .as_array()
             .map(Vec::as_slice)

@@ -75,11 +75,21 @@ pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) ->
 }
 
 fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
+    let roots = broker.roots();
     broker
         .snapshot()
         .iter()
         .map(|s| {
             let mut v = session(s);
+            // The roots this session sees, by mount name (their places are the user's).
+            let seen: Vec<String> = roots
+                .iter()
+                .filter(|r| r.visible_to(&s.server_id))
+                .map(|r| r.mount().to_string())
+                .collect();
+            if let Value::Object(m) = &mut v {
+                m.insert("roots".into(), json!(seen));
+            }
             if let (Value::Object(m), Some(Value::Object(facts))) =
                 (&mut v, attachments.facts(&s.server_id))
             {

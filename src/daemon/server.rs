@@ -20,8 +20,19 @@ use tokio::sync::{Semaphore, watch};
 /// How long a connection may take to send its hello.
 const HELLO_WAIT: Duration = Duration::from_secs(5);
 
-/// Most connections served at once after their hello; one more is told so and closed.
+/// Most control connections served at once after their hello; one more is told so and
+/// closed.
 const MAX_CONNECTIONS: usize = 64;
+
+/// Most attached sessions at once: as many as a broker holds.
+const MAX_ATTACHED: usize = crate::broker::MAX_SESSIONS;
+
+/// The slots connections take once they have said hello: a control connection's, and an
+/// attached session's, which it trades the first for.
+struct Slots {
+    control: Arc<Semaphore>,
+    attached: Arc<Semaphore>,
+}
 
 /// Most connections waiting to say hello; past it, the oldest is dropped.
 const MAX_GREETING: usize = 64;
@@ -101,7 +112,10 @@ impl Listening {
         services: Services,
         shutdown: impl Future<Output = ()>,
     ) {
-        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let slots = Arc::new(Slots {
+            control: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            attached: Arc::new(Semaphore::new(MAX_ATTACHED)),
+        });
         let greeting = Arc::new(Greeting::default());
         let services = Arc::new(services);
         let (stop, stopping) = watch::channel(false);
@@ -157,9 +171,13 @@ impl Listening {
         // Attached sessions end as a sidecar does on SIGTERM: their work in flight gets its
         // grace, then the connections close.
         let _ = stop.send(true);
-        let all = u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX);
         let grace = crate::order::SHUTDOWN_GRACE + Duration::from_secs(1);
-        let _ = tokio::time::timeout(grace, slots.acquire_many(all)).await;
+        let all = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let ended = async {
+            let _ = slots.control.acquire_many(all(MAX_CONNECTIONS)).await;
+            let _ = slots.attached.acquire_many(all(MAX_ATTACHED)).await;
+        };
+        let _ = tokio::time::timeout(grace, ended).await;
     }
 }
 
@@ -191,7 +209,7 @@ async fn connection(
     stream: UnixStream,
     daemon: &Daemon,
     greeting: (u64, &Greeting),
-    slots: &Arc<Semaphore>,
+    slots: &Slots,
 ) {
     let cred = stream.peer_cred().ok();
     let peer = cred.map(|c| c.uid());
@@ -217,7 +235,7 @@ async fn connection(
         return;
     }
     greeting.1.done(greeting.0);
-    let Ok(_slot) = slots.clone().try_acquire_owned() else {
+    let Ok(slot) = slots.control.clone().try_acquire_owned() else {
         let e = control::error(format!(
             "too many connections (at most {MAX_CONNECTIONS}); try again"
         ));
@@ -244,6 +262,14 @@ async fn connection(
                 }
                 None => match attach::attach_request(&line) {
                     Some(Ok(request)) => {
+                        drop(slot);
+                        let Ok(_session) = slots.attached.clone().try_acquire_owned() else {
+                            let e = control::error(format!(
+                                "too many attached sessions (at most {MAX_ATTACHED})"
+                            ));
+                            let _ = send(&mut write, &e).await;
+                            return;
+                        };
                         let pid = cred.and_then(|c| c.pid());
                         let (b, a, stop) =
                             (&daemon.broker, &daemon.attachments, daemon.stop.clone());

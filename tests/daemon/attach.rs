@@ -8,6 +8,16 @@ use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
+/// `fsbroker serve --server-id ID`, attached by `FSBROKER_DAEMON=SOCKET`.
+fn attach_by_env(p: &Place, id: &str) -> Sidecar {
+    let args: Vec<OsString> = ["serve", "--server-id", id]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    let socket = p.socket().display().to_string();
+    Sidecar::spawn_env(&args, &[("FSBROKER_DAEMON", socket.as_str())])
+}
+
 /// `fsbroker serve --daemon=SOCKET --server-id ID`.
 fn attach(p: &Place, id: &str) -> Sidecar {
     let daemon = format!("--daemon={}", p.socket().display());
@@ -61,6 +71,7 @@ fn two_sidecars_are_two_sessions_of_one_broker_and_status_shows_both() {
     let sessions = status(&p);
     let alpha = session(&sessions, "alpha");
     assert_eq!(alpha["attached"], true, "{alpha}");
+    assert_eq!(alpha["roots"], json!(["root"]), "{alpha}");
     assert_eq!(alpha["pid"], a.pid(), "{alpha}");
     assert_eq!(alpha["grants"][0]["access"], "write", "{alpha}");
     assert_eq!(alpha["counters"]["requests"], 2, "{alpha}");
@@ -68,6 +79,41 @@ fn two_sidecars_are_two_sessions_of_one_broker_and_status_shows_both() {
     let beta = session(&sessions, "beta");
     assert_eq!(beta["pid"], b.pid(), "{beta}");
     assert_eq!(beta["grants"][0]["access"], "read", "{beta}");
+    // The same, as a person reads it.
+    let ran = p.verb(&["status", "--daemon", p.socket().to_str().unwrap()]);
+    let out = ran.out();
+    let line = format!("attached   pid {}, era legacy, not sandboxed", a.pid());
+    assert!(out.contains(&line), "{out}");
+}
+
+#[test]
+fn a_policy_reload_reaches_every_attached_session() {
+    let p = Place::new();
+    let two = p.tmp.path().join("two");
+    std::fs::create_dir(&two).unwrap();
+    let file = p.tmp.path().join("policy.toml");
+    let root = |mount: &str, dir: &std::path::Path| {
+        format!("[[roots]]\npath = {dir:?}\nmount = \"{mount}\"\n")
+    };
+    std::fs::write(&file, root("one", &p.root)).unwrap();
+    let mut cmd = p.command(&["daemon", "--foreground", "--consent", "auto", "--policy"]);
+    cmd.arg(&file);
+    let _d = p.start_command(cmd);
+    let mut a = attach(&p, "alpha");
+    let mut b = attach_by_env(&p, "beta");
+    for s in [&mut a, &mut b] {
+        let r = s.request("roots/list", json!({}));
+        assert_eq!(r["result"]["roots"].as_array().unwrap().len(), 1, "{r}");
+    }
+    std::fs::write(&file, root("one", &p.root) + &root("two", &two)).unwrap();
+    let ran = p.verb(&["reload"]);
+    assert!(ran.success(), "{}", ran.log());
+    for s in [&mut a, &mut b] {
+        let n = s.next_within(crate::sidecar::WAIT);
+        assert_eq!(n["method"], "notifications/roots/list_changed", "{n}");
+        let r = s.request("roots/list", json!({}));
+        assert_eq!(r["result"]["roots"].as_array().unwrap().len(), 2, "{r}");
+    }
 }
 
 #[test]

@@ -79,3 +79,22 @@ async fn without_a_daemon_attaching_fails_with_the_reason() {
         .unwrap_err();
     assert!(e.to_string().contains("no daemon answers"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_sessions_attach_than_there_are_control_connections() {
+    let p = Place::new();
+    std::fs::write(p.root.join("a.txt"), "x").unwrap();
+    let _d = p.start_with(&["--consent", "auto"]);
+    let socket = p.socket();
+    let mut sessions = Vec::new();
+    for i in 0..100 {
+        let mut s = DaemonSession::attach(Some(&socket), &format!("s{i}"), None)
+            .await
+            .unwrap();
+        let roots = json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"});
+        s.send(&roots).await.unwrap();
+        let r = answer(&mut s, 1).await;
+        assert!(r["result"]["roots"].is_array(), "s{i}: {r}");
+        sessions.push(s);
+    }
+}
