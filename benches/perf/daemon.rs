@@ -4,8 +4,9 @@
 
 use crate::conn::{Conn, MOUNT};
 use crate::fixtures::small_rel;
-use crate::report::{Results, Row};
+use crate::stats::Row;
 use crate::stats::{Samples, load1, pss_kib, status_kib};
+use crate::writes::Sessions;
 use crate::{Bench, Res};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -211,9 +212,13 @@ pub fn sessions(b: &Bench) -> Res<DaemonSessions> {
 }
 
 /// The summary's rows of the daemon's workloads.
-pub fn rows(r: &Results) -> Vec<Row> {
+pub fn rows(
+    attach: Option<&Attach>,
+    daemon_sessions: Option<&DaemonSessions>,
+    sidecars: Option<&Sessions>,
+) -> Vec<Row> {
     let mut out = Vec::new();
-    if let Some(a) = &r.attach {
+    if let Some(a) = attach {
         out.push(Row {
             workload: format!(
                 "`files/read` 1 KiB, sequential, through `serve --daemon` vs the embedded `serve` ({READS} reads a round)"
@@ -236,14 +241,14 @@ pub fn rows(r: &Results) -> Vec<Row> {
             machine: format!("load {:.1}", a.load),
         });
     }
-    if let Some(ds) = &r.daemon_sessions {
+    if let Some(ds) = daemon_sessions {
         out.push(Row {
             workload: format!("{} concurrent sessions in one daemon, memory", ds.n),
             ours: format!(
                 "daemon VmRSS {:.0} MiB ({:.0} MiB before any session); the {} attached `serve` relays VmRSS {:.0} MiB, Pss {:.0} MiB",
                 ds.daemon_rss_mib, ds.daemon_idle_rss_mib, ds.n, ds.relays_rss_mib, ds.relays_pss_mib
             ),
-            reference: r.sessions.as_ref().map_or_else(String::new, |ss| {
+            reference: sidecars.map_or_else(String::new, |ss| {
                 format!(
                     "{} sidecars, each its own broker: VmRSS {:.0} MiB, Pss {:.0} MiB",
                     ss.n, ss.rss_total_mib, ss.pss_total_mib

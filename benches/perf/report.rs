@@ -2,10 +2,9 @@
 
 use crate::reads::LargeRead;
 use crate::small::{Listing, OpStats, Small};
-use crate::stats::Samples;
+use crate::stats::{Row, Samples};
 use crate::writes::{Sessions, Writes};
 use crate::{Bench, Res};
-use serde::Serialize;
 use std::fmt::Write as _;
 
 /// The watch bench's latencies (`cargo bench --bench watch` with `FSBROKER_BENCH_JSON`).
@@ -48,21 +47,6 @@ pub struct Results {
     pub daemon_sessions: Option<crate::daemon::DaemonSessions>,
     /// Watch latency.
     pub watch: Option<Watch>,
-}
-
-/// One line of the summary, and one bar of the plot when it has a ratio.
-#[derive(Serialize)]
-pub struct Row {
-    pub workload: String,
-    pub ours: String,
-    pub reference: String,
-    /// Ours ÷ reference in speed (higher is better for us), per round.
-    pub ratio: Option<Samples>,
-    /// The target, in the same terms as `ratio` when there is one.
-    pub target: Option<f64>,
-    pub target_text: String,
-    pub met: Option<bool>,
-    pub machine: String,
 }
 
 fn rows(b: &Bench, r: &Results) -> Vec<Row> {
@@ -271,7 +255,11 @@ fn rows(b: &Bench, r: &Results) -> Vec<Row> {
             machine: String::new(),
         });
     }
-    out.extend(crate::daemon::rows(r));
+    out.extend(crate::daemon::rows(
+        r.attach.as_ref(),
+        r.daemon_sessions.as_ref(),
+        r.sessions.as_ref(),
+    ));
     if let Some(wt) = &r.watch {
         out.push(Row {
             workload: format!(

@@ -85,3 +85,18 @@ pub fn pss_kib(pid: u32) -> Option<u64> {
     let line = s.lines().find(|l| l.starts_with("Pss:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
+
+/// One line of the summary, and one bar of the plot when it has a ratio.
+#[derive(Serialize)]
+pub struct Row {
+    pub workload: String,
+    pub ours: String,
+    pub reference: String,
+    /// Ours ÷ reference in speed (higher is better for us), per round.
+    pub ratio: Option<Samples>,
+    /// The target, in the same terms as `ratio` when there is one.
+    pub target: Option<f64>,
+    pub target_text: String,
+    pub met: Option<bool>,
+    pub machine: String,
+}

@@ -30,16 +30,11 @@ pub(super) fn socket(flag: Option<&Option<PathBuf>>) -> Option<Result<PathBuf, S
 
 /// Why `args` cannot attach: a flag that sets what only the daemon holds.
 pub(super) fn refuse_own_broker(args: &CommonArgs) -> Result<(), String> {
-    let own = [
-        (!args.roots.is_empty(), "--root"),
-        (args.policy.is_some(), "--policy"),
-        (args.consent.is_some(), "--consent"),
-        (args.consent_fallback.is_some(), "--consent-fallback"),
-        (args.writable, "--writable"),
-        (args.audit_file.is_some(), "--audit-file"),
-        (args.no_audit, "--no-audit"),
-    ];
-    let given: Vec<&str> = own.iter().filter(|(g, _)| *g).map(|(_, f)| *f).collect();
+    let given: Vec<&str> = args
+        .given()
+        .into_iter()
+        .filter(|f| *f != "--server-id")
+        .collect();
     if given.is_empty() {
         return Ok(());
     }

@@ -3,7 +3,7 @@
 //! (`--init` writes the user's policy).
 
 use super::runtime::{shutdown_signal, start_broker};
-use super::{CommonArgs, DaemonArgs};
+use super::DaemonArgs;
 use crate::daemon::{
     Attachments, Listening, Reload, Services, autostart, background, client, default_socket,
 };
@@ -156,29 +156,11 @@ pub(super) fn socket_path(given: Option<PathBuf>) -> Result<PathBuf, String> {
     }
 }
 
-/// The shared options given, by their flags.
-pub(super) fn given(common: &CommonArgs) -> Vec<&'static str> {
-    let c = common;
-    [
-        (c.policy.is_some(), "--policy"),
-        (!c.roots.is_empty(), "--root"),
-        (c.writable, "--writable"),
-        (c.consent.is_some(), "--consent"),
-        (c.consent_fallback.is_some(), "--consent-fallback"),
-        (c.server_id.is_some(), "--server-id"),
-        (c.audit_file.is_some(), "--audit-file"),
-        (c.no_audit, "--no-audit"),
-    ]
-    .into_iter()
-    .filter_map(|(set, flag)| set.then_some(flag))
-    .collect()
-}
-
 /// What the daemon cannot do with these options.
 fn usage(args: &DaemonArgs) -> Result<(), String> {
     let common = &args.common;
     if args.ensure {
-        let extra = given(common);
+        let extra = common.given();
         if !extra.is_empty() {
             return Err(format!(
                 "--ensure starts a daemon on your own policy file, with no other options than \

@@ -20,6 +20,24 @@ pub fn split_root_arg(arg: &str) -> (Option<String>, PathBuf) {
 }
 
 impl CommonArgs {
+    /// The shared options given, by their flags.
+    pub(crate) fn given(&self) -> Vec<&'static str> {
+        let c = self;
+        [
+            (c.policy.is_some(), "--policy"),
+            (!c.roots.is_empty(), "--root"),
+            (c.writable, "--writable"),
+            (c.consent.is_some(), "--consent"),
+            (c.consent_fallback.is_some(), "--consent-fallback"),
+            (c.server_id.is_some(), "--server-id"),
+            (c.audit_file.is_some(), "--audit-file"),
+            (c.no_audit, "--no-audit"),
+        ]
+        .into_iter()
+        .filter_map(|(set, flag)| set.then_some(flag))
+        .collect()
+    }
+
     /// The policy these options describe. With neither `--policy` nor `--root`, and when
     /// `cwd_default` is set, the current directory is offered read-only.
     pub fn build_policy(&self, cwd_default: bool) -> Result<Policy, PolicyError> {

@@ -3,7 +3,6 @@
 //! commented example of one; never over an existing file.
 
 use super::CommonArgs;
-use super::daemon::given;
 use super::flags::split_root_arg;
 use crate::daemon::autostart;
 use crate::policy::{Policy, RootEntry};
@@ -15,7 +14,8 @@ use std::process::ExitCode;
 /// 0 with where the file went and how to go on; 1 when it exists or cannot be written; 2 for
 /// a usage error or a root that does not load.
 pub(super) fn run(common: &CommonArgs) -> ExitCode {
-    let extra: Vec<&str> = given(common)
+    let extra: Vec<&str> = common
+        .given()
         .into_iter()
         .filter(|f| !matches!(*f, "--root" | "--writable"))
         .collect();

@@ -94,7 +94,7 @@ pub(crate) async fn follow<W: AsyncWrite + Unpin>(
 ) {
     let mut changes = broker.policy_changes();
     loop {
-        if super::server::send(&mut output, &describe(broker))
+        if super::line::send(&mut output, &describe(broker))
             .await
             .is_err()
         {
@@ -253,10 +253,10 @@ pub(crate) async fn run<R, W>(
         broker.open_session(&id).ok().map(|s| (id, s))
     });
     let Some((id, (session, notifications))) = opened else {
-        let e = super::control::error(format!(
+        let e = super::line::error(format!(
             "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"
         ));
-        let _ = super::server::send(&mut output, &e).await;
+        let _ = super::line::send(&mut output, &e).await;
         return;
     };
     let (asker, mut asks) = mpsc::channel::<Ask>(QUESTIONS);
@@ -277,7 +277,7 @@ pub(crate) async fn run<R, W>(
     );
     tracing::info!(session = %id, ?pid, "attached");
     let welcome = json!({"ok": true, "session": id});
-    if super::server::send(&mut output, &welcome).await.is_err() {
+    if super::line::send(&mut output, &welcome).await.is_err() {
         attachments.detach(&id, token);
         return;
     }

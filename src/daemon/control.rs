@@ -12,14 +12,12 @@
 //! Anything else is answered `{"ok": false, "error": MESSAGE}`, and the connection goes on.
 
 use super::attach::Attachments;
+use super::line::error;
 use crate::broker::{Broker, GrantInfo, Revoked, SessionSnapshot};
 use crate::path::MountPath;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::SystemTime;
-
-/// Longest request line, in bytes.
-pub(crate) const MAX_LINE: usize = 64 * 1024;
 
 /// The first line of every connection.
 #[derive(Debug, Deserialize)]
@@ -40,11 +38,6 @@ struct Request {
     path: Option<String>,
     #[serde(default)]
     all: bool,
-}
-
-/// An error answer.
-pub(crate) fn error(message: impl std::fmt::Display) -> Value {
-    json!({"ok": false, "error": message.to_string()})
 }
 
 /// The answer to one request line.

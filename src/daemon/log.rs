@@ -131,10 +131,7 @@ impl Ring {
         let request: Request = match serde_json::from_slice(line) {
             Ok(r) => r,
             Err(e) => {
-                return (
-                    super::control::error(format!("not a log request: {e}")),
-                    None,
-                );
+                return (super::line::error(format!("not a log request: {e}")), None);
             }
         };
         if !request.follow {
@@ -179,7 +176,7 @@ impl Follow {
     ) {
         loop {
             let line = tokio::select! {
-                frame = next_frame(read, super::control::MAX_LINE) => match frame {
+                frame = next_frame(read, super::line::MAX_LINE) => match frame {
                     Ok(Frame::Line(_) | Frame::TooLong(_)) => continue,
                     Ok(Frame::Eof) | Err(_) => return,
                 },
@@ -195,7 +192,7 @@ impl Follow {
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
             };
-            if super::server::send(write, &line).await.is_err() {
+            if super::line::send(write, &line).await.is_err() {
                 return;
             }
         }

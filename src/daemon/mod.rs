@@ -37,6 +37,8 @@ mod control;
 #[cfg(feature = "cli")]
 mod idle;
 #[cfg(feature = "cli")]
+mod line;
+#[cfg(feature = "cli")]
 mod log;
 #[cfg(feature = "cli")]
 mod server;

@@ -1,6 +1,7 @@
 //! The daemon's listening socket and each connection to it: the peer check, the hello, then
 //! control requests, a `log` or `describe` follower, or an attached session.
 
+use super::line::{self, send};
 use super::secret::Secret;
 use super::services::{self, Services};
 use super::{attach, control, socket};
@@ -13,7 +14,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, watch};
 
@@ -215,12 +216,12 @@ async fn connection(
     let peer = cred.map(|c| c.uid());
     if let Some(message) = socket::refuse_peer(peer, daemon.uid) {
         tracing::warn!("{message}");
-        refuse(stream, control::error(message)).await;
+        refuse(stream, line::error(message)).await;
         return;
     }
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    let hello = tokio::time::timeout(HELLO_WAIT, next_frame(&mut reader, control::MAX_LINE)).await;
+    let hello = tokio::time::timeout(HELLO_WAIT, next_frame(&mut reader, line::MAX_LINE)).await;
     let proven = match hello {
         Ok(Ok(Frame::Line(line))) => serde_json::from_slice::<control::Hello>(&line)
             .is_ok_and(|h| daemon.secret.matches(&h.hello)),
@@ -230,13 +231,13 @@ async fn connection(
         tracing::warn!("refused a connection without the daemon's key");
         let message = "refused: the first line must be {\"hello\": KEY}, KEY being what the \
                        daemon's key file beside the socket holds";
-        let _ = send(&mut write, &control::error(message)).await;
+        let _ = send(&mut write, &line::error(message)).await;
         let _ = write.shutdown().await;
         return;
     }
     greeting.1.done(greeting.0);
     let Ok(slot) = slots.control.clone().try_acquire_owned() else {
-        let e = control::error(format!(
+        let e = line::error(format!(
             "too many connections (at most {MAX_CONNECTIONS}); try again"
         ));
         let _ = send(&mut write, &e).await;
@@ -247,7 +248,7 @@ async fn connection(
         return;
     }
     loop {
-        let answer = match next_frame(&mut reader, control::MAX_LINE).await {
+        let answer = match next_frame(&mut reader, line::MAX_LINE).await {
             Ok(Frame::Line(line)) if attach::follows(&line) => {
                 attach::follow(&daemon.broker, write, daemon.stop.clone()).await;
                 return;
@@ -264,7 +265,7 @@ async fn connection(
                     Some(Ok(request)) => {
                         drop(slot);
                         let Ok(_session) = slots.attached.clone().try_acquire_owned() else {
-                            let e = control::error(format!(
+                            let e = line::error(format!(
                                 "too many attached sessions (at most {MAX_ATTACHED})"
                             ));
                             let _ = send(&mut write, &e).await;
@@ -276,13 +277,13 @@ async fn connection(
                         attach::run(b, a, request, pid, reader, write, stop).await;
                         return;
                     }
-                    Some(Err(message)) => control::error(message),
+                    Some(Err(message)) => line::error(message),
                     None => control::answer(&daemon.broker, &daemon.attachments, &line),
                 },
             },
-            Ok(Frame::TooLong(n)) => control::error(format!(
+            Ok(Frame::TooLong(n)) => line::error(format!(
                 "a line of {n} bytes is over the limit of {} bytes",
-                control::MAX_LINE
+                line::MAX_LINE
             )),
             Ok(Frame::Eof) | Err(_) => break,
         };
@@ -309,12 +310,4 @@ async fn drain(r: &mut (impl AsyncRead + Unpin)) {
         tokio::io::copy(&mut r.take(64 * 1024), &mut sink),
     )
     .await;
-}
-
-/// Writes `v` as one line.
-pub(super) async fn send(w: &mut (impl AsyncWrite + Unpin), v: &Value) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(v).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    w.write_all(&line).await?;
-    w.flush().await
 }

@@ -7,8 +7,8 @@
 //!   force afterwards; a policy that does not load or validate is refused, with why, and the
 //!   old one stays in force.
 
-use super::control::error;
 use super::idle::{Busy, Idle};
+use super::line::error;
 use super::log::{Follow, Ring};
 use crate::broker::Broker;
 use crate::policy::{Policy, PolicyError};

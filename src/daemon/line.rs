@@ -1,0 +1,21 @@
+//! The control protocol's lines, as the daemon writes them: an error answer, one JSON value a
+//! line, and the longest request line it reads.
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+/// Longest request line, in bytes.
+pub(crate) const MAX_LINE: usize = 64 * 1024;
+
+/// An error answer.
+pub(crate) fn error(message: impl std::fmt::Display) -> Value {
+    json!({"ok": false, "error": message.to_string()})
+}
+
+/// Writes `v` as one line.
+pub(crate) async fn send(w: &mut (impl AsyncWrite + Unpin), v: &Value) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(v).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    w.write_all(&line).await?;
+    w.flush().await
+}
