@@ -2,8 +2,8 @@
 //! in the foreground, in the background, for attaching commands (`--ensure`), or not at all
 //! (`--init` writes the user's policy).
 
-use super::runtime::{shutdown_signal, start_broker};
 use super::DaemonArgs;
+use super::runtime::{shutdown_signal, start_broker};
 use crate::daemon::{
     Attachments, Listening, Reload, Services, autostart, background, client, default_socket,
 };

@@ -39,8 +39,11 @@ pub(crate) fn user_policy() -> Result<PathBuf, String> {
 /// background and returns once it answers. Blocking, with every wait bounded. An `Err` says
 /// why no daemon answers, such as the user's policy file missing (and how to write one).
 pub(crate) fn ensure(socket: &Path) -> Result<(), String> {
-    if client::probe(socket).is_ok() {
-        return Ok(());
+    match client::probe(socket) {
+        Ok(()) => return Ok(()),
+        // A daemon that is there but refuses (too busy, say) is reported, never replaced.
+        Err(why) if client::listened_on(socket) => return Err(why),
+        Err(_) => {}
     }
     let policy = user_policy()?;
     if !policy.exists() {

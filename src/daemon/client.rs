@@ -31,6 +31,16 @@ pub(crate) fn probe(socket: &Path) -> Result<(), String> {
     connect(socket).map(drop)
 }
 
+/// Whether anything listens on `socket` at all: false when nothing does (no socket, or a
+/// stale one), so that a daemon may be started there; true when something does, welcoming
+/// or not (a busy daemon is not to be replaced).
+pub(crate) fn listened_on(socket: &Path) -> bool {
+    match UnixStream::connect(socket) {
+        Ok(_) => true,
+        Err(e) => !matches!(e.kind(), IoKind::NotFound | IoKind::ConnectionRefused),
+    }
+}
+
 /// Sends `request` (a `log` with `follow`) and calls `each` with its answer, then with every
 /// line the daemon streams after it, with no time limit, until `each` returns false (`Ok`)
 /// or the stream ends (`Err`, saying so).

@@ -391,3 +391,32 @@ fn a_sidecar_has_no_host_to_ask_so_the_daemons_fallback_decides() {
     let r = a.request("files/consent", json!({"requestedPaths": ["root"]}));
     assert_eq!(r["result"]["granted"], false, "{r}");
 }
+
+#[test]
+fn a_daemon_that_answers_but_refuses_is_reported_and_never_replaced() {
+    let p = Place::new();
+    let mut init = p.command(&["daemon", "--init", "--root"]);
+    init.arg(&p.root);
+    assert!(crate::sidecar::run_within(init, crate::sidecar::WAIT).success());
+    // Something listens on the socket and turns everyone away, as a busy daemon does.
+    std::fs::create_dir(p.dir()).unwrap();
+    std::fs::set_permissions(p.dir(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(p.socket()).unwrap();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            use std::io::Write;
+            let _ = conn.write_all(
+                b"{\"ok\":false,\"error\":\"too many connections (at most 64); try again\"}\n",
+            );
+        }
+    });
+    let daemon = format!("--daemon={}", p.socket().display());
+    let ran = p.verb(&["serve", &daemon]);
+    assert_eq!(ran.code(), Some(1), "{}", ran.log());
+    assert!(ran.err().contains("too many connections"), "{}", ran.log());
+    assert!(
+        p.logged_pids().is_empty(),
+        "a daemon was started: {}",
+        p.daemon_log_text()
+    );
+}
