@@ -229,8 +229,19 @@ pub(crate) fn zone(spec: &super::RootSpec) -> std::io::Result<Zone> {
 /// is what a consent program runs as.
 pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<PathBuf, String> {
     let beneath = |zone: &Zone| {
+        // `root/dir/../file` leaves the root only if `dir` is still a directory when the file
+        // is opened: the server could make it a link. Said, since such a path looks outside.
+        let through = if file
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+        {
+            " (its path passes through that root on the way, where the server could put a \
+             link: give the file's path without `..`)"
+        } else {
+            ""
+        };
         format!(
-            "{} lies beneath the writable root `{}` ({}), so the server could replace it; \
+            "{} lies beneath the writable root `{}` ({}), so the server could replace it{through}; \
              put it outside every writable root",
             file.display(),
             zone.mount,

@@ -188,3 +188,26 @@ fn a_root_that_cannot_be_read_is_refused_naming_it() {
     assert_eq!(ok(&r)["content"], "readable", "{r}");
     s.finish();
 }
+
+/// A policy file named through a writable root (`../..` from a directory inside it) is
+/// refused, since the server could make a directory on the way a link; the refusal says why
+/// a path that looks outside is not.
+#[test]
+fn a_policy_path_through_a_writable_root_is_refused_saying_why() {
+    let base = tempfile::tempdir().unwrap();
+    let policy = base.path().join("policy.toml");
+    put(&policy, "[[roots]]\npath = \"proj\"\naccess = \"write\"\n");
+    std::fs::create_dir_all(base.path().join("proj/sub")).unwrap();
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["check-policy", "../../policy.toml"])
+        .current_dir(base.path().join("proj/sub"));
+    let ran = run_within(cmd, WAIT);
+    assert_eq!(ran.status.and_then(|s| s.code()), Some(2), "{}", ran.log());
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(err.contains("without `..`"), "{err}");
+    // Named without `..`, the same file loads.
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("check-policy").arg(&policy);
+    let ran = run_within(cmd, WAIT);
+    assert!(ran.success(), "{}", ran.log());
+}
