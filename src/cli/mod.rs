@@ -85,8 +85,8 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Sit between a host and an MCP server, answering the server's file requests.
     Proxy(Box<ProxyArgs>),
-    /// Hold one broker for all of the user's servers, controlled over a private Unix socket
-    /// (servers cannot attach to it yet).
+    /// Hold one broker for all of the user's servers (`serve --daemon` and `proxy --daemon`
+    /// attach to it), controlled over a private Unix socket.
     Daemon(Box<DaemonArgs>),
     /// Show every session of a running daemon: grants, watches, uploads, counters.
     Status(StatusArgs),
