@@ -171,26 +171,7 @@ pub fn sessions(b: &Bench) -> Res<DaemonSessions> {
         conns.push(d.attach(b, &format!("s{i}"))?);
     }
     for c in &mut conns {
-        for i in 0..20 {
-            let p = json!({"path": format!("{MOUNT}/{}", small_rel(i))});
-            c.send("files/read", &p, false)?;
-        }
-        c.send(
-            "files/stat",
-            &json!({"path": format!("{MOUNT}/large.bin")}),
-            false,
-        )?;
-        c.send(
-            "files/list",
-            &json!({"path": format!("{MOUNT}/small/d000")}),
-            false,
-        )?;
-        let big = json!({"path": format!("{MOUNT}/large.bin"), "length": 1 << 20,
-            "encoding": "base64"});
-        c.send("files/read", &big, true)?;
-        for _ in 0..23 {
-            c.recv_ok()?;
-        }
+        crate::writes::session_work(c)?;
     }
     let mut s = DaemonSessions {
         n,

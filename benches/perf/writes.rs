@@ -194,29 +194,7 @@ pub fn sessions(b: &Bench) -> Res<Sessions> {
         )?);
     }
     for c in &mut conns {
-        for i in 0..20 {
-            c.send(
-                "files/read",
-                &json!({"path": format!("{MOUNT}/{}", small_rel(i))}),
-                false,
-            )?;
-        }
-        c.send(
-            "files/stat",
-            &json!({"path": format!("{MOUNT}/large.bin")}),
-            false,
-        )?;
-        c.send(
-            "files/list",
-            &json!({"path": format!("{MOUNT}/small/d000")}),
-            false,
-        )?;
-        let big =
-            json!({"path": format!("{MOUNT}/large.bin"), "length": CHUNK, "encoding": "base64"});
-        c.send("files/read", &big, true)?;
-        for _ in 0..23 {
-            c.recv_ok()?;
-        }
+        session_work(c)?;
     }
     let mut s = Sessions {
         n,
@@ -235,4 +213,32 @@ pub fn sessions(b: &Bench) -> Res<Sessions> {
         c.close(Duration::from_secs(5))?;
     }
     Ok(s)
+}
+
+/// What each session of the memory measurements does before it is measured: 20 small reads,
+/// a stat, a listing and one 1 MiB base64 chunk, pipelined, all answered.
+pub fn session_work(c: &mut Conn) -> Res<()> {
+    for i in 0..20 {
+        c.send(
+            "files/read",
+            &json!({"path": format!("{MOUNT}/{}", small_rel(i))}),
+            false,
+        )?;
+    }
+    c.send(
+        "files/stat",
+        &json!({"path": format!("{MOUNT}/large.bin")}),
+        false,
+    )?;
+    c.send(
+        "files/list",
+        &json!({"path": format!("{MOUNT}/small/d000")}),
+        false,
+    )?;
+    let big = json!({"path": format!("{MOUNT}/large.bin"), "length": CHUNK, "encoding": "base64"});
+    c.send("files/read", &big, true)?;
+    for _ in 0..23 {
+        c.recv_ok()?;
+    }
+    Ok(())
 }

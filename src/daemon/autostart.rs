@@ -7,7 +7,6 @@
 use super::{client, socket};
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,16 +20,9 @@ const TURN_WAIT: Duration = Duration::from_secs(60);
 /// The user's policy file, the daemon's when it is started for them:
 /// `$XDG_CONFIG_HOME/fsbroker/policy.toml`, else `~/.config/fsbroker/policy.toml`.
 pub(crate) fn user_policy() -> Result<PathBuf, String> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let base = var("XDG_CONFIG_HOME")
-        .or_else(|| var("HOME").map(|h| h.join(".config")))
-        .ok_or_else(|| {
-            "no place for the user's policy: XDG_CONFIG_HOME and HOME are both unset".to_owned()
-        })?;
+    let base = socket::xdg_dir("XDG_CONFIG_HOME", ".config").ok_or_else(|| {
+        "no place for the user's policy: XDG_CONFIG_HOME and HOME are both unset".to_owned()
+    })?;
     Ok(base.join("fsbroker").join("policy.toml"))
 }
 
@@ -102,14 +94,7 @@ fn start(args: &[OsString]) -> Result<(), String> {
 /// Takes the turn to start a daemon: an exclusive lock on `path`, released when the file is
 /// dropped. Waits at most [`TURN_WAIT`] for a caller that holds it.
 fn turn(path: &Path) -> Result<File, String> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
+    let file = socket::lock_file(path)
         .map_err(|e| format!("cannot open the start lock {}: {e}", path.display()))?;
     let deadline = Instant::now() + TURN_WAIT;
     loop {

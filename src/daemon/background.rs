@@ -27,16 +27,9 @@ const TAIL_LINES: usize = 20;
 /// The log of daemons started in the background: `$XDG_STATE_HOME/fsbroker/daemon.log`, else
 /// `~/.local/state/fsbroker/daemon.log`.
 pub(crate) fn log_path() -> Result<PathBuf, String> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let base = var("XDG_STATE_HOME")
-        .or_else(|| var("HOME").map(|h| h.join(".local/state")))
-        .ok_or_else(|| {
-            "no place for the daemon's log: XDG_STATE_HOME and HOME are both unset".to_owned()
-        })?;
+    let base = super::socket::xdg_dir("XDG_STATE_HOME", ".local/state").ok_or_else(|| {
+        "no place for the daemon's log: XDG_STATE_HOME and HOME are both unset".to_owned()
+    })?;
     Ok(base.join("fsbroker").join("daemon.log"))
 }
 

@@ -22,14 +22,11 @@ pub(crate) const MAX_SOCKET_PATH: usize = 103;
 /// `$XDG_STATE_HOME/fsbroker/broker.sock` (`~/.local/state` when that is unset). Empty or
 /// relative values count as unset, as the XDG base directory specification says.
 pub fn default_socket() -> Result<PathBuf, String> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let base = var("XDG_RUNTIME_DIR")
-        .or_else(|| var("XDG_STATE_HOME"))
-        .or_else(|| var("HOME").map(|h| h.join(".local/state")))
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let base = runtime
+        .or_else(|| xdg_dir("XDG_STATE_HOME", ".local/state"))
         .ok_or_else(|| {
             "no place for the socket: XDG_RUNTIME_DIR, XDG_STATE_HOME and HOME are all unset; \
              name one with --socket"
@@ -100,19 +97,35 @@ pub(crate) fn private_dir(dir: &Path, uid: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// Takes the daemon's lock on `<socket>.lock`, held for the daemon's life: two daemons
-/// started at once cannot both clean up and bind the same socket.
-pub(crate) fn lock(socket: &Path) -> Result<File, String> {
-    let path = sibling(socket, "lock");
-    let file = OpenOptions::new()
+/// Opens (creating it 0600, never through a link) the lock file at `path`.
+pub(crate) fn lock_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&path)
-        .map_err(|e| format!("cannot open the lock {}: {e}", path.display()))?;
+        .open(path)
+}
+
+/// A directory of the XDG base directory specification: `$VAR`, else `~/FALLBACK`. Empty
+/// or relative values count as unset, as the specification says.
+pub(crate) fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute(var).or_else(|| absolute("HOME").map(|h| h.join(fallback)))
+}
+
+/// Takes the daemon's lock on `<socket>.lock`, held for the daemon's life: two daemons
+/// started at once cannot both clean up and bind the same socket.
+pub(crate) fn lock(socket: &Path) -> Result<File, String> {
+    let path = sibling(socket, "lock");
+    let file =
+        lock_file(&path).map_err(|e| format!("cannot open the lock {}: {e}", path.display()))?;
     // Named through fs4: std's inherent `File::try_lock` would otherwise shadow it.
     match fs4::FileExt::try_lock(&file) {
         Ok(()) => Ok(file),
