@@ -64,7 +64,9 @@ pub(crate) fn ensure(socket: &Path) -> Result<(), String> {
         "--policy".into(),
         policy.into(),
     ];
-    start(&args)
+    // A daemon started by hand at the same moment (its key written, its socket not yet
+    // bound when this one looked) makes this start fail: it answers, which is what was asked.
+    start(&args).or_else(|why| client::probe(socket).map_err(|_| why))
 }
 
 /// Runs `<this executable> ARGS` (a start in the background) to its end, which comes within

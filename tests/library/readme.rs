@@ -257,9 +257,11 @@ impl Daemon {
             .spawn()
             .unwrap();
         let d = Daemon(child);
+        // The key is written before the socket is bound: both, then it answers.
         let key = run.join("fsbroker/broker.key");
+        let socket = run.join("fsbroker/broker.sock");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !key.exists() {
+        while !key.exists() || !socket.exists() {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the daemon did not start"
