@@ -10,6 +10,7 @@
 //! relays to a server with their protocol era).
 
 use std::sync::Arc;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc};
 
 /// Lines a queue holds before a sender waits, whatever their size.
@@ -179,6 +180,27 @@ impl<M> LineReceiver<M> {
     pub(crate) fn close(&mut self) {
         self.rx.close();
     }
+}
+
+/// Writes `first` and then every line already queued in `rx`, each with its newline, and
+/// flushes once.
+pub(crate) async fn write_queued<W: AsyncWrite + Unpin, M>(
+    out: &mut tokio::io::BufWriter<W>,
+    first: Option<Vec<u8>>,
+    rx: &mut LineReceiver<M>,
+) -> std::io::Result<()> {
+    let mut next = first;
+    loop {
+        if let Some(line) = next {
+            out.write_all(&line).await?;
+            out.write_all(b"\n").await?;
+        }
+        match rx.try_recv() {
+            Some(more) => next = Some(more),
+            None => break,
+        }
+    }
+    out.flush().await
 }
 
 #[cfg(test)]

@@ -5,11 +5,11 @@
 use super::CommonArgs;
 use crate::daemon::attached::{self, Attach, Described, Naming};
 use crate::framing::{Frame, next_frame};
-use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel};
+use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWrite, BufReader};
 
 /// The variable that attaches a `serve` or `proxy` to a daemon, for host configuration
 /// files that cannot add a flag: its value is the daemon's socket.
@@ -155,14 +155,8 @@ async fn read_lines(
 async fn write_lines<W: AsyncWrite + Unpin>(output: W, mut rx: LineReceiver) {
     let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);
     while let Some(line) = rx.recv().await {
-        let mut next = Some(line);
-        while let Some(l) = next {
-            if out.write_all(&l).await.is_err() || out.write_all(b"\n").await.is_err() {
-                return;
-            }
-            next = rx.try_recv();
-        }
-        if out.flush().await.is_err() {
+        if let Err(e) = write_queued(&mut out, Some(line), &mut rx).await {
+            tracing::info!(error = %e, "output closed");
             return;
         }
     }

@@ -15,7 +15,6 @@ use crate::consent::{
     BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, Elicitation,
 };
 use crate::locks::lock;
-use crate::policy::EraMode;
 use crate::serve::{Beside, run_beside};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -110,11 +109,6 @@ pub(crate) async fn follow<W: AsyncWrite + Unpin>(
 /// What the daemon tells a client before its session: `{"op": "describe"}`'s answer.
 pub(crate) fn describe(broker: &Broker) -> Value {
     let policy = broker.policy();
-    let era = match policy.proxy.era {
-        EraMode::Auto => "auto",
-        EraMode::Legacy => "legacy",
-        EraMode::Modern => "modern",
-    };
     let roots: Vec<Value> = broker
         .roots()
         .iter()
@@ -135,7 +129,7 @@ pub(crate) fn describe(broker: &Broker) -> Value {
         "ok": true,
         "maxLine": policy.limits.max_line_bytes.get(),
         "capabilities": broker.capabilities(),
-        "era": era,
+        "era": policy.proxy.era.as_str(),
         "roots": roots,
     })
 }

@@ -5,6 +5,7 @@
 //! use `deny_unknown_fields` and validating newtypes so that a loaded [`Policy`] is valid.
 
 mod consent_section;
+mod proxy_section;
 // The effective configuration as text, which only `fsbroker check-policy` prints.
 #[cfg(feature = "cli")]
 mod describe;
@@ -18,6 +19,7 @@ pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
 pub(crate) use describe::describe;
 pub use load::PolicyError;
 pub(crate) use overrides::{Given, Key, Overrides};
+pub use proxy_section::{EraMode, ProxyPolicy};
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};
@@ -56,44 +58,6 @@ pub struct Policy {
     /// writable root is refused: a server could give itself roots by editing it.
     #[serde(skip)]
     pub source: Option<std::path::PathBuf>,
-}
-
-/// The `[proxy]` section.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-#[non_exhaustive]
-pub struct ProxyPolicy {
-    /// Which era a proxied session may take (`--era` overrides it).
-    pub era: EraMode,
-}
-
-/// Which protocol era `fsbroker proxy` lets a session take: the legacy era (2025-11-25 and
-/// earlier, with `initialize`), where roots, consent and `files/*` are brokered, or the
-/// modern one (2026-07-28), where only roots are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum EraMode {
-    /// Legacy for a host that can fall back to `initialize`; modern for a host that sends
-    /// 2026-07-28 requests without probing, and with a modern-only server.
-    #[default]
-    Auto,
-    /// Legacy only: a modern-only server is an error.
-    Legacy,
-    /// Modern only: a host's `initialize` is refused.
-    Modern,
-}
-
-impl EraMode {
-    /// The mode named `s` on the command line or in a policy.
-    pub fn parse(s: &str) -> Option<EraMode> {
-        match s {
-            "auto" => Some(EraMode::Auto),
-            "legacy" => Some(EraMode::Legacy),
-            "modern" => Some(EraMode::Modern),
-            _ => None,
-        }
-    }
 }
 
 /// Where a value stood in the policy text it was loaded from (byte ranges), for errors that

@@ -5,12 +5,12 @@
 
 use crate::framing::{Frame, next_frame};
 use crate::jsonrpc;
-use crate::lines::{LineReceiver, LineSender, budget, line_channel};
+use crate::lines::{LineReceiver, LineSender, budget, line_channel, write_queued};
 use std::future::Future;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::oneshot;
 
@@ -213,27 +213,6 @@ async fn write_lines(
         }
     }
     let _ = out.shutdown().await;
-}
-
-/// Writes `first` and then every line already queued in `rx`, each with its newline, and
-/// flushes once.
-pub(crate) async fn write_queued<W: AsyncWrite + Unpin, M>(
-    out: &mut BufWriter<W>,
-    first: Option<Vec<u8>>,
-    rx: &mut LineReceiver<M>,
-) -> std::io::Result<()> {
-    let mut next = first;
-    loop {
-        if let Some(line) = next {
-            out.write_all(&line).await?;
-            out.write_all(b"\n").await?;
-        }
-        match rx.try_recv() {
-            Some(more) => next = Some(more),
-            None => break,
-        }
-    }
-    out.flush().await
 }
 
 /// Waits for the child to exit on its own, or, once asked to end, closes its input and

@@ -380,7 +380,7 @@ async fn notify_server(mut outbound: Notifications, to_server: ToServer) {
 async fn write_host<W: AsyncWrite + Unpin>(host_out: W, mut rx: LineReceiver) {
     let mut out = tokio::io::BufWriter::new(host_out);
     while let Some(line) = rx.recv().await {
-        let r = link::write_queued(&mut out, Some(line), &mut rx).await;
+        let r = crate::lines::write_queued(&mut out, Some(line), &mut rx).await;
         if let Err(e) = r {
             tracing::info!(error = %e, "host output closed");
             break;

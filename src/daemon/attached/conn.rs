@@ -7,7 +7,7 @@ use crate::daemon::ask;
 use crate::daemon::secret::Secret;
 use crate::daemon::socket;
 use crate::framing::{Frame, next_frame};
-use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel};
+use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
 use crate::policy::EraMode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -271,14 +271,11 @@ async fn write(w: OwnedWriteHalf, mut queued: LineReceiver, mut answers: mpsc::R
                 None => { answering = false; continue }
             },
         };
-        let mut burst = Some(line);
-        while let Some(l) = burst {
-            if out.write_all(&l).await.is_err() || out.write_all(b"\n").await.is_err() {
-                return;
-            }
-            burst = queued.try_recv();
-        }
-        if out.flush().await.is_err() {
+        if write_queued(&mut out, Some(line), &mut queued)
+            .await
+            .is_err()
+        {
+            // The daemon is gone: the reader sees it and answers what is owed.
             return;
         }
     }
