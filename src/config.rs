@@ -14,6 +14,9 @@ use std::sync::Arc;
 pub(crate) struct Config {
     /// The policy, with the host's settings in code over its values.
     pub policy: Policy,
+    /// The policy as it was given, before the host's settings: what an edit of the
+    /// settings is laid over anew.
+    pub base: Policy,
     /// The host's settings in code, laid over every policy a reload brings as well.
     pub overrides: Overrides,
     /// Its roots, opened.
@@ -48,6 +51,7 @@ impl Config {
     ) -> Result<Config, PolicyError> {
         // The host's values win over every policy's, and the limits are checked together
         // once they are in: a reloaded policy's may not fit with the host's.
+        let base = policy.clone();
         let policy = overrides.apply(policy)?;
         policy
             .validate_limits("<policy>")
@@ -83,6 +87,7 @@ impl Config {
         Ok(Config {
             roots: Roots::new(list),
             policy,
+            base,
             overrides: overrides.clone(),
             rate,
             consent,

@@ -72,12 +72,36 @@ impl Broker {
     /// host made on the [`BrokerBuilder`](crate::BrokerBuilder) stay in force over `policy`'s
     /// values. On error nothing changes.
     pub fn reload(&self, policy: Policy) -> Result<ReloadReport, PolicyError> {
+        self.reload_with(|old| (policy, old.overrides.clone()))
+    }
+
+    /// Lays `layer` (the user's run-time edits) over the policy in force in place of the
+    /// one laid before, as a reload of that policy would put it in force.
+    #[cfg(feature = "cli")]
+    pub(crate) fn set_layer(
+        &self,
+        layer: crate::policy::Layer,
+    ) -> Result<ReloadReport, PolicyError> {
+        self.reload_with(|old| {
+            let mut overrides = old.overrides.clone();
+            overrides.set_layer(layer);
+            (old.base.clone(), overrides)
+        })
+    }
+
+    /// The reload of the policy and settings `next` makes of the configuration in force.
+    fn reload_with(
+        &self,
+        next: impl FnOnce(&Config) -> (Policy, crate::policy::Overrides),
+    ) -> Result<ReloadReport, PolicyError> {
         let inner = &self.inner;
+        let _one = crate::locks::lock(&inner.reloading);
         let old = inner.config();
+        let (policy, overrides) = next(&old);
         let new = Arc::new(Config::open(
             policy,
             &inner.consent,
-            &old.overrides,
+            &overrides,
             Some(&old),
         )?);
         inner.set_config(new.clone());

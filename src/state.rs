@@ -34,6 +34,10 @@ pub(crate) struct BrokerState {
     pub(crate) activity: tokio::sync::watch::Sender<u64>,
     /// Mounts whose directory was last found away from its configured path.
     pub(crate) unavailable: Mutex<HashSet<String>>,
+    /// Held from reading the configuration in force to putting the next one in force, so
+    /// that two reloads (the file's and a console edit's) never each build on the same old
+    /// one and lose the other's change.
+    pub(crate) reloading: Mutex<()>,
 }
 
 impl BrokerState {

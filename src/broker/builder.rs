@@ -61,6 +61,22 @@ impl BrokerBuilder {
         self
     }
 
+    /// Lays the user's run-time edits (the daemon's console) over this policy and every one
+    /// a reload brings.
+    #[cfg(feature = "cli")]
+    pub(crate) fn layer(mut self, layer: crate::policy::Layer) -> Self {
+        self.overrides.set_layer(layer);
+        self
+    }
+
+    /// Asks `provider` (the daemon's console) in consent mode `ui`, and where no mode is
+    /// chosen and there is no terminal.
+    #[cfg(feature = "cli")]
+    pub(crate) fn ui_consent(mut self, provider: Arc<dyn ConsentProvider>) -> Self {
+        self.consent.ui = Some(provider);
+        self
+    }
+
     /// The consent mode when the policy sets none (the proxy's is `elicit`).
     pub fn default_consent_mode(mut self, mode: ConsentMode) -> Self {
         self.consent.default_mode = Some(mode);
@@ -130,6 +146,7 @@ impl BrokerBuilder {
             activity: tokio::sync::watch::Sender::new(0),
             events: tokio::sync::broadcast::Sender::new(super::AUDIT_EVENTS),
             unavailable: Mutex::new(Default::default()),
+            reloading: Mutex::new(()),
         };
         Ok((
             Broker {

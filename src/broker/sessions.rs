@@ -132,6 +132,39 @@ impl Broker {
         self.revoke_in(&self.inner.sessions(), None)
     }
 
+    /// Grants `path` at `access` (capped by its root's) to the live session `server_id`, as
+    /// the user decided outside a consent request (the console's "allow this?"). Returns
+    /// the access granted.
+    ///
+    /// Errors: `INVALID_PARAMS` when no session of that id is live; the errors of a request
+    /// path when `path` lies in no root the session sees; `QUOTA_EXCEEDED` when the session
+    /// holds as many grants as it may.
+    #[cfg(feature = "cli")]
+    pub(crate) fn grant(
+        &self,
+        server_id: &str,
+        path: &MountPath,
+        access: Access,
+    ) -> Result<Access> {
+        let session = self.live(server_id)?;
+        let request = crate::path::RequestPath::parse(&path.to_string())?;
+        let (root, located) = self.inner.config().roots.locate(&request, server_id)?;
+        let access = access.min(root.access());
+        let grant =
+            crate::consent::Grant::new(located, access, crate::consent::GrantOrigin::Consented);
+        if !session.grants().add(grant) {
+            return Err(Error::new(
+                ErrorKind::QuotaExceeded,
+                format!(
+                    "the session holds {} grants already",
+                    crate::consent::grants::MAX_GRANTS
+                ),
+            ));
+        }
+        self.inner.touch();
+        Ok(access)
+    }
+
     fn live(&self, server_id: &str) -> Result<Arc<Session>> {
         lock(&self.inner.sessions)
             .get(server_id)

@@ -1,8 +1,9 @@
-//! `fsbroker status`, `fsbroker revoke` and `fsbroker reload`: one request to a running
-//! daemon, its answer printed (as a table, or as the daemon's JSON with `--json`).
+//! `fsbroker status`, `fsbroker revoke`, `fsbroker reload` and `fsbroker console`: one
+//! request to a running daemon, its answer printed (as a table, or as the daemon's JSON with
+//! `--json`).
 
 use super::daemon::socket_path;
-use super::{ReloadArgs, RevokeArgs, StatusArgs};
+use super::{ConsoleArgs, ReloadArgs, RevokeArgs, StatusArgs};
 use crate::daemon::client;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -73,6 +74,40 @@ pub(super) fn reload(args: ReloadArgs) -> ExitCode {
         }
         Err(code) => code,
     }
+}
+
+/// `fsbroker console`: 0 with a fresh sign-in link printed (and opened, unless
+/// `--no-open`, where the desktop has an opener), 1 when the daemon gave none.
+pub(super) fn console(args: ConsoleArgs) -> ExitCode {
+    let answer = match ask(args.daemon, &json!({"op": "console"})) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let link = text(&answer["url"]);
+    println!("{link}");
+    if !args.no_open
+        && std::env::var_os("DISPLAY")
+            .or(std::env::var_os("WAYLAND_DISPLAY"))
+            .is_some()
+    {
+        // The link holds a token that works once: the opener gets it, nobody else.
+        let opened = std::process::Command::new("xdg-open")
+            .arg(link)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        if !opened.is_ok_and(|s| s.success()) {
+            eprintln!(
+                "fsbroker: open the link above in your browser (it works once, for five minutes)"
+            );
+        }
+    } else {
+        eprintln!(
+            "fsbroker: open the link above in your browser (it works once, for five minutes)"
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 /// What a reload changed, one line a kind.

@@ -4,6 +4,7 @@
 
 use super::DaemonArgs;
 use super::runtime::{shutdown_signal, start_broker};
+use crate::daemon::console::{self, Board, Console, Store, UiConsent};
 use crate::daemon::{
     Attachments, Listening, Reload, Services, autostart, background, client, default_socket,
 };
@@ -66,13 +67,26 @@ async fn run(args: DaemonArgs) -> ExitCode {
     // host; the fallback answers when there is none, or it cannot show a form.
     let attachments = std::sync::Arc::new(Attachments::default());
     let elicit = attachments.around();
+    // The console's board: consent mode `ui`, and who answers where nobody else is chosen
+    // and there is no terminal. The user's edits from it lie over every policy.
+    let board = Board::new();
+    let store = Store::default_place();
+    let layer = match store.as_ref().map(Store::load).transpose() {
+        Ok(layer) => layer.unwrap_or_default(),
+        Err(message) => {
+            eprintln!("fsbroker: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
     // No root may hold the socket's directory, now or after a reload: its key would be a
     // file a server with consent could read, or a sandbox open.
     let socket_dir = listening.socket().parent().map(std::path::Path::to_owned);
     let configure = |b: crate::BrokerBuilder| {
         let b = b
             .elicitation(elicit)
-            .default_consent_mode(ConsentMode::Elicit);
+            .default_consent_mode(ConsentMode::Elicit)
+            .ui_consent(std::sync::Arc::new(UiConsent(board.clone())))
+            .layer(layer.clone());
         match &socket_dir {
             Some(dir) => b.keep_out_of_roots(dir),
             None => b,
@@ -87,11 +101,40 @@ async fn run(args: DaemonArgs) -> ExitCode {
         Reload::new(file, Box::new(move || common.build_policy_for_reload(true)))
     });
     let services = Services::new(&broker, reload, args.idle_exit.map(Duration::from_secs));
+    board.watch_refusals(&broker);
+    let console = Console::new(console::Parts {
+        broker: broker.clone(),
+        attachments: attachments.clone(),
+        board,
+        log: services.ring(),
+        store,
+        layer,
+        socket: listening.socket().to_owned(),
+    });
+    let console = match console {
+        Ok(c) => c,
+        Err(message) => {
+            eprintln!("fsbroker: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let services = services.with_console(console.clone());
     eprintln!(
         "fsbroker: daemon listening on {} (pid {})",
         listening.socket().display(),
         std::process::id()
     );
+    if let Some(addr) = &args.ui {
+        match console::parse_addr(addr).and_then(|a| console.link(Some(a))) {
+            Ok(link) => eprintln!(
+                "fsbroker: console at {link} (the link works once, for five minutes; `fsbroker console` makes another)"
+            ),
+            Err(message) => {
+                eprintln!("fsbroker: {message}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     listening.serve(broker, attachments, services, stop).await;
     ExitCode::SUCCESS
 }

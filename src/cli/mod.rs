@@ -48,6 +48,7 @@ pub fn main() -> std::process::ExitCode {
         Command::Revoke(args) => control::revoke(args),
         Command::Log(args) => log::run(args),
         Command::Reload(args) => control::reload(args),
+        Command::Console(args) => control::console(args),
         // Before any runtime starts: Landlock restricts the calling thread, and the server
         // that replaces this process must inherit the restriction whole.
         Command::SandboxExec { command } => {
@@ -96,6 +97,10 @@ pub(crate) enum Command {
     Log(LogArgs),
     /// Make a running daemon read its policy file again, and show what changed.
     Reload(ReloadArgs),
+    /// Open the running daemon's console in the browser: print a fresh sign-in link to it
+    /// (starting the console if the daemon was started without --ui) and open it with the
+    /// desktop's opener where there is one.
+    Console(ConsoleArgs),
     /// Validate policy files and print each one's effective configuration.
     CheckPolicy {
         /// The policy files.
@@ -124,7 +129,8 @@ pub struct CommonArgs {
     /// Make the `--root` roots writable (they are read-only otherwise).
     #[arg(long)]
     pub writable: bool,
-    /// Consent mode: auto, deny, tty, command:PROGRAM (proxy also: elicit).
+    /// Consent mode: auto, deny, tty, command:PROGRAM (proxy and daemon also: elicit; daemon
+    /// also: ui, its console).
     #[arg(long, value_name = "MODE", value_parser = parse_mode)]
     pub consent: Option<ConsentMode>,
     /// With consent mode elicit, who answers when the host cannot: auto, deny, tty or
@@ -198,6 +204,13 @@ pub(crate) struct DaemonArgs {
     /// never overwritten.
     #[arg(long, conflicts_with_all = ["foreground", "idle_exit", "socket"])]
     pub(crate) init: bool,
+    /// Serve the console, the page where you answer consent questions and watch and change
+    /// what servers may do, on loopback at ADDR [default: 127.0.0.1 and a free port]; its
+    /// sign-in link is printed. `fsbroker console` prints a fresh link later (and serves
+    /// the console then, when the daemon was started without --ui).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1",
+          conflicts_with_all = ["ensure", "init"])]
+    pub(crate) ui: Option<String>,
     /// What a start in the background runs: a session of its own, without a terminal. Not
     /// for direct use.
     #[arg(long, hide = true, requires = "foreground")]
@@ -227,6 +240,17 @@ pub(crate) struct ReloadArgs {
     /// Print the daemon's answer as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
+}
+
+/// Options of `console`.
+#[derive(Debug, Args)]
+pub(crate) struct ConsoleArgs {
+    /// Print the link only; open no browser.
+    #[arg(long)]
+    pub(crate) no_open: bool,
     /// The daemon's socket (default: as `fsbroker daemon` chooses it).
     #[arg(long = "daemon", value_name = "SOCKET")]
     pub(crate) daemon: Option<PathBuf>,
@@ -368,7 +392,7 @@ fn parse_mode(s: &str) -> Result<ConsentMode, String> {
 
 fn parse_fallback(s: &str) -> Result<ConsentMode, String> {
     match parse_mode(s)? {
-        ConsentMode::Elicit => Err("the fallback answers when the host cannot elicit: use auto, deny, tty or command:PROGRAM".into()),
+        ConsentMode::Elicit => Err("the fallback answers when the host cannot elicit: use auto, deny, tty, ui or command:PROGRAM".into()),
         mode => Ok(mode),
     }
 }

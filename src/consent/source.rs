@@ -19,6 +19,9 @@ pub(crate) struct ConsentSource {
     pub elicitation: Option<Elicitation>,
     /// The mode when the policy sets none.
     pub default_mode: Option<ConsentMode>,
+    /// The provider of mode `ui`, the daemon's console; it also answers where no mode is
+    /// chosen and there is no terminal. Without it, `ui` denies, saying why.
+    pub ui: Option<Arc<dyn ConsentProvider>>,
     /// Whether nobody chosen means the terminal, when the process has one: the `fsbroker`
     /// binary's default. A library host's terminal is its own (a coding agent's screen), so
     /// there nobody chosen means nobody asked.
@@ -31,6 +34,7 @@ impl std::fmt::Debug for ConsentSource {
             .field("custom", &self.custom.is_some())
             .field("elicitation", &self.elicitation.is_some())
             .field("default_mode", &self.default_mode)
+            .field("ui", &self.ui.is_some())
             .field("terminal_when_unset", &self.terminal_when_unset)
             .finish()
     }
@@ -48,35 +52,56 @@ impl ConsentSource {
         let wait = Duration::from_secs(config.timeout_secs.get());
         match config.mode.as_ref().or(self.default_mode.as_ref()) {
             Some(ConsentMode::Elicit) => {
-                let fallback =
-                    provider_for(config.fallback.as_ref(), wait, self.terminal_when_unset);
+                let fallback = provider_for(config.fallback.as_ref(), wait, self.unset());
                 match &self.elicitation {
                     Some(make) => make(fallback),
                     None => fallback,
                 }
             }
-            mode => provider_for(mode, wait, self.terminal_when_unset),
+            mode => provider_for(mode, wait, self.unset()),
+        }
+    }
+
+    /// Who answers where nobody is chosen.
+    fn unset(&self) -> Unset<'_> {
+        Unset {
+            terminal: self.terminal_when_unset,
+            ui: self.ui.as_ref(),
         }
     }
 }
 
+/// Who answers where no mode is chosen: the terminal when allowed and there is one, else
+/// the console when there is one, else nobody.
+#[derive(Clone, Copy)]
+pub(crate) struct Unset<'a> {
+    terminal: bool,
+    ui: Option<&'a Arc<dyn ConsentProvider>>,
+}
+
 /// The provider for a configured mode; `wait` is the consent time limit, which the tty prompt
-/// also uses. An unset mode (and `elicit` here, where no host can be asked) denies, saying
-/// why once; with `terminal`, it is `tty` instead when this process has a controlling
-/// terminal (see [`ConsentSource::terminal_when_unset`]).
+/// also uses. An unset mode (and `elicit` here, where no host can be asked) is `unset`'s
+/// choice: the terminal, the console, or a refusal that says why once. Mode `ui` without a
+/// console refuses the same way.
 pub(crate) fn provider_for(
     mode: Option<&ConsentMode>,
     wait: Duration,
-    terminal: bool,
+    unset: Unset<'_>,
 ) -> Arc<dyn ConsentProvider> {
     match mode {
+        Some(ConsentMode::Ui) => match unset.ui {
+            Some(ui) => ui.clone(),
+            None => Arc::new(NobodyToAsk),
+        },
         Some(ConsentMode::Auto) => Arc::new(AutoConsent),
         Some(ConsentMode::Deny) => Arc::new(DenyConsent),
         Some(ConsentMode::Tty) => Arc::new(TtyConsent::new().with_wait(wait)),
         Some(ConsentMode::Command(p)) => Arc::new(CommandConsent::new(p.clone())),
         None | Some(ConsentMode::Elicit) => {
-            if terminal && TtyConsent::available() {
+            if unset.terminal && TtyConsent::available() {
                 Arc::new(TtyConsent::new().with_wait(wait))
+            } else if let Some(ui) = unset.ui {
+                ui.clone()
             } else {
                 Arc::new(NobodyToAsk)
             }
@@ -101,7 +126,8 @@ impl ConsentProvider for NobodyToAsk {
             tracing::warn!(
                 "consent denied: nobody could be asked (no consent mode or fallback was chosen, \
                  and there is neither a host that can show a form nor a terminal). Choose who answers with \
-                 `--consent MODE` (auto, deny, tty, command:PROGRAM) or, with the proxy's \
+                 `--consent MODE` (auto, deny, tty, command:PROGRAM; the daemon's console \
+                 is ui) or, with the proxy's \
                  elicit, `--consent-fallback MODE`; a host that embeds the broker gives a \
                  consent provider or a mode (`BrokerBuilder::consent_provider`, \
                  `default_consent_mode`); or decide paths in the policy with a \

@@ -57,7 +57,12 @@ pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) ->
             (None, None, false) => super::attach::describe(broker),
             _ => error("describe takes no server, path or all"),
         },
-        "revoke" => match revoke(broker, &request) {
+        "revoke" => match revoke(
+            broker,
+            request.server.as_deref(),
+            request.path.as_deref(),
+            request.all,
+        ) {
             Ok(revoked) => json!({"ok": true, "revoked": revoked}),
             Err(message) => error(message),
         },
@@ -67,7 +72,8 @@ pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) ->
     }
 }
 
-fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
+/// Every live session as `status` shows it.
+pub(crate) fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
     let roots = broker.roots();
     broker
         .snapshot()
@@ -94,15 +100,22 @@ fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
         .collect()
 }
 
-fn revoke(broker: &Broker, r: &Request) -> Result<Vec<Value>, String> {
-    let path = match &r.path {
+/// Revokes what `server`, `path` and `all` name (see the module's comment), returning the
+/// grants revoked as `revoke` shows them.
+pub(crate) fn revoke(
+    broker: &Broker,
+    server: Option<&str>,
+    path: Option<&str>,
+    all: bool,
+) -> Result<Vec<Value>, String> {
+    let path = match path {
         Some(p) => Some(
             p.parse::<MountPath>()
                 .map_err(|e| format!("{p:?} is not a path in mount form (MOUNT/REL): {e}"))?,
         ),
         None => None,
     };
-    let revoked = match (&r.server, &path, r.all) {
+    let revoked = match (server, &path, all) {
         (Some(_), _, true) | (_, Some(_), true) => {
             return Err("all revokes everything: give it without a server or a path".into());
         }
@@ -170,7 +183,7 @@ fn session(s: &SessionSnapshot) -> Value {
 }
 
 /// A time in RFC 3339, UTC.
-fn when(t: SystemTime) -> String {
+pub(crate) fn when(t: SystemTime) -> String {
     time::OffsetDateTime::from(t)
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()

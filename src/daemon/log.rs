@@ -138,24 +138,39 @@ impl Ring {
             let events = self.recent(request.server.as_deref());
             return (json!({"ok": true, "events": events}), None);
         }
-        // The copy and the subscription under one lock: see `Inner::followers`.
-        let inner = lock(&self.inner);
-        let events: Vec<Value> = inner
-            .recent
-            .iter()
-            .filter(|e| request.server.as_deref().is_none_or(|s| e.server_id == s))
-            .map(|e| event_json(e))
-            .collect();
-        let follow = Follow {
-            server: request.server,
-            items: inner.followers.subscribe(),
-        };
-        drop(inner);
+        let (events, follow) = self.follow(request.server);
         (
             json!({"ok": true, "following": true, "events": events}),
             Some(follow),
         )
     }
+
+    /// The events kept (of `server` only, when given), oldest first, and the stream of those
+    /// that come after them: no gap, no repeat.
+    pub(crate) fn follow(&self, server: Option<String>) -> (Vec<Value>, Follow) {
+        // The copy and the subscription under one lock: see `Inner::followers`.
+        let inner = lock(&self.inner);
+        let events: Vec<Value> = inner
+            .recent
+            .iter()
+            .filter(|e| server.as_deref().is_none_or(|s| e.server_id == s))
+            .map(|e| event_json(e))
+            .collect();
+        let follow = Follow {
+            server,
+            items: inner.followers.subscribe(),
+        };
+        (events, follow)
+    }
+}
+
+/// What a follower gets next.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// An event, as `log --json` prints it.
+    Event(Value),
+    /// How many events it (or the ring) missed.
+    Missed(u64),
 }
 
 /// A follower's stream of new events.
@@ -180,21 +195,34 @@ impl Follow {
                     Ok(Frame::Line(_) | Frame::TooLong(_)) => continue,
                     Ok(Frame::Eof) | Err(_) => return,
                 },
-                item = self.items.recv() => match item {
-                    Ok(Item::Event(e)) => {
-                        if self.server.as_deref().is_some_and(|s| e.server_id != s) {
-                            continue;
-                        }
-                        json!({"event": event_json(&e)})
-                    }
-                    Ok(Item::Missed(n)) => json!({"missed": n}),
-                    Err(broadcast::error::RecvError::Lagged(n)) => json!({"missed": n}),
-                    Err(broadcast::error::RecvError::Closed) => return,
+                next = self.next() => match next {
+                    Some(Next::Event(e)) => json!({"event": e}),
+                    Some(Next::Missed(n)) => json!({"missed": n}),
+                    None => return,
                 },
             };
             if super::line::send(write, &line).await.is_err() {
                 return;
             }
+        }
+    }
+
+    /// The next event of the server asked for, or how many were missed; `None` once the
+    /// ring is gone.
+    pub(crate) async fn next(&mut self) -> Option<Next> {
+        loop {
+            return Some(match self.items.recv().await {
+                Ok(Item::Event(e)) => {
+                    if self.server.as_deref().is_some_and(|s| e.server_id != s) {
+                        continue;
+                    }
+                    Next::Event(event_json(&e))
+                }
+                Ok(Item::Missed(n)) | Err(broadcast::error::RecvError::Lagged(n)) => {
+                    Next::Missed(n)
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            });
         }
     }
 }

@@ -33,6 +33,8 @@ pub(crate) mod background;
 #[cfg(feature = "cli")]
 pub(crate) mod client;
 #[cfg(feature = "cli")]
+pub(crate) mod console;
+#[cfg(feature = "cli")]
 mod control;
 #[cfg(feature = "cli")]
 mod idle;

@@ -23,9 +23,7 @@ impl Secret {
     /// A fresh secret, written to `path` (mode 0600, created new after a stale one is
     /// removed, never through a link).
     pub(crate) fn create(path: &Path) -> Result<Secret, String> {
-        let mut bytes = [0u8; SECRET_BYTES];
-        getrandom::fill(&mut bytes).map_err(|e| format!("no random bytes for the key: {e}"))?;
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let Secret(hex) = Secret::fresh()?;
         match std::fs::remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == IoKind::NotFound => {}
@@ -42,6 +40,13 @@ impl Secret {
             .and_then(|()| file.sync_all())
             .map_err(|e| format!("cannot write the key {}: {e}", path.display()))?;
         Ok(Secret(hex))
+    }
+
+    /// A fresh secret, kept in memory only (the console's tokens and cookie).
+    pub(crate) fn fresh() -> Result<Secret, String> {
+        let mut bytes = [0u8; SECRET_BYTES];
+        getrandom::fill(&mut bytes).map_err(|e| format!("no random bytes for a secret: {e}"))?;
+        Ok(Secret(bytes.iter().map(|b| format!("{b:02x}")).collect()))
     }
 
     /// The secret a client reads from `path`.

@@ -1,12 +1,15 @@
 //! What the daemon serves beside `status` and `revoke` (`control.rs`): the audit stream of
-//! `log` (`log.rs`), the `reload` of its policy, and the idle timer of `--idle-exit`
-//! (`idle.rs`). Their ops are answered here; the others go on to `control.rs`.
+//! `log` (`log.rs`), the `reload` of its policy, links to its console (`console/`), and the
+//! idle timer of `--idle-exit` (`idle.rs`). Their ops are answered here; the others go on to
+//! `control.rs`.
 //!
+//! - `{"op": "console"}` → `{"ok": true, "url": LINK}`, a fresh one-time sign-in link;
 //! - `{"op": "reload"}` → `{"ok": true, "rootsChanged": [...], "rootsRemoved": [...],
 //!   "sessionsTold": [...], "watchesEnded": N, "roots": [...]}`, `roots` being the mounts in
 //!   force afterwards; a policy that does not load or validate is refused, with why, and the
 //!   old one stays in force.
 
+use super::console::Console;
 use super::idle::{Busy, Idle};
 use super::line::error;
 use super::log::{Follow, Ring};
@@ -54,6 +57,7 @@ pub(crate) struct Services {
     log: Ring,
     reload: Option<Reload>,
     idle: Arc<Idle>,
+    console: Option<Arc<Console>>,
 }
 
 /// An answer of these services.
@@ -84,7 +88,19 @@ impl Services {
             log: Ring::start(broker),
             reload,
             idle: Idle::new(idle_exit),
+            console: None,
         }
+    }
+
+    /// The audit ring, which the console streams too.
+    pub(crate) fn ring(&self) -> Ring {
+        self.log.clone()
+    }
+
+    /// Answers `console` with links to `console`.
+    pub(crate) fn with_console(mut self, console: Arc<Console>) -> Services {
+        self.console = Some(console);
+        self
     }
 
     /// The answer to `line` when its op is one of these services' (`log`, `reload`); `None`
@@ -97,6 +113,7 @@ impl Services {
                 (only, None) => Reply::Line(only),
             }),
             "reload" => Some(Reply::Line(self.reload(broker, line))),
+            "console" => Some(Reply::Line(self.console_link(line))),
             _ => None,
         }
     }
@@ -109,6 +126,29 @@ impl Services {
     /// Resolves when the daemon has been idle for its `--idle-exit`; never without one.
     pub(crate) async fn idle_expired(&self, broker: &Broker) {
         self.idle.expired(broker).await;
+    }
+
+    /// `{"op": "console"}` → `{"ok": true, "url": LINK}`: a fresh sign-in link to the
+    /// console, served from now on if it was not.
+    fn console_link(&self, line: &[u8]) -> Value {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Request {
+            #[allow(dead_code)] // Always "console": the dispatch read it.
+            op: String,
+        }
+        if let Err(e) = serde_json::from_slice::<Request>(line) {
+            return error(format!(
+                "not a console request (it takes nothing but op): {e}"
+            ));
+        }
+        let Some(console) = &self.console else {
+            return error("this daemon has no console");
+        };
+        match console.link(None) {
+            Ok(url) => json!({"ok": true, "url": url}),
+            Err(e) => error(e),
+        }
     }
 
     fn reload(&self, broker: &Broker, line: &[u8]) -> Value {

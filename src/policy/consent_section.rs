@@ -106,6 +106,8 @@ pub enum ConsentMode {
     Command(PathBuf),
     /// Ask through the host's `elicitation/create` (proxy only).
     Elicit,
+    /// Ask on the daemon's console, the page `fsbroker console` opens (daemon only).
+    Ui,
 }
 
 impl TryFrom<String> for ConsentMode {
@@ -116,10 +118,11 @@ impl TryFrom<String> for ConsentMode {
             "deny" => Ok(ConsentMode::Deny),
             "tty" => Ok(ConsentMode::Tty),
             "elicit" => Ok(ConsentMode::Elicit),
+            "ui" => Ok(ConsentMode::Ui),
             _ => match s.strip_prefix("command:") {
                 Some(p) if !p.is_empty() => Ok(ConsentMode::Command(PathBuf::from(p))),
                 _ => Err(format!(
-                    "unknown consent mode {s:?}: expected auto, deny, tty, elicit or command:PROGRAM"
+                    "unknown consent mode {s:?}: expected auto, deny, tty, elicit, ui or command:PROGRAM"
                 )),
             },
         }
@@ -139,6 +142,7 @@ impl fmt::Display for ConsentMode {
             ConsentMode::Deny => f.write_str("deny"),
             ConsentMode::Tty => f.write_str("tty"),
             ConsentMode::Elicit => f.write_str("elicit"),
+            ConsentMode::Ui => f.write_str("ui"),
             ConsentMode::Command(p) => write!(f, "command:{}", p.display()),
         }
     }
@@ -250,7 +254,7 @@ pub enum Decision {
 fn fallback_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ConsentMode>, D::Error> {
     match ConsentMode::deserialize(d)? {
         ConsentMode::Elicit => Err(serde::de::Error::custom(
-            "must be auto, deny, tty or command:PROGRAM: it answers when the host cannot elicit",
+            "must be auto, deny, tty, ui or command:PROGRAM: it answers when the host cannot elicit",
         )),
         mode => Ok(Some(mode)),
     }

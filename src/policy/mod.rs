@@ -9,6 +9,7 @@ mod proxy_section;
 // The effective configuration as text, which only `fsbroker check-policy` prints.
 #[cfg(feature = "cli")]
 mod describe;
+mod layer;
 mod load;
 mod overrides;
 mod root_path;
@@ -17,6 +18,7 @@ pub(crate) use consent_section::Ruling;
 pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
 #[cfg(feature = "cli")]
 pub(crate) use describe::describe;
+pub(crate) use layer::{AddedRoot, Layer, Remembered};
 pub use load::PolicyError;
 pub(crate) use overrides::{Given, Key, Overrides};
 pub use proxy_section::{EraMode, ProxyPolicy};

@@ -160,12 +160,13 @@ pub(crate) enum Given {
     Time(Duration),
 }
 
-/// The settings a host made in code: the last value given for each key, and the
-/// directories no root may hold.
+/// The settings a host made in code: the last value given for each key, the directories no
+/// root may hold, and the user's edits made at run time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Overrides {
     set: BTreeMap<Key, Given>,
     keep_out: Vec<std::path::PathBuf>,
+    layer: super::Layer,
 }
 
 impl Overrides {
@@ -187,6 +188,11 @@ impl Overrides {
             .map(std::path::PathBuf::as_path)
     }
 
+    /// Lays `layer` over every policy, in place of the one laid before.
+    pub(crate) fn set_layer(&mut self, layer: super::Layer) {
+        self.layer = layer;
+    }
+
     /// Sets `key` to `value`, replacing what was set for it before.
     pub(crate) fn set(&mut self, key: Key, value: Given) {
         self.set.insert(key, value);
@@ -195,7 +201,12 @@ impl Overrides {
     /// `policy` with these settings over its own values. A zero (or a span of time that
     /// rounds down to zero in the key's unit) is refused rather than raised to the least
     /// value, and so is a span too long for the key's field: the host meant something else.
-    pub(crate) fn apply(&self, mut policy: Policy) -> Result<Policy, PolicyError> {
+    pub(crate) fn apply(&self, policy: Policy) -> Result<Policy, PolicyError> {
+        let mut policy = if self.layer.is_empty() {
+            policy
+        } else {
+            self.layer.apply(policy)
+        };
         for (&key, &given) in &self.set {
             let unit = key.unit();
             let amount = match (given, unit) {

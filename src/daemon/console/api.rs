@@ -1,0 +1,267 @@
+//! What the page reads (`GET /api/state`, the picture the feed sends too) and the user's
+//! decisions on what waits: consent questions and offers. The edits of roots, remembered
+//! grants and revocations are in `edits.rs`.
+//!
+//! A body is read whole and parsed here, unknown fields refused: a malformed request is
+//! `400` and changes nothing.
+
+use super::Console;
+use super::edits::{added_mount, remember};
+use super::http::{Web, refuse};
+use crate::access::Access;
+use crate::consent::{ConsentAnswer, PathChoice, narrowed, sanitise};
+use crate::daemon::control::{status, when};
+use crate::locks::lock;
+use crate::path::{MountPath, RelPath};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Longest server message shown, in characters.
+const MAX_MESSAGE: usize = 2000;
+
+/// `GET /api/state`.
+pub(super) async fn state(State(web): State<Web>) -> Json<Value> {
+    Json(picture(&web.console))
+}
+
+/// The whole picture the page shows (see `docs/console.md`).
+pub(super) fn picture(c: &Console) -> Value {
+    let policy = c.broker.policy();
+    let timeout = Duration::from_secs(policy.consent.timeout_secs.get());
+    let layer = lock(&c.layer).clone();
+    let added: Vec<String> = layer.added.iter().filter_map(added_mount).collect();
+    let roots: Vec<Value> = c
+        .broker
+        .roots()
+        .iter()
+        .map(|r| {
+            let mount = r.mount().to_string();
+            json!({
+                "mount": mount,
+                "path": r.host_path_of(&RelPath::root()),
+                "access": r.access().as_str(),
+                "servers": r.servers(),
+                "fromConsole": added.contains(&mount),
+            })
+        })
+        .collect();
+    let waiting = c.board.waiting();
+    let questions: Vec<Value> = waiting
+        .questions
+        .iter()
+        .map(|(id, r, asked)| {
+            let paths: Vec<Value> = r
+                .paths
+                .iter()
+                .map(|p| {
+                    json!({
+                        "path": p.to_string(),
+                        "hostPath": r.host_path(p),
+                        "folder": r.folders.contains(p),
+                    })
+                })
+                .collect();
+            json!({
+                "id": format!("q{id}"),
+                "server": r.server_id,
+                "message": r.message.as_deref().map(|m| sanitise(m, MAX_MESSAGE)),
+                "access": r.access.as_str(),
+                "asked": when(*asked),
+                "expires": when(*asked + timeout),
+                "paths": paths,
+            })
+        })
+        .collect();
+    // An offer to a session that has ended can no longer be taken up.
+    let live = c.broker.sessions();
+    let offers: Vec<Value> = waiting
+        .offers
+        .iter()
+        .filter(|o| live.contains(&o.server))
+        .map(|o| {
+            json!({
+                "id": format!("o{}", o.id),
+                "server": o.server,
+                "path": o.path.to_string(),
+                "access": o.access.as_str(),
+                "method": o.method,
+                "at": when(o.at),
+            })
+        })
+        .collect();
+    let remembered: Vec<Value> = layer
+        .remembered
+        .iter()
+        .map(|r| {
+            let since = std::time::UNIX_EPOCH + Duration::from_secs(r.since);
+            json!({"server": r.server, "path": r.path, "access": r.access.as_str(),
+                   "since": when(since)})
+        })
+        .collect();
+    json!({
+        "daemon": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "socket": c.socket,
+            "policy": policy.source,
+            "consentTimeoutSecs": timeout.as_secs(),
+        },
+        "sessions": status(&c.broker, &c.attachments),
+        "roots": roots,
+        "questions": questions,
+        "offers": offers,
+        "remembered": remembered,
+    })
+}
+
+/// A body of type `T`, or the `400` that says why not.
+pub(super) fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Response> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("malformed request: {e}")))
+}
+
+/// The number of an item the page names `PREFIX` and a number (`q7`, `o3`).
+fn number(id: &str, prefix: char) -> Result<u64, Response> {
+    id.strip_prefix(prefix)
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| refuse(StatusCode::NOT_FOUND, format!("no such item {id:?}")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    answers: Vec<PathAnswer>,
+    #[serde(default)]
+    remember: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathAnswer {
+    path: String,
+    approve: bool,
+    #[serde(default)]
+    narrow: Option<String>,
+    #[serde(default)]
+    access: Option<Access>,
+}
+
+/// `POST /api/questions/{id}`: the user's answer to a consent question.
+pub(super) async fn answer(
+    State(web): State<Web>,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    match answer_with(&web.console, &id, &bytes) {
+        Ok(r) | Err(r) => r,
+    }
+}
+
+fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Response> {
+    let n = number(id, 'q')?;
+    let a: Answer = body(bytes)?;
+    let gone = || refuse(StatusCode::NOT_FOUND, "this question no longer waits");
+    let request = c.board.question(n).ok_or_else(gone)?;
+    let mut choices = Vec::new();
+    for p in &a.answers {
+        let asked: MountPath = p
+            .path
+            .parse()
+            .ok()
+            .filter(|m| request.paths.contains(m))
+            .ok_or_else(|| bad(format!("{:?} was not asked for", p.path)))?;
+        if !p.approve {
+            continue;
+        }
+        let granted = match p.narrow.as_deref().map(str::trim) {
+            None | Some("") => asked.clone(),
+            Some(typed) => narrowed(&asked, typed).ok_or_else(|| {
+                bad(format!(
+                    "{typed:?} is not a place beneath {asked}: give a path relative to it"
+                ))
+            })?,
+        };
+        let access = p.access.unwrap_or(request.access);
+        if access > request.access {
+            return Err(bad(format!(
+                "{asked} was asked for {}: the answer may lower it, never raise it",
+                request.access.as_str()
+            )));
+        }
+        choices.push(PathChoice::new(asked, granted, access));
+    }
+    if !c.board.answer(n, ConsentAnswer::new(choices.clone())) {
+        return Err(gone());
+    }
+    tracing::info!(
+        server = %request.server_id,
+        approved = choices.len(),
+        asked = request.paths.len(),
+        "console: consent question answered"
+    );
+    if a.remember && !choices.is_empty() {
+        let kept: Vec<(MountPath, Access)> =
+            choices.into_iter().map(|c| (c.granted, c.access)).collect();
+        remember(c, &request.server_id, &kept).map_err(|r| {
+            tracing::warn!("console: the answer was given but could not be remembered");
+            r
+        })?;
+    }
+    Ok(ok())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OfferAnswer {
+    allow: bool,
+    #[serde(default)]
+    remember: bool,
+}
+
+/// `POST /api/offers/{id}`: "allow this?" answered.
+pub(super) async fn offer(
+    State(web): State<Web>,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    match offer_with(&web.console, &id, &bytes) {
+        Ok(r) | Err(r) => r,
+    }
+}
+
+fn offer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Response> {
+    let n = number(id, 'o')?;
+    let a: OfferAnswer = body(bytes)?;
+    let offer = c
+        .board
+        .take_offer(n)
+        .ok_or_else(|| refuse(StatusCode::NOT_FOUND, "this offer no longer waits"))?;
+    if !a.allow {
+        return Ok(ok());
+    }
+    let access = c
+        .broker
+        .grant(&offer.server, &offer.path, offer.access)
+        .map_err(|e| refuse(StatusCode::CONFLICT, format!("not granted: {e}")))?;
+    tracing::info!(server = %offer.server, path = %offer.path, access = access.as_str(), "console: allowed after a refusal");
+    if a.remember {
+        remember(c, &offer.server, &[(offer.path, access)])?;
+    }
+    Ok(ok())
+}
+
+/// `400` with `message`.
+pub(super) fn bad(message: impl Into<String>) -> Response {
+    refuse(StatusCode::BAD_REQUEST, message)
+}
+
+/// `{"ok": true}`.
+pub(super) fn ok() -> Response {
+    Json(json!({"ok": true})).into_response()
+}

@@ -1,0 +1,873 @@
+// The fsbroker console's page: everything a server sends (names, messages, paths) is
+// untrusted text, so the DOM is built with createElement/textContent only, never markup.
+'use strict';
+
+(() => {
+  const VIEWS = ['consent', 'sessions', 'activity', 'roots', 'remembered'];
+  const MAX_EVENTS = 500;
+  // Refusals that mean a server tried to reach past what it was given.
+  const SECURITY_REASONS = new Set([
+    'outside_root', 'no_consent', 'revoked', 'symlink_escape', 'read_only', 'cross_root',
+  ]);
+  // Audit events older than this were replayed at connect: never a reason to notify.
+  const pageLoaded = Date.now();
+
+  let state = null;
+  let stream = null;
+  let live = false;
+  let signedOut = false;
+  let retryDelay = 1000;
+  let firstState = true;
+  let paused = false;
+  let missedTotal = 0;
+  const pausedEvents = [];
+  const seenEventKeys = new Set();
+  const seenQuestions = new Set();
+  const seenOffers = new Set();
+  const touched = new Map(); // server -> Set of mounts it has used
+  const servers = new Set();
+  const outcomes = new Set();
+  const errors = new Map(); // error key -> message, so a redrawn card keeps its error
+
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+
+  // ---------- DOM building ----------
+
+  function h(tag, props, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v === null || v === undefined) continue;
+      if (k === 'class') el.className = v;
+      else if (k === 'text') el.textContent = String(v);
+      else if (k === 'dataset') Object.assign(el.dataset, v);
+      else if (k === 'onclick') el.addEventListener('click', v);
+      else if (k in el && !k.includes('-')) el[k] = v;
+      else if (v !== false) el.setAttribute(k, v === true ? '' : String(v));
+    }
+    append(el, children);
+    return el;
+  }
+
+  function append(el, children) {
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      if (Array.isArray(c)) append(el, c);
+      else if (c instanceof Node) el.appendChild(c);
+      else el.appendChild(document.createTextNode(String(c)));
+    }
+  }
+
+  const button = (cls, text, onclick, extra) =>
+    h('button', { type: 'button', class: 'btn ' + cls, text, onclick, ...extra });
+
+  function errorEl(key) {
+    const msg = errors.get(key);
+    return h('p', { class: 'error', dataset: { errorFor: key }, hidden: !msg, text: msg || '' });
+  }
+
+  function setError(key, msg) {
+    if (msg) errors.set(key, msg);
+    else errors.delete(key);
+    for (const el of $$('[data-error-for]')) {
+      if (el.dataset.errorFor !== key) continue;
+      el.textContent = msg || '';
+      el.hidden = !msg;
+    }
+  }
+
+  // ---------- Formatting ----------
+
+  const parseTime = (iso) => (iso ? Date.parse(iso) : NaN);
+
+  function absTime(iso) {
+    const t = parseTime(iso);
+    return Number.isNaN(t) ? String(iso ?? '') : new Date(t).toLocaleString();
+  }
+
+  function relTime(iso) {
+    const t = parseTime(iso);
+    if (Number.isNaN(t)) return String(iso ?? '—');
+    const s = Math.round((Date.now() - t) / 1000);
+    const a = Math.abs(s);
+    let text;
+    if (a < 10) return 'just now';
+    if (a < 60) text = `${a} s`;
+    else if (a < 3600) text = `${Math.floor(a / 60)} min`;
+    else if (a < 86400) text = `${Math.floor(a / 3600)} h`;
+    else text = `${Math.floor(a / 86400)} d`;
+    return s >= 0 ? `${text} ago` : `in ${text}`;
+  }
+
+  // A <time> whose text the ticker keeps fresh.
+  const timeEl = (iso, cls = '') =>
+    h('time', { class: ('rel ' + cls).trim(), dateTime: iso || '', title: absTime(iso), text: relTime(iso) });
+
+  function hms(iso) {
+    const t = parseTime(iso);
+    if (Number.isNaN(t)) return String(iso ?? '');
+    return new Date(t).toLocaleTimeString([], { hour12: false, hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  }
+
+  function bytes(n) {
+    n = Number(n) || 0;
+    if (n < 1024) return `${n} B`;
+    const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+    let i = -1;
+    do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
+    return `${n.toFixed(n < 10 ? 1 : 0)} ${units[i]}`;
+  }
+
+  function timeLeft(iso) {
+    const ms = parseTime(iso) - Date.now();
+    if (Number.isNaN(ms)) return { text: '', urgent: false };
+    if (ms <= 0) return { text: 'expired', urgent: true };
+    const s = Math.ceil(ms / 1000);
+    const text = s >= 60 ? `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')} left` : `${s} s left`;
+    return { text, urgent: s <= 20 };
+  }
+
+  const accessBadge = (access) =>
+    h('span', { class: 'badge access-' + (access === 'write' ? 'write' : 'read'), text: access === 'write' ? 'read & write' : 'read' });
+
+  const mountOf = (path) => String(path).split('/')[0];
+
+  // ---------- Talking to the daemon ----------
+
+  async function post(url, body, errKey, controls = []) {
+    setError(errKey, null);
+    controls.forEach((c) => { c.disabled = true; });
+    try {
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+        credentials: 'same-origin',
+      });
+      let data = null;
+      try { data = await r.json(); } catch { /* an empty or non-JSON answer */ }
+      if (r.status === 401) signOut();
+      if (!r.ok) {
+        const msg = data && typeof data.error === 'string' ? data.error : `The daemon answered ${r.status}.`;
+        setError(errKey, msg);
+        return null;
+      }
+      // Normally a state event follows every change; without the stream, ask for it.
+      if (!live) loadState();
+      return data || {};
+    } catch {
+      setError(errKey, 'Could not reach the daemon.');
+      return null;
+    } finally {
+      controls.forEach((c) => { c.disabled = false; });
+    }
+  }
+
+  async function loadState() {
+    try {
+      const r = await fetch('/api/state', { credentials: 'same-origin', cache: 'no-store' });
+      if (r.status === 401) { signOut(); return false; }
+      if (!r.ok) return false;
+      applyState(await r.json());
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  function connect() {
+    if (signedOut) return;
+    const es = new EventSource('/api/events');
+    stream = es;
+    const parse = (ev) => { try { return JSON.parse(ev.data); } catch { return null; } };
+    es.addEventListener('open', () => { retryDelay = 1000; setLive(true); });
+    es.addEventListener('state', (ev) => { const s = parse(ev); if (s) applyState(s); setLive(true); });
+    es.addEventListener('audit', (ev) => { const e = parse(ev); if (e) addEvent(e); });
+    es.addEventListener('missed', (ev) => { const m = parse(ev); if (m) noteMissed(Number(m.missed) || 0); });
+    es.addEventListener('error', () => {
+      if (stream !== es) return;
+      setLive(false);
+      // CONNECTING: the browser retries by itself. CLOSED: it gave up, which is what an
+      // answer other than 200 does (a 401 among them), so find out which and retry ourselves.
+      if (es.readyState === EventSource.CLOSED) {
+        es.close();
+        stream = null;
+        loadState().then(() => {
+          if (signedOut) return;
+          setTimeout(connect, retryDelay);
+          retryDelay = Math.min(retryDelay * 2, 15000);
+        });
+      }
+    });
+  }
+
+  function setLive(on) {
+    if (signedOut) return;
+    live = on;
+    const st = $('#status');
+    st.textContent = on ? 'live' : 'disconnected';
+    st.className = 'status ' + (on ? 'live' : 'down');
+    $('#banner-disconnected').hidden = on;
+  }
+
+  function signOut() {
+    if (signedOut) return;
+    signedOut = true;
+    live = false;
+    if (stream) { stream.close(); stream = null; }
+    const st = $('#status');
+    st.textContent = 'signed out';
+    st.className = 'status down';
+    $('#banner-disconnected').hidden = true;
+    $('#banner-signed-out').hidden = false;
+    $('#main').inert = true;
+    $('#main').classList.add('inert');
+  }
+
+  // ---------- State ----------
+
+  function applyState(s) {
+    state = s;
+    for (const sess of s.sessions || []) servers.add(sess.server);
+    renderConsent();
+    renderSessions();
+    renderRoots();
+    renderRemembered();
+    renderFooter();
+    refreshServerFilter();
+    noticeNew();
+    firstState = false;
+  }
+
+  // Notifies of questions and offers that were not there before (not of those already
+  // waiting when the page opened: the user is looking at them).
+  function noticeNew() {
+    for (const q of state.questions || []) {
+      if (seenQuestions.has(q.id)) continue;
+      seenQuestions.add(q.id);
+      if (firstState) continue;
+      const n = (q.paths || []).length;
+      announce(`${q.server} asks for ${q.access} access to ${n === 1 ? q.paths[0].path : n + ' paths'}.`);
+      notify(`${q.server} asks for access`, (q.paths || []).map((p) => p.path).join(', '), 'q-' + q.id);
+    }
+    for (const o of state.offers || []) {
+      if (seenOffers.has(o.id)) continue;
+      seenOffers.add(o.id);
+      if (!firstState) announce(`${o.server} was refused ${o.path}. Allow it?`);
+    }
+  }
+
+  function announce(text) {
+    const region = $('#announce');
+    region.appendChild(h('p', { text }));
+    while (region.children.length > 5) region.firstChild.remove();
+  }
+
+  // Keeps the children of `container` in step with `items`: an element whose item did not
+  // change is left alone (so what the user typed or focused in it stays), a changed one is
+  // rebuilt, with focus put back on the same control.
+  function reconcile(container, items, keyOf, sigOf, build) {
+    const old = new Map(Array.from(container.children, (el) => [el._key, el]));
+    const used = new Set();
+    let prev = null;
+    for (const item of items) {
+      let key = String(keyOf(item));
+      while (used.has(key)) key += '\u0000';
+      used.add(key);
+      const sig = sigOf(item);
+      let el = old.get(key);
+      if (el && el._sig !== sig) {
+        const focus = focusSelector(el);
+        const fresh = build(item);
+        el.replaceWith(fresh);
+        el = fresh;
+        if (focus) { const f = el.matches(focus) ? el : $(focus, el); if (f) f.focus(); }
+      } else if (!el) {
+        el = build(item);
+      }
+      el._key = key;
+      el._sig = sig;
+      const want = prev ? prev.nextSibling : container.firstChild;
+      if (el !== want) container.insertBefore(el, want);
+      prev = el;
+    }
+    for (const [key, el] of old) if (!used.has(key)) el.remove();
+  }
+
+  const HOOKS = ['session', 'grant', 'root', 'remembered', 'path'];
+
+  // A selector for the focused control inside `root`, by the hooks around it.
+  function focusSelector(root) {
+    const el = document.activeElement;
+    if (!el || el === document.body || !root.contains(el)) return null;
+    const parts = [];
+    for (let n = el.parentElement; n && n !== root; n = n.parentElement) {
+      const hook = HOOKS.find((k) => k in n.dataset);
+      if (hook) parts.unshift(`[data-${hook}="${CSS.escape(n.dataset[hook])}"]`);
+    }
+    parts.push(el.tagName.toLowerCase() + Array.from(el.classList, (c) => '.' + CSS.escape(c)).join(''));
+    return parts.join(' ');
+  }
+
+  const sig = (x) => JSON.stringify(x);
+
+  // ---------- Consent ----------
+
+  function renderConsent() {
+    const questions = state.questions || [];
+    const offers = state.offers || [];
+    reconcile($('#questions'), questions, (q) => q.id, (q) => q.id, questionCard);
+    reconcile($('#offers'), offers, (o) => o.id, (o) => o.id, offerCard);
+    $('#offers-block').hidden = offers.length === 0;
+    $('#consent-empty').hidden = questions.length + offers.length > 0;
+    setBadge('consent', questions.length + offers.length);
+    document.title = questions.length ? `(${questions.length}) fsbroker console` : 'fsbroker console';
+    tickCountdowns();
+  }
+
+  function questionCard(q) {
+    const write = q.access === 'write';
+    const paths = q.paths || [];
+    const key = 'q:' + q.id;
+    const card = h('article', { class: 'card question', dataset: { question: q.id } });
+    const answerBtn = button('btn-primary answer', 'Answer', () => submitQuestion(q, card, false));
+    const denyBtn = button('btn-danger-outline deny-all', 'Deny all', () => submitQuestion(q, card, true));
+    append(card, [
+      h('header', { class: 'card-head' },
+        h('div', { class: 'card-head-main' },
+          h('span', { class: 'server-name', text: q.server }),
+          h('span', { class: 'muted', text: 'asks for' }),
+          accessBadge(q.access),
+          h('span', { class: 'muted', text: paths.length === 1 ? 'access to' : `access to ${paths.length} paths` })),
+        h('div', { class: 'card-head-side' },
+          h('span', { class: 'muted small' }, 'asked ', timeEl(q.asked)),
+          h('span', { class: 'time-left', dataset: { expires: q.expires || '' }, title: 'Denied when the time runs out: ' + absTime(q.expires) }))),
+      q.message !== null && q.message !== undefined && q.message !== ''
+        ? h('div', { class: 'message' },
+          h('span', { class: 'message-label', text: 'The server says' }),
+          h('p', { class: 'message-text', text: q.message }))
+        : h('p', { class: 'message-none muted small', text: 'The server gave no reason.' }),
+      h('div', { class: 'paths' }, paths.map((p, i) => pathRow(q, p, i, write))),
+      h('footer', { class: 'card-foot' },
+        h('label', { class: 'check' }, h('input', { type: 'checkbox', class: 'remember' }), 'Remember for this server'),
+        h('div', { class: 'actions' }, denyBtn, answerBtn)),
+      errorEl(key),
+    ]);
+    return card;
+  }
+
+  function pathRow(q, p, i, write) {
+    const name = `q-${q.id}-${i}`;
+    return h('div', { class: 'path-row', dataset: { path: p.path } },
+      h('div', { class: 'path-info' },
+        h('div', { class: 'path-main' },
+          h('code', { class: 'mount-path', text: p.path }),
+          p.folder ? h('span', { class: 'tag', text: 'folder' }) : null),
+        h('div', { class: 'host-path', text: p.hostPath || '', title: p.hostPath || '' })),
+      h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Decision for ' + p.path },
+        h('label', { class: 'seg seg-allow' }, h('input', { type: 'radio', name, value: 'allow' }), 'Allow'),
+        h('label', { class: 'seg seg-deny' }, h('input', { type: 'radio', name, value: 'deny', checked: true }), 'Deny')),
+      h('label', { class: 'narrow-field' + (p.folder ? '' : ' is-disabled') },
+        h('span', { class: 'narrow-label', text: 'Narrow to' }),
+        h('input', {
+          type: 'text', class: 'narrow', placeholder: p.folder ? 'sub/folder' : 'files cannot be narrowed',
+          disabled: !p.folder, autocomplete: 'off', spellcheck: false,
+          title: p.folder ? 'Grant only a place beneath this folder, relative to it' : '',
+        })),
+      write
+        ? h('label', { class: 'check' }, h('input', { type: 'checkbox', class: 'read-only' }), 'Read only')
+        : h('span', { class: 'check-placeholder' }));
+  }
+
+  async function submitQuestion(q, card, denyAll) {
+    const key = 'q:' + q.id;
+    const rows = $$('[data-path]', card);
+    const answers = [];
+    for (const [i, p] of (q.paths || []).entries()) {
+      const row = rows[i];
+      const approve = !denyAll && !!row && $('input[value=allow]', row).checked;
+      const a = { path: p.path, approve };
+      if (approve) {
+        const narrow = $('input.narrow', row).value.trim();
+        if (narrow && p.folder) {
+          if (narrow.startsWith('/') || narrow.split('/').some((seg) => seg === '..')) {
+            setError(key, `Narrow ${p.path} to a place beneath it, relative to it, like sub/folder.`);
+            return;
+          }
+          a.narrow = narrow.replace(/\/+$/, '');
+        }
+        const ro = $('input.read-only', row);
+        if (ro && ro.checked) a.access = 'read';
+      }
+      answers.push(a);
+    }
+    const remember = !denyAll && $('input.remember', card).checked;
+    const controls = $$('button, input', card);
+    const ok = await post(`/api/questions/${encodeURIComponent(q.id)}`, { answers, remember }, key, controls);
+    if (ok) settle(card, denyAll ? 'Denied.' : 'Answered.');
+  }
+
+  // The card stays until the next state drops it; until then nothing in it can be sent twice.
+  function settle(card, text) {
+    card.classList.add('settled');
+    $$('button, input', card).forEach((c) => { c.disabled = true; });
+    const foot = $('.card-foot .actions', card);
+    if (foot) foot.replaceChildren(h('span', { class: 'muted', text }));
+  }
+
+  function offerCard(o) {
+    const key = 'o:' + o.id;
+    const card = h('article', { class: 'card offer', dataset: { offer: o.id } });
+    const send = (allow, remember) => async () => {
+      const ok = await post(`/api/offers/${encodeURIComponent(o.id)}`, { allow, remember }, key, $$('button', card));
+      if (ok) settle(card, allow ? 'Allowed.' : 'Dismissed.');
+    };
+    append(card, [
+      h('div', { class: 'offer-body' },
+        h('p', { class: 'offer-text' },
+          h('strong', { class: 'server-name', text: o.server }), ' was refused ',
+          h('code', { text: o.method || 'an operation' }), ' on ',
+          h('code', { text: o.path }), ' because it has no consent for it. Allow ',
+          h('strong', { text: o.access === 'write' ? 'read & write' : 'read' }), ' access?'),
+        h('span', { class: 'muted small' }, timeEl(o.at))),
+      h('div', { class: 'actions' },
+        button('btn-ghost dismiss', 'Dismiss', send(false, false)),
+        button('allow-remember', 'Allow and remember', send(true, true)),
+        button('btn-primary allow', 'Allow', send(true, false))),
+      errorEl(key),
+    ]);
+    return card;
+  }
+
+  function tickCountdowns() {
+    for (const el of $$('.time-left')) {
+      const { text, urgent } = timeLeft(el.dataset.expires);
+      el.textContent = text;
+      el.classList.toggle('urgent', urgent);
+    }
+  }
+
+  // ---------- Sessions ----------
+
+  function renderSessions() {
+    const sessions = state.sessions || [];
+    reconcile($('#sessions'), sessions, (s) => s.server, sig, sessionCard);
+    $('#sessions-empty').hidden = sessions.length > 0;
+    setBadge('sessions', sessions.length);
+  }
+
+  function sandboxText(sb) {
+    if (!sb) return null;
+    if (sb.abi !== undefined && sb.abi !== null) return `sandboxed (Landlock ABI ${sb.abi})`;
+    if (sb.mode) return `sandboxed (${sb.mode})`;
+    return 'sandboxed';
+  }
+
+  function sessionCard(s) {
+    const c = s.counters || {};
+    const key = 's:' + s.server;
+    const sandbox = sandboxText(s.sandbox);
+    const card = h('article', { class: 'card session', dataset: { session: s.server } });
+    const revokeAll = button('btn-danger-outline btn-small revoke-server', "Revoke all of this server's access", async () => {
+      if (!confirm(`Revoke all of ${s.server}'s access? Its grants end at its next operation.`)) return;
+      await post('/api/revoke', { server: s.server }, key, [revokeAll]);
+    });
+    const pids = [
+      s.pid !== undefined && s.pid !== null ? `pid ${s.pid}` : null,
+      s.serverPid !== undefined && s.serverPid !== null ? `server pid ${s.serverPid}` : null,
+    ].filter(Boolean);
+    const la = s.lastActivity;
+    const stat = (label, value, cls = '') => h('div', { class: 'stat ' + cls }, h('span', { class: 'stat-value', text: value }), h('span', { class: 'stat-label', text: label }));
+
+    append(card, [
+      h('header', { class: 'card-head' },
+        h('div', { class: 'card-head-main' },
+          h('span', { class: 'server-name big', text: s.server }),
+          s.attached ? h('span', { class: 'badge', text: 'attached' }) : null,
+          h('span', { class: 'badge ' + (sandbox ? 'badge-ok' : 'badge-warn'), text: sandbox || 'not sandboxed' }),
+          s.era ? h('span', { class: 'badge badge-muted', text: s.era + ' era' }) : null),
+        revokeAll),
+      h('p', { class: 'meta muted small' },
+        'started ', timeEl(s.started),
+        pids.length ? ' · ' + pids.join(' · ') : '',
+        ` · ${Number(s.inFlight) || 0} in flight`),
+      h('div', { class: 'last-activity' },
+        h('span', { class: 'label-muted', text: 'Last activity' }),
+        la
+          ? h('span', {},
+            h('code', { text: la.method }), ' ', la.path ? h('code', { class: 'path', text: la.path }) : null, ' ',
+            h('span', { class: 'label label-' + category(la), text: la.outcome }), ' ',
+            timeEl(la.at, 'muted'))
+          : h('span', { class: 'muted', text: 'nothing yet' })),
+      h('div', { class: 'stats' },
+        stat('requests', String(c.requests ?? 0)),
+        stat('refused', String(c.refused ?? 0), c.refused ? 'stat-danger' : ''),
+        stat('failed', String(c.failed ?? 0), c.failed ? 'stat-warn' : ''),
+        c.cancelled ? stat('cancelled', String(c.cancelled)) : null,
+        stat('read', bytes(c.bytesRead)),
+        stat('written', bytes(c.bytesWritten))),
+      h('div', { class: 'kv' },
+        h('span', { class: 'label-muted', text: 'Roots it sees' }),
+        h('div', { class: 'chips' }, (s.roots || []).length
+          ? s.roots.map((r) => h('code', { class: 'chip', text: r }))
+          : h('span', { class: 'muted', text: 'none' }))),
+      (s.watches || []).length
+        ? h('div', { class: 'kv' }, h('span', { class: 'label-muted', text: 'Watches' }),
+          h('div', { class: 'chips' }, s.watches.map((w) => h('code', { class: 'chip', title: w.id || '', text: w.path + (w.recursive ? ' (recursive)' : '') }))))
+        : null,
+      (s.uploads || []).length
+        ? h('div', { class: 'kv' }, h('span', { class: 'label-muted', text: 'Uploads' }),
+          h('div', { class: 'chips' }, s.uploads.map((u) => h('code', { class: 'chip', text: `${u.path} · ${bytes(u.stagedBytes)} staged` }))))
+        : null,
+      grantsTable(s),
+      errorEl(key),
+    ]);
+    return card;
+  }
+
+  function grantsTable(s) {
+    const grants = s.grants || [];
+    if (!grants.length) return h('p', { class: 'muted small grants-none', text: 'No grants: it can reach nothing yet.' });
+    const key = 's:' + s.server;
+    return h('div', { class: 'table-wrap' },
+      h('table', { class: 'table grants' },
+        h('thead', {}, h('tr', {},
+          h('th', { scope: 'col', text: 'Grant' }), h('th', { scope: 'col', text: 'Access' }),
+          h('th', { scope: 'col', text: 'Origin' }), h('th', { scope: 'col', text: 'Since' }),
+          h('th', { scope: 'col' }, h('span', { class: 'sr-only', text: 'Actions' })))),
+        h('tbody', {}, grants.map((g) => {
+          const revoke = button('btn-danger-outline btn-small revoke', 'Revoke', () =>
+            post('/api/revoke', { server: s.server, path: g.path }, key, [revoke]));
+          revoke.setAttribute('aria-label', `Revoke ${g.path}`);
+          return h('tr', { dataset: { grant: g.path } },
+            h('td', {}, h('code', { text: g.path })),
+            h('td', {}, accessBadge(g.access)),
+            h('td', { class: 'muted', text: g.origin }),
+            h('td', {}, timeEl(g.since, 'muted')),
+            h('td', { class: 'cell-actions' }, revoke));
+        }))));
+  }
+
+  // ---------- Activity ----------
+
+  function category(e) {
+    const o = e.outcome;
+    if (o === 'ok') return 'ok';
+    if (o === 'refused' || o === 'denied' || o === 'partial') return 'refused';
+    if (o === 'PERMISSION_DENIED' && e.reason !== 'os_denied') return 'refused';
+    if (e.reason && SECURITY_REASONS.has(e.reason)) return 'refused';
+    return 'failed';
+  }
+
+  function addEvent(e) {
+    // A reconnected stream replays its last 200 events: drop those already shown.
+    const k = [e.time, e.server, e.method, e.path, e.outcome, e.reason, e.bytes, e.durationMs].join('\u0000');
+    if (seenEventKeys.has(k)) return;
+    seenEventKeys.add(k);
+    if (seenEventKeys.size > 4 * MAX_EVENTS) seenEventKeys.delete(seenEventKeys.values().next().value);
+
+    if (e.server && !servers.has(e.server)) { servers.add(e.server); refreshServerFilter(); }
+    if (e.outcome && !outcomes.has(e.outcome)) { outcomes.add(e.outcome); refreshOutcomeFilter(); }
+    noticeTouch(e);
+
+    if (paused) {
+      pausedEvents.push(e);
+      if (pausedEvents.length > MAX_EVENTS) pausedEvents.shift();
+      updatePause();
+      return;
+    }
+    insertEvent(e);
+    updateActivityInfo();
+  }
+
+  function noticeTouch(e) {
+    if (!e.server || !e.path) return;
+    const mount = mountOf(e.path);
+    let set = touched.get(e.server);
+    if (!set) { set = new Set(); touched.set(e.server, set); }
+    if (set.has(mount)) return;
+    set.add(mount);
+    if (parseTime(e.time) >= pageLoaded) notify(`${e.server} is using ${mount}`, `${e.method} ${e.path}`, `t-${e.server}-${mount}`);
+  }
+
+  function insertEvent(e) {
+    const tbody = $('#events');
+    const row = eventRow(e);
+    row.hidden = !matchesFilter(row);
+    tbody.insertBefore(row, tbody.firstChild);
+    while (tbody.children.length > MAX_EVENTS) tbody.lastChild.remove();
+  }
+
+  function eventRow(e) {
+    const cat = category(e);
+    const security = e.reason && SECURITY_REASONS.has(e.reason);
+    const ms = Number(e.durationMs);
+    return h('tr', {
+      class: `ev ${cat}` + (security ? ' security' : ''),
+      dataset: { event: e.time || '', server: e.server || '', cat, outcome: e.outcome || '' },
+    },
+    h('td', { class: 'time', title: absTime(e.time), text: hms(e.time) }),
+    h('td', { class: 'server', text: e.server ?? '' }),
+    h('td', { class: 'method' }, h('code', { text: e.method ?? '' })),
+    h('td', { class: 'path' }, e.path ? h('code', { text: e.path }) : h('span', { class: 'muted', text: '—' })),
+    h('td', { class: 'outcome' },
+      cat === 'ok' ? null : h('span', { class: 'label label-' + cat, text: cat }),
+      h('span', { class: 'outcome-code', text: e.outcome ?? '' })),
+    h('td', { class: 'reason' },
+      e.reason ? h('code', { text: e.reason }) : null,
+      security ? h('span', { class: 'label label-security', text: 'security' }) : null,
+      consentSummary(e)),
+    h('td', { class: 'num bytes', text: e.bytes ? bytes(e.bytes) : '—' }),
+    h('td', { class: 'num duration', text: Number.isFinite(ms) ? (ms < 10 ? ms.toFixed(2) : ms.toFixed(0)) : '' }));
+  }
+
+  function consentSummary(e) {
+    if (!Array.isArray(e.approved) && !Array.isArray(e.denied)) return null;
+    const part = (label, list) => (list && list.length ? `${label} ${list.join(', ')}` : null);
+    const text = [part('approved', e.approved), part('denied', e.denied),
+      e.outside ? `${e.outside} outside every root` : null].filter(Boolean).join('; ');
+    return text ? h('span', { class: 'muted small consent-summary', text }) : null;
+  }
+
+  function matchesFilter(row) {
+    const server = $('#filter-server').value;
+    const outcome = $('#filter-outcome').value;
+    if (server && row.dataset.server !== server) return false;
+    if (outcome === 'all') return true;
+    if (outcome.startsWith('=')) return row.dataset.outcome === outcome.slice(1);
+    return row.dataset.cat === outcome;
+  }
+
+  function applyFilter() {
+    for (const row of $('#events').children) row.hidden = !matchesFilter(row);
+    updateActivityInfo();
+  }
+
+  function updateActivityInfo() {
+    const rows = $('#events').children;
+    const shown = Array.from(rows).filter((r) => !r.hidden).length;
+    $('#activity-info').textContent = rows.length
+      ? (shown === rows.length ? `${rows.length} events` : `${shown} of ${rows.length} events`)
+      : '';
+    const empty = $('#activity-empty');
+    empty.hidden = shown > 0;
+    empty.textContent = rows.length ? 'No event matches the filters.' : 'Nothing has happened yet.';
+    $('.table.activity').closest('.table-wrap').hidden = shown === 0;
+  }
+
+  // Rebuilds a <select>'s options, keeping what was chosen.
+  function fillSelect(select, fixed, groupLabel, values) {
+    const chosen = select.value;
+    const opts = fixed.map(([v, t]) => h('option', { value: v, text: t }));
+    if (values.length) {
+      opts.push(groupLabel
+        ? h('optgroup', { label: groupLabel }, values.map((v) => h('option', { value: '=' + v, text: v })))
+        : values.map((v) => h('option', { value: v, text: v })));
+    }
+    select.replaceChildren(...opts.flat());
+    select.value = chosen;
+    if (select.value !== chosen) select.value = fixed[0][0];
+  }
+
+  function refreshServerFilter() {
+    const sel = $('#filter-server');
+    const list = Array.from(servers).sort();
+    if (sel._sig === list.join('\u0000')) return;
+    sel._sig = list.join('\u0000');
+    fillSelect(sel, [['', 'All servers']], null, list);
+  }
+
+  function refreshOutcomeFilter() {
+    fillSelect($('#filter-outcome'),
+      [['all', 'All'], ['ok', 'OK'], ['refused', 'Refused'], ['failed', 'Failed']],
+      'Exact outcome', Array.from(outcomes).sort());
+  }
+
+  function togglePause() {
+    paused = !paused;
+    if (!paused) {
+      pausedEvents.splice(0).forEach(insertEvent);
+      updateActivityInfo();
+    }
+    updatePause();
+  }
+
+  function updatePause() {
+    const b = $('#pause');
+    b.setAttribute('aria-pressed', String(paused));
+    b.textContent = paused ? (pausedEvents.length ? `Resume (${pausedEvents.length} new)` : 'Resume') : 'Pause';
+  }
+
+  function noteMissed(n) {
+    missedTotal += n;
+    const el = $('#missed');
+    el.hidden = missedTotal === 0;
+    el.textContent = `${missedTotal} event${missedTotal === 1 ? '' : 's'} missed: the stream fell behind.`;
+  }
+
+  // ---------- Roots ----------
+
+  function renderRoots() {
+    const roots = state.roots || [];
+    reconcile($('#roots'), roots, (r) => r.mount, sig, rootRow);
+    $('#roots-empty').hidden = roots.length > 0;
+    $('#roots').closest('.table-wrap').hidden = roots.length === 0;
+    setBadge('roots', roots.length);
+  }
+
+  function rootRow(r) {
+    const key = 'r:' + r.mount;
+    const writable = r.access === 'write';
+    const toggle = h('button', {
+      type: 'button', class: 'switch toggle-access', role: 'switch', 'aria-checked': String(writable),
+      'aria-label': `${r.mount} writable`, title: writable ? 'Make it read only' : 'Make it writable',
+      onclick: () => post('/api/roots', { op: 'access', mount: r.mount, access: writable ? 'read' : 'write' }, key, [toggle]),
+    }, h('span', { class: 'switch-track' }, h('span', { class: 'switch-thumb' })),
+    h('span', { class: 'switch-text', text: writable ? 'Writable' : 'Read only' }));
+    const remove = button('btn-danger-outline btn-small remove', 'Remove', async () => {
+      if (!confirm(`Remove the root ${r.mount} (${r.path})? Servers stop seeing it and their grants under it end.`)) return;
+      await post('/api/roots', { op: 'remove', mount: r.mount }, key, [remove]);
+    });
+    remove.setAttribute('aria-label', `Remove ${r.mount}`);
+    const only = r.servers || [];
+    return h('tr', { dataset: { root: r.mount } },
+      h('td', {},
+        h('code', { class: 'mount', text: r.mount }),
+        r.fromConsole ? h('span', { class: 'badge badge-muted', text: 'added here' }) : null),
+      h('td', { class: 'host-path-cell', title: r.path, text: r.path }),
+      h('td', {}, toggle),
+      h('td', {}, only.length
+        ? h('div', { class: 'chips' }, only.map((s) => h('span', { class: 'chip', text: s })))
+        : h('span', { class: 'muted', text: 'all servers' })),
+      h('td', { class: 'cell-actions' }, remove, errorEl(key)));
+  }
+
+  async function addRoot(ev) {
+    ev.preventDefault();
+    const form = ev.currentTarget;
+    const path = form.elements.path.value.trim();
+    const mount = form.elements.mount.value.trim();
+    if (!path) {
+      setError('add-root', 'Give the host directory to add, as a full path.');
+      form.elements.path.focus();
+      return;
+    }
+    const body = { op: 'add', path, access: form.elements.access.value };
+    if (mount) body.mount = mount;
+    const ok = await post('/api/roots', body, 'add-root', $$('input, select, button', form));
+    if (ok) form.reset();
+  }
+
+  // ---------- Remembered ----------
+
+  function renderRemembered() {
+    const list = state.remembered || [];
+    reconcile($('#remembered'), list, (m) => `${m.server} ${m.path}`, sig, rememberedRow);
+    $('#remembered-empty').hidden = list.length > 0;
+    $('#remembered').closest('.table-wrap').hidden = list.length === 0;
+    setBadge('remembered', list.length);
+  }
+
+  function rememberedRow(m) {
+    const key = `m:${m.server} ${m.path}`;
+    const forget = button('btn-danger-outline btn-small forget', 'Forget', () =>
+      post('/api/remembered/forget', { server: m.server, path: m.path }, key, [forget]));
+    forget.setAttribute('aria-label', `Forget ${m.path} for ${m.server}`);
+    return h('tr', { dataset: { remembered: `${m.server} ${m.path}` } },
+      h('td', { class: 'server-name', text: m.server }),
+      h('td', {}, h('code', { text: m.path })),
+      h('td', {}, accessBadge(m.access)),
+      h('td', {}, timeEl(m.since, 'muted')),
+      h('td', { class: 'cell-actions' }, forget, errorEl(key)));
+  }
+
+  // ---------- Frame ----------
+
+  function renderFooter() {
+    const d = state.daemon || {};
+    const parts = [
+      d.version ? `fsbroker ${d.version}` : 'fsbroker',
+      d.socket ? `socket ${d.socket}` : null,
+      d.policy ? `policy ${d.policy}` : null,
+      d.consentTimeoutSecs ? `questions wait ${d.consentTimeoutSecs} s` : null,
+    ].filter(Boolean);
+    $('#daemon-info').replaceChildren(...parts.map((p) => h('span', { text: p })));
+  }
+
+  function setBadge(view, n) {
+    const b = $('#badge-' + view);
+    if (!b) return;
+    b.hidden = !n;
+    b.textContent = String(n);
+    const tab = $(`[data-nav="${view}"]`);
+    const name = view[0].toUpperCase() + view.slice(1);
+    tab.setAttribute('aria-label', n ? `${name} (${n})` : name);
+  }
+
+  function show(view) {
+    if (!VIEWS.includes(view)) view = 'consent';
+    for (const sec of $$('[data-view]')) sec.hidden = sec.dataset.view !== view;
+    for (const b of $$('[data-nav]')) {
+      if (b.dataset.nav === view) b.setAttribute('aria-current', 'page');
+      else b.removeAttribute('aria-current');
+    }
+    if (location.hash !== '#' + view) history.replaceState(null, '', '#' + view);
+  }
+
+  // ---------- Notifications ----------
+
+  function notify(title, body, tag) {
+    if (!('Notification' in window) || Notification.permission !== 'granted') return;
+    try {
+      const n = new Notification(title, { body, tag });
+      n.onclick = () => { window.focus(); n.close(); };
+    } catch { /* some platforms only allow notifications from a service worker */ }
+  }
+
+  function updateNotifyButton() {
+    const b = $('#notify');
+    b.hidden = !('Notification' in window) || Notification.permission !== 'default';
+  }
+
+  // ---------- Start ----------
+
+  function start() {
+    for (const b of $$('[data-nav]')) {
+      b.addEventListener('click', () => { location.hash = b.dataset.nav; show(b.dataset.nav); });
+    }
+    // Left and right arrows move along the views, as in any tab strip.
+    $('.tabs').addEventListener('keydown', (ev) => {
+      if (ev.key !== 'ArrowLeft' && ev.key !== 'ArrowRight') return;
+      const tabs = $$('[data-nav]');
+      const i = tabs.indexOf(document.activeElement);
+      if (i < 0) return;
+      const next = tabs[(i + (ev.key === 'ArrowRight' ? 1 : tabs.length - 1)) % tabs.length];
+      next.focus();
+      next.click();
+      ev.preventDefault();
+    });
+    window.addEventListener('hashchange', () => show(location.hash.slice(1)));
+    show(location.hash.slice(1));
+
+    $('#filter-server').addEventListener('change', applyFilter);
+    $('#filter-outcome').addEventListener('change', applyFilter);
+    $('#pause').addEventListener('click', togglePause);
+    $('form.add-root').addEventListener('submit', addRoot);
+    $('#notify').addEventListener('click', async () => {
+      try { await Notification.requestPermission(); } catch { /* dismissed */ }
+      updateNotifyButton();
+    });
+    updateNotifyButton();
+    updateActivityInfo();
+
+    setInterval(() => {
+      tickCountdowns();
+      for (const t of $$('time.rel')) t.textContent = relTime(t.dateTime);
+    }, 1000);
+
+    loadState().then(() => { if (!signedOut) connect(); });
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();

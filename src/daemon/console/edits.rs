@@ -1,0 +1,304 @@
+//! The user's changes from the page: roots added, removed or switched, grants remembered or
+//! forgotten (all kept in the state file, as the daemon's [`Layer`]), and revocations.
+//!
+//! An edit of the layer is put in force first, as a reload would be (so that a root the
+//! broker cannot open, or one that holds the daemon's own directory, is refused with why),
+//! then saved; when it cannot be saved, the broker goes back to the layer before, so that
+//! what is in force is always what the file says.
+
+use super::Console;
+use super::api::{bad, body};
+use super::http::{Web, refuse};
+use crate::access::Access;
+use crate::daemon::control;
+use crate::locks::lock;
+use crate::path::{MountName, MountPath};
+use crate::policy::{AddedRoot, Layer, Policy, Remembered, RootEntry};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// Changes the user's edits by `edit`: in force, then in the state file (see the module's
+/// comment). Edits take turns.
+fn edit(
+    c: &Console,
+    edit: impl FnOnce(&mut Layer) -> Result<(), Response>,
+) -> Result<(), Response> {
+    let store = c.store.as_ref().ok_or_else(|| {
+        refuse(
+            StatusCode::CONFLICT,
+            "there is no configuration directory to keep this in (set HOME or XDG_CONFIG_HOME)",
+        )
+    })?;
+    let mut layer = lock(&c.layer);
+    let mut next = layer.clone();
+    edit(&mut next)?;
+    if next == *layer {
+        return Ok(());
+    }
+    c.broker
+        .set_layer(next.clone())
+        .map_err(|e| bad(format!("not changed: {e}")))?;
+    if let Err(e) = store.save(&next) {
+        if let Err(back) = c.broker.set_layer(layer.clone()) {
+            tracing::error!("console: cannot go back to the edits before: {back}");
+        }
+        return Err(refuse(StatusCode::INTERNAL_SERVER_ERROR, e));
+    }
+    *layer = next;
+    Ok(())
+}
+
+/// Keeps `grants` as standing grants of server `session` (the name without its `#N`).
+pub(super) fn remember(
+    c: &Console,
+    session: &str,
+    grants: &[(MountPath, Access)],
+) -> Result<(), Response> {
+    let server = base_name(session).to_owned();
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    edit(c, |layer| {
+        for (path, access) in grants {
+            let path = path.to_string();
+            match layer
+                .remembered
+                .iter_mut()
+                .find(|r| r.server == server && r.path == path)
+            {
+                Some(r) => r.access = r.access.max(*access),
+                None => layer.remembered.push(Remembered {
+                    server: server.clone(),
+                    path,
+                    access: *access,
+                    since,
+                }),
+            }
+        }
+        Ok(())
+    })?;
+    tracing::info!(%server, count = grants.len(), "console: grants remembered");
+    Ok(())
+}
+
+/// A session's server name: `notes` of `notes#2`.
+fn base_name(session: &str) -> &str {
+    match session.rsplit_once('#') {
+        Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => session,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Forget {
+    server: String,
+    path: String,
+}
+
+/// `POST /api/remembered/forget`.
+pub(super) async fn forget(State(web): State<Web>, bytes: Bytes) -> Response {
+    let run = || -> Result<Response, Response> {
+        let f: Forget = body(&bytes)?;
+        edit(&web.console, |layer| {
+            let before = layer.remembered.len();
+            layer
+                .remembered
+                .retain(|r| !(r.server == f.server && r.path == f.path));
+            if layer.remembered.len() == before {
+                return Err(refuse(StatusCode::NOT_FOUND, "no such remembered grant"));
+            }
+            Ok(())
+        })?;
+        tracing::info!(server = %f.server, path = %f.path, "console: remembered grant forgotten");
+        Ok(super::api::ok())
+    };
+    run().unwrap_or_else(|r| r)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Revoke {
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+/// `POST /api/revoke`: a grant, a path from every server, or a whole server.
+pub(super) async fn revoke(State(web): State<Web>, bytes: Bytes) -> Response {
+    let r: Revoke = match body(&bytes) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    if r.server.is_none() && r.path.is_none() {
+        return bad("revoke needs a server, a path, or both");
+    }
+    match control::revoke(
+        &web.console.broker,
+        r.server.as_deref(),
+        r.path.as_deref(),
+        false,
+    ) {
+        Ok(revoked) => {
+            tracing::info!(server = ?r.server, path = ?r.path, count = revoked.len(), "console: revoked");
+            Json(json!({"ok": true, "revoked": revoked})).into_response()
+        }
+        Err(message) => bad(message),
+    }
+}
+
+/// One edit of the roots.
+#[derive(Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+enum RootEdit {
+    Add {
+        path: PathBuf,
+        access: Access,
+        #[serde(default)]
+        mount: Option<String>,
+    },
+    Remove {
+        mount: String,
+    },
+    Access {
+        mount: String,
+        access: Access,
+    },
+}
+
+/// `POST /api/roots`.
+pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
+    let c = &web.console;
+    let run = || -> Result<Response, Response> {
+        let e: RootEdit = body(&bytes)?;
+        let mounts: Vec<String> = c
+            .broker
+            .roots()
+            .iter()
+            .map(|r| r.mount().to_string())
+            .collect();
+        let known = |m: &str| {
+            if mounts.iter().any(|k| k == m) {
+                Ok(())
+            } else {
+                Err(refuse(
+                    StatusCode::NOT_FOUND,
+                    format!("there is no root {m:?}"),
+                ))
+            }
+        };
+        match e {
+            RootEdit::Add {
+                path,
+                access,
+                mount,
+            } => {
+                let added = new_root(path, access, mount, &mounts)?;
+                edit(c, |l| {
+                    l.added.push(added);
+                    Ok(())
+                })?;
+            }
+            RootEdit::Remove { mount } => {
+                known(&mount)?;
+                edit(c, |l| {
+                    let before = l.added.len();
+                    l.added
+                        .retain(|a| added_mount(a).as_deref() != Some(mount.as_str()));
+                    if l.added.len() == before && !l.removed.contains(&mount) {
+                        l.removed.push(mount.clone());
+                    }
+                    l.access.remove(&mount);
+                    Ok(())
+                })?;
+            }
+            RootEdit::Access { mount, access } => {
+                known(&mount)?;
+                edit(c, |l| {
+                    match l
+                        .added
+                        .iter_mut()
+                        .find(|a| added_mount(a).as_deref() == Some(mount.as_str()))
+                    {
+                        Some(a) => a.access = access,
+                        None => {
+                            l.access.insert(mount.clone(), access);
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        let now: Vec<String> = c
+            .broker
+            .roots()
+            .iter()
+            .map(|r| r.mount().to_string())
+            .collect();
+        Ok(Json(json!({"ok": true, "roots": now})).into_response())
+    };
+    run().unwrap_or_else(|r| r)
+}
+
+/// The root the user asks to add, checked: an absolute path to a directory, under a mount
+/// name that is valid and not taken.
+fn new_root(
+    path: PathBuf,
+    access: Access,
+    mount: Option<String>,
+    taken: &[String],
+) -> Result<AddedRoot, Response> {
+    if !path.is_absolute() {
+        return Err(bad(format!("{} is not an absolute path", path.display())));
+    }
+    let real = std::fs::canonicalize(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    if !real.is_dir() {
+        return Err(bad(format!("{} is not a directory", path.display())));
+    }
+    let mount = mount.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
+    if let Some(m) = &mount {
+        MountName::new(m).map_err(|e| bad(format!("mount name {m:?}: {e}")))?;
+    }
+    let added = AddedRoot {
+        path: real,
+        mount,
+        access,
+    };
+    let name = added_mount(&added)
+        .ok_or_else(|| bad("no mount name can be made of this directory's name: give one"))?;
+    if taken.contains(&name) {
+        return Err(bad(format!(
+            "a root is already mounted as {name:?}: give another mount name"
+        )));
+    }
+    Ok(added)
+}
+
+/// The mount name an added root has.
+pub(super) fn added_mount(a: &AddedRoot) -> Option<String> {
+    let entry = match &a.mount {
+        Some(m) => RootEntry::new(m.clone(), a.path.clone()),
+        None => RootEntry::unnamed(a.path.clone()),
+    };
+    Policy::mount_of(&entry).ok().map(|m| m.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_name_loses_only_a_numbered_suffix() {
+        assert_eq!(base_name("notes#2"), "notes");
+        assert_eq!(base_name("notes"), "notes");
+        assert_eq!(base_name("a#b"), "a#b");
+        assert_eq!(base_name("a#"), "a#");
+    }
+}

@@ -1,0 +1,233 @@
+//! The console's HTTP face: the one gate every request passes, the sign-in, the embedded
+//! page, and the routes of the API (`api.rs`) and the stream (`events.rs`).
+//!
+//! The gate, in order: the `Host` header must name the console's own address (a page on
+//! another name that resolves here, DNS rebinding, is refused); everything but the sign-in
+//! and the static files needs the sign-in cookie; a change must be a JSON `POST` whose
+//! `Origin` is the console's own. Every answer forbids framing, sniffing, caching and
+//! referrers, and its scripts may come only from the console itself.
+
+use super::{Console, api, authority, edits, events};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The name of the sign-in cookie.
+const COOKIE: &str = "fsbroker_console";
+
+/// What every response carries.
+const CSP: &str = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/// What the routes share: the console, and the `Host` values that name it.
+#[derive(Clone)]
+pub(super) struct Web {
+    pub(super) console: Arc<Console>,
+    hosts: Arc<[String]>,
+}
+
+/// Serves the console on `addr`, in a task of its own; returns the address bound.
+pub(super) fn serve(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String> {
+    let std_listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| format!("cannot serve the console on {addr}: {e}"))?;
+    let at = std_listener
+        .local_addr()
+        .map_err(|e| format!("cannot serve the console on {addr}: {e}"))?;
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("cannot serve the console on {addr}: {e}"))?;
+    let listener = tokio::net::TcpListener::from_std(std_listener)
+        .map_err(|e| format!("cannot serve the console on {addr}: {e}"))?;
+    let hosts: Arc<[String]> = [authority(at), format!("localhost:{}", at.port())].into();
+    let web = Web { console, hosts };
+    let app = Router::new()
+        .route("/", get(index))
+        .route("/login", get(login))
+        .route("/console.css", get(css))
+        .route("/console.js", get(js))
+        .route("/api/state", get(api::state))
+        .route("/api/events", get(events::stream))
+        .route("/api/questions/{id}", post(api::answer))
+        .route("/api/offers/{id}", post(api::offer))
+        .route("/api/revoke", post(edits::revoke))
+        .route("/api/remembered/forget", post(edits::forget))
+        .route("/api/roots", post(edits::roots))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(web.clone(), gate))
+        .with_state(web);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("the console stopped serving: {e}");
+        }
+    });
+    tracing::info!(address = %at, "console served");
+    Ok(at)
+}
+
+/// The gate every request passes before its route (see the module's comment).
+async fn gate(State(web): State<Web>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let mut answer = if !host.is_some_and(|h| web.hosts.iter().any(|o| o == h)) {
+        refuse(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this console answers only at its own address",
+        )
+    } else if !open(request.uri().path()) && !signed_in(&web.console, headers) {
+        if request.uri().path().starts_with("/api/") {
+            refuse(
+                StatusCode::UNAUTHORIZED,
+                "signed out: run `fsbroker console` for a new link",
+            )
+        } else {
+            page(StatusCode::UNAUTHORIZED, SIGNED_OUT)
+        }
+    } else if request.method() == Method::POST && !same_origin(&web.hosts, headers) {
+        refuse(
+            StatusCode::FORBIDDEN,
+            "a change must come from the console's own page",
+        )
+    } else if request.method() == Method::POST && !json_body(headers) {
+        refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a change is sent as application/json",
+        )
+    } else {
+        next.run(request).await
+    };
+    let h = answer.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    answer
+}
+
+/// The paths served without the cookie: the sign-in, and the page's static files (which
+/// hold nothing of the user's).
+fn open(path: &str) -> bool {
+    matches!(path, "/login" | "/console.css" | "/console.js")
+}
+
+/// Whether the request carries this console's sign-in cookie.
+fn signed_in(console: &Console, headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .any(|(name, value)| name == COOKIE && console.cookie.matches(value))
+}
+
+/// Whether `Origin` names the console itself.
+fn same_origin(hosts: &[String], headers: &HeaderMap) -> bool {
+    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    origin.is_some_and(|o| {
+        o.strip_prefix("http://")
+            .is_some_and(|h| hosts.iter().any(|own| own == h))
+    })
+}
+
+/// Whether the body is declared JSON (which a cross-site form cannot send without asking).
+fn json_body(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        })
+}
+
+/// An error answer: `{"error": MESSAGE}`.
+pub(super) fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({"error": message.into()});
+    (status, axum::Json(body)).into_response()
+}
+
+/// The sign-in link's query.
+#[derive(Deserialize)]
+struct Login {
+    token: Option<String>,
+}
+
+/// `GET /login?token=T`: a valid token becomes the cookie, and the page follows.
+async fn login(State(web): State<Web>, Query(q): Query<Login>) -> Response {
+    if !q.token.as_deref().is_some_and(|t| web.console.redeem(t)) {
+        tracing::warn!("console: refused a sign-in with a used, unknown or expired token");
+        return page(StatusCode::FORBIDDEN, LINK_USED);
+    }
+    let cookie = format!(
+        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+        web.console.cookie.hex()
+    );
+    let mut answer = Response::new(Body::empty());
+    *answer.status_mut() = StatusCode::SEE_OTHER;
+    let h = answer.headers_mut();
+    h.insert(header::LOCATION, HeaderValue::from_static("/"));
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        h.insert(header::SET_COOKIE, v);
+    }
+    answer
+}
+
+async fn index() -> Response {
+    asset("text/html; charset=utf-8", INDEX)
+}
+
+async fn css() -> Response {
+    asset("text/css; charset=utf-8", CSS)
+}
+
+async fn js() -> Response {
+    asset("text/javascript; charset=utf-8", JS)
+}
+
+async fn not_found() -> Response {
+    refuse(StatusCode::NOT_FOUND, "no such page")
+}
+
+fn asset(kind: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
+}
+
+/// A small page of its own, for a visitor without the cookie.
+fn page(status: StatusCode, body: &'static str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+const INDEX: &str = include_str!("assets/index.html");
+const CSS: &str = include_str!("assets/console.css");
+const JS: &str = include_str!("assets/console.js");
+
+const SIGNED_OUT: &str = "<!doctype html><meta charset=utf-8><title>fsbroker console</title>\
+<link rel=stylesheet href=/console.css><main class=gate><h1>Signed out</h1>\
+<p>Run <code>fsbroker console</code> in a terminal for a new sign-in link.</p></main>";
+
+const LINK_USED: &str = "<!doctype html><meta charset=utf-8><title>fsbroker console</title>\
+<link rel=stylesheet href=/console.css><main class=gate><h1>This link no longer works</h1>\
+<p>A sign-in link works once, for five minutes. Run <code>fsbroker console</code> in a \
+terminal for a new one.</p></main>";
