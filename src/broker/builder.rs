@@ -118,13 +118,14 @@ impl BrokerBuilder {
         };
         // A policy built in code is checked as a loaded one was, with the same messages, and
         // with the host's settings in it, which replace the policy's values.
-        let policy = self.overrides.apply(self.policy)?;
-        policy
+        self.overrides
+            .apply(self.policy.clone())?
             .validate("<policy>")
             .map_err(|e| self.overrides.blame(e))?;
         // The roots first: opening them also refuses an audit log beneath a writable root,
-        // which must be known before the file is opened.
-        let config = Config::open(policy, &self.consent, &self.overrides, None)?;
+        // which must be known before the file is opened. The policy goes in as given: the
+        // settings are laid over it there, and it is kept as given for later edits of them.
+        let config = Config::open(self.policy, &self.consent, &self.overrides, None)?;
         let audit = match self.audit {
             Some(a) => a,
             None if self.audit_stderr => AuditLog::open_or_stderr(&config.policy.audit)

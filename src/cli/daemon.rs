@@ -212,6 +212,9 @@ fn usage(args: &DaemonArgs) -> Result<(), String> {
             ));
         }
     }
+    if let Some(addr) = &args.ui {
+        console::parse_addr(addr)?;
+    }
     if common.server_id.is_some() {
         return Err("--server-id names one session; the daemon holds every server's".into());
     }

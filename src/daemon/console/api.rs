@@ -7,7 +7,7 @@
 
 use super::Console;
 use super::edits::{added_mount, remember};
-use super::http::{Web, refuse};
+use super::http::{Refusal, Web};
 use crate::access::Access;
 use crate::consent::{ConsentAnswer, PathChoice, narrowed, sanitise};
 use crate::daemon::control::{status, when};
@@ -121,16 +121,16 @@ pub(super) fn picture(c: &Console) -> Value {
 }
 
 /// A body of type `T`, or the `400` that says why not.
-pub(super) fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Response> {
+pub(super) fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Refusal> {
     serde_json::from_slice(bytes)
-        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("malformed request: {e}")))
+        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("malformed request: {e}")))
 }
 
 /// The number of an item the page names `PREFIX` and a number (`q7`, `o3`).
-fn number(id: &str, prefix: char) -> Result<u64, Response> {
+fn number(id: &str, prefix: char) -> Result<u64, Refusal> {
     id.strip_prefix(prefix)
         .and_then(|n| n.parse().ok())
-        .ok_or_else(|| refuse(StatusCode::NOT_FOUND, format!("no such item {id:?}")))
+        .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, format!("no such item {id:?}")))
 }
 
 #[derive(Deserialize)]
@@ -159,14 +159,15 @@ pub(super) async fn answer(
     bytes: Bytes,
 ) -> Response {
     match answer_with(&web.console, &id, &bytes) {
-        Ok(r) | Err(r) => r,
+        Ok(r) => r,
+        Err(e) => e.into_response(),
     }
 }
 
-fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Response> {
+fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal> {
     let n = number(id, 'q')?;
     let a: Answer = body(bytes)?;
-    let gone = || refuse(StatusCode::NOT_FOUND, "this question no longer waits");
+    let gone = || Refusal::new(StatusCode::NOT_FOUND, "this question no longer waits");
     let request = c.board.question(n).ok_or_else(gone)?;
     let mut choices = Vec::new();
     for p in &a.answers {
@@ -208,9 +209,8 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Response
     if a.remember && !choices.is_empty() {
         let kept: Vec<(MountPath, Access)> =
             choices.into_iter().map(|c| (c.granted, c.access)).collect();
-        remember(c, &request.server_id, &kept).map_err(|r| {
+        remember(c, &request.server_id, &kept).inspect_err(|_| {
             tracing::warn!("console: the answer was given but could not be remembered");
-            r
         })?;
     }
     Ok(ok())
@@ -231,24 +231,25 @@ pub(super) async fn offer(
     bytes: Bytes,
 ) -> Response {
     match offer_with(&web.console, &id, &bytes) {
-        Ok(r) | Err(r) => r,
+        Ok(r) => r,
+        Err(e) => e.into_response(),
     }
 }
 
-fn offer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Response> {
+fn offer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal> {
     let n = number(id, 'o')?;
     let a: OfferAnswer = body(bytes)?;
     let offer = c
         .board
         .take_offer(n)
-        .ok_or_else(|| refuse(StatusCode::NOT_FOUND, "this offer no longer waits"))?;
+        .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, "this offer no longer waits"))?;
     if !a.allow {
         return Ok(ok());
     }
     let access = c
         .broker
         .grant(&offer.server, &offer.path, offer.access)
-        .map_err(|e| refuse(StatusCode::CONFLICT, format!("not granted: {e}")))?;
+        .map_err(|e| Refusal::new(StatusCode::CONFLICT, format!("not granted: {e}")))?;
     tracing::info!(server = %offer.server, path = %offer.path, access = access.as_str(), "console: allowed after a refusal");
     if a.remember {
         remember(c, &offer.server, &[(offer.path, access)])?;
@@ -257,8 +258,8 @@ fn offer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Response>
 }
 
 /// `400` with `message`.
-pub(super) fn bad(message: impl Into<String>) -> Response {
-    refuse(StatusCode::BAD_REQUEST, message)
+pub(super) fn bad(message: impl Into<String>) -> Refusal {
+    Refusal::new(StatusCode::BAD_REQUEST, message)
 }
 
 /// `{"ok": true}`.

@@ -8,7 +8,7 @@
 
 use super::Console;
 use super::api::{bad, body};
-use super::http::{Web, refuse};
+use super::http::{Refusal, Web};
 use crate::access::Access;
 use crate::daemon::control;
 use crate::locks::lock;
@@ -25,12 +25,9 @@ use std::path::PathBuf;
 
 /// Changes the user's edits by `edit`: in force, then in the state file (see the module's
 /// comment). Edits take turns.
-fn edit(
-    c: &Console,
-    edit: impl FnOnce(&mut Layer) -> Result<(), Response>,
-) -> Result<(), Response> {
+fn edit(c: &Console, edit: impl FnOnce(&mut Layer) -> Result<(), Refusal>) -> Result<(), Refusal> {
     let store = c.store.as_ref().ok_or_else(|| {
-        refuse(
+        Refusal::new(
             StatusCode::CONFLICT,
             "there is no configuration directory to keep this in (set HOME or XDG_CONFIG_HOME)",
         )
@@ -48,7 +45,7 @@ fn edit(
         if let Err(back) = c.broker.set_layer(layer.clone()) {
             tracing::error!("console: cannot go back to the edits before: {back}");
         }
-        return Err(refuse(StatusCode::INTERNAL_SERVER_ERROR, e));
+        return Err(Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e));
     }
     *layer = next;
     Ok(())
@@ -59,7 +56,7 @@ pub(super) fn remember(
     c: &Console,
     session: &str,
     grants: &[(MountPath, Access)],
-) -> Result<(), Response> {
+) -> Result<(), Refusal> {
     let server = base_name(session).to_owned();
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -104,7 +101,7 @@ struct Forget {
 
 /// `POST /api/remembered/forget`.
 pub(super) async fn forget(State(web): State<Web>, bytes: Bytes) -> Response {
-    let run = || -> Result<Response, Response> {
+    let run = || -> Result<Response, Refusal> {
         let f: Forget = body(&bytes)?;
         edit(&web.console, |layer| {
             let before = layer.remembered.len();
@@ -112,14 +109,17 @@ pub(super) async fn forget(State(web): State<Web>, bytes: Bytes) -> Response {
                 .remembered
                 .retain(|r| !(r.server == f.server && r.path == f.path));
             if layer.remembered.len() == before {
-                return Err(refuse(StatusCode::NOT_FOUND, "no such remembered grant"));
+                return Err(Refusal::new(
+                    StatusCode::NOT_FOUND,
+                    "no such remembered grant",
+                ));
             }
             Ok(())
         })?;
         tracing::info!(server = %f.server, path = %f.path, "console: remembered grant forgotten");
         Ok(super::api::ok())
     };
-    run().unwrap_or_else(|r| r)
+    run().unwrap_or_else(IntoResponse::into_response)
 }
 
 #[derive(Deserialize)]
@@ -133,25 +133,17 @@ struct Revoke {
 
 /// `POST /api/revoke`: a grant, a path from every server, or a whole server.
 pub(super) async fn revoke(State(web): State<Web>, bytes: Bytes) -> Response {
-    let r: Revoke = match body(&bytes) {
-        Ok(r) => r,
-        Err(e) => return e,
-    };
-    if r.server.is_none() && r.path.is_none() {
-        return bad("revoke needs a server, a path, or both");
-    }
-    match control::revoke(
-        &web.console.broker,
-        r.server.as_deref(),
-        r.path.as_deref(),
-        false,
-    ) {
-        Ok(revoked) => {
-            tracing::info!(server = ?r.server, path = ?r.path, count = revoked.len(), "console: revoked");
-            Json(json!({"ok": true, "revoked": revoked})).into_response()
+    let run = || -> Result<Response, Refusal> {
+        let r: Revoke = body(&bytes)?;
+        if r.server.is_none() && r.path.is_none() {
+            return Err(bad("revoke needs a server, a path, or both"));
         }
-        Err(message) => bad(message),
-    }
+        let (server, path) = (r.server.as_deref(), r.path.as_deref());
+        let revoked = control::revoke(&web.console.broker, server, path, false).map_err(bad)?;
+        tracing::info!(?server, ?path, count = revoked.len(), "console: revoked");
+        Ok(Json(json!({"ok": true, "revoked": revoked})).into_response())
+    };
+    run().unwrap_or_else(IntoResponse::into_response)
 }
 
 /// One edit of the roots.
@@ -176,7 +168,7 @@ enum RootEdit {
 /// `POST /api/roots`.
 pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
     let c = &web.console;
-    let run = || -> Result<Response, Response> {
+    let run = || -> Result<Response, Refusal> {
         let e: RootEdit = body(&bytes)?;
         let mounts: Vec<String> = c
             .broker
@@ -188,7 +180,7 @@ pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
             if mounts.iter().any(|k| k == m) {
                 Ok(())
             } else {
-                Err(refuse(
+                Err(Refusal::new(
                     StatusCode::NOT_FOUND,
                     format!("there is no root {m:?}"),
                 ))
@@ -244,7 +236,7 @@ pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
             .collect();
         Ok(Json(json!({"ok": true, "roots": now})).into_response())
     };
-    run().unwrap_or_else(|r| r)
+    run().unwrap_or_else(IntoResponse::into_response)
 }
 
 /// The root the user asks to add, checked: an absolute path to a directory, under a mount
@@ -254,7 +246,7 @@ fn new_root(
     access: Access,
     mount: Option<String>,
     taken: &[String],
-) -> Result<AddedRoot, Response> {
+) -> Result<AddedRoot, Refusal> {
     if !path.is_absolute() {
         return Err(bad(format!("{} is not an absolute path", path.display())));
     }

@@ -157,6 +157,22 @@ fn json_body(headers: &HeaderMap) -> bool {
         })
 }
 
+/// Why a request is refused: its status, and what the page is told.
+#[derive(Debug)]
+pub(super) struct Refusal(StatusCode, String);
+
+impl Refusal {
+    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Refusal {
+        Refusal(status, message.into())
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        refuse(self.0, self.1)
+    }
+}
+
 /// An error answer: `{"error": MESSAGE}`.
 pub(super) fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     let body = serde_json::json!({"error": message.into()});

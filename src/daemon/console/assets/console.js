@@ -132,6 +132,17 @@
 
   const mountOf = (path) => String(path).split('/')[0];
 
+  // A path as text with break opportunities after each '/', so a long path wraps between
+  // its parts rather than forcing the table wide or breaking inside a name.
+  function pathCode(path, cls) {
+    const el = h('code', { class: cls || null, title: path });
+    String(path).split('/').forEach((part, i, all) => {
+      el.appendChild(document.createTextNode(part + (i < all.length - 1 ? '/' : '')));
+      if (i < all.length - 1) el.appendChild(document.createElement('wbr'));
+    });
+    return el;
+  }
+
   // ---------- Talking to the daemon ----------
 
   async function post(url, body, errKey, controls = []) {
@@ -338,7 +349,7 @@
           h('span', { class: 'server-name', text: q.server }),
           h('span', { class: 'muted', text: 'asks for' }),
           accessBadge(q.access),
-          h('span', { class: 'muted', text: paths.length === 1 ? 'access to' : `access to ${paths.length} paths` })),
+          h('span', { class: 'muted', text: `access to ${paths.length} path${paths.length === 1 ? '' : 's'}` })),
         h('div', { class: 'card-head-side' },
           h('span', { class: 'muted small' }, 'asked ', timeEl(q.asked)),
           h('span', { class: 'time-left', dataset: { expires: q.expires || '' }, title: 'Denied when the time runs out: ' + absTime(q.expires) }))),
@@ -361,7 +372,7 @@
     return h('div', { class: 'path-row', dataset: { path: p.path } },
       h('div', { class: 'path-info' },
         h('div', { class: 'path-main' },
-          h('code', { class: 'mount-path', text: p.path }),
+          pathCode(p.path, 'mount-path'),
           p.folder ? h('span', { class: 'tag', text: 'folder' }) : null),
         h('div', { class: 'host-path', text: p.hostPath || '', title: p.hostPath || '' })),
       h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Decision for ' + p.path },
@@ -495,7 +506,7 @@
         h('span', { class: 'label-muted', text: 'Last activity' }),
         la
           ? h('span', {},
-            h('code', { text: la.method }), ' ', la.path ? h('code', { class: 'path', text: la.path }) : null, ' ',
+            h('code', { text: la.method }), ' ', la.path ? pathCode(la.path, 'path') : null, ' ',
             h('span', { class: 'label label-' + category(la), text: la.outcome }), ' ',
             timeEl(la.at, 'muted'))
           : h('span', { class: 'muted', text: 'nothing yet' })),
@@ -540,7 +551,7 @@
             post('/api/revoke', { server: s.server, path: g.path }, key, [revoke]));
           revoke.setAttribute('aria-label', `Revoke ${g.path}`);
           return h('tr', { dataset: { grant: g.path } },
-            h('td', {}, h('code', { text: g.path })),
+            h('td', {}, pathCode(g.path)),
             h('td', {}, accessBadge(g.access)),
             h('td', { class: 'muted', text: g.origin }),
             h('td', {}, timeEl(g.since, 'muted')),
@@ -609,7 +620,7 @@
     h('td', { class: 'time', title: absTime(e.time), text: hms(e.time) }),
     h('td', { class: 'server', text: e.server ?? '' }),
     h('td', { class: 'method' }, h('code', { text: e.method ?? '' })),
-    h('td', { class: 'path' }, e.path ? h('code', { text: e.path }) : h('span', { class: 'muted', text: '—' })),
+    h('td', { class: 'path' }, e.path ? pathCode(e.path) : h('span', { class: 'muted', text: '—' })),
     h('td', { class: 'outcome' },
       cat === 'ok' ? null : h('span', { class: 'label label-' + cat, text: cat }),
       h('span', { class: 'outcome-code', text: e.outcome ?? '' })),
@@ -680,7 +691,7 @@
   function refreshOutcomeFilter() {
     fillSelect($('#filter-outcome'),
       [['all', 'All'], ['ok', 'OK'], ['refused', 'Refused'], ['failed', 'Failed']],
-      'Exact outcome', Array.from(outcomes).sort());
+      'Exact outcome', Array.from(outcomes).filter((o) => o !== 'ok').sort());
   }
 
   function togglePause() {
@@ -775,7 +786,7 @@
     forget.setAttribute('aria-label', `Forget ${m.path} for ${m.server}`);
     return h('tr', { dataset: { remembered: `${m.server} ${m.path}` } },
       h('td', { class: 'server-name', text: m.server }),
-      h('td', {}, h('code', { text: m.path })),
+      h('td', {}, pathCode(m.path)),
       h('td', {}, accessBadge(m.access)),
       h('td', {}, timeEl(m.since, 'muted')),
       h('td', { class: 'cell-actions' }, forget, errorEl(key)));

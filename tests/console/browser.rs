@@ -1,0 +1,183 @@
+//! A headless chromium driven through chromedriver (WebDriver), installed from Debian's
+//! packages when missing, as the SDKs are installed on first use. One browser at a time in
+//! this process: a browser is heavy, and the machines have two cores.
+
+use crate::sidecar::WAIT;
+use fantoccini::{Client, ClientBuilder, Locator, elements::Element};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Instant;
+
+const DRIVER: &str = "/usr/bin/chromedriver";
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// A browser session, with the chromedriver that runs it.
+pub struct Browser {
+    pub c: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+    _one: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// Installs chromium and chromedriver with apt-get unless both are there; a failed install
+/// fails the test with the installer's output.
+fn ensure_installed() {
+    static ONCE: Mutex<bool> = Mutex::new(false);
+    let mut done = ONCE.lock().unwrap_or_else(|e| e.into_inner());
+    if *done || (Path::new(DRIVER).exists() && Path::new(CHROMIUM).exists()) {
+        *done = true;
+        return;
+    }
+    let lock =
+        std::fs::File::create(Path::new(env!("CARGO_TARGET_TMPDIR")).join("apt.lock")).unwrap();
+    <std::fs::File as fs4::FileExt>::lock(&lock).unwrap();
+    if !Path::new(DRIVER).exists() || !Path::new(CHROMIUM).exists() {
+        for args in [
+            &["update", "-qq"][..],
+            &["install", "-y", "-qq", "chromium", "chromium-driver"],
+        ] {
+            let out = Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .output()
+                .expect("apt-get, to install chromium and chromium-driver");
+            assert!(
+                out.status.success(),
+                "apt-get {args:?} failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    *done = true;
+}
+
+impl Browser {
+    /// A fresh headless browser at 1280x900.
+    pub async fn open() -> Browser {
+        static ONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let one = ONE.lock().await;
+        ensure_installed();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = Command::new(DRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let caps = serde_json::json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu",
+                    "--disable-dev-shm-usage", "--window-size=1280,900",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ],
+            },
+        });
+        let serde_json::Value::Object(caps) = caps else {
+            unreachable!()
+        };
+        let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("a chromium session");
+        Browser {
+            c,
+            driver,
+            _profile: profile,
+            _one: one,
+        }
+    }
+
+    /// The first element `css` matches, waiting for it to appear.
+    pub async fn find(&self, css: &str) -> Element {
+        self.c
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
+    }
+
+    /// Waits until `css` matches nothing.
+    pub async fn gone(&self, css: &str) {
+        let deadline = Instant::now() + WAIT;
+        while !self.c.find_all(Locator::Css(css)).await.unwrap().is_empty() {
+            assert!(Instant::now() < deadline, "{css} is still on the page");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the text of `css` contains `want`.
+    pub async fn text_contains(&self, css: &str, want: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Ok(e) = self.c.find(Locator::Css(css)).await
+                && let Ok(t) = e.text().await
+                && t.contains(want)
+            {
+                return t;
+            }
+            assert!(Instant::now() < deadline, "{css} never said {want:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Clicks the first element `css` matches.
+    pub async fn click(&self, css: &str) {
+        self.find(css).await.click().await.unwrap();
+    }
+
+    /// Clicks the first element `css` matches and accepts the confirmation it asks for.
+    pub async fn click_confirm(&self, css: &str) {
+        self.click(css).await;
+        let deadline = Instant::now() + WAIT;
+        while self.c.accept_alert().await.is_err() {
+            assert!(Instant::now() < deadline, "{css} asked for no confirmation");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Shows view `name` through its navigation button.
+    pub async fn view(&self, name: &str) {
+        self.click(&format!("[data-nav=\"{name}\"]")).await;
+        self.find(&format!("[data-view=\"{name}\"]:not([hidden])"))
+            .await;
+    }
+
+    /// Keeps a screenshot as `NAME.png` in `$FSBROKER_SCREENSHOTS`, when set.
+    pub async fn screenshot(&self, name: &str) {
+        if let Some(dir) = std::env::var_os("FSBROKER_SCREENSHOTS") {
+            let png = self.c.screenshot().await.unwrap();
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+        }
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.c.clone().close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}

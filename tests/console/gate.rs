@@ -1,0 +1,186 @@
+//! The gate: sign-in by a one-time link, the cookie, the `Host` and `Origin` checks, the
+//! headers every answer carries, and loopback only. Forged and malformed requests change
+//! nothing.
+
+use crate::site::Site;
+use serde_json::json;
+
+#[test]
+fn a_link_works_once_and_nothing_answers_without_its_cookie() {
+    let site = Site::start();
+    let path = site.link.split_once(&site.authority).unwrap().1.to_owned();
+    let first = site.http("GET", &path, &[], "");
+    assert_eq!(first.status, 303, "{first:?}");
+    let cookie = first.header("set-cookie").unwrap();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attr), "{cookie}");
+    }
+    let again = site.http("GET", &path, &[], "");
+    assert_eq!(again.status, 403, "a used link signed in again: {again:?}");
+    let forged = site.http("GET", "/login?token=00", &[], "");
+    assert_eq!(forged.status, 403);
+    for p in ["/", "/api/state", "/api/events"] {
+        let a = site.http("GET", p, &[], "");
+        assert_eq!(a.status, 401, "{p} without the cookie: {a:?}");
+        let a = site.http("GET", p, &[("Cookie", "fsbroker_console=ab")], "");
+        assert_eq!(a.status, 401, "{p} with a forged cookie: {a:?}");
+    }
+    let cookie = cookie.split(';').next().unwrap();
+    assert_eq!(site.http("GET", "/", &[("Cookie", cookie)], "").status, 200);
+    assert_eq!(site.state(cookie)["roots"][0]["mount"], "root");
+}
+
+#[test]
+fn a_foreign_host_or_origin_is_refused_and_changes_nothing() {
+    let site = Site::start();
+    let cookie = site.cookie();
+    let port = site.authority.rsplit_once(':').unwrap().1.to_owned();
+    // DNS rebinding: a name of the attacker's that resolves to 127.0.0.1.
+    let rebound = format!("evil.example:{port}");
+    for host in [rebound.as_str(), "127.0.0.1", "127.0.0.1:1"] {
+        let a = site.http(
+            "GET",
+            "/api/state",
+            &[("Host", host), ("Cookie", &cookie)],
+            "",
+        );
+        assert_eq!(a.status, 421, "Host {host}: {a:?}");
+    }
+    let add = json!({"op": "add", "path": site.extra(), "access": "write"}).to_string();
+    let own = format!("http://{}", site.authority);
+    let cases: [(&[(&str, &str)], u16); 4] = [
+        (
+            &[
+                ("Origin", "http://evil.example"),
+                ("Content-Type", "application/json"),
+            ],
+            403,
+        ),
+        (
+            &[("Origin", "null"), ("Content-Type", "application/json")],
+            403,
+        ),
+        (&[("Content-Type", "application/json")], 403),
+        (
+            &[("Origin", own.as_str()), ("Content-Type", "text/plain")],
+            415,
+        ),
+    ];
+    for (headers, want) in cases {
+        let mut h = vec![("Cookie", cookie.as_str())];
+        h.extend_from_slice(headers);
+        let a = site.http("POST", "/api/roots", &h, &add);
+        assert_eq!(a.status, want, "{headers:?}: {a:?}");
+    }
+    let roots = site.state(&cookie)["roots"].as_array().unwrap().len();
+    assert_eq!(roots, 1, "a refused request added a root");
+    assert!(
+        !site.state_file().exists(),
+        "a refused request wrote the state file"
+    );
+    // The same request from the page itself is taken.
+    let a = site.post(&cookie, "/api/roots", &serde_json::from_str(&add).unwrap());
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(site.state(&cookie)["roots"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn every_answer_forbids_framing_and_foreign_scripts_and_sets_no_cors() {
+    let site = Site::start();
+    let cookie = site.cookie();
+    for (path, cookie) in [("/", cookie.as_str()), ("/console.js", ""), ("/nope", "")] {
+        let a = site.http(
+            "GET",
+            path,
+            &[("Cookie", cookie), ("Origin", "http://evil.example")],
+            "",
+        );
+        let csp = a.header("content-security-policy").unwrap_or_default();
+        assert!(csp.contains("default-src 'self'"), "{path}: {a:?}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {a:?}");
+        assert_eq!(a.header("x-content-type-options"), Some("nosniff"));
+        assert!(
+            a.header("access-control-allow-origin").is_none(),
+            "{path}: {a:?}"
+        );
+    }
+}
+
+#[test]
+fn malformed_or_unknown_requests_are_4xx_and_change_nothing() {
+    let site = Site::start();
+    let cookie = site.cookie();
+    let bad = [
+        ("/api/questions/q1", json!({"answers": []}), 404),
+        ("/api/questions/zz", json!({"answers": []}), 404),
+        ("/api/offers/o9", json!({"allow": true}), 404),
+        ("/api/revoke", json!({}), 400),
+        ("/api/revoke", json!({"server": "nobody"}), 400),
+        (
+            "/api/roots",
+            json!({"op": "add", "path": "relative", "access": "read"}),
+            400,
+        ),
+        (
+            "/api/roots",
+            json!({"op": "add", "path": "/nonexistent/x", "access": "read"}),
+            400,
+        ),
+        (
+            "/api/roots",
+            json!({"op": "add", "path": site.extra(), "access": "all"}),
+            400,
+        ),
+        (
+            "/api/roots",
+            json!({"op": "add", "path": site.extra(), "access": "read", "mount": "root"}),
+            400,
+        ),
+        ("/api/roots", json!({"op": "remove", "mount": "nope"}), 404),
+        ("/api/roots", json!({"op": "chmod", "mount": "root"}), 400),
+        (
+            "/api/remembered/forget",
+            json!({"server": "s", "path": "root"}),
+            404,
+        ),
+    ];
+    for (path, body, want) in bad {
+        let a = site.post(&cookie, path, &body);
+        assert_eq!(a.status, want, "{path} {body}: {a:?}");
+        let e: serde_json::Value = serde_json::from_str(a.json_body()).unwrap();
+        assert!(e["error"].as_str().is_some_and(|m| !m.is_empty()), "{a:?}");
+    }
+    let a = site.http(
+        "POST",
+        "/api/roots",
+        &[
+            ("Cookie", &cookie),
+            ("Origin", &format!("http://{}", site.authority)),
+            ("Content-Type", "application/json"),
+        ],
+        "{not json",
+    );
+    assert_eq!(a.status, 400, "{a:?}");
+    let state = site.state(&cookie);
+    assert_eq!(state["roots"].as_array().unwrap().len(), 1, "{state}");
+    assert!(!site.state_file().exists());
+}
+
+#[test]
+fn the_console_serves_loopback_only() {
+    let site = Site::start();
+    for addr in ["0.0.0.0:0", "192.0.2.1", "[::]:8080", "example.com:80"] {
+        let ran = site.place.verb(&["daemon", "--foreground", "--ui", addr]);
+        assert_eq!(
+            ran.status.and_then(|s| s.code()),
+            Some(2),
+            "{addr}: {}",
+            ran.log()
+        );
+        assert!(
+            ran.log().contains("loopback") || ran.log().contains("not an address"),
+            "{}",
+            ran.log()
+        );
+    }
+}

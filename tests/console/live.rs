@@ -1,0 +1,41 @@
+//! What the page shows live: a session and its grants, its reads in the activity stream, a
+//! refusal standing out; and revocation from the page, effective on the next operation.
+
+use crate::browser::Browser;
+use crate::site::Site;
+use serde_json::json;
+
+const STANDING: &str =
+    "[[grants]]\nservers = [\"notes\"]\npath = \"root/docs\"\naccess = \"read\"\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_show_in_the_activity_and_a_revoke_on_the_page_holds() {
+    let site = Site::start_with(STANDING);
+    let b = Browser::open().await;
+    b.c.goto(&site.link).await.unwrap();
+    b.text_contains("#status", "live").await;
+    let mut s = site.server("notes");
+    let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
+    assert_eq!(r["result"]["content"], "alpha", "{r}");
+    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+
+    b.view("activity").await;
+    b.text_contains("[data-event].ok .path", "root/docs/a.md")
+        .await;
+    b.text_contains("[data-event].refused .path", "root/notes/n.md")
+        .await;
+    b.screenshot("activity").await;
+
+    b.view("sessions").await;
+    b.find("[data-session=\"notes\"] [data-grant=\"root/docs\"]")
+        .await;
+    b.screenshot("sessions").await;
+    b.click("[data-session=\"notes\"] [data-grant=\"root/docs\"] button.revoke")
+        .await;
+    b.gone("[data-session=\"notes\"] [data-grant=\"root/docs\"]")
+        .await;
+    let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "revoked", "{r}");
+    b.close().await;
+}

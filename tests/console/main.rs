@@ -1,0 +1,29 @@
+//! The console (`fsbroker daemon --ui`, `fsbroker console`), through a real daemon, real
+//! attached servers and a real browser (Debian's chromium, driven through chromedriver):
+//! the gate every request passes, consent answered on the page (approve, narrow, deny,
+//! remember), the live activity, revocation, "allow this?" after a refusal, and roots added
+//! on the page reaching a server.
+//!
+//! Set `FSBROKER_SCREENSHOTS=DIR` to keep a screenshot of each view in `DIR` (the README's
+//! come from `docs/console/`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
+
+#[allow(dead_code)]
+#[path = "../common/mod.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../daemon/place.rs"]
+mod place;
+#[allow(dead_code)]
+#[path = "../common/sidecar.rs"]
+mod sidecar;
+
+mod browser;
+mod site;
+
+mod consent;
+mod gate;
+mod live;
+mod offers;
+mod remember;
+mod roots;

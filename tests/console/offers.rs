@@ -1,0 +1,46 @@
+//! "Allow this?": a refusal for want of consent on a path the server never asked for is
+//! offered on the page; nothing is granted until the user allows it.
+
+use crate::browser::Browser;
+use crate::site::Site;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_offered_and_grants_only_when_allowed() {
+    let site = Site::start();
+    let b = Browser::open().await;
+    b.c.goto(&site.link).await.unwrap();
+    let mut s = site.server("notes");
+    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    let offer = b.find("[data-offer]").await;
+    let text = offer.text().await.unwrap();
+    assert!(text.contains("root/notes/n.md"), "{text}");
+    // Shown, not granted.
+    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    b.click("[data-offer] button.allow").await;
+    b.gone("[data-offer]").await;
+    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
+    assert_eq!(r["result"]["content"], "note", "{r}");
+    // Only that path.
+    let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dismissed_offer_grants_nothing() {
+    let site = Site::start();
+    let b = Browser::open().await;
+    b.c.goto(&site.link).await.unwrap();
+    let mut s = site.server("notes");
+    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    b.find("[data-offer]").await;
+    b.click("[data-offer] button.dismiss").await;
+    b.gone("[data-offer]").await;
+    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    b.close().await;
+}

@@ -1,0 +1,198 @@
+//! A daemon with its console, in a place of its own: a writable root `root` holding
+//! `docs/a.md`, `docs/lib/b.md` and `notes/n.md`, a directory `extra` beside it (not a root),
+//! consent answered on the page (`consent.fallback = "ui"`), and servers attached to it.
+
+use crate::place::{Daemon, Place};
+use crate::sidecar::{Sidecar, WAIT};
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct Site {
+    pub place: Place,
+    pub daemon: Daemon,
+    /// The sign-in link the daemon printed.
+    pub link: String,
+    /// `127.0.0.1:PORT`.
+    pub authority: String,
+}
+
+impl Site {
+    /// A daemon on a fresh place, its console served.
+    pub fn start() -> Site {
+        Site::start_with("")
+    }
+
+    /// The same, with `extra` appended to its policy file.
+    pub fn start_with(extra: &str) -> Site {
+        let place = Place::new();
+        for (rel, text) in [
+            ("docs/a.md", "alpha"),
+            ("docs/lib/b.md", "beta"),
+            ("notes/n.md", "note"),
+        ] {
+            let path = place.root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        std::fs::create_dir_all(place.tmp.path().join("extra")).unwrap();
+        std::fs::write(place.tmp.path().join("extra/e.txt"), "extra").unwrap();
+        let policy = format!(
+            "[[roots]]\npath = {:?}\nmount = \"root\"\naccess = \"write\"\n\n\
+             [consent]\nfallback = \"ui\"\n\n{extra}",
+            place.root.display().to_string()
+        );
+        std::fs::write(place.tmp.path().join("policy.toml"), policy).unwrap();
+        Site::again(place)
+    }
+
+    /// A daemon started anew on `place` (the state file kept).
+    pub fn again(place: Place) -> Site {
+        let policy = place.tmp.path().join("policy.toml");
+        let mut cmd = place.command(&["daemon", "--foreground", "--ui", "--policy"]);
+        cmd.arg(&policy);
+        let daemon = place.start_command(cmd);
+        let deadline = Instant::now() + WAIT;
+        let link = loop {
+            let err = daemon.stderr();
+            if let Some(l) = err.lines().find_map(|l| l.split("console at ").nth(1)) {
+                break l.split_whitespace().next().unwrap().to_owned();
+            }
+            assert!(Instant::now() < deadline, "no console link: {err}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let authority = link
+            .strip_prefix("http://")
+            .and_then(|r| r.split('/').next())
+            .unwrap()
+            .to_owned();
+        Site {
+            place,
+            daemon,
+            link,
+            authority,
+        }
+    }
+
+    /// Stops the daemon and hands its place back.
+    pub fn stop(mut self) -> Place {
+        self.daemon.terminate();
+        self.place
+    }
+
+    /// The directory beside the root that is not one.
+    pub fn extra(&self) -> PathBuf {
+        self.place.tmp.path().join("extra")
+    }
+
+    /// The console's state file.
+    pub fn state_file(&self) -> PathBuf {
+        self.place.tmp.path().join("config/fsbroker/console.json")
+    }
+
+    /// A fresh sign-in link, from `fsbroker console`.
+    pub fn fresh_link(&self) -> String {
+        let ran = self.place.verb(&["console", "--no-open"]);
+        assert!(ran.success(), "{}", ran.log());
+        String::from_utf8_lossy(&ran.stdout).trim().to_owned()
+    }
+
+    /// A server attached as `id` (`serve --daemon`).
+    pub fn server(&self, id: &str) -> Sidecar {
+        let daemon = format!("--daemon={}", self.place.socket().display());
+        let args: Vec<OsString> = ["serve", &daemon, "--server-id", id]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        Sidecar::spawn(&args, None)
+    }
+
+    /// The cookie a sign-in with a fresh link sets.
+    pub fn cookie(&self) -> String {
+        let link = self.fresh_link();
+        let path = link.split_once(&self.authority).unwrap().1.to_owned();
+        let answer = self.http("GET", &path, &[], "");
+        assert_eq!(answer.status, 303, "{answer:?}");
+        let set = answer.header("set-cookie").unwrap();
+        set.split(';').next().unwrap().to_owned()
+    }
+
+    /// One HTTP/1.1 request to the console, `Host` its own unless `headers` names one.
+    pub fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut s = std::net::TcpStream::connect(&self.authority).unwrap();
+        s.set_read_timeout(Some(WAIT)).unwrap();
+        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case("host")) {
+            head.push_str(&format!("Host: {}\r\n", self.authority));
+        }
+        for (h, v) in headers {
+            head.push_str(&format!("{h}: {v}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        s.write_all(head.as_bytes()).unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        Answer {
+            status,
+            head: head.to_owned(),
+            body: body.to_owned(),
+        }
+    }
+
+    /// `GET /api/state` with `cookie`.
+    pub fn state(&self, cookie: &str) -> Value {
+        let a = self.http("GET", "/api/state", &[("Cookie", cookie)], "");
+        assert_eq!(a.status, 200, "{a:?}");
+        serde_json::from_str(a.json_body()).unwrap()
+    }
+
+    /// A change sent as the page sends it: JSON, with the console's own `Origin`.
+    pub fn post(&self, cookie: &str, path: &str, body: &Value) -> Answer {
+        let origin = format!("http://{}", self.authority);
+        self.http(
+            "POST",
+            path,
+            &[
+                ("Cookie", cookie),
+                ("Origin", &origin),
+                ("Content-Type", "application/json"),
+            ],
+            &body.to_string(),
+        )
+    }
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|l| {
+            let (h, v) = l.split_once(':')?;
+            h.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    /// The body, without chunked framing when the answer was chunked.
+    pub fn json_body(&self) -> &str {
+        let b = self.body.trim();
+        match (b.find('{'), b.rfind('}')) {
+            (Some(i), Some(j)) => &b[i..=j],
+            _ => b,
+        }
+    }
+}
+
+/// A request line, for `Sidecar::send`.
+pub fn rpc(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
