@@ -79,6 +79,16 @@ impl Config {
                 });
             }
         }
+        // Files beside the policy that decide what servers may do, judged as the policy file
+        // is (every writable root this process has put in force, links followed).
+        for file in overrides.steering() {
+            root::outside_zones(file, &zones).map_err(|message| PolicyError {
+                file: "<policy>".into(),
+                line: None,
+                key: "roots".into(),
+                message,
+            })?;
+        }
         let rate = match previous {
             Some(p) if p.policy.limits == policy.limits => p.rate.clone(),
             _ => Arc::new(RateLimits::new(&policy.limits)),

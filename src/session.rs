@@ -86,6 +86,18 @@ pub(crate) struct Session {
     /// The requests handed over and not yet answered, by JSON-RPC id, each with the signal
     /// that withdraws it (`notifications/cancelled`).
     pending: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Under `consent.roots = "ask"`: the mounts this session was asked about, and those
+    /// it may see.
+    roots_seen: Mutex<RootsSeen>,
+}
+
+/// The roots a session was asked about under `consent.roots = "ask"`, by mount name.
+#[derive(Debug, Default)]
+pub(crate) struct RootsSeen {
+    /// Asked about, whatever the answer: never asked again in this session.
+    pub asked: Vec<String>,
+    /// Approved: shown.
+    pub shown: Vec<String>,
 }
 
 /// What a session has done so far: counters and its last request.
@@ -147,7 +159,13 @@ impl Session {
             ended: std::sync::atomic::AtomicBool::new(false),
             stats: Mutex::new(Stats::default()),
             pending: Mutex::new(HashMap::new()),
+            roots_seen: Mutex::new(RootsSeen::default()),
         }
+    }
+
+    /// The roots this session was asked about and may see (`consent.roots = "ask"`).
+    pub(crate) fn roots_seen(&self) -> MutexGuard<'_, RootsSeen> {
+        lock(&self.roots_seen)
     }
 
     /// The server id.

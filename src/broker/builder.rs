@@ -61,6 +61,14 @@ impl BrokerBuilder {
         self
     }
 
+    /// Refuses, now and at every reload, a writable root that holds `file` (the console's
+    /// state file).
+    #[cfg(feature = "cli")]
+    pub(crate) fn steer_from(mut self, file: &std::path::Path) -> Self {
+        self.overrides.steer_from(file);
+        self
+    }
+
     /// Lays the user's run-time edits (the daemon's console) over this policy and every one
     /// a reload brings.
     #[cfg(feature = "cli")]

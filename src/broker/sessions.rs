@@ -133,10 +133,12 @@ impl Broker {
     }
 
     /// Grants `path` at `access` (capped by its root's) to the live session `server_id`, as
-    /// the user decided outside a consent request (the console's "allow this?"). Returns
-    /// the access granted.
+    /// the user decided outside a consent request (the console's "allow this?" about a
+    /// refusal at `seen`). Returns the access granted.
     ///
-    /// Errors: `INVALID_PARAMS` when no session of that id is live; the errors of a request
+    /// Errors: `INVALID_PARAMS` when no session of that id is live, or the live one began
+    /// after `seen` (the session the user saw has ended; a new one of its name gets nothing
+    /// meant for it); the errors of a request
     /// path when `path` lies in no root the session sees; `QUOTA_EXCEEDED` when the session
     /// holds as many grants as it may.
     #[cfg(feature = "cli")]
@@ -145,8 +147,15 @@ impl Broker {
         server_id: &str,
         path: &MountPath,
         access: Access,
+        seen: std::time::SystemTime,
     ) -> Result<Access> {
         let session = self.live(server_id)?;
+        if session.started > seen {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!("the session {server_id} that was refused has ended"),
+            ));
+        }
         let request = crate::path::RequestPath::parse(&path.to_string())?;
         let (root, located) = self.inner.config().roots.locate(&request, server_id)?;
         let access = access.min(root.access());

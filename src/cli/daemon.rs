@@ -87,6 +87,12 @@ async fn run(args: DaemonArgs) -> ExitCode {
             .default_consent_mode(ConsentMode::Elicit)
             .ui_consent(std::sync::Arc::new(UiConsent(board.clone())))
             .layer(layer.clone());
+        // A server that may write the console's state could grant itself anything at the
+        // daemon's next start.
+        let b = match &store {
+            Some(store) => b.steer_from(store.file()),
+            None => b,
+        };
         match &socket_dir {
             Some(dir) => b.keep_out_of_roots(dir),
             None => b,

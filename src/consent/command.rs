@@ -45,6 +45,7 @@ impl CommandConsent {
             "paths": request.paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             "folders": request.folders.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             "access": request.access.as_str(),
+            "purpose": request.purpose.as_str(),
             "shown": shown(request),
         });
         if let Some(mut stdin) = child.stdin.take() {

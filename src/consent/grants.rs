@@ -95,6 +95,11 @@ impl Grants {
             && self.grants.iter().any(|g| g.path.starts_with(path))
     }
 
+    /// Whether a grant lies in the root mounted as `mount`.
+    pub(crate) fn any_in(&self, mount: &crate::path::MountName) -> bool {
+        self.grants.iter().any(|g| g.path.mount == *mount)
+    }
+
     /// Adds a grant, lifting revocation marks at or beneath it. Returns false when the
     /// session already holds [`MAX_GRANTS`] grants.
     pub(crate) fn add(&mut self, grant: Grant) -> bool {

@@ -48,6 +48,30 @@ pub struct ConsentRequest {
     /// joined with the path beneath it): for a host's dialog, which may show where the files
     /// are. It never reaches the server.
     pub host_paths: Vec<std::path::PathBuf>,
+    /// What an approval allows.
+    pub purpose: Purpose,
+}
+
+/// What approving a [`ConsentRequest`] allows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Purpose {
+    /// Access to the paths, at the request's access.
+    #[default]
+    Access,
+    /// Only that the server is shown these roots (their names and places) in `roots/list`,
+    /// asked under `consent.roots = "ask"`; none of their contents.
+    SeeRoots,
+}
+
+impl Purpose {
+    /// Its name on the wire: `access` or `roots`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Access => "access",
+            Purpose::SeeRoots => "roots",
+        }
+    }
 }
 
 impl ConsentRequest {
@@ -73,6 +97,7 @@ impl ConsentRequest {
             folders: Vec::new(),
             access,
             host_paths: Vec::new(),
+            purpose: Purpose::Access,
         }
     }
 

@@ -116,11 +116,18 @@ fn ask(
         .read(true)
         .write(true)
         .open(device)?;
-    let mut prompt = format!(
-        "\nfsbroker: server {:?} asks for {} access to:\n",
-        sanitise(&req.server_id, 100),
-        req.access.as_str()
-    );
+    let mut prompt = match req.purpose {
+        super::Purpose::SeeRoots => format!(
+            "\nfsbroker: server {:?} asks to see these shared folders (their names and \
+             places only, nothing in them):\n",
+            sanitise(&req.server_id, 100)
+        ),
+        _ => format!(
+            "\nfsbroker: server {:?} asks for {} access to:\n",
+            sanitise(&req.server_id, 100),
+            req.access.as_str()
+        ),
+    };
     for p in &req.paths {
         prompt.push_str(&format!("  {}\n", super::describe(req, p)));
     }

@@ -8,7 +8,7 @@
 //! has no host that can show the question (the daemon then asks its own provider).
 
 use crate::access::Access;
-use crate::consent::{ConsentAnswer, ConsentRequest, PathChoice};
+use crate::consent::{ConsentAnswer, ConsentRequest, PathChoice, Purpose};
 use crate::path::MountPath;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -33,6 +33,7 @@ pub(crate) fn question(n: u64, r: &ConsentRequest) -> Vec<u8> {
             "folders": strings(&r.folders),
             "access": r.access.as_str(),
             "hostPaths": r.host_paths.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
+            "purpose": r.purpose.as_str(),
         },
     });
     serde_json::to_vec(&message).unwrap_or_default()
@@ -49,6 +50,8 @@ struct QuestionParams {
     access: Access,
     #[serde(default)]
     host_paths: Vec<std::path::PathBuf>,
+    #[serde(default)]
+    purpose: Option<String>,
 }
 
 /// A question read from the daemon's line `v`: its id and what it asks; `None` when `v` is
@@ -63,6 +66,12 @@ pub(crate) fn read_question(v: &Value) -> Option<(Value, ConsentRequest)> {
     request.message = p.message;
     request.folders = mount_paths(&p.folders)?;
     request.host_paths = p.host_paths;
+    request.purpose = match p.purpose.as_deref() {
+        None | Some("access") => Purpose::Access,
+        Some("roots") => Purpose::SeeRoots,
+        // A purpose this end does not know is not shown as something it is not.
+        Some(_) => return None,
+    };
     Some((id, request))
 }
 
@@ -153,6 +162,7 @@ mod tests {
         r.message = Some("why".into());
         r.folders = vec![docs.clone()];
         r.host_paths = vec!["/home/u/proj/docs".into()];
+        r.purpose = Purpose::SeeRoots;
         let line: Value = serde_json::from_slice(&question(7, &r)).unwrap();
         let (id, back) = read_question(&line).unwrap();
         assert_eq!(back, r);

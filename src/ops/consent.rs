@@ -369,6 +369,7 @@ async fn ask_provider(
                     .unwrap_or_default()
             })
             .collect(),
+        purpose: crate::consent::Purpose::Access,
     };
     let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
     let source = &ctx.inner.consent;

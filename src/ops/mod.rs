@@ -54,7 +54,7 @@ pub(crate) async fn dispatch(
     };
     match method {
         Method::Ping => reply(wire::Empty {}),
-        Method::RootsList => roots_list::run(ctx, session, params).and_then(reply),
+        Method::RootsList => roots_list::run(ctx, session, params).await.and_then(reply),
         Method::Consent => consent::run(ctx, session, params).await.and_then(reply),
         Method::Read => read::run(ctx, session, params).await.and_then(reply),
         Method::List => list::run(ctx, session, params).await.and_then(reply),

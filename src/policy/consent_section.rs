@@ -29,6 +29,24 @@ pub struct ConsentPolicy {
     /// Rules tried in order before the provider is asked.
     #[serde(default)]
     pub rules: Vec<ConsentRule>,
+    /// Whether `roots/list` shows a server the roots at once (`show`) or only those the
+    /// user let it see (`ask`).
+    #[serde(default)]
+    pub roots: RootsShown,
+}
+
+/// What `roots/list` shows a server before anyone consented.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum RootsShown {
+    /// Every root the server may see.
+    #[default]
+    Show,
+    /// Only the roots the consent provider let this session see (asked once per root and
+    /// session, at its first `roots/list`), and those it holds a grant in: host paths are
+    /// not shown to a server before the user agreed.
+    Ask,
 }
 
 /// What the rules decide of one requested path, before anyone is asked.
@@ -87,6 +105,7 @@ impl Default for ConsentPolicy {
             fallback: None,
             timeout_secs: default_consent_timeout(),
             rules: Vec::new(),
+            roots: RootsShown::Show,
         }
     }
 }

@@ -15,7 +15,7 @@ mod overrides;
 mod root_path;
 
 pub(crate) use consent_section::Ruling;
-pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision};
+pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision, RootsShown};
 #[cfg(feature = "cli")]
 pub(crate) use describe::describe;
 pub(crate) use layer::{AddedRoot, Layer, Remembered};

@@ -166,6 +166,7 @@ pub(crate) enum Given {
 pub(crate) struct Overrides {
     set: BTreeMap<Key, Given>,
     keep_out: Vec<std::path::PathBuf>,
+    steering: Vec<std::path::PathBuf>,
     layer: super::Layer,
 }
 
@@ -186,6 +187,18 @@ impl Overrides {
             .iter()
             .find(|d| real.as_ref().is_none_or(|r| d.starts_with(r)))
             .map(std::path::PathBuf::as_path)
+    }
+
+    /// Refuses, in every policy, a writable root that holds `file` (the console's state
+    /// file, which decides what servers are granted at the daemon's next start), as the
+    /// policy file itself is.
+    pub(crate) fn steer_from(&mut self, file: &std::path::Path) {
+        self.steering.push(file.to_owned());
+    }
+
+    /// The files given to [`Overrides::steer_from`].
+    pub(crate) fn steering(&self) -> &[std::path::PathBuf] {
+        &self.steering
     }
 
     /// Lays `layer` over every policy, in place of the one laid before.

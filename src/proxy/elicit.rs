@@ -56,13 +56,19 @@ impl ConsentProvider for ElicitConsent {
 pub(super) fn form(request: &ConsentRequest) -> Value {
     // Quotes are taken out of the name so that it cannot close the quotation around it.
     let name = sanitise(&plain_text(&request.server_id), 100).replace('"', "'");
-    let mut text = format!(
-        "The MCP server \"{name}\" asks to {} these files:\n",
-        match request.access {
-            Access::Read => "read",
-            Access::Write => "read and change",
-        }
-    );
+    let mut text = match request.purpose {
+        crate::consent::Purpose::SeeRoots => format!(
+            "The MCP server \"{name}\" asks to see these shared folders (their names and \
+             places only, nothing in them):\n"
+        ),
+        _ => format!(
+            "The MCP server \"{name}\" asks to {} these files:\n",
+            match request.access {
+                Access::Read => "read",
+                Access::Write => "read and change",
+            }
+        ),
+    };
     for p in &request.paths {
         text.push_str("  ");
         text.push_str(&describe(request, p));
@@ -252,6 +258,7 @@ mod tests {
             paths,
             access,
             host_paths: Vec::new(),
+            purpose: crate::consent::Purpose::Access,
         }
     }
 

@@ -184,3 +184,53 @@ fn the_console_serves_loopback_only() {
         );
     }
 }
+
+/// The state file decides what servers are granted at the next start: no writable root may
+/// hold it, whether added on the page or given to the daemon; a read-only one may.
+#[test]
+fn a_writable_root_may_not_hold_the_state_file() {
+    let site = Site::start();
+    let cookie = site.cookie();
+    let config = site.place.tmp.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    // A daemon of its own, given it as a writable root: refused at start.
+    let mut cmd = site
+        .place
+        .command(&["daemon", "--foreground", "--writable", "--socket"]);
+    cmd.arg(site.place.tmp.path().join("run2/x.sock"))
+        .arg("--root")
+        .arg(&config);
+    std::fs::create_dir_all(site.place.tmp.path().join("run2")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        site.place.tmp.path().join("run2"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let ran = crate::sidecar::run_within(cmd, crate::sidecar::WAIT);
+    assert!(!ran.success(), "{}", ran.log());
+    assert!(ran.log().contains("console.json"), "{}", ran.log());
+    let add = |access: &str| json!({"op": "add", "path": config, "access": access, "mount": "cfg"});
+    let a = site.post(&cookie, "/api/roots", &add("write"));
+    assert_eq!(a.status, 400, "{a:?}");
+    assert!(a.body.contains("console.json"), "{a:?}");
+    assert_eq!(site.state(&cookie)["roots"].as_array().unwrap().len(), 1);
+    let a = site.post(&cookie, "/api/roots", &add("read"));
+    assert_eq!(a.status, 200, "{a:?}");
+    // Switched to writable on the page: refused the same way, and it stays read-only.
+    let a = site.post(
+        &cookie,
+        "/api/roots",
+        &json!({"op": "access", "mount": "cfg", "access": "write"}),
+    );
+    assert_eq!(a.status, 400, "{a:?}");
+    let roots = site.state(&cookie)["roots"].clone();
+    assert!(
+        roots
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["mount"] == "cfg" && r["access"] == "read"),
+        "{roots}"
+    );
+}

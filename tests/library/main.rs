@@ -47,6 +47,7 @@ mod readme;
 mod rename;
 mod review_regressions;
 mod root_moves;
+mod roots_consent;
 mod seed_examples;
 mod smoke;
 mod stat_roots;

@@ -9,7 +9,7 @@ use super::Console;
 use super::edits::{added_mount, remember};
 use super::http::{Refusal, Web};
 use crate::access::Access;
-use crate::consent::{ConsentAnswer, PathChoice, narrowed, sanitise};
+use crate::consent::{ConsentAnswer, PathChoice, Purpose, narrowed, sanitise};
 use crate::daemon::control::{status, when};
 use crate::locks::lock;
 use crate::path::{MountPath, RelPath};
@@ -73,6 +73,7 @@ pub(super) fn picture(c: &Console) -> Value {
                 "server": r.server_id,
                 "message": r.message.as_deref().map(|m| sanitise(m, MAX_MESSAGE)),
                 "access": r.access.as_str(),
+                "purpose": r.purpose.as_str(),
                 "asked": when(*asked),
                 "expires": when(*asked + timeout),
                 "paths": paths,
@@ -169,6 +170,11 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
     let a: Answer = body(bytes)?;
     let gone = || Refusal::new(StatusCode::NOT_FOUND, "this question no longer waits");
     let request = c.board.question(n).ok_or_else(gone)?;
+    if a.remember && request.purpose != Purpose::Access {
+        return Err(bad(
+            "only access is remembered: a question about seeing roots is asked once a session",
+        ));
+    }
     let mut choices = Vec::new();
     for p in &a.answers {
         let asked: MountPath = p
@@ -248,7 +254,7 @@ fn offer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal> 
     }
     let access = c
         .broker
-        .grant(&offer.server, &offer.path, offer.access)
+        .grant(&offer.server, &offer.path, offer.access, offer.at)
         .map_err(|e| Refusal::new(StatusCode::CONFLICT, format!("not granted: {e}")))?;
     tracing::info!(server = %offer.server, path = %offer.path, access = access.as_str(), "console: allowed after a refusal");
     if a.remember {

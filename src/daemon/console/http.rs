@@ -51,6 +51,7 @@ pub(super) fn serve(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAdd
         .route("/login", get(login))
         .route("/console.css", get(css))
         .route("/console.js", get(js))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/state", get(api::state))
         .route("/api/events", get(events::stream))
         .route("/api/questions/{id}", post(api::answer))
@@ -122,7 +123,10 @@ async fn gate(State(web): State<Web>, request: Request, next: Next) -> Response 
 /// The paths served without the cookie: the sign-in, and the page's static files (which
 /// hold nothing of the user's).
 fn open(path: &str) -> bool {
-    matches!(path, "/login" | "/console.css" | "/console.js")
+    matches!(
+        path,
+        "/login" | "/console.css" | "/console.js" | "/favicon.ico"
+    )
 }
 
 /// Whether the request carries this console's sign-in cookie.

@@ -31,7 +31,6 @@ impl Store {
     }
 
     /// The file's path.
-    #[cfg(test)]
     pub(crate) fn file(&self) -> &Path {
         &self.file
     }

@@ -7,7 +7,7 @@
   const MAX_EVENTS = 500;
   // Refusals that mean a server tried to reach past what it was given.
   const SECURITY_REASONS = new Set([
-    'outside_root', 'no_consent', 'revoked', 'symlink_escape', 'read_only', 'cross_root',
+    'outside_root', 'no_consent', 'revoked', 'symlink_escape', 'read_only',
   ]);
   // Audit events older than this were replayed at connect: never a reason to notify.
   const pageLoaded = Date.now();
@@ -276,8 +276,8 @@
 
   // Keeps the children of `container` in step with `items`: an element whose item did not
   // change is left alone (so what the user typed or focused in it stays), a changed one is
-  // rebuilt, with focus put back on the same control.
-  function reconcile(container, items, keyOf, sigOf, build) {
+  // patched in place where `patch` can, else rebuilt with focus put back on the same control.
+  function reconcile(container, items, keyOf, sigOf, build, patch) {
     const old = new Map(Array.from(container.children, (el) => [el._key, el]));
     const used = new Set();
     let prev = null;
@@ -287,7 +287,7 @@
       used.add(key);
       const sig = sigOf(item);
       let el = old.get(key);
-      if (el && el._sig !== sig) {
+      if (el && el._sig !== sig && !(patch && patch(el, item))) {
         const focus = focusSelector(el);
         const fresh = build(item);
         el.replaceWith(fresh);
@@ -337,7 +337,10 @@
   }
 
   function questionCard(q) {
-    const write = q.access === 'write';
+    // A question about seeing roots grants nothing but their names in roots/list: nothing
+    // to narrow, lower or remember.
+    const roots = q.purpose === 'roots';
+    const write = !roots && q.access === 'write';
     const paths = q.paths || [];
     const key = 'q:' + q.id;
     const card = h('article', { class: 'card question', dataset: { question: q.id } });
@@ -345,11 +348,15 @@
     const denyBtn = button('btn-danger-outline deny-all', 'Deny all', () => submitQuestion(q, card, true));
     append(card, [
       h('header', { class: 'card-head' },
-        h('div', { class: 'card-head-main' },
-          h('span', { class: 'server-name', text: q.server }),
-          h('span', { class: 'muted', text: 'asks for' }),
-          accessBadge(q.access),
-          h('span', { class: 'muted', text: `access to ${paths.length} path${paths.length === 1 ? '' : 's'}` })),
+        roots
+          ? h('div', { class: 'card-head-main' },
+            h('span', { class: 'server-name', text: q.server }),
+            h('span', { class: 'muted', text: 'asks to see these shared folders: their names and places, nothing in them' }))
+          : h('div', { class: 'card-head-main' },
+            h('span', { class: 'server-name', text: q.server }),
+            h('span', { class: 'muted', text: 'asks for' }),
+            accessBadge(q.access),
+            h('span', { class: 'muted', text: `access to ${paths.length} path${paths.length === 1 ? '' : 's'}` })),
         h('div', { class: 'card-head-side' },
           h('span', { class: 'muted small' }, 'asked ', timeEl(q.asked)),
           h('span', { class: 'time-left', dataset: { expires: q.expires || '' }, title: 'Denied when the time runs out: ' + absTime(q.expires) }))),
@@ -358,16 +365,18 @@
           h('span', { class: 'message-label', text: 'The server says' }),
           h('p', { class: 'message-text', text: q.message }))
         : h('p', { class: 'message-none muted small', text: 'The server gave no reason.' }),
-      h('div', { class: 'paths' }, paths.map((p, i) => pathRow(q, p, i, write))),
+      h('div', { class: 'paths' }, paths.map((p, i) => pathRow(q, p, i, write, roots))),
       h('footer', { class: 'card-foot' },
-        h('label', { class: 'check' }, h('input', { type: 'checkbox', class: 'remember' }), 'Remember for this server'),
+        roots
+          ? h('span', { class: 'muted small', text: 'Asked once for this session.' })
+          : h('label', { class: 'check' }, h('input', { type: 'checkbox', class: 'remember' }), 'Remember for this server'),
         h('div', { class: 'actions' }, denyBtn, answerBtn)),
       errorEl(key),
     ]);
     return card;
   }
 
-  function pathRow(q, p, i, write) {
+  function pathRow(q, p, i, write, roots) {
     const name = `q-${q.id}-${i}`;
     return h('div', { class: 'path-row', dataset: { path: p.path } },
       h('div', { class: 'path-info' },
@@ -378,7 +387,7 @@
       h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Decision for ' + p.path },
         h('label', { class: 'seg seg-allow' }, h('input', { type: 'radio', name, value: 'allow' }), 'Allow'),
         h('label', { class: 'seg seg-deny' }, h('input', { type: 'radio', name, value: 'deny', checked: true }), 'Deny')),
-      h('label', { class: 'narrow-field' + (p.folder ? '' : ' is-disabled') },
+      roots ? h('span', { class: 'check-placeholder' }) : h('label', { class: 'narrow-field' + (p.folder ? '' : ' is-disabled') },
         h('span', { class: 'narrow-label', text: 'Narrow to' }),
         h('input', {
           type: 'text', class: 'narrow', placeholder: p.folder ? 'sub/folder' : 'files cannot be narrowed',
@@ -399,7 +408,8 @@
       const approve = !denyAll && !!row && $('input[value=allow]', row).checked;
       const a = { path: p.path, approve };
       if (approve) {
-        const narrow = $('input.narrow', row).value.trim();
+        const narrowBox = $('input.narrow', row);
+        const narrow = narrowBox ? narrowBox.value.trim() : '';
         if (narrow && p.folder) {
           if (narrow.startsWith('/') || narrow.split('/').some((seg) => seg === '..')) {
             setError(key, `Narrow ${p.path} to a place beneath it, relative to it, like sub/folder.`);
@@ -412,7 +422,8 @@
       }
       answers.push(a);
     }
-    const remember = !denyAll && $('input.remember', card).checked;
+    const rememberBox = $('input.remember', card);
+    const remember = !denyAll && !!rememberBox && rememberBox.checked;
     const controls = $$('button, input', card);
     const ok = await post(`/api/questions/${encodeURIComponent(q.id)}`, { answers, remember }, key, controls);
     if (ok) settle(card, denyAll ? 'Denied.' : 'Answered.');
@@ -462,7 +473,7 @@
 
   function renderSessions() {
     const sessions = state.sessions || [];
-    reconcile($('#sessions'), sessions, (s) => s.server, sig, sessionCard);
+    reconcile($('#sessions'), sessions, (s) => s.server, sig, sessionCard, patchSession);
     $('#sessions-empty').hidden = sessions.length > 0;
     setBadge('sessions', sessions.length);
   }
@@ -474,22 +485,27 @@
     return 'sandboxed';
   }
 
+  // What changes with every operation (counters, last activity, watches) is redrawn in
+  // place; the card itself, with its buttons, only when what it may reach changes, so a
+  // busy server does not swap a button from under the pointer between press and release.
+  const LIVE = ['started', 'pid', 'serverPid', 'inFlight', 'lastActivity', 'counters', 'watches', 'uploads'];
+  const stableSig = (s) => JSON.stringify(Object.entries(s).filter(([k]) => !LIVE.includes(k)));
+
+  function patchSession(el, s) {
+    if (el._stable !== stableSig(s)) return false;
+    $('.session-live', el).replaceChildren(...sessionLive(s).filter(Boolean));
+    return true;
+  }
+
   function sessionCard(s) {
-    const c = s.counters || {};
     const key = 's:' + s.server;
     const sandbox = sandboxText(s.sandbox);
     const card = h('article', { class: 'card session', dataset: { session: s.server } });
+    card._stable = stableSig(s);
     const revokeAll = button('btn-danger-outline btn-small revoke-server', "Revoke all of this server's access", async () => {
       if (!confirm(`Revoke all of ${s.server}'s access? Its grants end at its next operation.`)) return;
       await post('/api/revoke', { server: s.server }, key, [revokeAll]);
     });
-    const pids = [
-      s.pid !== undefined && s.pid !== null ? `pid ${s.pid}` : null,
-      s.serverPid !== undefined && s.serverPid !== null ? `server pid ${s.serverPid}` : null,
-    ].filter(Boolean);
-    const la = s.lastActivity;
-    const stat = (label, value, cls = '') => h('div', { class: 'stat ' + cls }, h('span', { class: 'stat-value', text: value }), h('span', { class: 'stat-label', text: label }));
-
     append(card, [
       h('header', { class: 'card-head' },
         h('div', { class: 'card-head-main' },
@@ -498,6 +514,32 @@
           h('span', { class: 'badge ' + (sandbox ? 'badge-ok' : 'badge-warn'), text: sandbox || 'not sandboxed' }),
           s.era ? h('span', { class: 'badge badge-muted', text: s.era + ' era' }) : null),
         revokeAll),
+      h('div', { class: 'session-live' }, sessionLive(s)),
+      h('div', { class: 'kv' },
+        h('span', { class: 'label-muted', text: 'Roots it sees' }),
+        h('div', { class: 'chips' }, (s.roots || []).length
+          ? s.roots.map((r) => h('code', { class: 'chip', text: r }))
+          : h('span', { class: 'muted', text: 'none' }))),
+      grantsTable(s),
+      errorEl(key),
+    ]);
+    return card;
+  }
+
+  function sessionLive(s) {
+    const c = s.counters || {};
+    const la = s.lastActivity;
+    const pids = [
+      s.pid !== undefined && s.pid !== null ? `pid ${s.pid}` : null,
+      s.serverPid !== undefined && s.serverPid !== null ? `server pid ${s.serverPid}` : null,
+    ].filter(Boolean);
+    const stat = (label, value, cls = '') => h('div', { class: 'stat ' + cls },
+      h('span', { class: 'stat-value', text: value }), h('span', { class: 'stat-label', text: label }));
+    const chipRow = (label, list, text) => (list && list.length
+      ? h('div', { class: 'kv' }, h('span', { class: 'label-muted', text: label }),
+        h('div', { class: 'chips' }, list.map((x) => h('code', { class: 'chip', text: text(x) }))))
+      : null);
+    return [
       h('p', { class: 'meta muted small' },
         'started ', timeEl(s.started),
         pids.length ? ' · ' + pids.join(' · ') : '',
@@ -517,23 +559,9 @@
         c.cancelled ? stat('cancelled', String(c.cancelled)) : null,
         stat('read', bytes(c.bytesRead)),
         stat('written', bytes(c.bytesWritten))),
-      h('div', { class: 'kv' },
-        h('span', { class: 'label-muted', text: 'Roots it sees' }),
-        h('div', { class: 'chips' }, (s.roots || []).length
-          ? s.roots.map((r) => h('code', { class: 'chip', text: r }))
-          : h('span', { class: 'muted', text: 'none' }))),
-      (s.watches || []).length
-        ? h('div', { class: 'kv' }, h('span', { class: 'label-muted', text: 'Watches' }),
-          h('div', { class: 'chips' }, s.watches.map((w) => h('code', { class: 'chip', title: w.id || '', text: w.path + (w.recursive ? ' (recursive)' : '') }))))
-        : null,
-      (s.uploads || []).length
-        ? h('div', { class: 'kv' }, h('span', { class: 'label-muted', text: 'Uploads' }),
-          h('div', { class: 'chips' }, s.uploads.map((u) => h('code', { class: 'chip', text: `${u.path} · ${bytes(u.stagedBytes)} staged` }))))
-        : null,
-      grantsTable(s),
-      errorEl(key),
-    ]);
-    return card;
+      chipRow('Watches', s.watches, (w) => w.path + (w.recursive ? ' (recursive)' : '')),
+      chipRow('Uploads', s.uploads, (u) => `${u.path} · ${bytes(u.stagedBytes)} staged`),
+    ];
   }
 
   function grantsTable(s) {
