@@ -79,35 +79,68 @@ pub(super) fn reload(args: ReloadArgs) -> ExitCode {
 /// `fsbroker console`: 0 with a fresh sign-in link printed (and opened, unless
 /// `--no-open`, where the desktop has an opener), 1 when the daemon gave none.
 pub(super) fn console(args: ConsoleArgs) -> ExitCode {
-    let answer = match ask(args.daemon, &json!({"op": "console"})) {
+    let socket = match socket_path(args.daemon.clone()) {
+        Ok(s) => s,
+        Err(message) => {
+            eprintln!("fsbroker: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let answer = match ask(Some(socket.clone()), &json!({"op": "console"})) {
         Ok(a) => a,
         Err(code) => return code,
     };
     let link = text(&answer["url"]);
     println!("{link}");
-    if !args.no_open
-        && std::env::var_os("DISPLAY")
-            .or(std::env::var_os("WAYLAND_DISPLAY"))
-            .is_some()
-    {
-        // The link holds a token that works once: the opener gets it, nobody else.
-        let opened = std::process::Command::new("xdg-open")
-            .arg(link)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-        if !opened.is_ok_and(|s| s.success()) {
-            eprintln!(
-                "fsbroker: open the link above in your browser (it works once, for five minutes)"
-            );
-        }
-    } else {
+    let desktop = std::env::var_os("DISPLAY")
+        .or(std::env::var_os("WAYLAND_DISPLAY"))
+        .is_some();
+    let opened = !args.no_open && desktop && open_privately(&socket, link);
+    if !opened {
         eprintln!(
             "fsbroker: open the link above in your browser (it works once, for five minutes)"
         );
     }
     ExitCode::SUCCESS
+}
+
+/// Opens `link` in the desktop's browser without putting it on a command line, where every
+/// local process could read it (`/proc/PID/cmdline`) and sign in first: the opener is given
+/// a page in the daemon's private directory (0700) that sends the browser on. Whether an
+/// opener ran.
+fn open_privately(socket: &std::path::Path, link: &str) -> bool {
+    let Some(dir) = socket.parent() else {
+        return false;
+    };
+    let page = dir.join("console.html");
+    let html = format!(
+        "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>\
+         <meta http-equiv=refresh content=\"0;url={link}\"><title>fsbroker console</title>\
+         <a href=\"{link}\">Open the fsbroker console</a>\n"
+    );
+    let written = {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::remove_file(&page);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&page)
+            .and_then(|mut f| f.write_all(html.as_bytes()))
+    };
+    if let Err(e) = written {
+        eprintln!("fsbroker: cannot write {}: {e}", page.display());
+        return false;
+    }
+    std::process::Command::new("xdg-open")
+        .arg(&page)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// What a reload changed, one line a kind.

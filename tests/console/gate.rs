@@ -6,7 +6,7 @@ use crate::site::Site;
 use serde_json::json;
 
 #[test]
-fn a_link_works_once_and_nothing_answers_without_its_cookie() {
+fn a_link_works_once_and_nothing_answers_without_its_cookie_and_key() {
     let site = Site::start();
     let path = site.link.split_once(&site.authority).unwrap().1.to_owned();
     let first = site.http("GET", &path, &[], "");
@@ -15,25 +15,45 @@ fn a_link_works_once_and_nothing_answers_without_its_cookie() {
     for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(attr), "{cookie}");
     }
+    let key = first
+        .header("location")
+        .unwrap()
+        .strip_prefix("/#key=")
+        .unwrap();
     let again = site.http("GET", &path, &[], "");
     assert_eq!(again.status, 403, "a used link signed in again: {again:?}");
     let forged = site.http("GET", "/login?token=00", &[], "");
     assert_eq!(forged.status, 403);
+    let cookie = cookie.split(';').next().unwrap();
     for p in ["/", "/api/state", "/api/events"] {
         let a = site.http("GET", p, &[], "");
         assert_eq!(a.status, 401, "{p} without the cookie: {a:?}");
         let a = site.http("GET", p, &[("Cookie", "fsbroker_console=ab")], "");
         assert_eq!(a.status, 401, "{p} with a forged cookie: {a:?}");
     }
-    let cookie = cookie.split(';').next().unwrap();
+    // The API needs the sign-in's key beside its cookie: a cookie is sent to every port of
+    // 127.0.0.1, so whoever listens on another may have it.
+    let a = site.http("GET", "/api/state", &[("Cookie", cookie)], "");
+    assert_eq!(a.status, 401, "the cookie alone opened the API: {a:?}");
+    let a = site.http("GET", "/api/events", &[("Cookie", cookie)], "");
+    assert_eq!(a.status, 401, "the cookie alone opened the stream: {a:?}");
+    let a = site.http("GET", "/api/state", &[("X-Fsbroker-Key", key)], "");
+    assert_eq!(a.status, 401, "the key alone opened the API: {a:?}");
+    let other = site.signin();
+    let mixed = [("Cookie", cookie), ("X-Fsbroker-Key", other.key.as_str())];
+    let a = site.http("GET", "/api/state", &mixed, "");
+    assert_eq!(a.status, 401, "another sign-in's key was taken: {a:?}");
     assert_eq!(site.http("GET", "/", &[("Cookie", cookie)], "").status, 200);
-    assert_eq!(site.state(cookie)["roots"][0]["mount"], "root");
+    let mine = [("Cookie", cookie), ("X-Fsbroker-Key", key)];
+    let a = site.http("GET", "/api/state", &mine, "");
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(site.state(&other)["roots"][0]["mount"], "root");
 }
 
 #[test]
 fn a_foreign_host_or_origin_is_refused_and_changes_nothing() {
     let site = Site::start();
-    let cookie = site.cookie();
+    let auth = site.signin();
     let port = site.authority.rsplit_once(':').unwrap().1.to_owned();
     // DNS rebinding: a name of the attacker's that resolves to 127.0.0.1.
     let rebound = format!("evil.example:{port}");
@@ -41,7 +61,11 @@ fn a_foreign_host_or_origin_is_refused_and_changes_nothing() {
         let a = site.http(
             "GET",
             "/api/state",
-            &[("Host", host), ("Cookie", &cookie)],
+            &[
+                ("Host", host),
+                ("Cookie", &auth.cookie),
+                ("X-Fsbroker-Key", &auth.key),
+            ],
             "",
         );
         assert_eq!(a.status, 421, "Host {host}: {a:?}");
@@ -67,28 +91,32 @@ fn a_foreign_host_or_origin_is_refused_and_changes_nothing() {
         ),
     ];
     for (headers, want) in cases {
-        let mut h = vec![("Cookie", cookie.as_str())];
+        let mut h = auth.headers();
         h.extend_from_slice(headers);
         let a = site.http("POST", "/api/roots", &h, &add);
         assert_eq!(a.status, want, "{headers:?}: {a:?}");
     }
-    let roots = site.state(&cookie)["roots"].as_array().unwrap().len();
+    let roots = site.state(&auth)["roots"].as_array().unwrap().len();
     assert_eq!(roots, 1, "a refused request added a root");
     assert!(
         !site.state_file().exists(),
         "a refused request wrote the state file"
     );
     // The same request from the page itself is taken.
-    let a = site.post(&cookie, "/api/roots", &serde_json::from_str(&add).unwrap());
+    let a = site.post(&auth, "/api/roots", &serde_json::from_str(&add).unwrap());
     assert_eq!(a.status, 200, "{a:?}");
-    assert_eq!(site.state(&cookie)["roots"].as_array().unwrap().len(), 2);
+    assert_eq!(site.state(&auth)["roots"].as_array().unwrap().len(), 2);
 }
 
 #[test]
 fn every_answer_forbids_framing_and_foreign_scripts_and_sets_no_cors() {
     let site = Site::start();
-    let cookie = site.cookie();
-    for (path, cookie) in [("/", cookie.as_str()), ("/console.js", ""), ("/nope", "")] {
+    let auth = site.signin();
+    for (path, cookie) in [
+        ("/", auth.cookie.as_str()),
+        ("/console.js", ""),
+        ("/nope", ""),
+    ] {
         let a = site.http(
             "GET",
             path,
@@ -109,7 +137,7 @@ fn every_answer_forbids_framing_and_foreign_scripts_and_sets_no_cors() {
 #[test]
 fn malformed_or_unknown_requests_are_4xx_and_change_nothing() {
     let site = Site::start();
-    let cookie = site.cookie();
+    let auth = site.signin();
     let bad = [
         ("/api/questions/q1", json!({"answers": []}), 404),
         ("/api/questions/zz", json!({"answers": []}), 404),
@@ -145,7 +173,7 @@ fn malformed_or_unknown_requests_are_4xx_and_change_nothing() {
         ),
     ];
     for (path, body, want) in bad {
-        let a = site.post(&cookie, path, &body);
+        let a = site.post(&auth, path, &body);
         assert_eq!(a.status, want, "{path} {body}: {a:?}");
         let e: serde_json::Value = serde_json::from_str(a.json_body()).unwrap();
         assert!(e["error"].as_str().is_some_and(|m| !m.is_empty()), "{a:?}");
@@ -154,14 +182,15 @@ fn malformed_or_unknown_requests_are_4xx_and_change_nothing() {
         "POST",
         "/api/roots",
         &[
-            ("Cookie", &cookie),
+            ("Cookie", &auth.cookie),
+            ("X-Fsbroker-Key", &auth.key),
             ("Origin", &format!("http://{}", site.authority)),
             ("Content-Type", "application/json"),
         ],
         "{not json",
     );
     assert_eq!(a.status, 400, "{a:?}");
-    let state = site.state(&cookie);
+    let state = site.state(&auth);
     assert_eq!(state["roots"].as_array().unwrap().len(), 1, "{state}");
     assert!(!site.state_file().exists());
 }
@@ -190,7 +219,7 @@ fn the_console_serves_loopback_only() {
 #[test]
 fn a_writable_root_may_not_hold_the_state_file() {
     let site = Site::start();
-    let cookie = site.cookie();
+    let auth = site.signin();
     let config = site.place.tmp.path().join("config");
     std::fs::create_dir_all(&config).unwrap();
     // A daemon of its own, given it as a writable root: refused at start.
@@ -211,20 +240,20 @@ fn a_writable_root_may_not_hold_the_state_file() {
     assert!(!ran.success(), "{}", ran.log());
     assert!(ran.log().contains("console.json"), "{}", ran.log());
     let add = |access: &str| json!({"op": "add", "path": config, "access": access, "mount": "cfg"});
-    let a = site.post(&cookie, "/api/roots", &add("write"));
+    let a = site.post(&auth, "/api/roots", &add("write"));
     assert_eq!(a.status, 400, "{a:?}");
     assert!(a.body.contains("console.json"), "{a:?}");
-    assert_eq!(site.state(&cookie)["roots"].as_array().unwrap().len(), 1);
-    let a = site.post(&cookie, "/api/roots", &add("read"));
+    assert_eq!(site.state(&auth)["roots"].as_array().unwrap().len(), 1);
+    let a = site.post(&auth, "/api/roots", &add("read"));
     assert_eq!(a.status, 200, "{a:?}");
     // Switched to writable on the page: refused the same way, and it stays read-only.
     let a = site.post(
-        &cookie,
+        &auth,
         "/api/roots",
         &json!({"op": "access", "mount": "cfg", "access": "write"}),
     );
     assert_eq!(a.status, 400, "{a:?}");
-    let roots = site.state(&cookie)["roots"].clone();
+    let roots = site.state(&auth)["roots"].clone();
     assert!(
         roots
             .as_array()
@@ -232,5 +261,43 @@ fn a_writable_root_may_not_hold_the_state_file() {
             .iter()
             .any(|r| r["mount"] == "cfg" && r["access"] == "read"),
         "{roots}"
+    );
+}
+
+/// `fsbroker console` opens the link without putting it on a command line, where every
+/// local process could read it and sign in first: the opener gets a private page that sends
+/// the browser on.
+#[test]
+fn the_opener_never_sees_the_token_on_its_command_line() {
+    let site = Site::start();
+    let bin = site.place.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let seen = site.place.tmp.path().join("opener-args");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n", seen.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut cmd = site.place.command(&["console"]);
+    cmd.env("PATH", path).env("DISPLAY", ":0");
+    let ran = crate::sidecar::run_within(cmd, crate::sidecar::WAIT);
+    assert!(ran.success(), "{}", ran.log());
+    let args = std::fs::read_to_string(&seen).unwrap();
+    assert!(
+        !args.contains("token="),
+        "the token was on the opener's command line: {args}"
+    );
+    let page = std::path::Path::new(args.trim());
+    let mode = std::fs::metadata(page).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{mode:o}");
+    let html = std::fs::read_to_string(page).unwrap();
+    let printed = String::from_utf8_lossy(&ran.stdout).trim().to_owned();
+    assert!(
+        printed.contains("token=") && html.contains(&printed),
+        "{html}"
     );
 }

@@ -48,21 +48,17 @@ async fn a_dismissed_offer_grants_nothing() {
 #[test]
 fn an_offer_to_a_session_that_ended_grants_nothing_to_the_next_of_its_name() {
     let site = Site::start();
-    let cookie = site.cookie();
+    let auth = site.signin();
     let mut s = site.server("notes");
     let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
     assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
-    let offers = site.state(&cookie)["offers"].clone();
+    let offers = site.state(&auth)["offers"].clone();
     let id = offers[0]["id"].as_str().unwrap().to_owned();
     drop(s);
     // The same name again, as a server restarted by its host would be, once the first
     // session has ended.
     let deadline = std::time::Instant::now() + crate::sidecar::WAIT;
-    while !site.state(&cookie)["sessions"]
-        .as_array()
-        .unwrap()
-        .is_empty()
-    {
+    while !site.state(&auth)["sessions"].as_array().unwrap().is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
             "the session did not end"
@@ -72,12 +68,8 @@ fn an_offer_to_a_session_that_ended_grants_nothing_to_the_next_of_its_name() {
     let mut again = site.server("notes");
     let r = again.request("ping", json!({}));
     assert!(r["result"].is_object(), "{r}");
-    assert_eq!(site.state(&cookie)["sessions"][0]["server"], "notes");
-    let a = site.post(
-        &cookie,
-        &format!("/api/offers/{id}"),
-        &json!({"allow": true}),
-    );
+    assert_eq!(site.state(&auth)["sessions"][0]["server"], "notes");
+    let a = site.post(&auth, &format!("/api/offers/{id}"), &json!({"allow": true}));
     assert_eq!(a.status, 409, "{a:?}");
     let r = again.request("files/read", json!({"path": "root/notes/n.md"}));
     assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");

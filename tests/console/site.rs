@@ -109,14 +109,22 @@ impl Site {
         Sidecar::spawn(&args, None)
     }
 
-    /// The cookie a sign-in with a fresh link sets.
-    pub fn cookie(&self) -> String {
+    /// A sign-in with a fresh link: the cookie it sets and the key it hands the page.
+    pub fn signin(&self) -> Auth {
         let link = self.fresh_link();
         let path = link.split_once(&self.authority).unwrap().1.to_owned();
         let answer = self.http("GET", &path, &[], "");
         assert_eq!(answer.status, 303, "{answer:?}");
         let set = answer.header("set-cookie").unwrap();
-        set.split(';').next().unwrap().to_owned()
+        let key = answer
+            .header("location")
+            .unwrap()
+            .strip_prefix("/#key=")
+            .unwrap();
+        Auth {
+            cookie: set.split(';').next().unwrap().to_owned(),
+            key: key.to_owned(),
+        }
     }
 
     /// One HTTP/1.1 request to the console, `Host` its own unless `headers` names one.
@@ -143,26 +151,34 @@ impl Site {
         }
     }
 
-    /// `GET /api/state` with `cookie`.
-    pub fn state(&self, cookie: &str) -> Value {
-        let a = self.http("GET", "/api/state", &[("Cookie", cookie)], "");
+    /// `GET /api/state`, signed in as `auth`.
+    pub fn state(&self, auth: &Auth) -> Value {
+        let a = self.http("GET", "/api/state", &auth.headers(), "");
         assert_eq!(a.status, 200, "{a:?}");
         serde_json::from_str(a.json_body()).unwrap()
     }
 
     /// A change sent as the page sends it: JSON, with the console's own `Origin`.
-    pub fn post(&self, cookie: &str, path: &str, body: &Value) -> Answer {
+    pub fn post(&self, auth: &Auth, path: &str, body: &Value) -> Answer {
         let origin = format!("http://{}", self.authority);
-        self.http(
-            "POST",
-            path,
-            &[
-                ("Cookie", cookie),
-                ("Origin", &origin),
-                ("Content-Type", "application/json"),
-            ],
-            &body.to_string(),
-        )
+        let mut headers = auth.headers();
+        headers.push(("Origin", &origin));
+        headers.push(("Content-Type", "application/json"));
+        self.http("POST", path, &headers, &body.to_string())
+    }
+}
+
+/// A sign-in: the cookie (`fsbroker_console=...`) and the key.
+#[derive(Debug, Clone)]
+pub struct Auth {
+    pub cookie: String,
+    pub key: String,
+}
+
+impl Auth {
+    /// The headers the page sends with every API request.
+    pub fn headers(&self) -> Vec<(&str, &str)> {
+        vec![("Cookie", &self.cookie), ("X-Fsbroker-Key", &self.key)]
     }
 }
 

@@ -80,7 +80,7 @@ async fn gate(State(web): State<Web>, request: Request, next: Next) -> Response 
             StatusCode::MISDIRECTED_REQUEST,
             "this console answers only at its own address",
         )
-    } else if !open(request.uri().path()) && !signed_in(&web.console, headers) {
+    } else if !open(request.uri().path()) && !signed_in(&web.console, &request) {
         if request.uri().path().starts_with("/api/") {
             refuse(
                 StatusCode::UNAUTHORIZED,
@@ -129,16 +129,40 @@ fn open(path: &str) -> bool {
     )
 }
 
-/// Whether the request carries this console's sign-in cookie.
-fn signed_in(console: &Console, headers: &HeaderMap) -> bool {
-    headers
+/// Whether the request carries a sign-in's cookie, and for the API that sign-in's key too
+/// (the header `X-Fsbroker-Key`; for the event stream, which a page cannot give headers,
+/// the query's `key`).
+fn signed_in(console: &Console, request: &Request) -> bool {
+    let cookies: Vec<&str> = request
+        .headers()
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
-        .any(|(name, value)| name == COOKIE && console.cookie.matches(value))
+        .filter(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value)
+        .collect();
+    let path = request.uri().path();
+    if !path.starts_with("/api/") {
+        return console.signed_in(&cookies, None);
+    }
+    let from_header = request
+        .headers()
+        .get(KEY_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let from_query = (path == "/api/events")
+        .then(|| request.uri().query())
+        .flatten()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("key=")));
+    match from_header.or(from_query) {
+        Some(key) => console.signed_in(&cookies, Some(key)),
+        None => false,
+    }
 }
+
+/// The header that carries a sign-in's key.
+const KEY_HEADER: &str = "x-fsbroker-key";
 
 /// Whether `Origin` names the console itself.
 fn same_origin(hosts: &[String], headers: &HeaderMap) -> bool {
@@ -191,20 +215,22 @@ struct Login {
 
 /// `GET /login?token=T`: a valid token becomes the cookie, and the page follows.
 async fn login(State(web): State<Web>, Query(q): Query<Login>) -> Response {
-    if !q.token.as_deref().is_some_and(|t| web.console.redeem(t)) {
+    let Some((cookie, key)) = q.token.as_deref().and_then(|t| web.console.redeem(t)) else {
         tracing::warn!("console: refused a sign-in with a used, unknown or expired token");
         return page(StatusCode::FORBIDDEN, LINK_USED);
-    }
-    let cookie = format!(
-        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-        web.console.cookie.hex()
-    );
+    };
+    tracing::info!("console: signed in");
+    let cookie = format!("{COOKIE}={cookie}; HttpOnly; SameSite=Strict; Path=/");
     let mut answer = Response::new(Body::empty());
     *answer.status_mut() = StatusCode::SEE_OTHER;
     let h = answer.headers_mut();
-    h.insert(header::LOCATION, HeaderValue::from_static("/"));
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        h.insert(header::SET_COOKIE, v);
+    // The key goes in the fragment: the browser keeps it and sends it to no server.
+    if let (Ok(to), Ok(c)) = (
+        HeaderValue::from_str(&format!("/#key={key}")),
+        HeaderValue::from_str(&cookie),
+    ) {
+        h.insert(header::LOCATION, to);
+        h.insert(header::SET_COOKIE, c);
     }
     answer
 }

@@ -32,6 +32,18 @@ use std::time::{Duration, Instant};
 /// How long a sign-in link works.
 const TOKEN_LIFE: Duration = Duration::from_secs(300);
 
+/// Most sign-ins kept; a new one past it ends the oldest.
+const MAX_SIGNINS: usize = 32;
+
+/// One sign-in: the cookie the browser keeps, and the key the page holds. A request to the
+/// API needs both, of the same sign-in: a cookie is sent to every port of 127.0.0.1, so a
+/// listener there may see it, but the key lives only in the page's own origin (it came in
+/// the address's fragment, which no server is sent, and is kept in the tab's storage).
+struct Signin {
+    cookie: Secret,
+    key: Secret,
+}
+
 /// Most sign-in links unused at once; a new one past it replaces the oldest.
 const MAX_TOKENS: usize = 16;
 
@@ -46,8 +58,8 @@ pub(crate) struct Console {
     /// change (the broker's, then the file's), so that edits take turns.
     layer: Mutex<Layer>,
     socket: PathBuf,
-    /// The cookie a signed-in page carries.
-    cookie: Secret,
+    /// The sign-ins made with links, newest last.
+    signins: Mutex<Vec<Signin>>,
     /// Sign-in links not used yet, with when each was made.
     tokens: Mutex<Vec<(Secret, Instant)>>,
     /// The page's address, once served.
@@ -91,7 +103,7 @@ impl Console {
             store: parts.store,
             layer: Mutex::new(parts.layer),
             socket: parts.socket,
-            cookie: Secret::fresh()?,
+            signins: Mutex::new(Vec::new()),
             tokens: Mutex::new(Vec::new()),
             served: Mutex::new(None),
         }))
@@ -123,17 +135,33 @@ impl Console {
         Ok(link)
     }
 
-    /// Whether `offered` is an unused, unexpired sign-in token; it is used up if so.
-    fn redeem(&self, offered: &str) -> bool {
-        let mut tokens = lock(&self.tokens);
-        tokens.retain(|(_, made)| made.elapsed() < TOKEN_LIFE);
-        match tokens.iter().position(|(t, _)| t.matches(offered)) {
-            Some(i) => {
-                tokens.remove(i);
-                true
-            }
-            None => false,
+    /// A new sign-in, its cookie and its key, when `offered` is an unused, unexpired
+    /// sign-in token (used up then).
+    fn redeem(&self, offered: &str) -> Option<(String, String)> {
+        {
+            let mut tokens = lock(&self.tokens);
+            tokens.retain(|(_, made)| made.elapsed() < TOKEN_LIFE);
+            let i = tokens.iter().position(|(t, _)| t.matches(offered))?;
+            tokens.remove(i);
         }
+        let signin = Signin {
+            cookie: Secret::fresh().ok()?,
+            key: Secret::fresh().ok()?,
+        };
+        let made = (signin.cookie.hex().to_owned(), signin.key.hex().to_owned());
+        let mut signins = lock(&self.signins);
+        if signins.len() >= MAX_SIGNINS {
+            signins.remove(0);
+        }
+        signins.push(signin);
+        Some(made)
+    }
+
+    /// Whether `cookie` is a sign-in's, and `key` (when given) that same sign-in's key.
+    fn signed_in(&self, cookies: &[&str], key: Option<&str>) -> bool {
+        lock(&self.signins).iter().any(|s| {
+            cookies.iter().any(|c| s.cookie.matches(c)) && key.is_none_or(|k| s.key.matches(k))
+        })
     }
 }
 

@@ -145,13 +145,26 @@
 
   // ---------- Talking to the daemon ----------
 
+  // The sign-in's key: handed over once in the address's fragment (which the browser sends
+  // to no server) and kept for this tab only. Every API request carries it beside the
+  // cookie: a cookie may be sent to any listener on 127.0.0.1, the key only to this page.
+  const KEY = (() => {
+    const m = /^#key=([0-9a-f]{64})$/.exec(location.hash);
+    if (m) {
+      try { sessionStorage.setItem('fsbroker-key', m[1]); } catch { /* storage refused */ }
+      history.replaceState(null, '', location.pathname + '#consent');
+      return m[1];
+    }
+    try { return sessionStorage.getItem('fsbroker-key') || ''; } catch { return ''; }
+  })();
+
   async function post(url, body, errKey, controls = []) {
     setError(errKey, null);
     controls.forEach((c) => { c.disabled = true; });
     try {
       const r = await fetch(url, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
+        headers: { 'Content-Type': 'application/json', 'X-Fsbroker-Key': KEY },
         body: JSON.stringify(body),
         credentials: 'same-origin',
       });
@@ -176,7 +189,9 @@
 
   async function loadState() {
     try {
-      const r = await fetch('/api/state', { credentials: 'same-origin', cache: 'no-store' });
+      const r = await fetch('/api/state', {
+        credentials: 'same-origin', cache: 'no-store', headers: { 'X-Fsbroker-Key': KEY },
+      });
       if (r.status === 401) { signOut(); return false; }
       if (!r.ok) return false;
       applyState(await r.json());
@@ -188,7 +203,7 @@
 
   function connect() {
     if (signedOut) return;
-    const es = new EventSource('/api/events');
+    const es = new EventSource('/api/events?key=' + encodeURIComponent(KEY));
     stream = es;
     const parse = (ev) => { try { return JSON.parse(ev.data); } catch { return null; } };
     es.addEventListener('open', () => { retryDelay = 1000; setLive(true); });
