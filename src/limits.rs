@@ -4,6 +4,9 @@
 //! budget counts the bytes `files/read` returns and `files/write` takes (see [`ByteBudget`]).
 //! Their key spaces are bounded because sessions are (see [`crate::broker::MAX_SESSIONS`]),
 //! and keys of ended sessions are pruned when a session ends.
+//!
+//! Beside them, the process's own limit on open descriptors, which the faces that hold many
+//! connections (the remote proxy, the daemon) raise at start.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::locks::lock;
@@ -128,6 +131,34 @@ impl ByteBudget {
         map.retain(|_, tat| *tat > now);
         map.shrink_to_fit();
     }
+}
+
+/// Raises the soft descriptor limit to the hard one (at most 65536) and returns the limit in
+/// force afterwards (`None`: unlimited).
+#[cfg(any(feature = "proxy", feature = "cli"))]
+pub(crate) fn raise_descriptor_limit() -> Option<u64> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    // Raised to the hard limit when that is unlimited up to this, as servers commonly do;
+    // no process of ours needs more.
+    const WANTED_DESCRIPTORS: u64 = 1 << 16;
+    let limit = getrlimit(Resource::Nofile);
+    let target = match limit.maximum {
+        Some(hard) => hard.min(WANTED_DESCRIPTORS.max(limit.current.unwrap_or(0))),
+        None => WANTED_DESCRIPTORS,
+    };
+    if limit.current.is_some_and(|soft| soft < target) {
+        let raised = rustix::process::Rlimit {
+            current: Some(target),
+            maximum: limit.maximum,
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => {
+                tracing::info!(from = ?limit.current, to = target, "raised the descriptor limit")
+            }
+            Err(e) => tracing::info!(error = %e, "could not raise the descriptor limit"),
+        }
+    }
+    getrlimit(Resource::Nofile).current
 }
 
 #[cfg(test)]

@@ -44,6 +44,8 @@ async fn run(args: DaemonArgs) -> ExitCode {
             tracing::warn!("cannot start a session of its own: {e}");
         }
     }
+    // Every attached session, console connection and watch holds descriptors.
+    crate::limits::raise_descriptor_limit();
     // Listened for from here on: a SIGTERM while the daemon starts (or right after it says it
     // listens) still stops it cleanly, removing its socket and key.
     let stop = shutdown_signal();

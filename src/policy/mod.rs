@@ -18,7 +18,9 @@ pub(crate) use consent_section::Ruling;
 pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision, RootsShown};
 #[cfg(feature = "cli")]
 pub(crate) use describe::describe;
-pub(crate) use layer::{AddedRoot, Layer, Remembered};
+pub(crate) use layer::Layer;
+#[cfg(feature = "cli")]
+pub(crate) use layer::{AddedRoot, Remembered};
 pub use load::PolicyError;
 pub(crate) use overrides::{Given, Key, Overrides};
 pub use proxy_section::{EraMode, ProxyPolicy};

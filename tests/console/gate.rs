@@ -301,3 +301,69 @@ fn the_opener_never_sees_the_token_on_its_command_line() {
         "{html}"
     );
 }
+
+/// Any local process may connect to the console's port: idle connections by the hundred
+/// neither take the descriptors the daemon's sessions need nor hold the console for long.
+#[test]
+fn idle_connections_cannot_starve_the_daemon() {
+    let grant = "[[grants]]\nservers = [\"notes\"]\npath = \"root/docs\"\naccess = \"read\"\n";
+    let site = Site::start_limited(grant, 256);
+    let mut s = site.server("notes");
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{}/fd", site.daemon.pid()))
+            .unwrap()
+            .count()
+    };
+    let before = fds();
+    let mut idle = Vec::new();
+    let mut most = before;
+    for i in 0..300 {
+        idle.push(std::net::TcpStream::connect(&site.authority).unwrap());
+        if i % 20 == 19 {
+            // Room for the daemon to take them off its queue.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            most = most.max(fds());
+        }
+    }
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        most = most.max(fds());
+    }
+    assert!(
+        most <= before + 64 + 8,
+        "the console held {} descriptors for idle connections",
+        most - before
+    );
+    // The session still works: a read needs descriptors.
+    let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
+    assert_eq!(r["result"]["content"], "alpha", "{r}");
+    let r = s.request("roots/list", json!({}));
+    assert_eq!(r["result"]["roots"][0]["name"], "root", "{r}");
+    // The idle ones are closed in time, and the console answers again.
+    let auth = loop {
+        let link = site.fresh_link();
+        let path = link.split_once(&site.authority).unwrap().1.to_owned();
+        if let Some(a) = site.try_http("GET", &path, &[], "")
+            && a.status == 303
+        {
+            break crate::site::Auth {
+                cookie: a
+                    .header("set-cookie")
+                    .unwrap()
+                    .split(';')
+                    .next()
+                    .unwrap()
+                    .to_owned(),
+                key: a
+                    .header("location")
+                    .unwrap()
+                    .strip_prefix("/#key=")
+                    .unwrap()
+                    .to_owned(),
+            };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(site.state(&auth)["roots"][0]["mount"], "root");
+    drop(idle);
+}

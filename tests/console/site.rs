@@ -50,9 +50,42 @@ impl Site {
 
     /// A daemon started anew on `place` (the state file kept).
     pub fn again(place: Place) -> Site {
+        Site::again_under(place, None)
+    }
+
+    /// A fresh place's daemon with `extra` in its policy, its descriptors limited to
+    /// `nofile` (soft and hard).
+    pub fn start_limited(extra: &str, nofile: u32) -> Site {
+        let place = Site::start_with(extra).stop();
+        Site::again_under(place, Some(nofile))
+    }
+
+    fn again_under(place: Place, nofile: Option<u32>) -> Site {
         let policy = place.tmp.path().join("policy.toml");
         let mut cmd = place.command(&["daemon", "--foreground", "--ui", "--policy"]);
         cmd.arg(&policy);
+        if let Some(n) = nofile {
+            // The same command, run by a shell that lowers the limit first.
+            let mut limited = place.command(&[]);
+            let args: Vec<std::ffi::OsString> = std::iter::once(cmd.get_program().to_owned())
+                .chain(cmd.get_args().map(ToOwned::to_owned))
+                .collect();
+            limited = {
+                let mut sh = std::process::Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$@\""))
+                    .arg("sh")
+                    .args(args);
+                for (k, v) in limited.get_envs() {
+                    match v {
+                        Some(v) => sh.env(k, v),
+                        None => sh.env_remove(k),
+                    };
+                }
+                sh
+            };
+            cmd = limited;
+        }
         let daemon = place.start_command(cmd);
         let deadline = Instant::now() + WAIT;
         let link = loop {
@@ -129,7 +162,19 @@ impl Site {
 
     /// One HTTP/1.1 request to the console, `Host` its own unless `headers` names one.
     pub fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-        let mut s = std::net::TcpStream::connect(&self.authority).unwrap();
+        self.try_http(method, path, headers, body)
+            .unwrap_or_else(|| panic!("{method} {path}: the connection was closed"))
+    }
+
+    /// The same, `None` when the console closed the connection without an answer.
+    pub fn try_http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Option<Answer> {
+        let mut s = std::net::TcpStream::connect(&self.authority).ok()?;
         s.set_read_timeout(Some(WAIT)).unwrap();
         let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
         if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case("host")) {
@@ -139,16 +184,16 @@ impl Site {
             head.push_str(&format!("{h}: {v}\r\n"));
         }
         head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(head.as_bytes()).ok()?;
         let mut raw = String::new();
-        s.read_to_string(&mut raw).unwrap();
+        s.read_to_string(&mut raw).ok()?;
         let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        Answer {
+        let status = head.split(' ').nth(1)?.parse().ok()?;
+        Some(Answer {
             status,
             head: head.to_owned(),
             body: body.to_owned(),
-        }
+        })
     }
 
     /// `GET /api/state`, signed in as `auth`.

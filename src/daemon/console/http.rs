@@ -18,6 +18,8 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
 
 /// The name of the sign-in cookie.
 const COOKIE: &str = "fsbroker_console";
@@ -62,20 +64,61 @@ pub(super) fn serve(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAdd
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(web.clone(), gate))
         .with_state(web);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("the console stopped serving: {e}");
-        }
-    });
+    tokio::spawn(accept(listener, app));
     tracing::info!(address = %at, "console served");
     Ok(at)
+}
+
+/// Most connections served at once; one more is closed at once. Any local process may
+/// connect, so without a bound a few thousand idle connections would take the daemon's
+/// descriptors from the sessions it serves.
+const MAX_CONNECTIONS: usize = 64;
+
+/// How long a client may take to send a request's headers.
+const HEADER_WAIT: Duration = Duration::from_secs(10);
+
+/// Serves each connection `listener` accepts with `app`, over HTTP/1.1 only, while there are
+/// fewer than [`MAX_CONNECTIONS`].
+async fn accept(listener: tokio::net::TcpListener, app: Router) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors, most likely: wait rather than spin.
+                tracing::warn!("console: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!("console: {MAX_CONNECTIONS} connections are open; closed one more");
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_WAIT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = served {
+                tracing::debug!("console: a connection ended: {e}");
+            }
+            drop(slot);
+        });
+    }
 }
 
 /// The gate every request passes before its route (see the module's comment).
 async fn gate(State(web): State<Web>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let mut answer = if !host.is_some_and(|h| web.hosts.iter().any(|o| o == h)) {
+    // A request target in absolute form names its host too: it must be the same one.
+    let target = request.uri().authority().map(|a| a.as_str());
+    let own = host.is_some_and(|h| web.hosts.iter().any(|o| o == h))
+        && target.is_none_or(|t| Some(t) == host);
+    let mut answer = if !own {
         refuse(
             StatusCode::MISDIRECTED_REQUEST,
             "this console answers only at its own address",

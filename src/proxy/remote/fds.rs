@@ -4,7 +4,6 @@
 //! cannot be reached.
 
 use super::pending::MAX_PENDING;
-use rustix::process::{Resource, getrlimit, setrlimit};
 
 /// Descriptors kept for everything but answer streams: stdio, the roots' directory handles,
 /// watches, the broker's open files, the GET stream, the POSTs of the broker's answers.
@@ -16,33 +15,6 @@ pub(super) const POOL_IDLE: usize = 16;
 /// Fewest requests that may wait, however low the limit (a limit that low fails elsewhere
 /// first).
 const MIN_PENDING: usize = 4;
-
-/// The soft limit is raised to the hard one when the hard one is unlimited up to this, as
-/// servers commonly do; no session needs more.
-const WANTED: u64 = 1 << 16;
-
-/// Raises the soft descriptor limit to the hard one (at most [`WANTED`]) and returns the
-/// limit in force afterwards (`None`: unlimited).
-pub(super) fn raise_limit() -> Option<u64> {
-    let limit = getrlimit(Resource::Nofile);
-    let target = match limit.maximum {
-        Some(hard) => hard.min(WANTED.max(limit.current.unwrap_or(0))),
-        None => WANTED,
-    };
-    if limit.current.is_some_and(|soft| soft < target) {
-        let raised = rustix::process::Rlimit {
-            current: Some(target),
-            maximum: limit.maximum,
-        };
-        match setrlimit(Resource::Nofile, raised) {
-            Ok(()) => {
-                tracing::info!(from = ?limit.current, to = target, "raised the descriptor limit")
-            }
-            Err(e) => tracing::info!(error = %e, "could not raise the descriptor limit"),
-        }
-    }
-    getrlimit(Resource::Nofile).current
-}
 
 /// How many requests may wait for the remote server under a descriptor limit of `limit`:
 /// each holds a socket while its answer streams, so at most half of what is left once the

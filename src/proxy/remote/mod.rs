@@ -101,7 +101,7 @@ pub(crate) fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError>
     });
     // Sized from the descriptor limit, raised first: each answer that streams holds a
     // socket, and a burst must not leave a socket per request open once it is over.
-    let limit = fds::raise_limit();
+    let limit = crate::limits::raise_descriptor_limit();
     let max_pending = fds::pending_cap(limit);
     tracing::info!(descriptors = ?limit, max_pending, "requests that may wait for the remote server");
     let mut builder = reqwest::Client::builder()
