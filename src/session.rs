@@ -20,16 +20,19 @@ pub(crate) const MAX_SERVER_NAME_CHARS: usize = 128;
 pub(crate) const DEFAULT_SERVER_ID: &str = "default";
 
 /// The session id that a server's self-reported name (its `serverInfo.name`) gives: the name
-/// with control characters removed, cut to [`MAX_SERVER_NAME_CHARS`] characters, or `None`
-/// when nothing is left.
+/// with every character that shows nothing removed (controls, format characters such as
+/// zero-width spaces and direction overrides, line separators, private use, unassigned),
+/// cut to [`MAX_SERVER_NAME_CHARS`] characters, or `None` when nothing is left.
 ///
 /// The name comes from the server, so it is cleaned before it names a session: it shows up
 /// in logs and audit records, where control characters could forge lines or terminal
-/// escapes, and a bounded length keeps one server from bloating every record.
+/// escapes, and in the user's consent questions, where `notes` followed by a zero-width
+/// space would pass for `notes`; cleaned, it is `notes`, and a second live one `notes#2`.
+/// A bounded length keeps one server from bloating every record.
 pub(crate) fn server_name(raw: &str) -> Option<String> {
     let name: String = raw
         .chars()
-        .filter(|c| !c.is_control())
+        .filter(|&c| !crate::consent::hidden(c))
         .take(MAX_SERVER_NAME_CHARS)
         .collect();
     (!name.is_empty()).then_some(name)
@@ -257,5 +260,12 @@ mod tests {
         assert!(cut.chars().all(|c| c == 'é'));
         // Spaces are kept: they are printable, and the proxy has always kept them.
         assert_eq!(server_name(" my server ").as_deref(), Some(" my server "));
+        // What shows nothing goes too: `notes` and a zero-width space must not pass for
+        // `notes` beside it.
+        assert_eq!(server_name("notes\u{200b}").as_deref(), Some("notes"));
+        assert_eq!(
+            server_name("\u{202e}seton\u{2028}\u{e000}").as_deref(),
+            Some("seton")
+        );
     }
 }

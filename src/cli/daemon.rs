@@ -133,10 +133,23 @@ async fn run(args: DaemonArgs) -> ExitCode {
         std::process::id()
     );
     if let Some(addr) = &args.ui {
-        match console::parse_addr(addr).and_then(|a| console.link(Some(a))) {
-            Ok(link) => eprintln!(
-                "fsbroker: console at {link} (the link works once, for five minutes; `fsbroker console` makes another)"
-            ),
+        let addr = console::parse_addr(addr);
+        // In the background this output is a log file, where a link would wait for anyone
+        // who can read it: the starter asks for one over the socket instead.
+        let said = if args.detached {
+            addr.and_then(|a| console.serve(Some(a))).map(|at| {
+                format!("console served on http://{at} (sign in with `fsbroker console`)")
+            })
+        } else {
+            addr.and_then(|a| console.link(Some(a))).map(|link| {
+                format!(
+                    "console at {link} (the link works once, for five minutes; `fsbroker \
+                     console` makes another)"
+                )
+            })
+        };
+        match said {
+            Ok(line) => eprintln!("fsbroker: {line}"),
             Err(message) => {
                 eprintln!("fsbroker: {message}");
                 return ExitCode::FAILURE;
@@ -175,6 +188,18 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
     match background::start(&again, &socket) {
         Ok(()) => {
             println!("{}", socket.display());
+            // The console's link goes to the starter's terminal, never to the log.
+            if args.ui.is_some() {
+                match client::request(&socket, &serde_json::json!({"op": "console"})) {
+                    Ok(answer) if answer["ok"] == true => eprintln!(
+                        "fsbroker: console at {} (the link works once, for five minutes; \
+                         `fsbroker console` makes another)",
+                        answer["url"].as_str().unwrap_or_default()
+                    ),
+                    Ok(answer) => eprintln!("fsbroker: no console link: {answer}"),
+                    Err(e) => eprintln!("fsbroker: no console link: {e}"),
+                }
+            }
             ExitCode::SUCCESS
         }
         Err(message) => {

@@ -11,7 +11,7 @@ use crate::path::MountPath;
 /// (unassigned, noncharacters: meaning unknown to this table, so refused). The category
 /// comes from the Unicode tables, never from a hand-written list, so that a whole class is
 /// covered, including what a list forgets.
-fn is_hidden(c: char) -> bool {
+pub(crate) fn is_hidden(c: char) -> bool {
     use unicode_general_category::{GeneralCategory as G, get_general_category};
     matches!(
         get_general_category(c),

@@ -5,7 +5,6 @@
 
 use super::{GrantEntry, Policy, RootEntry};
 use crate::access::Access;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The user's run-time edits of the policy.
@@ -14,10 +13,10 @@ use std::path::PathBuf;
 pub(crate) struct Layer {
     /// Roots added, after the policy's own.
     pub added: Vec<AddedRoot>,
-    /// Mount names of the policy's roots taken away.
-    pub removed: Vec<String>,
-    /// The access of a policy's root, by mount name, in place of the policy's.
-    pub access: BTreeMap<String, Access>,
+    /// The policy's roots taken away.
+    pub removed: Vec<PolicyRoot>,
+    /// The access of a policy's root in place of the policy's.
+    pub access: Vec<(PolicyRoot, Access)>,
     /// Standing grants the user asked to keep, each for one server.
     pub remembered: Vec<Remembered>,
 }
@@ -33,6 +32,27 @@ pub(crate) struct AddedRoot {
     pub mount: Option<String>,
     /// What it allows.
     pub access: Access,
+}
+
+/// A root of the policy's, as the user saw it when editing it: an edit holds only while the
+/// policy's root of that mount name is still that directory, so that an edit made of one
+/// directory never applies to another the policy later mounts under the name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct PolicyRoot {
+    /// Its mount name.
+    pub mount: String,
+    /// Its directory, resolved.
+    pub path: PathBuf,
+}
+
+impl PolicyRoot {
+    /// Whether `entry` is this root: the same mount name, the same directory.
+    fn is(&self, entry: &RootEntry) -> bool {
+        let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+        Policy::mount_of(entry).is_ok_and(|m| m.as_str() == self.mount)
+            && real(&entry.path) == real(&self.path)
+    }
 }
 
 /// A grant the user asked to keep for a server.
@@ -53,13 +73,12 @@ impl Layer {
     /// `policy` with these edits over it: removed roots gone, switched roots at their new
     /// access, added roots after the others, remembered grants after the policy's.
     pub(crate) fn apply(&self, mut policy: Policy) -> Policy {
-        let mount = |r: &RootEntry| Policy::mount_of(r).map(|m| m.to_string()).ok();
         policy
             .roots
-            .retain(|r| mount(r).is_none_or(|m| !self.removed.contains(&m)));
+            .retain(|r| !self.removed.iter().any(|gone| gone.is(r)));
         for root in &mut policy.roots {
-            if let Some(access) = mount(root).and_then(|m| self.access.get(&m).copied()) {
-                root.access = access;
+            if let Some((_, access)) = self.access.iter().find(|(edited, _)| edited.is(root)) {
+                root.access = *access;
             }
         }
         for added in &self.added {
@@ -101,10 +120,19 @@ mod tests {
         let policy = Policy::new()
             .root(RootEntry::new("a", &a))
             .root(RootEntry::unnamed(&b));
+        for d in [&a, &b, &c] {
+            std::fs::create_dir(d).unwrap();
+        }
         let mut layer = Layer::default();
         assert!(layer.is_empty());
-        layer.removed.push("b".into());
-        layer.access.insert("a".into(), Access::Write);
+        let root = |mount: &str, path: &std::path::Path| PolicyRoot {
+            mount: mount.into(),
+            path: path.to_owned(),
+        };
+        layer.removed.push(root("b", &b));
+        layer.access.push((root("a", &a), Access::Write));
+        // Made of another directory once mounted as `a`: not this one's.
+        layer.access.push((root("a", &c), Access::Read));
         layer.added.push(AddedRoot {
             path: c.clone(),
             mount: None,
@@ -116,9 +144,18 @@ mod tests {
             access: Access::Read,
             since: 0,
         });
-        let p = layer.apply(policy);
+        let p = layer.apply(policy.clone());
         let roots: Vec<_> = p.roots.iter().map(|r| (r.path.clone(), r.access)).collect();
-        assert_eq!(roots, [(a, Access::Write), (c, Access::Read)]);
+        assert_eq!(
+            roots,
+            [(a.clone(), Access::Write), (c.clone(), Access::Read)]
+        );
+        // The policy now mounts another directory as `b`: the removal was of the old one.
+        let moved = Policy::new()
+            .root(RootEntry::new("a", &a))
+            .root(RootEntry::new("b", &c));
+        let p = layer.apply(moved);
+        assert_eq!(p.roots.len(), 3, "{:?}", p.roots);
         assert_eq!(p.grants.len(), 1);
         assert_eq!(p.grants[0].servers, ["s"]);
         assert_eq!(p.grants[0].path, "a/x");

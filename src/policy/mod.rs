@@ -20,7 +20,7 @@ pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision, Roo
 pub(crate) use describe::describe;
 pub(crate) use layer::Layer;
 #[cfg(feature = "cli")]
-pub(crate) use layer::{AddedRoot, Remembered};
+pub(crate) use layer::{AddedRoot, PolicyRoot, Remembered};
 pub use load::PolicyError;
 pub(crate) use overrides::{Given, Key, Overrides};
 pub use proxy_section::{EraMode, ProxyPolicy};

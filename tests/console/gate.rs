@@ -367,3 +367,44 @@ fn idle_connections_cannot_starve_the_daemon() {
     assert_eq!(site.state(&auth)["roots"][0]["mount"], "root");
     drop(idle);
 }
+
+/// A daemon started in the background writes its output to a log file: the link, which
+/// would wait there for anyone who can read the file, goes to the starter's terminal only.
+#[test]
+fn a_daemon_in_the_background_logs_no_link() {
+    let site = Site::start();
+    let place = site.stop();
+    let mut cmd = place.command(&["daemon", "--ui", "--consent", "deny", "--root"]);
+    cmd.arg(&place.root);
+    let ran = crate::sidecar::run_within(cmd, crate::sidecar::WAIT);
+    let pids = place.logged_pids();
+    let _stop = pids
+        .iter()
+        .map(|p| crate::place::Detached(*p))
+        .collect::<Vec<_>>();
+    assert!(ran.success(), "{}", ran.log());
+    let log = place.daemon_log_text();
+    assert!(log.contains("console served on"), "{log}");
+    assert!(!log.contains("token="), "the link is in the log: {log}");
+    let said = String::from_utf8_lossy(&ran.stderr).to_string();
+    let link = said
+        .split("console at ")
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no link for the starter: {said}"));
+    let (authority, path) = link
+        .strip_prefix("http://")
+        .unwrap()
+        .split_once('/')
+        .unwrap();
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        s,
+        "GET /{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
+}

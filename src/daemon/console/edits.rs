@@ -13,7 +13,7 @@ use crate::access::Access;
 use crate::daemon::control;
 use crate::locks::lock;
 use crate::path::{MountName, MountPath};
-use crate::policy::{AddedRoot, Layer, Policy, Remembered, RootEntry};
+use crate::policy::{AddedRoot, Layer, Policy, PolicyRoot, Remembered, RootEntry};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -170,21 +170,21 @@ pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
     let c = &web.console;
     let run = || -> Result<Response, Refusal> {
         let e: RootEdit = body(&bytes)?;
-        let mounts: Vec<String> = c
+        let roots: Vec<PolicyRoot> = c
             .broker
             .roots()
             .iter()
-            .map(|r| r.mount().to_string())
+            .map(|r| PolicyRoot {
+                mount: r.mount().to_string(),
+                path: r.host_path_of(&crate::path::RelPath::root()),
+            })
             .collect();
+        let mounts: Vec<String> = roots.iter().map(|r| r.mount.clone()).collect();
+        // The root in force of that name, with the directory it is now.
         let known = |m: &str| {
-            if mounts.iter().any(|k| k == m) {
-                Ok(())
-            } else {
-                Err(Refusal::new(
-                    StatusCode::NOT_FOUND,
-                    format!("there is no root {m:?}"),
-                ))
-            }
+            roots.iter().find(|r| r.mount == m).cloned().ok_or_else(|| {
+                Refusal::new(StatusCode::NOT_FOUND, format!("there is no root {m:?}"))
+            })
         };
         match e {
             RootEdit::Add {
@@ -199,20 +199,20 @@ pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
                 })?;
             }
             RootEdit::Remove { mount } => {
-                known(&mount)?;
+                let root = known(&mount)?;
                 edit(c, |l| {
                     let before = l.added.len();
                     l.added
                         .retain(|a| added_mount(a).as_deref() != Some(mount.as_str()));
-                    if l.added.len() == before && !l.removed.contains(&mount) {
-                        l.removed.push(mount.clone());
+                    if l.added.len() == before && !l.removed.contains(&root) {
+                        l.removed.push(root.clone());
                     }
-                    l.access.remove(&mount);
+                    l.access.retain(|(r, _)| *r != root);
                     Ok(())
                 })?;
             }
             RootEdit::Access { mount, access } => {
-                known(&mount)?;
+                let root = known(&mount)?;
                 edit(c, |l| {
                     match l
                         .added
@@ -221,7 +221,8 @@ pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
                     {
                         Some(a) => a.access = access,
                         None => {
-                            l.access.insert(mount.clone(), access);
+                            l.access.retain(|(r, _)| *r != root);
+                            l.access.push((root.clone(), access));
                         }
                     }
                     Ok(())

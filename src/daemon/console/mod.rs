@@ -113,17 +113,7 @@ impl Console {
     /// `addr` (loopback only; default `127.0.0.1` and a free port) if it is not yet. Must run
     /// on a tokio runtime.
     pub(crate) fn link(self: &Arc<Self>, addr: Option<SocketAddr>) -> Result<String, String> {
-        let at = {
-            let mut served = lock(&self.served);
-            match *served {
-                Some(at) => at,
-                None => {
-                    let at = http::serve(self.clone(), addr.unwrap_or(default_addr()))?;
-                    *served = Some(at);
-                    at
-                }
-            }
-        };
+        let at = self.serve(addr)?;
         let token = Secret::fresh()?;
         let link = format!("http://{}/login?token={}", authority(at), token.hex());
         let mut tokens = lock(&self.tokens);
@@ -133,6 +123,18 @@ impl Console {
         }
         tokens.push((token, Instant::now()));
         Ok(link)
+    }
+
+    /// Serves the page on `addr` (loopback only; default `127.0.0.1` and a free port) unless
+    /// it is served already; returns where it is served. Must run on a tokio runtime.
+    pub(crate) fn serve(self: &Arc<Self>, addr: Option<SocketAddr>) -> Result<SocketAddr, String> {
+        let mut served = lock(&self.served);
+        if let Some(at) = *served {
+            return Ok(at);
+        }
+        let at = http::serve(self.clone(), addr.unwrap_or(default_addr()))?;
+        *served = Some(at);
+        Ok(at)
     }
 
     /// A new sign-in, its cookie and its key, when `offered` is an unused, unexpired
