@@ -105,12 +105,23 @@ impl Browser {
 
     /// The first element `css` matches, waiting for it to appear.
     pub async fn find(&self, css: &str) -> Element {
-        self.c
+        match self
+            .c
             .wait()
             .at_most(WAIT)
             .for_element(Locator::Css(css))
             .await
-            .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
+        {
+            Ok(e) => e,
+            Err(e) => {
+                let page = match self.c.find(Locator::Css("body")).await {
+                    Ok(body) => body.text().await.unwrap_or_default(),
+                    Err(_) => String::new(),
+                };
+                let at = self.c.current_url().await.map(|u| u.to_string());
+                panic!("no {css} on the page ({at:?}): {e}\n{page}")
+            }
+        }
     }
 
     /// Waits until `css` matches nothing.

@@ -5,7 +5,7 @@
 
 use crate::policy::Layer;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Where the state lives.
@@ -39,7 +39,7 @@ impl Store {
     /// understood is an error, so that the daemon neither starts without the user's
     /// remembered choices nor writes over them.
     pub(crate) fn load(&self) -> Result<Layer, String> {
-        match std::fs::read(&self.file) {
+        match read_own(&self.file) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 format!(
                     "the console's state file {} cannot be read: {e}; fix or remove it",
@@ -64,7 +64,11 @@ impl Store {
             )
         };
         let dir = self.file.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(fail)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(fail)?;
         let text = serde_json::to_vec_pretty(layer).map_err(|e| e.to_string())?;
         let temp = dir.join(format!(".console.json.{}", std::process::id()));
         let _ = std::fs::remove_file(&temp);
@@ -87,6 +91,32 @@ impl Store {
         Ok(())
     }
 }
+
+/// The file at `path`, read through no link, when it is the user's own and nobody else may
+/// write it: what it says is granted at the next start. Anything else is an error saying why.
+fn read_own(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let uid = rustix::process::getuid().as_raw();
+    if meta.uid() != uid || meta.mode() & 0o022 != 0 {
+        return Err(std::io::Error::other(format!(
+            "it must be yours and writable by you alone (owner {}, mode {:o})",
+            meta.uid(),
+            meta.mode() & 0o777
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_STATE_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The largest state file read: far more than any user's edits.
+const MAX_STATE_BYTES: u64 = 16 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -114,8 +144,16 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+        std::fs::set_permissions(store.file(), std::fs::Permissions::from_mode(0o622)).unwrap();
+        let e = store.load().unwrap_err();
+        assert!(e.contains("writable by you alone"), "{e}");
+        std::fs::set_permissions(store.file(), std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::write(store.file(), b"{\"remembered\": 3}").unwrap();
         let e = store.load().unwrap_err();
         assert!(e.contains("console.json"), "{e}");
+        std::fs::remove_file(store.file()).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), store.file()).unwrap();
+        std::fs::write(dir.path().join("elsewhere"), b"{}").unwrap();
+        assert!(store.load().is_err(), "a link was followed");
     }
 }

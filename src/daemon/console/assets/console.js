@@ -384,7 +384,8 @@
       h('footer', { class: 'card-foot' },
         roots
           ? h('span', { class: 'muted small', text: 'Asked once for this session.' })
-          : h('label', { class: 'check' }, h('input', { type: 'checkbox', class: 'remember' }), 'Remember for this server'),
+          : h('label', { class: 'check' }, h('input', { type: 'checkbox', class: 'remember' }),
+            `Remember for every session of ${q.server.replace(/#\d+$/, '')}`),
         h('div', { class: 'actions' }, denyBtn, answerBtn)),
       errorEl(key),
     ]);
