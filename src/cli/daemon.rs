@@ -137,16 +137,18 @@ async fn run(args: DaemonArgs) -> ExitCode {
         // In the background this output is a log file, where a link would wait for anyone
         // who can read it: the starter asks for one over the socket instead.
         let said = if args.detached {
-            addr.and_then(|a| console.serve(Some(a))).map(|at| {
-                format!("console served on http://{at} (sign in with `fsbroker console`)")
-            })
+            addr.and_then(|a| console::serve(&console, Some(a)))
+                .map(|at| {
+                    format!("console served on http://{at} (sign in with `fsbroker console`)")
+                })
         } else {
-            addr.and_then(|a| console.link(Some(a))).map(|link| {
-                format!(
-                    "console at {link} (the link works once, for five minutes; `fsbroker \
+            addr.and_then(|a| console::link(&console, Some(a)))
+                .map(|link| {
+                    format!(
+                        "console at {link} (the link works once, for five minutes; `fsbroker \
                      console` makes another)"
-                )
-            })
+                    )
+                })
         };
         match said {
             Ok(line) => eprintln!("fsbroker: {line}"),

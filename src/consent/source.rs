@@ -125,10 +125,11 @@ impl ConsentProvider for NobodyToAsk {
         if !NOBODY_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
                 "consent denied: nobody could be asked (no consent mode or fallback was chosen, \
-                 and there is neither a host that can show a form nor a terminal). Choose who answers with \
-                 `--consent MODE` (auto, deny, tty, command:PROGRAM; the daemon's console \
-                 is ui) or, with the proxy's \
-                 elicit, `--consent-fallback MODE`; a host that embeds the broker gives a \
+                 and there is neither a host that can show a form nor a terminal). Attach to \
+                 the daemon (`--daemon`) to answer in its console (`fsbroker console`); or \
+                 choose who answers with `--consent MODE` (auto, deny, tty, command:PROGRAM) \
+                 or, with the proxy's elicit, `--consent-fallback MODE`; a host that embeds \
+                 the broker gives a \
                  consent provider or a mode (`BrokerBuilder::consent_provider`, \
                  `default_consent_mode`); or decide paths in the policy with a \
                  [[consent.rules]] entry. Said once per process."

@@ -145,7 +145,7 @@ impl Services {
         let Some(console) = &self.console else {
             return error("this daemon has no console");
         };
-        match console.link(None) {
+        match super::console::link(console, None) {
             Ok(url) => json!({"ok": true, "url": url}),
             Err(e) => error(e),
         }

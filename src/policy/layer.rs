@@ -34,6 +34,17 @@ pub(crate) struct AddedRoot {
     pub access: Access,
 }
 
+impl AddedRoot {
+    /// Its mount name: the one given, else the one derived from the directory's name.
+    pub(crate) fn mount(&self) -> Option<String> {
+        let entry = match &self.mount {
+            Some(m) => RootEntry::new(m.clone(), self.path.clone()),
+            None => RootEntry::unnamed(self.path.clone()),
+        };
+        Policy::mount_of(&entry).ok().map(|m| m.to_string())
+    }
+}
+
 /// A root of the policy's, as the user saw it when editing it: an edit holds only while the
 /// policy's root of that mount name is still that directory, so that an edit made of one
 /// directory never applies to another the policy later mounts under the name.

@@ -309,7 +309,12 @@ fn a_consent_nobody_could_be_asked_about_is_explained_once_with_the_fix() {
         .collect();
     assert_eq!(warnings.len(), 1, "{text}");
     assert!(warnings[0].contains("WARN"), "{text}");
-    for fix in ["--consent-fallback", "--consent", "[[consent.rules]]"] {
+    for fix in [
+        "--consent-fallback",
+        "--consent",
+        "[[consent.rules]]",
+        "fsbroker console",
+    ] {
         assert!(warnings[0].contains(fix), "{fix} not named:\n{text}");
     }
 }

@@ -2,12 +2,11 @@
 //! decisions on what waits: consent questions and offers. The edits of roots, remembered
 //! grants and revocations are in `edits.rs`.
 //!
-//! A body is read whole and parsed here, unknown fields refused: a malformed request is
-//! `400` and changes nothing.
 
-use super::Console;
-use super::edits::{added_mount, remember};
-use super::http::{Refusal, Web};
+use super::edits::remember;
+use super::reply::Refusal;
+use super::reply::{bad, body, ok};
+use super::shared::Console;
 use crate::access::Access;
 use crate::consent::{ConsentAnswer, PathChoice, Purpose, narrowed, sanitise};
 use crate::daemon::control::{status, when};
@@ -19,16 +18,16 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Longest server message shown, in characters.
 const MAX_MESSAGE: usize = 2000;
 
 /// `GET /api/state`.
-pub(super) async fn state(State(web): State<Web>) -> Json<Value> {
-    Json(picture(&web.console))
+pub(super) async fn state(State(console): State<Arc<Console>>) -> Json<Value> {
+    Json(picture(&console))
 }
 
 /// The whole picture the page shows (see `docs/console.md`).
@@ -36,7 +35,7 @@ pub(super) fn picture(c: &Console) -> Value {
     let policy = c.broker.policy();
     let timeout = Duration::from_secs(policy.consent.timeout_secs.get());
     let layer = lock(&c.layer).clone();
-    let added: Vec<String> = layer.added.iter().filter_map(added_mount).collect();
+    let added: Vec<String> = layer.added.iter().filter_map(|a| a.mount()).collect();
     let roots: Vec<Value> = c
         .broker
         .roots()
@@ -121,12 +120,6 @@ pub(super) fn picture(c: &Console) -> Value {
     })
 }
 
-/// A body of type `T`, or the `400` that says why not.
-pub(super) fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Refusal> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("malformed request: {e}")))
-}
-
 /// The number of an item the page names `PREFIX` and a number (`q7`, `o3`).
 fn number(id: &str, prefix: char) -> Result<u64, Refusal> {
     id.strip_prefix(prefix)
@@ -155,11 +148,11 @@ struct PathAnswer {
 
 /// `POST /api/questions/{id}`: the user's answer to a consent question.
 pub(super) async fn answer(
-    State(web): State<Web>,
+    State(console): State<Arc<Console>>,
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    match answer_with(&web.console, &id, &bytes) {
+    match answer_with(&console, &id, &bytes) {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -232,11 +225,11 @@ struct OfferAnswer {
 
 /// `POST /api/offers/{id}`: "allow this?" answered.
 pub(super) async fn offer(
-    State(web): State<Web>,
+    State(console): State<Arc<Console>>,
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    match offer_with(&web.console, &id, &bytes) {
+    match offer_with(&console, &id, &bytes) {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -261,14 +254,4 @@ fn offer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal> 
         remember(c, &offer.server, &[(offer.path, access)])?;
     }
     Ok(ok())
-}
-
-/// `400` with `message`.
-pub(super) fn bad(message: impl Into<String>) -> Refusal {
-    Refusal::new(StatusCode::BAD_REQUEST, message)
-}
-
-/// `{"ok": true}`.
-pub(super) fn ok() -> Response {
-    Json(json!({"ok": true})).into_response()
 }

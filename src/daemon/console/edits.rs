@@ -6,14 +6,14 @@
 //! then saved; when it cannot be saved, the broker goes back to the layer before, so that
 //! what is in force is always what the file says.
 
-use super::Console;
-use super::api::{bad, body};
-use super::http::{Refusal, Web};
+use super::reply::Refusal;
+use super::reply::{bad, body, ok};
+use super::shared::Console;
 use crate::access::Access;
 use crate::daemon::control;
 use crate::locks::lock;
 use crate::path::{MountName, MountPath};
-use crate::policy::{AddedRoot, Layer, Policy, PolicyRoot, Remembered, RootEntry};
+use crate::policy::{AddedRoot, Layer, PolicyRoot, Remembered};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -22,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Changes the user's edits by `edit`: in force, then in the state file (see the module's
 /// comment). Edits take turns.
@@ -100,10 +101,10 @@ struct Forget {
 }
 
 /// `POST /api/remembered/forget`.
-pub(super) async fn forget(State(web): State<Web>, bytes: Bytes) -> Response {
+pub(super) async fn forget(State(console): State<Arc<Console>>, bytes: Bytes) -> Response {
     let run = || -> Result<Response, Refusal> {
         let f: Forget = body(&bytes)?;
-        edit(&web.console, |layer| {
+        edit(&console, |layer| {
             let before = layer.remembered.len();
             layer
                 .remembered
@@ -117,7 +118,7 @@ pub(super) async fn forget(State(web): State<Web>, bytes: Bytes) -> Response {
             Ok(())
         })?;
         tracing::info!(server = %f.server, path = %f.path, "console: remembered grant forgotten");
-        Ok(super::api::ok())
+        Ok(ok())
     };
     run().unwrap_or_else(IntoResponse::into_response)
 }
@@ -132,14 +133,14 @@ struct Revoke {
 }
 
 /// `POST /api/revoke`: a grant, a path from every server, or a whole server.
-pub(super) async fn revoke(State(web): State<Web>, bytes: Bytes) -> Response {
+pub(super) async fn revoke(State(console): State<Arc<Console>>, bytes: Bytes) -> Response {
     let run = || -> Result<Response, Refusal> {
         let r: Revoke = body(&bytes)?;
         if r.server.is_none() && r.path.is_none() {
             return Err(bad("revoke needs a server, a path, or both"));
         }
         let (server, path) = (r.server.as_deref(), r.path.as_deref());
-        let revoked = control::revoke(&web.console.broker, server, path, false).map_err(bad)?;
+        let revoked = control::revoke(&console.broker, server, path, false).map_err(bad)?;
         tracing::info!(?server, ?path, count = revoked.len(), "console: revoked");
         Ok(Json(json!({"ok": true, "revoked": revoked})).into_response())
     };
@@ -166,8 +167,8 @@ enum RootEdit {
 }
 
 /// `POST /api/roots`.
-pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
-    let c = &web.console;
+pub(super) async fn roots(State(console): State<Arc<Console>>, bytes: Bytes) -> Response {
+    let c = &console;
     let run = || -> Result<Response, Refusal> {
         let e: RootEdit = body(&bytes)?;
         let roots: Vec<PolicyRoot> = c
@@ -203,7 +204,7 @@ pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
                 edit(c, |l| {
                     let before = l.added.len();
                     l.added
-                        .retain(|a| added_mount(a).as_deref() != Some(mount.as_str()));
+                        .retain(|a| a.mount().as_deref() != Some(mount.as_str()));
                     if l.added.len() == before && !l.removed.contains(&root) {
                         l.removed.push(root.clone());
                     }
@@ -217,7 +218,7 @@ pub(super) async fn roots(State(web): State<Web>, bytes: Bytes) -> Response {
                     match l
                         .added
                         .iter_mut()
-                        .find(|a| added_mount(a).as_deref() == Some(mount.as_str()))
+                        .find(|a| a.mount().as_deref() == Some(mount.as_str()))
                     {
                         Some(a) => a.access = access,
                         None => {
@@ -264,7 +265,8 @@ fn new_root(
         mount,
         access,
     };
-    let name = added_mount(&added)
+    let name = added
+        .mount()
         .ok_or_else(|| bad("no mount name can be made of this directory's name: give one"))?;
     if taken.contains(&name) {
         return Err(bad(format!(
@@ -272,15 +274,6 @@ fn new_root(
         )));
     }
     Ok(added)
-}
-
-/// The mount name an added root has.
-pub(super) fn added_mount(a: &AddedRoot) -> Option<String> {
-    let entry = match &a.mount {
-        Some(m) => RootEntry::new(m.clone(), a.path.clone()),
-        None => RootEntry::unnamed(a.path.clone()),
-    };
-    Policy::mount_of(&entry).ok().map(|m| m.to_string())
 }
 
 #[cfg(test)]

@@ -6,9 +6,8 @@
 //! queue that reports what it dropped), and changes are only marked, the picture being
 //! made when it is sent.
 
-use super::Console;
 use super::api::picture;
-use super::http::Web;
+use super::shared::Console;
 use crate::daemon::log::{Follow, Next};
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -27,9 +26,9 @@ const RECENT: usize = 200;
 
 /// Streams the feed to one page until it goes.
 pub(super) async fn stream(
-    State(web): State<Web>,
+    State(console): State<Arc<Console>>,
 ) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
-    let console = web.console.clone();
+    let console = console.clone();
     let (recent, follow) = console.log.follow(None);
     let mut queue: VecDeque<Event> = VecDeque::with_capacity(RECENT + 1);
     queue.push_back(state(&console));

@@ -7,7 +7,11 @@
 //! `Origin` is the console's own. Every answer forbids framing, sniffing, caching and
 //! referrers, and its scripts may come only from the console itself.
 
-use super::{Console, api, authority, edits, events};
+use super::reply::refuse;
+use super::shared::{Console, MAX_TOKENS, TOKEN_LIFE, authority, default_addr};
+use super::{api, edits, events};
+use crate::daemon::secret::Secret;
+use crate::locks::lock;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Query, Request, State};
@@ -19,6 +23,7 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use std::time::Instant;
 use tokio::sync::Semaphore;
 
 /// The name of the sign-in cookie.
@@ -27,15 +32,46 @@ const COOKIE: &str = "fsbroker_console";
 /// What every response carries.
 const CSP: &str = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
-/// What the routes share: the console, and the `Host` values that name it.
+/// What the gate knows: the console, and the `Host` values that name it.
 #[derive(Clone)]
-pub(super) struct Web {
-    pub(super) console: Arc<Console>,
+struct Gate {
+    console: Arc<Console>,
     hosts: Arc<[String]>,
 }
 
+/// A sign-in link to `console`'s page, with a fresh one-time token; the page is served
+/// first on `addr` (loopback only; default `127.0.0.1` and a free port) if it is not yet.
+/// Must run on a tokio runtime.
+pub(crate) fn link(console: &Arc<Console>, addr: Option<SocketAddr>) -> Result<String, String> {
+    let at = serve(console, addr)?;
+    let token = Secret::fresh()?;
+    let link = format!("http://{}/login?token={}", authority(at), token.hex());
+    let mut tokens = lock(&console.tokens);
+    tokens.retain(|(_, made)| made.elapsed() < TOKEN_LIFE);
+    if tokens.len() >= MAX_TOKENS {
+        tokens.remove(0);
+    }
+    tokens.push((token, Instant::now()));
+    Ok(link)
+}
+
+/// Serves `console`'s page on `addr` (loopback only; default `127.0.0.1` and a free port)
+/// unless it is served already; returns where it is served. Must run on a tokio runtime.
+pub(crate) fn serve(
+    console: &Arc<Console>,
+    addr: Option<SocketAddr>,
+) -> Result<SocketAddr, String> {
+    let mut served = lock(&console.served);
+    if let Some(at) = *served {
+        return Ok(at);
+    }
+    let at = listen(console.clone(), addr.unwrap_or(default_addr()))?;
+    *served = Some(at);
+    Ok(at)
+}
+
 /// Serves the console on `addr`, in a task of its own; returns the address bound.
-pub(super) fn serve(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String> {
+fn listen(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String> {
     let std_listener = std::net::TcpListener::bind(addr)
         .map_err(|e| format!("cannot serve the console on {addr}: {e}"))?;
     let at = std_listener
@@ -47,7 +83,10 @@ pub(super) fn serve(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAdd
     let listener = tokio::net::TcpListener::from_std(std_listener)
         .map_err(|e| format!("cannot serve the console on {addr}: {e}"))?;
     let hosts: Arc<[String]> = [authority(at), format!("localhost:{}", at.port())].into();
-    let web = Web { console, hosts };
+    let gate_state = Gate {
+        console: console.clone(),
+        hosts,
+    };
     let app = Router::new()
         .route("/", get(index))
         .route("/login", get(login))
@@ -62,8 +101,8 @@ pub(super) fn serve(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAdd
         .route("/api/remembered/forget", post(edits::forget))
         .route("/api/roots", post(edits::roots))
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(web.clone(), gate))
-        .with_state(web);
+        .layer(middleware::from_fn_with_state(gate_state, gate))
+        .with_state(console);
     tokio::spawn(accept(listener, app));
     tracing::info!(address = %at, "console served");
     Ok(at)
@@ -111,7 +150,7 @@ async fn accept(listener: tokio::net::TcpListener, app: Router) {
 }
 
 /// The gate every request passes before its route (see the module's comment).
-async fn gate(State(web): State<Web>, request: Request, next: Next) -> Response {
+async fn gate(State(web): State<Gate>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     // A request target in absolute form names its host too: it must be the same one.
@@ -228,28 +267,6 @@ fn json_body(headers: &HeaderMap) -> bool {
         })
 }
 
-/// Why a request is refused: its status, and what the page is told.
-#[derive(Debug)]
-pub(super) struct Refusal(StatusCode, String);
-
-impl Refusal {
-    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Refusal {
-        Refusal(status, message.into())
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        refuse(self.0, self.1)
-    }
-}
-
-/// An error answer: `{"error": MESSAGE}`.
-pub(super) fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
-    let body = serde_json::json!({"error": message.into()});
-    (status, axum::Json(body)).into_response()
-}
-
 /// The sign-in link's query.
 #[derive(Deserialize)]
 struct Login {
@@ -257,8 +274,8 @@ struct Login {
 }
 
 /// `GET /login?token=T`: a valid token becomes the cookie, and the page follows.
-async fn login(State(web): State<Web>, Query(q): Query<Login>) -> Response {
-    let Some((cookie, key)) = q.token.as_deref().and_then(|t| web.console.redeem(t)) else {
+async fn login(State(console): State<Arc<Console>>, Query(q): Query<Login>) -> Response {
+    let Some((cookie, key)) = q.token.as_deref().and_then(|t| console.redeem(t)) else {
         tracing::warn!("console: refused a sign-in with a used, unknown or expired token");
         return page(StatusCode::FORBIDDEN, LINK_USED);
     };
