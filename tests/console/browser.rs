@@ -103,6 +103,14 @@ impl Browser {
         }
     }
 
+    /// A fresh browser signed in with `link`, its page live.
+    pub async fn signed_in(link: &str) -> Browser {
+        let b = Browser::open().await;
+        b.c.goto(link).await.unwrap();
+        b.text_contains("#status", "live").await;
+        b
+    }
+
     /// The first element `css` matches, waiting for it to appear.
     pub async fn find(&self, css: &str) -> Element {
         match self

@@ -3,15 +3,13 @@
 //! accordingly. The server's message is shown as text, never as markup.
 
 use crate::browser::Browser;
-use crate::site::{Site, rpc};
+use crate::site::{Site, ask, refused, rpc};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_one_path_narrow_another_and_reads_follow() {
     let site = Site::start();
-    let b = Browser::open().await;
-    b.c.goto(&site.link).await.unwrap();
-    b.text_contains("#status", "live").await;
+    let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
     s.send(&rpc(
         1,
@@ -74,19 +72,13 @@ async fn approve_one_path_narrow_another_and_reads_follow() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_all_refuses_and_nothing_is_granted() {
     let site = Site::start();
-    let b = Browser::open().await;
-    b.c.goto(&site.link).await.unwrap();
+    let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
-    s.send(&rpc(
-        1,
-        "files/consent",
-        json!({"requestedPaths": ["root/docs"], "access": "read"}),
-    ));
+    ask(&mut s, 1, &["root/docs"], "read");
     b.find("[data-question]").await;
     b.click("[data-question] button.deny-all").await;
     let r = s.wait_id(&json!(1));
     assert_eq!(r["result"]["granted"], false, "{r}");
-    let no = s.request("files/read", json!({"path": "root/docs/a.md"}));
-    assert_eq!(no["error"]["data"]["reason"], "no_consent", "{no}");
+    refused(&mut s, "root/docs/a.md");
     b.close().await;
 }

@@ -2,7 +2,7 @@
 //! refusal standing out; and revocation from the page, effective on the next operation.
 
 use crate::browser::Browser;
-use crate::site::Site;
+use crate::site::{Site, refused};
 use serde_json::json;
 
 const STANDING: &str =
@@ -11,14 +11,11 @@ const STANDING: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_show_in_the_activity_and_a_revoke_on_the_page_holds() {
     let site = Site::start_with(STANDING);
-    let b = Browser::open().await;
-    b.c.goto(&site.link).await.unwrap();
-    b.text_contains("#status", "live").await;
+    let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
     let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
     assert_eq!(r["result"]["content"], "alpha", "{r}");
-    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
-    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    refused(&mut s, "root/notes/n.md");
 
     b.view("activity").await;
     b.text_contains("[data-event].ok .path", "root/docs/a.md")

@@ -2,46 +2,39 @@
 //! offered on the page; nothing is granted until the user allows it.
 
 use crate::browser::Browser;
-use crate::site::Site;
+use crate::site::{Site, refused};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_is_offered_and_grants_only_when_allowed() {
     let site = Site::start();
-    let b = Browser::open().await;
-    b.c.goto(&site.link).await.unwrap();
+    let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
-    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
-    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    refused(&mut s, "root/notes/n.md");
     let offer = b.find("[data-offer]").await;
     let text = offer.text().await.unwrap();
     assert!(text.contains("root/notes/n.md"), "{text}");
     // Shown, not granted.
-    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
-    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    refused(&mut s, "root/notes/n.md");
     b.click("[data-offer] button.allow").await;
     b.gone("[data-offer]").await;
     let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
     assert_eq!(r["result"]["content"], "note", "{r}");
     // Only that path.
-    let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
-    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    refused(&mut s, "root/docs/a.md");
     b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dismissed_offer_grants_nothing() {
     let site = Site::start();
-    let b = Browser::open().await;
-    b.c.goto(&site.link).await.unwrap();
+    let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
-    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
-    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    refused(&mut s, "root/notes/n.md");
     b.find("[data-offer]").await;
     b.click("[data-offer] button.dismiss").await;
     b.gone("[data-offer]").await;
-    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
-    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    refused(&mut s, "root/notes/n.md");
     b.close().await;
 }
 
@@ -50,8 +43,7 @@ fn an_offer_to_a_session_that_ended_grants_nothing_to_the_next_of_its_name() {
     let site = Site::start();
     let auth = site.signin();
     let mut s = site.server("notes");
-    let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
-    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{r}");
+    refused(&mut s, "root/notes/n.md");
     let offers = site.state(&auth)["offers"].clone();
     let id = offers[0]["id"].as_str().unwrap().to_owned();
     drop(s);

@@ -2,20 +2,15 @@
 //! held by the server's sessions after the daemon restarts, and forgotten from the page.
 
 use crate::browser::Browser;
-use crate::site::{Site, rpc};
+use crate::site::{Site, ask};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remembered_answer_survives_a_restart_and_forgetting_takes_it_back() {
     let site = Site::start();
-    let b = Browser::open().await;
-    b.c.goto(&site.link).await.unwrap();
+    let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
-    s.send(&rpc(
-        1,
-        "files/consent",
-        json!({"requestedPaths": ["root/docs"], "access": "read"}),
-    ));
+    ask(&mut s, 1, &["root/docs"], "read");
     b.find("[data-question]").await;
     b.click("[data-path=\"root/docs\"] input[value=allow]")
         .await;
@@ -39,8 +34,7 @@ async fn a_remembered_answer_survives_a_restart_and_forgetting_takes_it_back() {
         "another server got it: {r}"
     );
 
-    let b = Browser::open().await;
-    b.c.goto(&site.link).await.unwrap();
+    let b = Browser::signed_in(&site.link).await;
     b.view("remembered").await;
     b.find("[data-remembered=\"notes root/docs\"]").await;
     b.screenshot("remembered").await;

@@ -9,8 +9,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_added_on_the_page_reaches_the_server() {
     let site = Site::start();
-    let b = Browser::open().await;
-    b.c.goto(&site.link).await.unwrap();
+    let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
     let before = s.request("roots/list", json!({}));
     assert_eq!(

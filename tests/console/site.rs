@@ -253,6 +253,22 @@ impl Answer {
     }
 }
 
+/// Sends a `files/consent` request of id `id` for `paths` at `access`, without waiting for
+/// its answer (the page gives it).
+pub fn ask(s: &mut crate::sidecar::Sidecar, id: i64, paths: &[&str], access: &str) {
+    s.send(&rpc(
+        id,
+        "files/consent",
+        json!({"requestedPaths": paths, "access": access}),
+    ));
+}
+
+/// Asserts that reading `path` is refused for want of consent.
+pub fn refused(s: &mut crate::sidecar::Sidecar, path: &str) {
+    let r = s.request("files/read", json!({"path": path}));
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "{path}: {r}");
+}
+
 /// A request line, for `Sidecar::send`.
 pub fn rpc(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
