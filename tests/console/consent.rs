@@ -82,3 +82,30 @@ async fn deny_all_refuses_and_nothing_is_granted() {
     refused(&mut s, "root/docs/a.md");
     b.close().await;
 }
+
+/// With `consent.roots = "ask"`, a server's first `roots/list` waits for the page's answer,
+/// which shows only the roots allowed, and grants nothing in them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_are_shown_to_a_server_only_once_allowed_on_the_page() {
+    // Right after the policy's `[consent]` section, so in it.
+    let site = Site::start_with("roots = \"ask\"\n");
+    let b = Browser::signed_in(&site.link).await;
+    let mut s = site.server("notes");
+    s.send(&rpc(1, "roots/list", json!({})));
+    let card = b.find("[data-question]").await;
+    let text = card.text().await.unwrap();
+    assert!(text.contains("asks to see"), "{text}");
+    assert!(
+        b.c.find_all(fantoccini::Locator::Css("[data-question] input.narrow"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    b.screenshot("roots-question").await;
+    b.click("[data-path=\"root\"] input[value=allow]").await;
+    b.click("[data-question] button.answer").await;
+    let r = s.wait_id(&json!(1));
+    assert_eq!(r["result"]["roots"][0]["name"], "root", "{r}");
+    refused(&mut s, "root/docs/a.md");
+    b.close().await;
+}

@@ -375,7 +375,9 @@
         h('div', { class: 'card-head-side' },
           h('span', { class: 'muted small' }, 'asked ', timeEl(q.asked)),
           h('span', { class: 'time-left', dataset: { expires: q.expires || '' }, title: 'Denied when the time runs out: ' + absTime(q.expires) }))),
-      q.message !== null && q.message !== undefined && q.message !== ''
+      // A question about seeing roots is the broker's, at the server's first roots/list:
+      // the server said nothing.
+      roots ? null : q.message !== null && q.message !== undefined && q.message !== ''
         ? h('div', { class: 'message' },
           h('span', { class: 'message-label', text: 'The server says' }),
           h('p', { class: 'message-text', text: q.message }))
