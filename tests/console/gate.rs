@@ -10,16 +10,14 @@ fn a_link_works_once_and_nothing_answers_without_its_cookie_and_key() {
     let site = Site::start();
     let path = site.link.split_once(&site.authority).unwrap().1.to_owned();
     let first = site.http("GET", &path, &[], "");
-    assert_eq!(first.status, 303, "{first:?}");
+    assert_eq!(first.status, 200, "{first:?}");
     let cookie = first.header("set-cookie").unwrap();
     for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(attr), "{cookie}");
     }
-    let key = first
-        .header("location")
-        .unwrap()
-        .strip_prefix("/#key=")
-        .unwrap();
+    let signed = crate::site::Auth::of(&first).unwrap();
+    let key = signed.key.as_str();
+    assert_eq!(key.len(), 64, "{first:?}");
     let again = site.http("GET", &path, &[], "");
     assert_eq!(again.status, 403, "a used link signed in again: {again:?}");
     let forged = site.http("GET", "/login?token=00", &[], "");
@@ -270,32 +268,16 @@ fn a_writable_root_may_not_hold_the_state_file() {
 #[test]
 fn the_opener_never_sees_the_token_on_its_command_line() {
     let site = Site::start();
-    let bin = site.place.tmp.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let seen = site.place.tmp.path().join("opener-args");
-    let opener = bin.join("xdg-open");
-    std::fs::write(
-        &opener,
-        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n", seen.display()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let mut cmd = site.place.command(&["console"]);
-    cmd.env("PATH", path).env("DISPLAY", ":0");
-    let ran = crate::sidecar::run_within(cmd, crate::sidecar::WAIT);
-    assert!(ran.success(), "{}", ran.log());
-    let args = std::fs::read_to_string(&seen).unwrap();
+    let (args, printed) = site.console_through_opener();
     assert!(
         !args.contains("token="),
         "the token was on the opener's command line: {args}"
     );
     let page = std::path::Path::new(args.trim());
+    use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(page).unwrap().permissions().mode();
     assert_eq!(mode & 0o077, 0, "{mode:o}");
     let html = std::fs::read_to_string(page).unwrap();
-    let printed = String::from_utf8_lossy(&ran.stdout).trim().to_owned();
     assert!(
         printed.contains("token=") && html.contains(&printed),
         "{html}"
@@ -343,24 +325,12 @@ fn idle_connections_cannot_starve_the_daemon() {
     let auth = loop {
         let link = site.fresh_link();
         let path = link.split_once(&site.authority).unwrap().1.to_owned();
-        if let Some(a) = site.try_http("GET", &path, &[], "")
-            && a.status == 303
+        if let Some(auth) = site
+            .try_http("GET", &path, &[], "")
+            .as_ref()
+            .and_then(crate::site::Auth::of)
         {
-            break crate::site::Auth {
-                cookie: a
-                    .header("set-cookie")
-                    .unwrap()
-                    .split(';')
-                    .next()
-                    .unwrap()
-                    .to_owned(),
-                key: a
-                    .header("location")
-                    .unwrap()
-                    .strip_prefix("/#key=")
-                    .unwrap()
-                    .to_owned(),
-            };
+            break auth;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     };
@@ -406,5 +376,6 @@ fn a_daemon_in_the_background_logs_no_link() {
     .unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("/#key="), "{answer}");
 }

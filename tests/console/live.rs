@@ -36,3 +36,21 @@ async fn reads_show_in_the_activity_and_a_revoke_on_the_page_holds() {
     assert_eq!(r["error"]["data"]["reason"], "revoked", "{r}");
     b.close().await;
 }
+
+/// The page `fsbroker console` gives the desktop's opener signs the browser in: the step
+/// from a local file to the console is cross-site, and the sign-in still holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_given_to_the_opener_signs_the_browser_in() {
+    let site = Site::start();
+    let (args, _) = site.console_through_opener();
+    let b = Browser::open().await;
+    b.c.goto(&format!("file://{}", args.trim())).await.unwrap();
+    b.text_contains("#status", "live").await;
+    let url = b.c.current_url().await.unwrap();
+    assert!(
+        !url.as_str().contains("key="),
+        "the key stayed in the address: {url}"
+    );
+    b.find("[data-view=\"consent\"]:not([hidden])").await;
+    b.close().await;
+}

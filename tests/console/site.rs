@@ -132,6 +132,29 @@ impl Site {
         String::from_utf8_lossy(&ran.stdout).trim().to_owned()
     }
 
+    /// Runs `fsbroker console` with a desktop whose opener only writes down its arguments:
+    /// those arguments, and the link the command printed.
+    pub fn console_through_opener(&self) -> (String, String) {
+        let bin = self.place.tmp.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let seen = self.place.tmp.path().join("opener-args");
+        let opener = bin.join("xdg-open");
+        std::fs::write(
+            &opener,
+            format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n", seen.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let mut cmd = self.place.command(&["console"]);
+        cmd.env("PATH", path).env("DISPLAY", ":0");
+        let ran = crate::sidecar::run_within(cmd, WAIT);
+        assert!(ran.success(), "{}", ran.log());
+        let printed = String::from_utf8_lossy(&ran.stdout).trim().to_owned();
+        (std::fs::read_to_string(&seen).unwrap(), printed)
+    }
+
     /// A server attached as `id` (`serve --daemon`).
     pub fn server(&self, id: &str) -> Sidecar {
         let daemon = format!("--daemon={}", self.place.socket().display());
@@ -147,17 +170,7 @@ impl Site {
         let link = self.fresh_link();
         let path = link.split_once(&self.authority).unwrap().1.to_owned();
         let answer = self.http("GET", &path, &[], "");
-        assert_eq!(answer.status, 303, "{answer:?}");
-        let set = answer.header("set-cookie").unwrap();
-        let key = answer
-            .header("location")
-            .unwrap()
-            .strip_prefix("/#key=")
-            .unwrap();
-        Auth {
-            cookie: set.split(';').next().unwrap().to_owned(),
-            key: key.to_owned(),
-        }
+        Auth::of(&answer).unwrap_or_else(|| panic!("no sign-in: {answer:?}"))
     }
 
     /// One HTTP/1.1 request to the console, `Host` its own unless `headers` names one.
@@ -221,6 +234,18 @@ pub struct Auth {
 }
 
 impl Auth {
+    /// The sign-in an answer to `/login` made: its cookie, and the key in the page it sends
+    /// the browser on to (`/#key=KEY`).
+    pub fn of(answer: &Answer) -> Option<Auth> {
+        if answer.status != 200 {
+            return None;
+        }
+        let cookie = answer.header("set-cookie")?.split(';').next()?.to_owned();
+        let key = answer.body.split("/#key=").nth(1)?;
+        let key: String = key.chars().take_while(char::is_ascii_hexdigit).collect();
+        Some(Auth { cookie, key })
+    }
+
     /// The headers the page sends with every API request.
     pub fn headers(&self) -> Vec<(&str, &str)> {
         vec![("Cookie", &self.cookie), ("X-Fsbroker-Key", &self.key)]

@@ -13,7 +13,6 @@ use super::{api, edits, events};
 use crate::daemon::secret::Secret;
 use crate::locks::lock;
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -281,16 +280,25 @@ async fn login(State(console): State<Arc<Console>>, Query(q): Query<Login>) -> R
     };
     tracing::info!("console: signed in");
     let cookie = format!("{COOKIE}={cookie}; HttpOnly; SameSite=Strict; Path=/");
-    let mut answer = Response::new(Body::empty());
-    *answer.status_mut() = StatusCode::SEE_OTHER;
-    let h = answer.headers_mut();
-    // The key goes in the fragment: the browser keeps it and sends it to no server.
-    if let (Ok(to), Ok(c)) = (
-        HeaderValue::from_str(&format!("/#key={key}")),
-        HeaderValue::from_str(&cookie),
-    ) {
-        h.insert(header::LOCATION, to);
-        h.insert(header::SET_COOKIE, c);
+    // A page of the console's own that goes on to it, rather than a redirect: a link opened
+    // from elsewhere (the private page `fsbroker console` hands the opener, a terminal)
+    // starts a cross-site navigation, whose redirect would not carry a SameSite=Strict
+    // cookie; the step from this page is same-site. The key goes in the fragment, which the
+    // browser keeps and sends to no server.
+    let html = format!(
+        "<!doctype html><meta charset=utf-8><title>fsbroker console</title>\
+         <meta http-equiv=refresh content=\"0;url=/#key={key}\">\
+         <link rel=stylesheet href=/console.css><main class=gate><h1>Signing in</h1>\
+         <p><a href=\"/#key={key}\">Open the console</a></p></main>"
+    );
+    let mut answer = (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        html,
+    )
+        .into_response();
+    if let Ok(c) = HeaderValue::from_str(&cookie) {
+        answer.headers_mut().insert(header::SET_COOKIE, c);
     }
     answer
 }
