@@ -52,13 +52,12 @@ async fn agreed(ctx: &Ctx, session: &Session, visible: Vec<Arc<Root>>) -> Vec<Ar
         let mut seen = session.roots_seen();
         let fresh: Vec<Arc<Root>> = visible
             .iter()
-            .filter(|r| !seen.asked.contains(&r.mount().to_string()))
+            .filter(|r| !seen.asked.contains(&seen_as(r)))
             .cloned()
             .collect();
         // Marked before the question is put: a second `roots/list` meanwhile shows nothing
         // new rather than asking twice.
-        seen.asked
-            .extend(fresh.iter().map(|r| r.mount().to_string()));
+        seen.asked.extend(fresh.iter().map(|r| seen_as(r)));
         fresh
     };
     if !unasked.is_empty() {
@@ -78,12 +77,13 @@ async fn agreed(ctx: &Ctx, session: &Session, visible: Vec<Arc<Root>>) -> Vec<Ar
         request.purpose = Purpose::SeeRoots;
         let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
         let answer = crate::consent::ask(&*ctx.config.consent, &request, wait).await;
-        let approved: Vec<String> = answer
+        let approved: Vec<(String, std::path::PathBuf)> = answer
             .map(|a| a.approved)
             .unwrap_or_default()
             .into_iter()
             .filter(|c| request.paths.contains(&c.asked))
-            .map(|c| c.asked.mount.to_string())
+            .filter_map(|c| unasked.iter().find(|r| *r.mount() == c.asked.mount))
+            .map(|r| seen_as(r))
             .collect();
         tracing::info!(
             server = %session.server_id(),
@@ -97,6 +97,11 @@ async fn agreed(ctx: &Ctx, session: &Session, visible: Vec<Arc<Root>>) -> Vec<Ar
     let grants = session.grants();
     visible
         .into_iter()
-        .filter(|r| seen.shown.contains(&r.mount().to_string()) || grants.any_in(r.mount()))
+        .filter(|r| seen.shown.contains(&seen_as(r)) || grants.any_in(r.mount()))
         .collect()
+}
+
+/// How a session's answers name a root: its mount name and its directory.
+fn seen_as(r: &Root) -> (String, std::path::PathBuf) {
+    (r.mount().to_string(), r.host_path_of(&RelPath::root()))
 }

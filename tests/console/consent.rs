@@ -102,6 +102,15 @@ async fn roots_are_shown_to_a_server_only_once_allowed_on_the_page() {
             .is_empty()
     );
     b.screenshot("roots-question").await;
+    // Nothing to narrow or lower in it.
+    let auth = site.signin();
+    let id = site.state(&auth)["questions"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let narrowed = json!({"answers": [{"path": "root", "approve": true, "narrow": "docs"}]});
+    let a = site.post(&auth, &format!("/api/questions/{id}"), &narrowed);
+    assert_eq!(a.status, 400, "{a:?}");
     b.click("[data-path=\"root\"] input[value=allow]").await;
     b.click("[data-question] button.answer").await;
     let r = s.wait_id(&json!(1));

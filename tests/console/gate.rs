@@ -316,6 +316,10 @@ fn idle_connections_cannot_starve_the_daemon() {
         "the console held {} descriptors for idle connections",
         most - before
     );
+    // Said once, not once a connection.
+    let said = site.daemon.stderr();
+    let warnings = said.matches("connections are open").count();
+    assert_eq!(warnings, 1, "{said}");
     // The session still works: a read needs descriptors.
     let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
     assert_eq!(r["result"]["content"], "alpha", "{r}");

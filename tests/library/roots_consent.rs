@@ -143,3 +143,31 @@ fn a_writable_root_may_not_hold_the_policy_file() {
         mcp_fsbroker::Access::Read
     );
 }
+
+/// An answer is about a directory: a reload that mounts another directory under the name
+/// asks again rather than showing it.
+#[tokio::test]
+async fn an_answer_does_not_carry_over_to_another_directory_of_the_same_name() {
+    let f = Fixture::new();
+    let asked: Asked = Arc::default();
+    let (broker, _n) = Broker::builder(policy(&f, "[consent]\nroots = \"ask\"\n"))
+        .consent_provider(only_a(Arc::clone(&asked)))
+        .build()
+        .unwrap();
+    assert_eq!(names(&broker, "s").await, ["a"]);
+    let other = f.dir("other");
+    let moved = format!(
+        "[[roots]]\npath = {:?}\nmount = \"a\"\n[consent]\nroots = \"ask\"\n",
+        other.display().to_string()
+    );
+    broker
+        .reload(Policy::parse(&moved, "test").unwrap())
+        .unwrap();
+    let before = asked.lock().unwrap().len();
+    assert_eq!(names(&broker, "s").await, ["a"]);
+    assert_eq!(
+        asked.lock().unwrap().len(),
+        before + 1,
+        "not asked about the new directory"
+    );
+}

@@ -179,6 +179,12 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
         if !p.approve {
             continue;
         }
+        if request.purpose == Purpose::SeeRoots && (p.narrow.is_some() || p.access.is_some()) {
+            return Err(bad(
+                "a question about seeing roots is answered allow or deny: nothing to narrow \
+                 or lower",
+            ));
+        }
         let granted = match p.narrow.as_deref().map(str::trim) {
             None | Some("") => asked.clone(),
             Some(typed) => narrowed(&asked, typed).ok_or_else(|| {

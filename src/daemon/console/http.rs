@@ -119,6 +119,9 @@ const HEADER_WAIT: Duration = Duration::from_secs(10);
 /// fewer than [`MAX_CONNECTIONS`].
 async fn accept(listener: tokio::net::TcpListener, app: Router) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    // Connections closed for want of a slot since the last warning, which comes at most once
+    // a minute: a flood of them must not flood the log too.
+    let (mut closed, mut warned) = (0u64, None::<tokio::time::Instant>);
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -130,7 +133,14 @@ async fn accept(listener: tokio::net::TcpListener, app: Router) {
             }
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!("console: {MAX_CONNECTIONS} connections are open; closed one more");
+            closed += 1;
+            if warned.is_none_or(|w| w.elapsed() >= Duration::from_secs(60)) {
+                tracing::warn!(
+                    "console: {MAX_CONNECTIONS} connections are open; closed {closed} more \
+                     since the last warning"
+                );
+                (closed, warned) = (0, Some(tokio::time::Instant::now()));
+            }
             continue;
         };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
