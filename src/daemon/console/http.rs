@@ -7,6 +7,7 @@
 //! `Origin` is the console's own. Every answer forbids framing, sniffing, caching and
 //! referrers, and its scripts may come only from the console itself.
 
+use super::conns::{self, Conn};
 use super::reply::refuse;
 use super::shared::{Console, MAX_TOKENS, TOKEN_LIFE, authority, default_addr};
 use super::{api, edits, events};
@@ -21,9 +22,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 use std::time::Instant;
-use tokio::sync::Semaphore;
 
 /// The name of the sign-in cookie.
 const COOKIE: &str = "fsbroker_console";
@@ -102,60 +101,9 @@ fn listen(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String>
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(gate_state, gate))
         .with_state(console);
-    tokio::spawn(accept(listener, app));
+    tokio::spawn(conns::accept(listener, app));
     tracing::info!(address = %at, "console served");
     Ok(at)
-}
-
-/// Most connections served at once; one more is closed at once. Any local process may
-/// connect, so without a bound a few thousand idle connections would take the daemon's
-/// descriptors from the sessions it serves.
-const MAX_CONNECTIONS: usize = 64;
-
-/// How long a client may take to send a request's headers.
-const HEADER_WAIT: Duration = Duration::from_secs(10);
-
-/// Serves each connection `listener` accepts with `app`, over HTTP/1.1 only, while there are
-/// fewer than [`MAX_CONNECTIONS`].
-async fn accept(listener: tokio::net::TcpListener, app: Router) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    // Connections closed for want of a slot since the last warning, which comes at most once
-    // a minute: a flood of them must not flood the log too.
-    let (mut closed, mut warned) = (0u64, None::<tokio::time::Instant>);
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // Out of descriptors, most likely: wait rather than spin.
-                tracing::warn!("console: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            closed += 1;
-            if warned.is_none_or(|w| w.elapsed() >= Duration::from_secs(60)) {
-                tracing::warn!(
-                    "console: {MAX_CONNECTIONS} connections are open; closed {closed} more \
-                     since the last warning"
-                );
-                (closed, warned) = (0, Some(tokio::time::Instant::now()));
-            }
-            continue;
-        };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_WAIT)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!("console: a connection ended: {e}");
-            }
-            drop(slot);
-        });
-    }
 }
 
 /// The gate every request passes before its route (see the module's comment).
@@ -180,6 +128,16 @@ async fn gate(State(web): State<Gate>, request: Request, next: Next) -> Response
         } else {
             page(StatusCode::UNAUTHORIZED, SIGNED_OUT)
         }
+    } else if request.uri().path().starts_with("/api/")
+        && !request
+            .extensions()
+            .get::<Arc<Conn>>()
+            .is_some_and(|c| c.promote())
+    {
+        refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many signed-in connections; close a console tab",
+        )
     } else if request.method() == Method::POST && !same_origin(&web.hosts, headers) {
         refuse(
             StatusCode::FORBIDDEN,
