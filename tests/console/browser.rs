@@ -64,7 +64,11 @@ impl Browser {
             .local_addr()
             .unwrap()
             .port();
+        // A process group of its own, with the browser it starts: ended whole, however the
+        // test ends, so that no browser outlives it.
+        use std::os::unix::process::CommandExt;
         let driver = Command::new(DRIVER)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -187,16 +191,16 @@ impl Browser {
         }
     }
 
-    pub async fn close(mut self) {
+    pub async fn close(self) {
         let _ = self.c.clone().close().await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        if let Some(group) = rustix::process::Pid::from_raw(self.driver.id() as i32) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
         let _ = self.driver.wait();
     }
 }
