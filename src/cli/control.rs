@@ -120,15 +120,8 @@ fn open_privately(socket: &std::path::Path, link: &str) -> bool {
     );
     let written = {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let _ = std::fs::remove_file(&page);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&page)
-            .and_then(|mut f| f.write_all(html.as_bytes()))
+        crate::daemon::private_file(&page).and_then(|mut f| f.write_all(html.as_bytes()))
     };
     if let Err(e) = written {
         eprintln!("fsbroker: cannot write {}: {e}", page.display());

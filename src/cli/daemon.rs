@@ -119,13 +119,6 @@ async fn run(args: DaemonArgs) -> ExitCode {
         layer,
         socket: listening.socket().to_owned(),
     });
-    let console = match console {
-        Ok(c) => c,
-        Err(message) => {
-            eprintln!("fsbroker: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
     let services = services.with_console(console.clone());
     eprintln!(
         "fsbroker: daemon listening on {} (pid {})",

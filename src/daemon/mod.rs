@@ -55,3 +55,5 @@ pub(crate) use server::Listening;
 pub(crate) use services::{Reload, Services};
 pub use session::{DaemonError, DaemonSession};
 pub use socket::default_socket;
+#[cfg(feature = "cli")]
+pub(crate) use socket::private_file;

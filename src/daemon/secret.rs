@@ -4,7 +4,6 @@
 //! the socket's directory) gets nothing.
 
 use std::io::{ErrorKind as IoKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The secret's length in bytes (its hex form is twice as long).
@@ -29,12 +28,7 @@ impl Secret {
             Err(e) if e.kind() == IoKind::NotFound => {}
             Err(e) => return Err(format!("cannot remove the old key {}: {e}", path.display())),
         }
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(path)
+        let mut file = super::socket::private_file(path)
             .map_err(|e| format!("cannot create the key {}: {e}", path.display()))?;
         file.write_all(format!("{hex}\n").as_bytes())
             .and_then(|()| file.sync_all())

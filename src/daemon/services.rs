@@ -131,16 +131,8 @@ impl Services {
     /// `{"op": "console"}` → `{"ok": true, "url": LINK}`: a fresh sign-in link to the
     /// console, served from now on if it was not.
     fn console_link(&self, line: &[u8]) -> Value {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Request {
-            #[allow(dead_code)] // Always "console": the dispatch read it.
-            op: String,
-        }
-        if let Err(e) = serde_json::from_slice::<Request>(line) {
-            return error(format!(
-                "not a console request (it takes nothing but op): {e}"
-            ));
+        if let Err(refused) = only_op(line, "console") {
+            return refused;
         }
         let Some(console) = &self.console else {
             return error("this daemon has no console");
@@ -152,16 +144,8 @@ impl Services {
     }
 
     fn reload(&self, broker: &Broker, line: &[u8]) -> Value {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Request {
-            #[allow(dead_code)] // Always "reload": the dispatch read it.
-            op: String,
-        }
-        if let Err(e) = serde_json::from_slice::<Request>(line) {
-            return error(format!(
-                "not a reload request (it takes nothing but op): {e}"
-            ));
+        if let Err(refused) = only_op(line, "reload") {
+            return refused;
         }
         let Some(reload) = &self.reload else {
             return error(
@@ -200,6 +184,24 @@ impl Services {
             }
         }
     }
+}
+
+/// Nothing, when `line` holds no field but its op; else the answer that says so (`what` is
+/// the op, for the message).
+fn only_op(line: &[u8], what: &str) -> Result<(), Value> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Request {
+        #[allow(dead_code)] // The dispatch read it.
+        op: String,
+    }
+    serde_json::from_slice::<Request>(line)
+        .map(drop)
+        .map_err(|e| {
+            error(format!(
+                "not a {what} request (it takes nothing but op): {e}"
+            ))
+        })
 }
 
 #[cfg(test)]

@@ -109,6 +109,18 @@ pub(crate) fn lock_file(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Creates the file at `path` new, 0600, never through a link (what was there is not
+/// opened: the caller removes a stale one first), for what only the user may read: the key,
+/// the console's state, the page that carries a sign-in link.
+pub(crate) fn private_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+}
+
 /// A directory of the XDG base directory specification: `$VAR`, else `~/FALLBACK`. Empty
 /// or relative values count as unset, as the specification says.
 pub(crate) fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {

@@ -79,8 +79,8 @@ pub(crate) struct Parts {
 
 impl Console {
     /// A console of `parts`, not served yet.
-    pub(crate) fn new(parts: Parts) -> Result<Arc<Console>, String> {
-        Ok(Arc::new(Console {
+    pub(crate) fn new(parts: Parts) -> Arc<Console> {
+        Arc::new(Console {
             broker: parts.broker,
             attachments: parts.attachments,
             board: parts.board,
@@ -91,7 +91,7 @@ impl Console {
             signins: Mutex::new(Vec::new()),
             tokens: Mutex::new(Vec::new()),
             served: Mutex::new(None),
-        }))
+        })
     }
 
     /// A new sign-in, its cookie and its key, when `offered` is an unused, unexpired

@@ -72,13 +72,7 @@ impl Store {
         let text = serde_json::to_vec_pretty(layer).map_err(|e| e.to_string())?;
         let temp = dir.join(format!(".console.json.{}", std::process::id()));
         let _ = std::fs::remove_file(&temp);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&temp)
-            .map_err(fail)?;
+        let mut file = crate::daemon::socket::private_file(&temp).map_err(fail)?;
         let written = file
             .write_all(&text)
             .and_then(|()| file.write_all(b"\n"))
