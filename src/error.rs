@@ -200,6 +200,7 @@ impl Error {
             Reason::ReadOnly => "access is read-only",
             Reason::Revoked => "access was revoked",
             Reason::RootUnavailable => "the root is not at its configured path",
+            Reason::Suspended => "the session is suspended for its security violations",
             _ => "permission denied",
         };
         Error::new(ErrorKind::PermissionDenied, message).with_reason(reason)

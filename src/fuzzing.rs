@@ -88,7 +88,8 @@ fn jsonrpc_line(data: &[u8]) {
     static BROKER: OnceLock<Broker> = OnceLock::new();
     let broker = BROKER.get_or_init(|| {
         let text = "[consent]\nmode = \"deny\"\n[audit]\nenabled = false\n\
-                    [limits]\nrequests_per_second = 1000000\nburst = 1000000\n";
+                    [limits]\nrequests_per_second = 1000000\nburst = 1000000\n\
+                    max_violations_per_minute = 1000000\n";
         let built = Policy::parse(text, "fuzz")
             .map_err(|e| e.to_string())
             .and_then(|p| {

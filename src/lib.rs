@@ -148,6 +148,7 @@ mod state;
 mod turn;
 mod upload;
 mod watch;
+mod watchdog;
 
 pub use access::Access;
 pub use audit::AuditLog;

@@ -1,9 +1,10 @@
-//! Rate limits: a budget of requests and a budget of payload bytes per session.
+//! Rate limits: budgets of requests, payload bytes and CPU time per session.
 //!
 //! One keyed governor limiter counts requests for every session, keyed by server id. A second
-//! budget counts the bytes `files/read` returns and `files/write` takes (see [`ByteBudget`]).
-//! Their key spaces are bounded because sessions are (see [`crate::broker::MAX_SESSIONS`]),
-//! and keys of ended sessions are pruned when a session ends.
+//! budget counts the bytes `files/read` returns and `files/write` takes, a third the CPU time
+//! the session's operations spend (both a [`Budget`]). Their key spaces are bounded because
+//! sessions are (see [`crate::broker::MAX_SESSIONS`]), and keys of ended sessions are pruned
+//! when a session ends.
 //!
 //! Beside them, the process's own limit on open descriptors, which the faces that hold many
 //! connections (the remote proxy, the daemon) raise at start.
@@ -17,38 +18,90 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The per-session request and byte budgets.
+/// The per-session request, byte and CPU budgets.
 #[derive(Debug)]
 pub(crate) struct RateLimits {
     limiter: DefaultKeyedRateLimiter<String>,
     clock: DefaultClock,
-    bytes: ByteBudget,
+    bytes: Budget,
+    cpu: Budget,
+}
+
+/// A request refused for a budget: which, and the `RATE_LIMITED` to answer (boxed: the
+/// refusal is the rare path).
+pub(crate) type Refused = Box<(Spent, Error)>;
+
+/// Which budget a refused request passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spent {
+    /// `requests_per_second` and `burst`.
+    Requests,
+    /// `bytes_per_second` and `burst_bytes`.
+    Bytes,
+    /// `cpu_ms_per_minute`.
+    Cpu,
+}
+
+impl Spent {
+    /// The budget's name, as `status` and the log show it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Spent::Requests => "requests",
+            Spent::Bytes => "bytes",
+            Spent::Cpu => "cpu",
+        }
+    }
 }
 
 impl RateLimits {
     /// A limiter with the policy's rates and bursts.
     pub(crate) fn new(limits: &Limits) -> Self {
         let quota = Quota::per_second(limits.requests_per_second).allow_burst(limits.burst);
+        // CPU time is counted in nanoseconds: the minute's budget is the burst, refilled
+        // over the minute.
+        let cpu_per_minute = limits.cpu_ms_per_minute.get().saturating_mul(1_000_000);
         RateLimits {
             limiter: RateLimiter::keyed(quota),
             clock: DefaultClock::default(),
-            bytes: ByteBudget::new(limits.bytes_per_second.get(), limits.burst_bytes.get()),
+            bytes: Budget::new(
+                limits.bytes_per_second.get(),
+                limits.burst_bytes.get(),
+                "too many bytes read or written",
+            ),
+            cpu: Budget::new(
+                cpu_per_minute / 60,
+                cpu_per_minute,
+                "too much CPU time spent",
+            ),
         }
     }
 
-    /// Takes one request from `server_id`'s allowance, or says when to retry.
-    pub(crate) fn check(&self, server_id: &str) -> Result<()> {
+    /// Takes one request from `server_id`'s allowance, or says when to retry and which
+    /// budget it passed: requests, the CPU time owed, and for a request that moves payload
+    /// (`moves_payload`), the bytes owed.
+    pub(crate) fn admit(&self, server_id: &str, moves_payload: bool) -> Result<(), Refused> {
+        let now = Instant::now();
         self.limiter
             .check_key(&server_id.to_owned())
             .map_err(|not_until| {
                 let wait = not_until.wait_time_from(self.clock.now());
-                rate_limited("too many requests", wait)
-            })
+                Box::new((Spent::Requests, rate_limited("too many requests", wait)))
+            })?;
+        self.cpu
+            .admit(server_id, now)
+            .map_err(|e| Box::new((Spent::Cpu, e)))?;
+        if moves_payload {
+            self.bytes
+                .admit(server_id, now)
+                .map_err(|e| Box::new((Spent::Bytes, e)))?;
+        }
+        Ok(())
     }
 
-    /// Refuses a request that would move payload while `server_id` owes bytes.
-    pub(crate) fn check_bytes(&self, server_id: &str) -> Result<()> {
-        self.bytes.admit(server_id, Instant::now())
+    /// Charges `cpu` of CPU time that an operation of `server_id` spent.
+    pub(crate) fn charge_cpu(&self, server_id: &str, cpu: Duration) {
+        let nanos = u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
+        self.cpu.charge(server_id, nanos, Instant::now());
     }
 
     /// Charges `n` payload bytes that a request of `server_id` moved.
@@ -61,6 +114,7 @@ impl RateLimits {
         self.limiter.retain_recent();
         self.limiter.shrink_to_fit();
         self.bytes.prune(Instant::now());
+        self.cpu.prune(Instant::now());
     }
 }
 
@@ -70,27 +124,31 @@ fn rate_limited(message: &str, wait: Duration) -> Error {
     Error::new(ErrorKind::RateLimited, message).with_retry_after_ms(ms)
 }
 
-/// A budget of payload bytes per key, refilled at `rate` bytes a second up to `burst`.
+/// A budget of units (payload bytes, nanoseconds of CPU time) per key, refilled at `rate`
+/// units a second up to `burst`.
 ///
-/// A payload's size is known only once the operation has run (a read may stop at the end of
-/// the file), so bytes are charged after the fact and the budget may go into debt by the
-/// requests in flight; the next request that moves payload is refused until the debt is
+/// A payload's size or an operation's CPU time is known only once the operation has run (a
+/// read may stop at the end of the file), so units are charged after the fact and the budget
+/// may go into debt by the requests in flight; the next request is refused until the debt is
 /// repaid. This is the generic cell rate algorithm kept as one instant per key: `tat` is when
 /// the budget would be full again, and a key owes bytes while `tat` is more than `burst`'s
 /// worth of time ahead.
 #[derive(Debug)]
-struct ByteBudget {
+struct Budget {
     rate: u64,
     tolerance: Duration,
     tat: Mutex<HashMap<String, Instant>>,
+    /// The message of its `RATE_LIMITED`.
+    refusal: &'static str,
 }
 
-impl ByteBudget {
-    fn new(rate: u64, burst: u64) -> Self {
-        ByteBudget {
+impl Budget {
+    fn new(rate: u64, burst: u64, refusal: &'static str) -> Self {
+        Budget {
             rate,
             tolerance: Self::time_for(rate, burst),
             tat: Mutex::new(HashMap::new()),
+            refusal,
         }
     }
 
@@ -105,10 +163,9 @@ impl ByteBudget {
         let Some(tat) = tat else { return Ok(()) };
         // A tolerance too large to add to an instant is a budget that cannot be exhausted.
         match now.checked_add(self.tolerance) {
-            Some(limit) if tat > limit => Err(rate_limited(
-                "too many bytes read or written",
-                tat.duration_since(limit),
-            )),
+            Some(limit) if tat > limit => {
+                Err(rate_limited(self.refusal, tat.duration_since(limit)))
+            }
             _ => Ok(()),
         }
     }
@@ -167,7 +224,7 @@ mod tests {
 
     #[test]
     fn the_budget_goes_into_debt_and_is_repaid_at_its_rate() {
-        let b = ByteBudget::new(1000, 2000);
+        let b = Budget::new(1000, 2000, "x");
         let t0 = Instant::now();
         assert!(b.admit("s", t0).is_ok());
         b.charge("s", 1500, t0);
@@ -185,7 +242,7 @@ mod tests {
 
     #[test]
     fn huge_budgets_and_charges_saturate() {
-        let b = ByteBudget::new(1, u64::MAX);
+        let b = Budget::new(1, u64::MAX, "x");
         let t0 = Instant::now();
         b.charge("s", u64::MAX, t0);
         assert!(
@@ -194,7 +251,7 @@ mod tests {
         );
         b.charge("s", u64::MAX, t0);
         assert!(b.admit("s", t0).is_err());
-        let unbounded = ByteBudget::new(1, u64::MAX);
+        let unbounded = Budget::new(1, u64::MAX, "x");
         unbounded.charge("s", 1, t0);
         assert!(unbounded.admit("s", t0).is_ok());
     }

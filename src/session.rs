@@ -5,6 +5,7 @@ use crate::consent::{Grant, Grants};
 use crate::locks::lock;
 use crate::turn::Orderer;
 use crate::upload::Uploads;
+use crate::watchdog::{Suspension, Watchdog};
 use crate::wire::NotificationKind;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -121,6 +122,10 @@ pub(crate) struct Session {
     /// Under `consent.roots = "ask"`: the mounts this session was asked about, and those
     /// it may see.
     roots_seen: Mutex<RootsSeen>,
+    /// The CPU time its operations spent, in nanoseconds: shared with their blocking work.
+    pub(crate) cpu: Arc<std::sync::atomic::AtomicU64>,
+    /// Its violations over the last minute, and its suspension.
+    watchdog: Mutex<Watchdog>,
 }
 
 /// The roots a session was asked about under `consent.roots = "ask"`, each by mount name
@@ -141,6 +146,10 @@ pub(crate) struct Stats {
     pub counters: Counters,
     /// The last request: when it ended, its method, its path and its outcome.
     pub last: Option<(SystemTime, String, Option<String>, String)>,
+    /// The last refusal for a budget: when, and which budget (`requests`, `bytes`, `cpu`).
+    pub throttled: Option<(SystemTime, &'static str)>,
+    /// The budgets the user was told of (a bit per [`crate::limits::Spent`]): once each.
+    pub told: u8,
 }
 
 /// What a session has done so far.
@@ -160,6 +169,12 @@ pub struct Counters {
     pub bytes_read: u64,
     /// File bytes written.
     pub bytes_written: u64,
+    /// Entries listings gave.
+    pub entries_listed: u64,
+    /// CPU time its operations spent (their blocking work, measured per thread).
+    pub cpu: std::time::Duration,
+    /// Requests refused because the session had spent a budget (requests, bytes, CPU).
+    pub throttled: u64,
 }
 
 impl Session {
@@ -194,7 +209,24 @@ impl Session {
             stats: Mutex::new(Stats::default()),
             pending: Mutex::new(HashMap::new()),
             roots_seen: Mutex::new(RootsSeen::default()),
+            cpu: Arc::default(),
+            watchdog: Mutex::new(Watchdog::new(std::time::Instant::now())),
         }
+    }
+
+    /// Its suspension, while it is suspended.
+    pub(crate) fn suspension(&self) -> Option<Suspension> {
+        lock(&self.watchdog).suspended().cloned()
+    }
+
+    /// Counts a violation; returns the suspension it brought, if it brought one.
+    pub(crate) fn strike(&self, reason: crate::error::Reason, limit: u32) -> Option<Suspension> {
+        lock(&self.watchdog).strike(std::time::Instant::now(), reason, limit)
+    }
+
+    /// Lifts its suspension; says whether it was suspended.
+    pub(crate) fn resume(&self) -> bool {
+        lock(&self.watchdog).resume()
     }
 
     /// The roots this session was asked about and may see (`consent.roots = "ask"`).

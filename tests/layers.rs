@@ -29,6 +29,7 @@ const LAYERS: &[&str] = &[
     // The policy and what is opened from it.
     "policy",
     "limits",
+    "watchdog",
     "audit",
     "consent",
     "root",

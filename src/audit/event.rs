@@ -30,6 +30,8 @@ pub struct AuditEvent {
     pub reason: Option<Reason>,
     /// File bytes read or written.
     pub bytes: u64,
+    /// The CPU time its work spent (zero for a request that did no filesystem work).
+    pub cpu: Duration,
     /// How long it took.
     pub duration: Duration,
     /// What a `files/consent` decided.
@@ -62,6 +64,7 @@ impl AuditEvent {
             outcome: r.outcome.to_owned(),
             reason: r.violation.map(|v| v.reason),
             bytes: r.bytes,
+            cpu: r.cpu,
             duration: r.duration,
             consent: r.consent.map(|c| ConsentEvent {
                 approved: c.approved.clone(),

@@ -32,6 +32,8 @@ pub(crate) struct AuditRecord<'a> {
     pub outcome: &'a str,
     /// Bytes read or written.
     pub bytes: u64,
+    /// The CPU time its blocking work spent.
+    pub cpu: Duration,
     /// How long the operation took.
     pub duration: Duration,
     /// What a `files/consent` decided.
@@ -309,6 +311,7 @@ impl AuditLog {
             .unwrap_or_default();
         let line = Line {
             bytes: r.bytes,
+            cpu_ms: (!r.cpu.is_zero()).then(|| (r.cpu.as_secs_f64() * 1e6).round() / 1e3),
             duration_ms: (r.duration.as_secs_f64() * 1e6).round() / 1e3,
             method: r.method,
             outcome: r.outcome,
@@ -356,6 +359,8 @@ impl AuditLog {
 #[derive(Serialize)]
 struct Line<'a> {
     bytes: u64,
+    #[serde(rename = "cpuMs", skip_serializing_if = "Option::is_none")]
+    cpu_ms: Option<f64>,
     #[serde(rename = "durationMs")]
     duration_ms: f64,
     method: &'a str,

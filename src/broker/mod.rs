@@ -11,6 +11,7 @@ pub use crate::audit::{AuditEvent, ConsentEvent, Decider};
 pub use crate::session::Counters;
 pub use crate::session::{Notification, Notifications};
 pub use crate::watch::CHANGED;
+pub use crate::watchdog::Suspension;
 pub use builder::BrokerBuilder;
 pub use handle::ServerSession;
 pub use snapshot::{Activity, GrantInfo, Revoked, SessionSnapshot, UploadInfo, WatchInfo};

@@ -227,24 +227,26 @@ impl Broker {
                 crate::error::ErrorKind::InvalidRequest,
                 "the session has ended",
             )),
-            Ok(session) => {
-                let rate = &run.ctx.config.rate;
-                // Only requests that move payload wait for a session's byte debt to be repaid.
-                let checked = rate.check(&seat.id).and_then(|()| {
-                    if req.known.is_some_and(Method::moves_payload) {
-                        rate.check_bytes(&seat.id)
-                    } else {
-                        Ok(())
+            Ok(session) => match session.suspension() {
+                // A suspended session is refused before anything else: it neither spends its
+                // budgets nor learns anything about its paths.
+                Some(s) => Err(suspended(&seat.id, &s)),
+                None => {
+                    // Only requests that move payload wait for a session's byte debt.
+                    let moves = req.known.is_some_and(Method::moves_payload);
+                    match run.ctx.config.rate.admit(&seat.id, moves) {
+                        Ok(()) => {
+                            ops::dispatch(&mut run.ctx, session, req.known, &req.method, req.params)
+                                .await
+                        }
+                        Err(refused) => {
+                            let (spent, e) = *refused;
+                            self.throttled(session, spent);
+                            Err(e)
+                        }
                     }
-                });
-                match checked {
-                    Ok(()) => {
-                        ops::dispatch(&mut run.ctx, session, req.known, &req.method, req.params)
-                            .await
-                    }
-                    Err(e) => Err(e),
                 }
-            }
+            },
             Err(e) => Err(e.clone()),
         };
         run.finish(&outcome);
@@ -264,11 +266,25 @@ impl Broker {
             path: None,
             outcome: e.map_or("INVALID_REQUEST", |e| e.kind().outcome()),
             bytes: 0,
+            cpu: std::time::Duration::ZERO,
             duration: std::time::Duration::ZERO,
             consent: None,
             violation: None,
         });
     }
+}
+
+/// The refusal of every request of a suspended session.
+fn suspended(server_id: &str, s: &crate::watchdog::Suspension) -> Error {
+    Error::new(
+        crate::error::ErrorKind::PermissionDenied,
+        format!(
+            "the session is suspended after {} security violations within a minute; only \
+             the user can resume it (fsbroker resume --server {server_id})",
+            s.total()
+        ),
+    )
+    .with_reason(crate::error::Reason::Suspended)
 }
 
 /// A request being run: when it ends, or is dropped before it ends (its caller withdrew
@@ -296,6 +312,8 @@ impl Running<'_> {
             bytes,
             requested,
             consent,
+            entries,
+            cpu,
         } = self.ctx.take_noted();
         // The bytes moved are known only now: they are charged after the fact (see `limits`).
         self.ctx.config.rate.charge_bytes(&self.seat.id, bytes);
@@ -317,6 +335,7 @@ impl Running<'_> {
             path: path.as_deref(),
             outcome: shown,
             bytes,
+            cpu,
             duration: self.start.elapsed(),
             consent: outcome.and_then(|o| o.as_ref().ok()).and(consent.as_ref()),
             violation,
@@ -328,6 +347,8 @@ impl Running<'_> {
             counters.failed += u64::from(err.is_some());
             counters.refused += u64::from(violation.is_some());
             counters.cancelled += u64::from(outcome.is_none());
+            counters.entries_listed += entries;
+            counters.cpu += cpu;
             if self.known == Some(Method::Write) {
                 counters.bytes_written += bytes;
             } else {
@@ -339,6 +360,27 @@ impl Running<'_> {
                 path,
                 shown.to_owned(),
             ));
+            drop(stats);
+            // A probe counts when it was refused, and a consent request when it asked for a
+            // place outside every root.
+            let strike = err.and_then(crate::watchdog::strike_of).or_else(|| {
+                consent
+                    .as_ref()
+                    .is_some_and(|c| !c.outside.is_empty())
+                    .then_some(crate::error::Reason::OutsideRoot)
+            });
+            if let Some(reason) = strike {
+                let limit = self
+                    .ctx
+                    .config
+                    .policy
+                    .limits
+                    .max_violations_per_minute
+                    .get();
+                if let Some(s) = session.strike(reason, limit) {
+                    self.broker.suspend(session, &s);
+                }
+            }
         }
         self.broker.inner.touch();
     }

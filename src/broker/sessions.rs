@@ -203,6 +203,61 @@ impl Broker {
         removed
     }
 
+    /// Suspends `session` for the violations `s` counts: its watches end (`unwatched`,
+    /// `suspended`), and the user is told (the log at `warn`; `status` and the console show
+    /// it). Its grants stay, unused until the user resumes it.
+    pub(crate) fn suspend(&self, session: &Session, s: &crate::watchdog::Suspension) {
+        for w in self.inner.hub.of_session(session) {
+            self.inner.end_watch(&w.id, "suspended");
+        }
+        tracing::warn!(
+            server = session.server_id(),
+            violations = %s.summary(),
+            "suspended a session after {} security violations within a minute; every request \
+             is refused until the user resumes it (fsbroker resume --server ID, or the console)",
+            s.total()
+        );
+        self.inner.touch();
+    }
+
+    /// Notes that `session` was refused for a budget it spent; the user is told of each
+    /// budget once per session (the log at `warn`), and `status` shows the last.
+    pub(crate) fn throttled(&self, session: &Session, spent: crate::limits::Spent) {
+        let bit = 1u8 << (spent as u8);
+        let mut stats = session.stats();
+        stats.counters.throttled += 1;
+        stats.throttled = Some((std::time::SystemTime::now(), spent.as_str()));
+        let first = stats.told & bit == 0;
+        stats.told |= bit;
+        drop(stats);
+        if first {
+            tracing::warn!(
+                server = session.server_id(),
+                budget = spent.as_str(),
+                "a session spent its {} budget; its requests are refused (RATE_LIMITED) until \
+                 the budget comes back (the policy's [limits])",
+                spent.as_str()
+            );
+        }
+    }
+
+    /// Lifts the suspension of the session `server_id` (see
+    /// [`BrokerBuilder::max_violations_per_minute`](crate::BrokerBuilder::max_violations_per_minute)):
+    /// its requests are answered again, and its violations before count no more. Returns
+    /// whether it was suspended. A session that ends is never suspended again under its
+    /// name: a new session begins without strikes.
+    ///
+    /// Errors: `INVALID_PARAMS` when no session of that id is live.
+    pub fn resume(&self, server_id: &str) -> Result<bool> {
+        let session = self.live(server_id)?;
+        let resumed = session.resume();
+        if resumed {
+            tracing::warn!(server = server_id, "the user resumed a suspended session");
+        }
+        self.inner.touch();
+        Ok(resumed)
+    }
+
     /// The server ids with a live session.
     pub fn sessions(&self) -> Vec<String> {
         lock(&self.inner.sessions).keys().cloned().collect()

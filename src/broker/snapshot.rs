@@ -28,6 +28,11 @@ pub struct SessionSnapshot {
     pub counters: Counters,
     /// Its last request, once one was answered.
     pub last_activity: Option<Activity>,
+    /// Its suspension, while it is suspended for its violations.
+    pub suspended: Option<crate::watchdog::Suspension>,
+    /// The last time it was refused for a budget it had spent, and which: `requests`,
+    /// `bytes` or `cpu`.
+    pub throttled: Option<(SystemTime, &'static str)>,
 }
 
 /// One grant.
@@ -138,6 +143,8 @@ impl SessionSnapshot {
             uploads,
             in_flight: s.running(),
             counters: stats.counters,
+            suspended: s.suspension(),
+            throttled: stats.throttled,
             last_activity: stats.last.map(|(at, method, path, outcome)| Activity {
                 at,
                 method,

@@ -1,9 +1,10 @@
-//! `fsbroker status`, `fsbroker revoke`, `fsbroker reload` and `fsbroker console`: one
+//! `fsbroker status`, `fsbroker revoke`, `fsbroker resume`, `fsbroker reload` and
+//! `fsbroker console`: one
 //! request to a running daemon, its answer printed (as a table, or as the daemon's JSON with
 //! `--json`).
 
 use super::daemon::socket_path;
-use super::{ConsoleArgs, ReloadArgs, RevokeArgs, StatusArgs};
+use super::{ConsoleArgs, ReloadArgs, ResumeArgs, RevokeArgs, StatusArgs};
 use crate::daemon::client;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -56,6 +57,23 @@ pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
                     text(&g["server"]),
                     text(&g["origin"]),
                 );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// `fsbroker resume`: 0 when the session is no longer suspended (also when it was not),
+/// 1 when no answer came or it was an error (no such session).
+pub(super) fn resume(args: ResumeArgs) -> ExitCode {
+    match ask(args.daemon, &json!({"op": "resume", "server": args.server})) {
+        Ok(answer) if args.json => print_json(&answer),
+        Ok(answer) => {
+            if answer["resumed"] == true {
+                println!("resumed {}: its requests are answered again", args.server);
+            } else {
+                println!("{} was not suspended: nothing to resume", args.server);
             }
             ExitCode::SUCCESS
         }
@@ -230,6 +248,34 @@ fn sessions_table(sessions: &Value) -> String {
                 "  attached   pid {pid}{server}, era {}, {sandbox}\n",
                 text(&s["era"]),
             ));
+            let p = &s["process"];
+            if p.is_object() {
+                out.push_str(&format!(
+                    "  process    {} processes, cpu {} s, memory {} MiB\n",
+                    p["processes"],
+                    p["cpuMs"].as_u64().unwrap_or(0) / 1000,
+                    p["rssBytes"].as_u64().unwrap_or(0) >> 20,
+                ));
+            }
+        }
+        let suspended = &s["suspended"];
+        if suspended.is_object() {
+            out.push_str(&format!(
+                "  SUSPENDED  since {} after {} violations within a minute ({}); \
+                 fsbroker resume --server {} lifts it\n",
+                text(&suspended["since"]),
+                suspended["total"],
+                text(&suspended["summary"]),
+                text(&s["server"]),
+            ));
+        }
+        let throttled = &s["throttled"];
+        if throttled.is_object() {
+            out.push_str(&format!(
+                "  throttled  {} budget spent, last refused at {}\n",
+                text(&throttled["budget"]),
+                text(&throttled["at"]),
+            ));
         }
         let grants = s["grants"]
             .as_array()
@@ -275,15 +321,18 @@ fn sessions_table(sessions: &Value) -> String {
             ));
         }
         out.push_str(&format!(
-            "  requests   {} ({} failed, {} refused, {} cancelled), {} in flight; \
-             {} bytes read, {} written\n",
+            "  requests   {} ({} failed, {} refused, {} cancelled, {} throttled), {} in \
+             flight; {} bytes read, {} written, {} entries listed; cpu {} ms\n",
             c["requests"],
             c["failed"],
             c["refused"],
             c["cancelled"],
+            c["throttled"],
             s["inFlight"],
             c["bytesRead"],
-            c["bytesWritten"]
+            c["bytesWritten"],
+            c["entriesListed"],
+            c["cpuMs"],
         ));
         let last = &s["lastActivity"];
         if last.is_object() {
@@ -312,7 +361,9 @@ mod tests {
             "watches": [{"id": "w1", "path": "docs", "recursive": true}],
             "uploads": [], "inFlight": 0,
             "counters": {"requests": 3, "failed": 1, "refused": 1, "cancelled": 0,
-                         "bytesRead": 10, "bytesWritten": 0},
+                         "bytesRead": 10, "bytesWritten": 0, "throttled": 0,
+                         "entriesListed": 0, "cpuMs": 1},
+            "suspended": {"since": "T3", "total": 20, "summary": "outside_root 20"},
             "lastActivity": {"at": "T2", "method": "files/read", "path": "docs/x", "outcome": "ok"},
         }]));
         assert!(t.starts_with("session a  (since T0)\n"), "{t}");
@@ -322,7 +373,14 @@ mod tests {
         );
         assert!(t.contains("watch      docs  (w1, recursive)"), "{t}");
         assert!(
-            t.contains("requests   3 (1 failed, 1 refused, 0 cancelled)"),
+            t.contains("requests   3 (1 failed, 1 refused, 0 cancelled, 0 throttled)"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "SUSPENDED  since T3 after 20 violations within a minute (outside_root 20); \
+                 fsbroker resume --server a lifts it"
+            ),
             "{t}"
         );
         assert!(t.contains("last       files/read docs/x -> ok"), "{t}");

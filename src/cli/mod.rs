@@ -46,6 +46,7 @@ pub fn main() -> std::process::ExitCode {
         Command::Daemon(args) => daemon::main(*args),
         Command::Status(args) => control::status(args),
         Command::Revoke(args) => control::revoke(args),
+        Command::Resume(args) => control::resume(args),
         Command::Log(args) => log::run(args),
         Command::Reload(args) => control::reload(args),
         Command::Console(args) => control::console(args),
@@ -93,6 +94,9 @@ pub(crate) enum Command {
     Status(StatusArgs),
     /// Take grants back from a running daemon's sessions.
     Revoke(RevokeArgs),
+    /// Lift the suspension of a running daemon's session that was suspended for its
+    /// security violations.
+    Resume(ResumeArgs),
     /// Show a running daemon's recent audit events, or follow them as they come.
     Log(LogArgs),
     /// Make a running daemon read its policy file again, and show what changed.
@@ -279,6 +283,20 @@ pub(crate) struct RevokeArgs {
     /// Every grant of every session.
     #[arg(long, conflicts_with_all = ["server", "path"])]
     pub(crate) all: bool,
+    /// Print the daemon's answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
+}
+
+/// Options of `resume`.
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The suspended session, as `fsbroker status` names it.
+    #[arg(long, value_name = "ID")]
+    pub(crate) server: String,
     /// Print the daemon's answer as JSON.
     #[arg(long)]
     pub(crate) json: bool,

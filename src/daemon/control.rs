@@ -1,11 +1,12 @@
 //! The control protocol: newline-delimited JSON, one request a line after the hello, one
-//! answer a line. Requests only read state or narrow access:
+//! answer a line. Requests read state, narrow access, or lift what only the user may lift:
 //!
 //! - `{"op": "status"}` → `{"ok": true, "sessions": [...]}`, every live session as
 //!   [`Broker::snapshot`] shows it;
 //! - `{"op": "revoke", "server": ID?, "path": MOUNTPATH?, "all": BOOL?}` →
 //!   `{"ok": true, "revoked": [...]}`; with neither a server nor a path, only `"all": true`
-//!   revokes everything.
+//!   revokes everything;
+//! - `{"op": "resume", "server": ID}` → `{"ok": true, "resumed": BOOL}`: lifts a suspension.
 //!
 //! `log` and `reload` are answered by `services.rs` before a request gets here.
 //!
@@ -66,8 +67,16 @@ pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) ->
             Ok(revoked) => json!({"ok": true, "revoked": revoked}),
             Err(message) => error(message),
         },
+        "resume" => match (&request.server, &request.path, request.all) {
+            (Some(server), None, false) => match broker.resume(server) {
+                Ok(resumed) => json!({"ok": true, "resumed": resumed}),
+                Err(e) => error(e.to_string()),
+            },
+            _ => error("resume takes a server, and no path or all"),
+        },
         other => error(format!(
-            "unknown op {other:?}: the ops are status, revoke, describe, attach, log and reload"
+            "unknown op {other:?}: the ops are status, revoke, resume, describe, attach, log \
+             and reload"
         )),
     }
 }
@@ -92,8 +101,13 @@ pub(crate) fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
             if let (Value::Object(m), Some(Value::Object(facts))) =
                 (&mut v, attachments.facts(&s.server_id))
             {
+                let process = facts
+                    .get("pid")
+                    .and_then(Value::as_u64)
+                    .and_then(|pid| super::usage::tree(u32::try_from(pid).ok()?));
                 m.insert("attached".into(), Value::Bool(true));
                 m.extend(facts);
+                m.insert("process".into(), json!(process));
             }
             v
         })
@@ -172,7 +186,19 @@ fn session(s: &SessionSnapshot) -> Value {
             "cancelled": c.cancelled,
             "bytesRead": c.bytes_read,
             "bytesWritten": c.bytes_written,
+            "entriesListed": c.entries_listed,
+            "cpuMs": u64::try_from(c.cpu.as_millis()).unwrap_or(u64::MAX),
+            "throttled": c.throttled,
         },
+        "suspended": s.suspended.as_ref().map(|x| json!({
+            "since": when(x.since),
+            "total": x.total(),
+            "summary": x.summary(),
+            "violations": x.violations.iter()
+                .map(|(r, n)| (r.as_str().to_owned(), json!(n)))
+                .collect::<serde_json::Map<_, _>>(),
+        })),
+        "throttled": s.throttled.map(|(at, budget)| json!({"at": when(at), "budget": budget})),
         "lastActivity": s.last_activity.as_ref().map(|a| json!({
             "at": when(a.at),
             "method": a.method,

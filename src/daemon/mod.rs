@@ -46,6 +46,8 @@ mod log;
 mod server;
 #[cfg(feature = "cli")]
 mod services;
+#[cfg(feature = "cli")]
+mod usage;
 
 #[cfg(feature = "cli")]
 pub(crate) use attach::Attachments;

@@ -52,6 +52,9 @@ pub enum Reason {
     /// The daemon holding the session's broker cannot be reached (`INTERNAL_ERROR`): the
     /// request was not done, or its answer was lost with the connection.
     BrokerUnavailable,
+    /// The session was suspended for its security violations (`PERMISSION_DENIED`): every
+    /// request is refused until the user resumes it.
+    Suspended,
 }
 
 impl Reason {
@@ -78,13 +81,14 @@ impl Reason {
             Reason::UploadOffset => "upload_offset",
             Reason::RootUnavailable => "root_unavailable",
             Reason::BrokerUnavailable => "broker_unavailable",
+            Reason::Suspended => "suspended",
         }
     }
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 20] = [
+    pub const ALL: [Reason; 21] = [
         Reason::OutsideRoot,
         Reason::NoConsent,
         Reason::ReadOnly,
@@ -105,6 +109,7 @@ impl Reason {
         Reason::UploadOffset,
         Reason::RootUnavailable,
         Reason::BrokerUnavailable,
+        Reason::Suspended,
     ];
 }
 

@@ -156,7 +156,8 @@ pub fn ops_plan(data: &[u8]) {
     };
     let text = format!(
         "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"write\"\n{consent}\
-         [audit]\nenabled = false\n[limits]\nrequests_per_second = 1000000\nburst = 1000000\ntimeout_ms = 5000\n",
+         [audit]\nenabled = false\n[limits]\nrequests_per_second = 1000000\nburst = 1000000\ntimeout_ms = 5000\n\
+         max_violations_per_minute = 1000000\n",
         tree.base.join("project")
     );
     let Ok(policy) = Policy::parse(&text, "fuzz") else {

@@ -99,6 +99,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
     let next_cursor = walk
         .more
         .then(|| URL_SAFE_NO_PAD.encode(serde_json::to_vec(&walk.last).unwrap_or_default()));
+    ctx.audit.entries = walk.entries.len() as u64;
     Ok(ListResult {
         entries: walk.entries,
         next_cursor,

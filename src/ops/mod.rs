@@ -92,6 +92,9 @@ pub(crate) struct Ctx {
     unavailable: std::collections::HashSet<String>,
     /// The request's turn (see [`Ctx::holding`]).
     turn: Option<Arc<crate::turn::Turn>>,
+    /// The CPU time its blocking work spent, in nanoseconds: shared with that work, which
+    /// may outlive the request.
+    cpu: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// What an operation noted for its audit line: the path it worked on and the bytes it moved.
@@ -105,6 +108,10 @@ pub(crate) struct Noted {
     pub(crate) requested: Option<String>,
     /// What a `files/consent` decided.
     pub(crate) consent: Option<crate::audit::ConsentNote>,
+    /// Entries a listing gave.
+    pub(crate) entries: u64,
+    /// The CPU time its blocking work spent so far.
+    pub(crate) cpu: Duration,
 }
 
 impl Ctx {
@@ -117,6 +124,7 @@ impl Ctx {
             server_id: server_id.to_owned(),
             audit: Noted::default(),
             turn: None,
+            cpu: Arc::default(),
         }
     }
 
@@ -129,7 +137,11 @@ impl Ctx {
 
     /// What the operation noted for its audit line, once it is over.
     pub(crate) fn take_noted(&mut self) -> Noted {
-        std::mem::take(&mut self.audit)
+        let cpu = self.cpu.load(std::sync::atomic::Ordering::Relaxed);
+        Noted {
+            cpu: Duration::from_nanos(cpu),
+            ..std::mem::take(&mut self.audit)
+        }
     }
 
     fn note(&mut self, path: Option<&MountPath>, bytes: u64) {
@@ -202,6 +214,9 @@ impl Ctx {
     /// out, or its future dropped) still counts against the cap and still holds back the
     /// session's later changes until it really ends; the task itself checks the deadline
     /// between bounded steps.
+    ///
+    /// The CPU time the work spends is charged, when it ends, to the request, its session's
+    /// counters and its CPU budget, also for work that outlives its answer.
     async fn run<T, F>(&self, session: &Session, work: F) -> Result<T>
     where
         T: Send + 'static,
@@ -211,6 +226,8 @@ impl Ctx {
         let deadline = Instant::now() + timeout;
         let semaphore = session.in_flight.clone();
         let turn = self.turn.clone();
+        let meters = (self.cpu.clone(), session.cpu.clone());
+        let (config, server_id) = (self.config.clone(), self.server_id.clone());
         let job = async move {
             let permit = semaphore
                 .acquire_owned()
@@ -219,7 +236,15 @@ impl Ctx {
             tokio::task::spawn_blocking(move || {
                 let _held = (permit, turn);
                 Deadline::at(deadline).check()?;
-                work(Deadline::at(deadline))
+                let start = thread_cpu();
+                let result = work(Deadline::at(deadline));
+                let spent = thread_cpu().saturating_sub(start);
+                let nanos = u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX);
+                for meter in [&meters.0, &meters.1] {
+                    meter.fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
+                }
+                config.rate.charge_cpu(&server_id, spent);
+                result
             })
             .await
             .map_err(|_| Error::new(ErrorKind::Internal, "operation failed"))?
@@ -229,6 +254,16 @@ impl Ctx {
             Err(_) => Err(Error::new(ErrorKind::Timeout, "operation timed out")),
         }
     }
+}
+
+/// The CPU time the calling thread has spent (zero where the clock cannot be read, which
+/// leaves work uncounted rather than fail it).
+fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// Resolves `rel` through the root under the session's grants as they stand now: the only way

@@ -318,7 +318,7 @@ impl Limits {
     /// Each limit is below its cap, and each default is within its maximum.
     fn validate(&self) -> Result<(), Invalid> {
         let l = self;
-        let caps: [(&str, u64, u64); 14] = [
+        let caps: [(&str, u64, u64); 16] = [
             ("limits.bytes_per_second", l.bytes_per_second.get(), 1 << 40),
             ("limits.burst_bytes", l.burst_bytes.get(), 1 << 40),
             ("limits.timeout_ms", l.timeout_ms.get(), 86_400_000),
@@ -353,6 +353,16 @@ impl Limits {
                 10_000,
             ),
             ("limits.watch_queue", l.watch_queue.get() as u64, 65_536),
+            (
+                "limits.cpu_ms_per_minute",
+                l.cpu_ms_per_minute.get(),
+                3_600_000,
+            ),
+            (
+                "limits.max_violations_per_minute",
+                u64::from(l.max_violations_per_minute.get()),
+                1_000_000,
+            ),
         ];
         for (key, value, cap) in caps {
             if value > cap {

@@ -292,6 +292,11 @@ pub struct Limits {
     pub watch_coalesce_ms: NonZeroU64,
     /// Change notifications a session may have in flight before it is owed an `overflow`.
     pub watch_queue: NonZeroUsize,
+    /// CPU time, in milliseconds, a session's operations may spend per minute.
+    pub cpu_ms_per_minute: NonZeroU64,
+    /// Security violations (outside a root, no grant, revoked, malformed) within a minute
+    /// that suspend a session.
+    pub max_violations_per_minute: NonZeroU32,
 }
 
 impl Default for Limits {
@@ -320,6 +325,9 @@ impl Default for Limits {
             max_kernel_watches: nz(16_384),
             watch_coalesce_ms: NonZeroU64::new(50).unwrap_or(NonZeroU64::MIN),
             watch_queue: nz(1024),
+            // Why half a core: policy/README.md ("Why these budgets").
+            cpu_ms_per_minute: NonZeroU64::new(30_000).unwrap_or(NonZeroU64::MIN),
+            max_violations_per_minute: NonZeroU32::new(20).unwrap_or(NonZeroU32::MIN),
         }
     }
 }

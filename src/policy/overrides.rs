@@ -51,6 +51,10 @@ pub(crate) enum Key {
     WatchCoalesceMs,
     /// `limits.watch_queue`.
     WatchQueue,
+    /// `limits.cpu_ms_per_minute`.
+    CpuMsPerMinute,
+    /// `limits.max_violations_per_minute`.
+    MaxViolationsPerMinute,
     /// `consent.timeout_secs`.
     ConsentTimeoutSecs,
 }
@@ -91,6 +95,8 @@ impl Key {
             Key::MaxKernelWatches => "limits.max_kernel_watches",
             Key::WatchCoalesceMs => "limits.watch_coalesce_ms",
             Key::WatchQueue => "limits.watch_queue",
+            Key::CpuMsPerMinute => "limits.cpu_ms_per_minute",
+            Key::MaxViolationsPerMinute => "limits.max_violations_per_minute",
             Key::ConsentTimeoutSecs => "consent.timeout_secs",
         }
     }
@@ -98,7 +104,9 @@ impl Key {
     /// What the key's number counts.
     fn unit(self) -> Unit {
         match self {
-            Key::TimeoutMs | Key::LockWaitMs | Key::WatchCoalesceMs => Unit::Millis,
+            Key::TimeoutMs | Key::LockWaitMs | Key::WatchCoalesceMs | Key::CpuMsPerMinute => {
+                Unit::Millis
+            }
             Key::UploadIdleSecs | Key::ConsentTimeoutSecs => Unit::Secs,
             Key::BytesPerSecond
             | Key::BurstBytes
@@ -114,7 +122,8 @@ impl Key {
             | Key::MaxWatches
             | Key::MaxUploads
             | Key::MaxKernelWatches
-            | Key::WatchQueue => Unit::Count,
+            | Key::WatchQueue
+            | Key::MaxViolationsPerMinute => Unit::Count,
         }
     }
 
@@ -145,6 +154,8 @@ impl Key {
             Key::MaxKernelWatches => l.max_kernel_watches = nz(n)?,
             Key::WatchCoalesceMs => l.watch_coalesce_ms = nz(n)?,
             Key::WatchQueue => l.watch_queue = nz(n)?,
+            Key::CpuMsPerMinute => l.cpu_ms_per_minute = nz(n)?,
+            Key::MaxViolationsPerMinute => l.max_violations_per_minute = nz(n)?,
             Key::ConsentTimeoutSecs => p.consent.timeout_secs = nz(n)?,
         }
         Some(())

@@ -17,6 +17,7 @@ mod proxy_host;
 #[path = "../common/sidecar.rs"]
 mod sidecar;
 
+mod abuse;
 mod access;
 mod attach;
 mod background;

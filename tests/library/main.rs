@@ -37,6 +37,7 @@ mod limits;
 mod list;
 mod list_links;
 mod mime;
+mod monitoring;
 mod nested_roots;
 mod policy;
 mod races;

@@ -148,4 +148,17 @@ impl BrokerBuilder {
     pub fn watch_queue(self, notifications: usize) -> Self {
         self.number(Key::WatchQueue, notifications)
     }
+
+    /// The CPU time a session's operations may spend per minute, in whole milliseconds
+    /// (`limits.cpu_ms_per_minute`): past it, the session's requests are `RATE_LIMITED`
+    /// with `data.retryAfterMs` until the minute's budget has come back.
+    pub fn cpu_per_minute(self, cpu: Duration) -> Self {
+        self.time(Key::CpuMsPerMinute, cpu)
+    }
+
+    /// The security violations within a minute that suspend a session
+    /// (`limits.max_violations_per_minute`; see [`Broker::resume`](crate::Broker::resume)).
+    pub fn max_violations_per_minute(self, violations: u32) -> Self {
+        self.number(Key::MaxViolationsPerMinute, violations)
+    }
 }

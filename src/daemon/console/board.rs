@@ -322,6 +322,7 @@ mod tests {
             outcome: "PERMISSION_DENIED".into(),
             reason: Some(Reason::NoConsent),
             bytes: 0,
+            cpu: std::time::Duration::ZERO,
             duration: std::time::Duration::ZERO,
             consent: None,
         };

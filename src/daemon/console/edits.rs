@@ -147,6 +147,26 @@ pub(super) async fn revoke(State(console): State<Arc<Console>>, bytes: Bytes) ->
     run().unwrap_or_else(IntoResponse::into_response)
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Resume {
+    server: String,
+}
+
+/// `POST /api/resume`: lifts a session's suspension.
+pub(super) async fn resume(State(console): State<Arc<Console>>, bytes: Bytes) -> Response {
+    let run = || -> Result<Response, Refusal> {
+        let r: Resume = body(&bytes)?;
+        let resumed = console
+            .broker
+            .resume(&r.server)
+            .map_err(|e| bad(e.to_string()))?;
+        tracing::info!(server = r.server, resumed, "console: resumed");
+        Ok(Json(json!({"ok": true, "resumed": resumed})).into_response())
+    };
+    run().unwrap_or_else(IntoResponse::into_response)
+}
+
 /// One edit of the roots.
 #[derive(Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]

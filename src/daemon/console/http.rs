@@ -96,6 +96,7 @@ fn listen(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String>
         .route("/api/questions/{id}", post(api::answer))
         .route("/api/offers/{id}", post(api::offer))
         .route("/api/revoke", post(edits::revoke))
+        .route("/api/resume", post(edits::resume))
         .route("/api/remembered/forget", post(edits::forget))
         .route("/api/roots", post(edits::roots))
         .fallback(not_found)

@@ -12,6 +12,7 @@ fn event(server: &str, path: &str) -> AuditEvent {
         outcome: "ok".into(),
         reason: None,
         bytes: 42,
+        cpu: std::time::Duration::ZERO,
         duration: Duration::from_micros(1500),
         consent: None,
     }

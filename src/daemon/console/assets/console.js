@@ -7,7 +7,7 @@
   const MAX_EVENTS = 500;
   // Refusals that mean a server tried to reach past what it was given.
   const SECURITY_REASONS = new Set([
-    'outside_root', 'no_consent', 'revoked', 'symlink_escape', 'read_only',
+    'outside_root', 'no_consent', 'revoked', 'symlink_escape', 'read_only', 'suspended',
   ]);
   // Audit events older than this were replayed at connect: never a reason to notify.
   const pageLoaded = Date.now();
@@ -262,7 +262,22 @@
     renderFooter();
     refreshServerFilter();
     noticeNew();
+    noticeSuspended();
     firstState = false;
+  }
+
+  // Notifies of each session newly suspended for its violations: the user alone lifts it.
+  const seenSuspended = new Set();
+  function noticeSuspended() {
+    for (const sess of state.sessions || []) {
+      const key = sess.server + ' ' + (sess.suspended ? sess.suspended.since : '');
+      if (!sess.suspended || seenSuspended.has(key)) continue;
+      seenSuspended.add(key);
+      if (firstState) continue;
+      notify(`${sess.server} was suspended`,
+        `${sess.suspended.total} security violations within a minute (${sess.suspended.summary}). Resume it in Sessions.`,
+        'suspended:' + sess.server);
+    }
   }
 
   // Notifies of questions and offers that were not there before (not of those already
@@ -506,7 +521,8 @@
   // What changes with every operation (counters, last activity, watches) is redrawn in
   // place; the card itself, with its buttons, only when what it may reach changes, so a
   // busy server does not swap a button from under the pointer between press and release.
-  const LIVE = ['started', 'pid', 'serverPid', 'inFlight', 'lastActivity', 'counters', 'watches', 'uploads'];
+  const LIVE = ['started', 'pid', 'serverPid', 'inFlight', 'lastActivity', 'counters', 'watches', 'uploads',
+    'throttled', 'process'];
   const stableSig = (s) => JSON.stringify(Object.entries(s).filter(([k]) => !LIVE.includes(k)));
 
   function patchSession(el, s) {
@@ -532,6 +548,7 @@
           h('span', { class: 'badge ' + (sandbox ? 'badge-ok' : 'badge-warn'), text: sandbox || 'not sandboxed' }),
           s.era ? h('span', { class: 'badge badge-muted', text: s.era + ' era' }) : null),
         revokeAll),
+      suspendedBanner(s, key),
       h('div', { class: 'session-live' }, sessionLive(s)),
       h('div', { class: 'kv' },
         h('span', { class: 'label-muted', text: 'Roots it sees' }),
@@ -544,8 +561,24 @@
     return card;
   }
 
+  // A suspended session: why, and the one way back, which is the user's.
+  function suspendedBanner(s, key) {
+    const x = s.suspended;
+    if (!x) return null;
+    const resume = button('btn-primary btn-small resume', 'Resume', () =>
+      post('/api/resume', { server: s.server }, key, [resume]));
+    resume.setAttribute('aria-label', `Resume ${s.server}`);
+    return h('div', { class: 'banner banner-danger suspended', role: 'alert' },
+      h('p', {},
+        h('strong', { text: 'Suspended' }), ' ', timeEl(x.since, 'muted'), ': ',
+        `${x.total} security violations within a minute (${x.summary}). `,
+        'Every request is refused and its watches ended; its grants stay until you resume it or revoke them.'),
+      resume);
+  }
+
   function sessionLive(s) {
     const c = s.counters || {};
+    const p = s.process;
     const la = s.lastActivity;
     const pids = [
       s.pid !== undefined && s.pid !== null ? `pid ${s.pid}` : null,
@@ -576,10 +609,25 @@
         stat('failed', String(c.failed ?? 0), c.failed ? 'stat-warn' : ''),
         c.cancelled ? stat('cancelled', String(c.cancelled)) : null,
         stat('read', bytes(c.bytesRead)),
-        stat('written', bytes(c.bytesWritten))),
+        stat('written', bytes(c.bytesWritten)),
+        c.entriesListed ? stat('listed', String(c.entriesListed)) : null,
+        stat('CPU', cpuTime(c.cpuMs)),
+        c.throttled ? stat('throttled', String(c.throttled), 'stat-warn') : null,
+        p ? stat('server CPU', cpuTime(p.cpuMs)) : null,
+        p ? stat('server memory', bytes(p.rssBytes)) : null),
+      s.throttled
+        ? h('p', { class: 'meta small throttled' },
+          h('span', { class: 'label label-failed', text: 'throttled' }), ' ',
+          `spent its ${s.throttled.budget} budget; last refused `, timeEl(s.throttled.at, 'muted'))
+        : null,
       chipRow('Watches', s.watches, (w) => w.path + (w.recursive ? ' (recursive)' : '')),
       chipRow('Uploads', s.uploads, (u) => `${u.path} · ${bytes(u.stagedBytes)} staged`),
     ];
+  }
+
+  function cpuTime(ms) {
+    const n = Number(ms) || 0;
+    return n < 1000 ? `${n} ms` : `${(n / 1000).toFixed(n < 10000 ? 1 : 0)} s`;
   }
 
   function grantsTable(s) {

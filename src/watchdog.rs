@@ -1,0 +1,198 @@
+//! Abuse detection: a session's attempts to reach what it may not are counted over the last
+//! minute, and a session that passes the policy's threshold is suspended until the user lifts
+//! it.
+//!
+//! Refusals alone do not stop a hostile server: each escape attempt is refused and logged,
+//! and it is free to try the next. A server that tries many in a short time is no confused
+//! client but one searching for a way out, and its grants are no longer safe with it. Only
+//! the user lifts a suspension (or the session ends): a server that could lift its own would
+//! simply carry on.
+
+use crate::error::{Error, Reason};
+use std::time::{Instant, SystemTime};
+
+/// The window violations are counted over, in one-second buckets.
+const WINDOW_SECS: usize = 60;
+
+/// The reasons that count as a strike, in the order a suspension lists them.
+const STRIKES: [Reason; 4] = [
+    Reason::OutsideRoot,
+    Reason::NoConsent,
+    Reason::Revoked,
+    Reason::Malformed,
+];
+
+/// The strike a refusal is, if any: a path outside every root (or a link that leads out), a
+/// path without a grant, a revoked grant tried again, a malformed path. Refusals that are no
+/// attempt of the server's (the operating system's, a root that moved, a read-only root, a
+/// busy file) are not, nor is a refusal for the suspension itself.
+pub(crate) fn strike_of(e: &Error) -> Option<Reason> {
+    let reason = e.reason()?;
+    STRIKES.contains(&reason).then_some(reason)
+}
+
+/// Why a session was suspended: what the user sees, and what lifts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Suspension {
+    /// When it was suspended.
+    pub since: SystemTime,
+    /// The violations within the minute before, by reason (`outside_root`, `no_consent`,
+    /// `revoked`, `malformed`), those that occurred only.
+    pub violations: Vec<(Reason, u32)>,
+}
+
+impl Suspension {
+    /// The violations in all.
+    pub fn total(&self) -> u32 {
+        self.violations.iter().map(|(_, n)| n).sum()
+    }
+
+    /// The violations as a person reads them: `outside_root 15, no_consent 5`.
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> = self
+            .violations
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        parts.join(", ")
+    }
+}
+
+/// One session's strikes over the last minute, and its suspension. Its size is fixed: a
+/// bucket per second of the window, each with a count per reason, whatever the threshold.
+#[derive(Debug)]
+pub(crate) struct Watchdog {
+    /// The instant second 0 of the buckets counts from.
+    origin: Instant,
+    /// Per second of the window: which second it holds, and its counts by reason.
+    buckets: [(u64, [u32; STRIKES.len()]); WINDOW_SECS],
+    suspended: Option<Suspension>,
+}
+
+impl Watchdog {
+    pub(crate) fn new(origin: Instant) -> Watchdog {
+        Watchdog {
+            origin,
+            buckets: [(0, [0; STRIKES.len()]); WINDOW_SECS],
+            suspended: None,
+        }
+    }
+
+    /// The suspension, while there is one.
+    pub(crate) fn suspended(&self) -> Option<&Suspension> {
+        self.suspended.as_ref()
+    }
+
+    /// Counts a strike of `reason` at `now`; suspends the session when it makes `limit`
+    /// strikes within the window, and then returns the suspension (once: a suspended
+    /// session's refusals count no further).
+    pub(crate) fn strike(
+        &mut self,
+        now: Instant,
+        reason: Reason,
+        limit: u32,
+    ) -> Option<Suspension> {
+        if self.suspended.is_some() {
+            return None;
+        }
+        let kind = STRIKES.iter().position(|r| *r == reason)?;
+        // Second 1 onwards, so that a bucket still at 0 was never used.
+        let second = now.saturating_duration_since(self.origin).as_secs() + 1;
+        let slot = usize::try_from(second % WINDOW_SECS as u64).unwrap_or(0);
+        let bucket = &mut self.buckets[slot];
+        if bucket.0 != second {
+            *bucket = (second, [0; STRIKES.len()]);
+        }
+        bucket.1[kind] = bucket.1[kind].saturating_add(1);
+        let mut counts = [0u32; STRIKES.len()];
+        for (at, c) in &self.buckets {
+            if *at != 0 && second - at < WINDOW_SECS as u64 {
+                for (sum, n) in counts.iter_mut().zip(c) {
+                    *sum = sum.saturating_add(*n);
+                }
+            }
+        }
+        if counts.iter().fold(0u32, |a, n| a.saturating_add(*n)) < limit {
+            return None;
+        }
+        let suspension = Suspension {
+            since: SystemTime::now(),
+            violations: STRIKES
+                .iter()
+                .zip(counts)
+                .filter(|(_, n)| *n > 0)
+                .map(|(r, n)| (*r, n))
+                .collect(),
+        };
+        self.suspended = Some(suspension.clone());
+        Some(suspension)
+    }
+
+    /// Lifts the suspension, and forgets the strikes before it; says whether there was one.
+    pub(crate) fn resume(&mut self) -> bool {
+        self.buckets = [(0, [0; STRIKES.len()]); WINDOW_SECS];
+        self.suspended.take().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn strikes_within_a_minute_suspend_and_older_ones_lapse() {
+        let t0 = Instant::now();
+        let mut w = Watchdog::new(t0);
+        for i in 0..19 {
+            assert!(w.strike(t0, Reason::OutsideRoot, 20).is_none(), "{i}");
+        }
+        // A minute later, those nineteen no longer count.
+        let later = t0 + Duration::from_secs(60);
+        for _ in 0..19 {
+            assert!(w.strike(later, Reason::NoConsent, 20).is_none());
+        }
+        let s = w
+            .strike(later + Duration::from_secs(59), Reason::Malformed, 20)
+            .unwrap();
+        assert_eq!(
+            s.violations,
+            vec![(Reason::NoConsent, 19), (Reason::Malformed, 1)]
+        );
+        assert_eq!(
+            (s.total(), s.summary().as_str()),
+            (20, "no_consent 19, malformed 1")
+        );
+        assert!(w.suspended().is_some());
+        // Suspended: no second suspension, and resuming starts from nothing.
+        assert!(w.strike(later, Reason::Malformed, 1).is_none());
+        assert!(w.resume());
+        assert!(!w.resume());
+        assert!(w.strike(later, Reason::Revoked, 2).is_none());
+        assert!(w.strike(later, Reason::Revoked, 2).is_some());
+    }
+
+    #[test]
+    fn other_refusals_are_no_strikes() {
+        for r in [
+            Reason::OsDenied,
+            Reason::ReadOnly,
+            Reason::RootUnavailable,
+            Reason::Suspended,
+            Reason::Locked,
+        ] {
+            let e = Error::denied(r);
+            assert_eq!(strike_of(&e), None, "{r}");
+            assert!(
+                Watchdog::new(Instant::now())
+                    .strike(Instant::now(), r, 1)
+                    .is_none()
+            );
+        }
+        assert_eq!(
+            strike_of(&Error::denied(Reason::OutsideRoot)),
+            Some(Reason::OutsideRoot)
+        );
+    }
+}
