@@ -12,6 +12,9 @@ Small: 10,000 files of 1 KiB; 200 warm-up reads, 10,000 sequential reads, 10,000
 pipelined 32 in flight, then the same for stats (40,200 requests in one session). Listing: a
 tree of 100,000 entries listed recursively, `limit: 10000`, following `nextCursor`.
 Set RATE_COUNT_SMALL_N and RATE_COUNT_TREE_ENTRIES to change the sizes.
+
+Each workload's audit log is kept, and the CPU time its operations spent (the sum of the
+lines' `cpuMs`, what `limits.cpu_ms_per_minute` counts) is printed beside the counts.
 """
 
 import json
@@ -26,7 +29,10 @@ MOUNT = "bench"
 
 class Sidecar:
     def __init__(self, binary, data, policy):
-        cmd = [binary, "serve", "--root", f"{MOUNT}={data}", "--consent", "auto"]
+        self.audit = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
+        self.started = time.monotonic()
+        cmd = [binary, "serve", "--root", f"{MOUNT}={data}", "--consent", "auto",
+               "--audit-file", self.audit]
         if policy:
             cmd[2:2] = ["--policy", policy]
         self.p = subprocess.Popen(
@@ -74,6 +80,15 @@ class Sidecar:
     def close(self):
         self.p.stdin.close()
         self.p.wait(timeout=10)
+        self.seconds = time.monotonic() - self.started
+        self.cpu_ms = 0.0
+        with open(self.audit) as f:
+            for line in f:
+                self.cpu_ms += json.loads(line).get("cpuMs", 0.0)
+        os.unlink(self.audit)
+
+    def cpu(self):
+        return f"CPU {self.cpu_ms:.0f} ms in {self.seconds:.1f} s"
 
 
 def small_rel(i):
@@ -147,11 +162,11 @@ def main():
     with tempfile.TemporaryDirectory() as data:
         fixtures(data, small_n, tree_entries)
         s = small(binary, data, policy, small_n)
-        print(f"small: {s.sent} requests, {s.limited} RATE_LIMITED, {s.other_errors} other errors")
+        print(f"small: {s.sent} requests, {s.limited} RATE_LIMITED, {s.other_errors} other errors, {s.cpu()}")
         lst = listing(binary, data, policy)
         print(
             f"listing: {lst.entries} entries in {lst.sent - 1} list requests, "
-            f"{lst.limited} RATE_LIMITED, {lst.other_errors} other errors"
+            f"{lst.limited} RATE_LIMITED, {lst.other_errors} other errors, {lst.cpu()}"
         )
 
 

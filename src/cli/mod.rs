@@ -382,6 +382,12 @@ pub(crate) struct ProxyArgs {
     /// (repeatable).
     #[arg(long = "sandbox-allow", value_name = "PATH[:rw]", requires = "sandbox")]
     pub(crate) sandbox_allow: Vec<String>,
+    /// With --sandbox, cap what the server and everything it starts may use: `cpu=SECONDS`
+    /// of CPU time, `memory=SIZE` of address space, `processes=N` (the kernel counts all of
+    /// the user's), `file-size=SIZE` of any file it writes; SIZE may end in K, M or G
+    /// (repeatable).
+    #[arg(long = "sandbox-limit", value_name = "KIND=VALUE", requires = "sandbox")]
+    pub(crate) sandbox_limit: Vec<String>,
     /// With --sandbox, `none` also forbids the server TCP connections and binds.
     #[arg(long = "sandbox-net", value_name = "any|none", default_value = "any",
           value_parser = ["any", "none"])]

@@ -191,7 +191,12 @@ fn sandbox_options(args: &ProxyArgs) -> Result<Option<sandbox::SandboxOptions>, 
         .map(|a| a.parse::<sandbox::SandboxAllow>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("--sandbox-allow {e}"))?;
+    let mut caps = sandbox::Caps::default();
+    for spec in &args.sandbox_limit {
+        caps.add(spec).map_err(|e| format!("--sandbox-limit {e}"))?;
+    }
     Ok(Some(sandbox::SandboxOptions {
+        caps,
         mode: if mode == "best-effort" {
             sandbox::SandboxMode::BestEffort
         } else {

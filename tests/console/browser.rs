@@ -160,9 +160,19 @@ impl Browser {
         }
     }
 
-    /// Clicks the first element `css` matches.
+    /// Clicks the first element `css` matches. A live page may redraw the element between
+    /// finding and clicking it (a new state arrived): then it is found again, within the wait.
     pub async fn click(&self, css: &str) {
-        self.find(css).await.click().await.unwrap();
+        let deadline = Instant::now() + WAIT;
+        loop {
+            match self.find(css).await.click().await {
+                Ok(()) => return,
+                Err(fantoccini::error::CmdError::Standard(e))
+                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference
+                        && Instant::now() < deadline => {}
+                Err(e) => panic!("cannot click {css}: {e}"),
+            }
+        }
     }
 
     /// Clicks the first element `css` matches and accepts the confirmation it asks for.

@@ -18,5 +18,6 @@ mod sandboxed;
 mod sidecar;
 
 mod basics;
+mod caps;
 mod escapes;
 mod starts;

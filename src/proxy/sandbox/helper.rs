@@ -39,6 +39,11 @@ pub(crate) fn exec_helper(command: &[String]) -> u8 {
         eprintln!("fsbroker: {e}");
         return 1;
     }
+    // After the privileges are dropped: a process without them cannot raise the caps again.
+    if let Err(e) = profile.caps.apply() {
+        eprintln!("fsbroker: {e}");
+        return 1;
+    }
     // If the proxy dies without ending the server (a signal it does not handle), the kernel
     // ends the server; what the server started is then the subreaper's to find, and a proxy
     // killed outright cannot. This survives `execve`.

@@ -16,6 +16,7 @@
 //! cannot enforce. This file starts the helper and ends the server when the roots it was
 //! started with are narrowed.
 
+mod caps;
 mod enforce;
 mod helper;
 mod home;
@@ -27,6 +28,8 @@ mod reaper;
 mod right;
 mod roots;
 mod trace;
+
+pub(crate) use caps::Caps;
 
 // What `fsbroker sandbox-exec` runs.
 #[cfg(feature = "cli")]
@@ -108,6 +111,8 @@ pub(crate) struct SandboxOptions {
     pub(crate) allow: Vec<SandboxAllow>,
     /// `--sandbox-net`.
     pub(crate) net: SandboxNet,
+    /// What `--sandbox-limit` caps.
+    pub(crate) caps: Caps,
 }
 
 /// Why a sandboxed server was not started.
@@ -229,9 +234,13 @@ pub(crate) fn spawn_sandboxed(
         stop_tx,
         ended.clone(),
     ));
+    let caps = options.caps;
     Ok(link.after_exit(move |code| {
         reaper::end_descendants();
         remove_tmp(&tmp);
+        if let Some(told) = caps.ending(code) {
+            tracing::warn!("sandbox: {told}");
+        }
         // A server ended because its roots were taken away did not end well, whatever it
         // said: the host should see a failure and may start it again.
         if ended.load(Ordering::SeqCst) && code == 0 {

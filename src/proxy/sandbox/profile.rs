@@ -67,6 +67,8 @@ pub(crate) struct Profile {
     pub(super) mode: SandboxMode,
     /// The server's program as the profile saw it; none when it was not found.
     pub(super) program: Option<Program>,
+    /// The caps on its resources, set before it starts.
+    pub(super) caps: super::Caps,
     tmp: PathBuf,
 }
 
@@ -190,6 +192,7 @@ impl Profile {
             net: options.net,
             mode: options.mode,
             program,
+            caps: options.caps,
             tmp: tmp.to_path_buf(),
         })
     }
@@ -224,6 +227,9 @@ impl Profile {
             SandboxNet::Any => "network untouched".to_owned(),
             SandboxNet::None => "no TCP connect or bind".to_owned(),
         });
+        if self.caps.any() {
+            out.push(format!("caps {}", self.caps.describe()));
+        }
         out
     }
 }
