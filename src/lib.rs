@@ -150,7 +150,7 @@ mod upload;
 mod watch;
 
 pub use access::Access;
-pub use audit::AuditLog;
+pub use audit::{AuditLog, AuditVerdict};
 pub use broker::{Broker, BrokerBuilder, Notification, Notifications};
 pub use consent::{ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest};
 pub use error::{Error, ErrorKind, Reason, UnknownReason};

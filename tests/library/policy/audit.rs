@@ -41,10 +41,12 @@ async fn audit_file_gets_one_line_per_request_without_contents() {
     );
     let lines = audit_lines(&log);
     assert_eq!(lines.len(), 4, "{lines:?}");
-    for l in &lines {
+    for (i, l) in lines.iter().enumerate() {
         let mut keys: Vec<&str> = l.as_object().unwrap().keys().map(String::as_str).collect();
         keys.sort_unstable();
-        // Every line has the keys lines have always had; a consent line adds what it decided.
+        // Every line has the keys lines have always had; a consent line adds what it decided;
+        // every line ends with its place on the hash chain, the first with the hash it
+        // chains to.
         let mut expected = vec![
             "bytes",
             "durationMs",
@@ -53,12 +55,18 @@ async fn audit_file_gets_one_line_per_request_without_contents() {
             "path",
             "server",
             "time",
+            "seq",
+            "hash",
         ];
         if l["method"] == "files/consent" {
             expected.extend(["access", "approved", "decidedBy", "denied"]);
-            expected.sort_unstable();
         }
+        if i == 0 {
+            expected.push("prev");
+        }
+        expected.sort_unstable();
         assert_eq!(keys, expected);
+        assert_eq!(l["seq"], i + 1);
         assert_eq!(l["server"], "srv");
         let t = l["time"].as_str().unwrap();
         assert!(wire::is_rfc3339_utc(t), "time {t}");
