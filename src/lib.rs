@@ -151,7 +151,7 @@ mod watch;
 mod watchdog;
 
 pub use access::Access;
-pub use audit::AuditLog;
+pub use audit::{AuditLog, AuditVerdict};
 pub use broker::{Broker, BrokerBuilder, Notification, Notifications};
 pub use consent::{ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest};
 pub use error::{Error, ErrorKind, Reason, UnknownReason};

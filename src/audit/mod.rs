@@ -5,19 +5,31 @@
 //! read-only grant) says its reason and a keyed hash of the path as the server sent it, never
 //! the path itself, which may name a place outside the roots. With the log turned off,
 //! violations still go to the tracing log at `warn`, with the same fields.
+//!
+//! Every line ends with `seq` and `hash`, a hash chain over the lines (`chain.rs`), so that a
+//! line edited or removed shows ([`AuditLog::verify`], `fsbroker audit verify`). A file the
+//! log appends to may be shared by processes and rotated by size (`file.rs`).
 
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason};
 use crate::locks::lock;
 use crate::policy::AuditPolicy;
+use chain::Head;
+use file::AuditFile;
+use line::{ConsentLine, Line};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
+mod chain;
 mod event;
+mod file;
+mod line;
+mod verify;
 
 pub use event::{AuditEvent, ConsentEvent};
+pub use verify::AuditVerdict;
 
 /// One operation, as logged.
 #[derive(Debug, Clone)]
@@ -154,14 +166,28 @@ pub struct AuditLog {
 /// A callback that takes each audit line (one JSON object, without its newline).
 type LineFn = Box<dyn Fn(&str) + Send + Sync>;
 
-/// Where an enabled log's lines go.
+/// Where an enabled log's lines go. Each keeps its place on the hash chain under the lock it
+/// writes under, so that two threads never chain from the same line, and lines reach the sink
+/// in the order they are chained.
 enum Sink {
-    /// Written, a line at a time, to a file, stderr or a host's writer.
-    Writer(Mutex<Box<dyn Write + Send>>),
+    /// Appended to a file that other processes may append to as well (see `file.rs`).
+    File(Mutex<AuditFile>),
+    /// Written, a line at a time, to stderr or a host's writer.
+    Writer(Mutex<(Box<dyn Write + Send>, Head)>),
     /// Handed to a host's callback.
-    Callback(LineFn),
+    Callback(Mutex<Head>, LineFn),
     /// Sent as `tracing` events.
-    Tracing,
+    Tracing(Mutex<Head>),
+}
+
+impl Sink {
+    fn writer(w: Box<dyn Write + Send>) -> Sink {
+        Sink::Writer(Mutex::new((w, Head::new_chain())))
+    }
+
+    fn tracing() -> Sink {
+        Sink::Tracing(Mutex::new(Head::new_chain()))
+    }
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -177,15 +203,13 @@ impl AuditLog {
     /// Opens the log the policy asks for: its file (appended), or `tracing` events when it
     /// names none (see [`AuditLog`]); nothing when the log is off.
     pub fn open(config: &AuditPolicy) -> std::io::Result<AuditLog> {
-        AuditLog::open_with(config, || Sink::Tracing)
+        AuditLog::open_with(config, Sink::tracing)
     }
 
     /// Opens the log the policy asks for as the `fsbroker` binary does: its file, or stderr
     /// when it names none.
     pub fn open_or_stderr(config: &AuditPolicy) -> std::io::Result<AuditLog> {
-        AuditLog::open_with(config, || {
-            Sink::Writer(Mutex::new(Box::new(std::io::stderr())))
-        })
+        AuditLog::open_with(config, || Sink::writer(Box::new(std::io::stderr())))
     }
 
     fn open_with(config: &AuditPolicy, unset: impl FnOnce() -> Sink) -> std::io::Result<AuditLog> {
@@ -193,7 +217,11 @@ impl AuditLog {
             return Ok(AuditLog::disabled());
         }
         let sink = match &config.file {
-            Some(p) => Sink::Writer(Mutex::new(Box::new(open_append(p)?))),
+            Some(p) => Sink::File(Mutex::new(AuditFile::open(
+                p,
+                config.rotate_bytes,
+                config.keep,
+            )?)),
             None => unset(),
         };
         let redact_key = if config.redact_paths {
@@ -228,20 +256,24 @@ impl AuditLog {
     /// keyed hash instead of each path) when given.
     pub fn to_writer(w: Box<dyn Write + Send>, redact_key: Option<[u8; 32]>) -> AuditLog {
         AuditLog {
-            sink: Some(Sink::Writer(Mutex::new(w))),
+            sink: Some(Sink::writer(w)),
             redact_key,
         }
     }
 
-    /// A log appended to the file at `path` (created if need be).
+    /// A log appended to the file at `path` (created if need be), continuing the hash chain
+    /// of the lines already there; never rotated.
     pub fn to_file(path: &std::path::Path) -> std::io::Result<AuditLog> {
-        Ok(AuditLog::to_writer(Box::new(open_append(path)?), None))
+        Ok(AuditLog {
+            sink: Some(Sink::File(Mutex::new(AuditFile::open(path, None, 1)?))),
+            redact_key: None,
+        })
     }
 
     /// A log that hands each line (one JSON object, without its newline) to `f`.
     pub fn to_fn(f: impl Fn(&str) + Send + Sync + 'static) -> AuditLog {
         AuditLog {
-            sink: Some(Sink::Callback(Box::new(f))),
+            sink: Some(Sink::Callback(Mutex::new(Head::new_chain()), Box::new(f))),
             redact_key: None,
         }
     }
@@ -250,9 +282,29 @@ impl AuditLog {
     /// the message).
     pub fn to_tracing() -> AuditLog {
         AuditLog {
-            sink: Some(Sink::Tracing),
+            sink: Some(Sink::tracing()),
             redact_key: None,
         }
+    }
+
+    /// Checks the hash chain of one audit file, read from `reader`: each line a JSON object,
+    /// each `seq` one more than the one before, each `hash` right for the line's text. When
+    /// the file follows another (the next older one after a rotation: `FILE.2`, then `FILE.1`,
+    /// then `FILE`), pass that file's verdict as `follows`, so that the first line's `prev`
+    /// must name its last hash. Stops at the first bad line, which the verdict names; only
+    /// failing to read is an error.
+    ///
+    /// ```
+    /// use mcp_fsbroker::AuditLog;
+    /// let verdict = AuditLog::verify(&b""[..], None)?;
+    /// assert!(verdict.is_whole() && verdict.lines == 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn verify(
+        reader: impl std::io::Read,
+        follows: Option<&AuditVerdict>,
+    ) -> std::io::Result<AuditVerdict> {
+        verify::verify(reader, follows)
     }
 
     /// A path as logged: itself, or its keyed hash when paths are redacted.
@@ -332,15 +384,31 @@ impl AuditLog {
             }
         };
         match sink {
-            Sink::Writer(w) => {
-                buf.push(b'\n');
-                let mut guard = lock(w);
-                if let Err(e) = guard.write_all(&buf).and_then(|()| guard.flush()) {
+            Sink::File(f) => {
+                if let Err(e) = lock(f).append(&buf) {
                     tracing::warn!(error = %e, "cannot write audit log");
                 }
             }
-            Sink::Callback(f) => f(&String::from_utf8_lossy(&buf)),
-            Sink::Tracing => {
+            Sink::Writer(w) => {
+                let mut guard = lock(w);
+                let (writer, head) = &mut *guard;
+                let next = head.seal(&mut buf);
+                buf.push(b'\n');
+                match writer.write_all(&buf).and_then(|()| writer.flush()) {
+                    // The chain moves on only with a line written, so that a failed write
+                    // leaves no hole in it.
+                    Ok(()) => *head = next,
+                    Err(e) => tracing::warn!(error = %e, "cannot write audit log"),
+                }
+            }
+            Sink::Callback(head, f) => {
+                let mut head = lock(head);
+                *head = head.seal(&mut buf);
+                f(&String::from_utf8_lossy(&buf));
+            }
+            Sink::Tracing(head) => {
+                let mut head = lock(head);
+                *head = head.seal(&mut buf);
                 let text = String::from_utf8_lossy(&buf);
                 // A violation stays at `warn`, as with the log off.
                 if r.violation.is_some() {
@@ -351,47 +419,6 @@ impl AuditLog {
             }
         }
     }
-}
-
-/// One audit line. The fields every line has are in the order the lines have always had
-/// (sorted by key); those only some lines have are left out of the others, so that a reader
-/// of the old lines still finds every line it knew as it was.
-#[derive(Serialize)]
-struct Line<'a> {
-    bytes: u64,
-    #[serde(rename = "cpuMs", skip_serializing_if = "Option::is_none")]
-    cpu_ms: Option<f64>,
-    #[serde(rename = "durationMs")]
-    duration_ms: f64,
-    method: &'a str,
-    outcome: &'a str,
-    path: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    requested: Option<&'a str>,
-    server: &'a str,
-    time: &'a str,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    consent: Option<ConsentLine<'a>>,
-}
-
-/// The keys a `files/consent` line adds.
-#[derive(Serialize)]
-struct ConsentLine<'a> {
-    access: Option<&'static str>,
-    approved: Vec<String>,
-    #[serde(rename = "decidedBy")]
-    decided_by: &'a [Decider],
-    denied: Vec<String>,
-}
-
-/// Opens `path` for appending, creating it if need be.
-fn open_append(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
 }
 
 fn parse_key(hex: &str) -> Option<[u8; 32]> {

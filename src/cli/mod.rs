@@ -2,8 +2,8 @@
 //!
 //! The binary is one call, [`main`]: it parses the arguments, sets up logging and runs the
 //! subcommand, one file each (`serve.rs`, `proxy.rs`, `daemon.rs` with `init.rs` for its
-//! `--init`, `control.rs` and `log.rs` for the daemon's verbs, `check_policy.rs`), on the
-//! runtime of `runtime.rs`. The flags build the same [`Policy`](crate::Policy) a file would
+//! `--init`, `control.rs` and `log.rs` for the daemon's verbs, `check_policy.rs`, `audit.rs`
+//! for `audit verify`), on the runtime of `runtime.rs`. The flags build the same [`Policy`](crate::Policy) a file would
 //! (`flags.rs`). An embedder's own command line may flatten [`CommonArgs`] into its
 //! arguments and build its policy with [`CommonArgs::build_policy`].
 //!
@@ -15,6 +15,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod attach;
+mod audit;
 mod check_policy;
 mod control;
 mod daemon;
@@ -41,6 +42,7 @@ pub fn main() -> std::process::ExitCode {
         .init();
     match cli.command {
         Command::CheckPolicy { files } => check_policy::run(&files),
+        Command::Audit(AuditCommand::Verify { files }) => audit::verify(&files),
         Command::Serve(args) => runtime::run(|| serve::run(args)),
         Command::Proxy(args) => runtime::run(|| proxy::run(*args)),
         Command::Daemon(args) => daemon::main(*args),
@@ -111,6 +113,9 @@ pub(crate) enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// Work with audit files: `fsbroker audit verify FILE...`.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// What `proxy --sandbox` runs: restricts itself with the profile the proxy put in its
     /// environment, then replaces itself with the server. Not for direct use.
     #[command(name = "sandbox-exec", hide = true)]
@@ -118,6 +123,20 @@ pub(crate) enum Command {
         /// The server command and its arguments.
         #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1.., allow_hyphen_values = true)]
         command: Vec<String>,
+    },
+}
+
+/// The subcommands of `audit`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Check audit files' hash chains: every line whole, none removed, none cut short. Give
+    /// rotated files oldest first (FILE.2 FILE.1 FILE). Prints each file's last hash: keep
+    /// it, to tell later that the file was not rewritten up to there. Exits 0 when all are
+    /// whole, 1 naming the first bad line, 2 when a file cannot be read.
+    Verify {
+        /// The audit files, oldest first.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
     },
 }
 
@@ -386,7 +405,11 @@ pub(crate) struct ProxyArgs {
     /// of CPU time, `memory=SIZE` of address space, `processes=N` (the kernel counts all of
     /// the user's), `file-size=SIZE` of any file it writes; SIZE may end in K, M or G
     /// (repeatable).
-    #[arg(long = "sandbox-limit", value_name = "KIND=VALUE", requires = "sandbox")]
+    #[arg(
+        long = "sandbox-limit",
+        value_name = "KIND=VALUE",
+        requires = "sandbox"
+    )]
     pub(crate) sandbox_limit: Vec<String>,
     /// With --sandbox, `none` also forbids the server TCP connections and binds.
     #[arg(long = "sandbox-net", value_name = "any|none", default_value = "any",

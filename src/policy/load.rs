@@ -300,7 +300,7 @@ impl Policy {
         Ok(())
     }
 
-    /// The redaction key, when there is one, is 64 hex digits.
+    /// The redaction key, when there is one, is 64 hex digits; rotation's sizes make sense.
     fn validate_audit(&self) -> Result<(), Invalid> {
         if let Some(k) = &self.audit.redact_key
             && (k.len() != 64 || !k.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -308,6 +308,18 @@ impl Policy {
             return Err(Invalid::unplaced(
                 "audit.redact_key",
                 "must be 64 hex digits".into(),
+            ));
+        }
+        if self.audit.rotate_bytes == Some(0) {
+            return Err(Invalid::unplaced(
+                "audit.rotate_bytes",
+                "must be at least 1 (leave it out to never rotate)".into(),
+            ));
+        }
+        if !(1..=1000).contains(&self.audit.keep) {
+            return Err(Invalid::unplaced(
+                "audit.keep",
+                "must be between 1 and 1000".into(),
             ));
         }
         Ok(())

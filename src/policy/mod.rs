@@ -345,6 +345,11 @@ pub struct AuditPolicy {
     pub redact_paths: bool,
     /// The hash key, 64 hex digits; unset means a random key per process.
     pub redact_key: Option<String>,
+    /// Rotate `file` before a line would take it past this many bytes: FILE becomes FILE.1
+    /// (FILE.1 becomes FILE.2, and so on); unset means never.
+    pub rotate_bytes: Option<u64>,
+    /// How many rotated files to keep (FILE.1 to FILE.keep), 1 to 1000.
+    pub keep: u32,
 }
 
 impl Default for AuditPolicy {
@@ -354,6 +359,8 @@ impl Default for AuditPolicy {
             file: None,
             redact_paths: false,
             redact_key: None,
+            rotate_bytes: None,
+            keep: 5,
         }
     }
 }

@@ -73,8 +73,14 @@ impl Fixture {
     }
 
     /// A broker with consent mode `auto` (read-only root unless `access` is `write`).
+    ///
+    /// Its sessions are never suspended for their violations: the suites that use it send
+    /// every spelling of an escape from one session and check each refusal's own reason.
+    /// Suspension has its tests of its own (`tests/library/monitoring.rs`), which build
+    /// their brokers from [`Fixture::policy_text`].
     pub fn broker_with(&self, access: &str, extra: &str) -> Broker {
-        let text = self.policy_text(access, extra);
+        let extra = unsuspended(extra);
+        let text = self.policy_text(access, &extra);
         let text = if text.contains("[consent]") {
             text
         } else {
@@ -99,6 +105,20 @@ impl Fixture {
             let names: Vec<_> = std::fs::read_dir(d).unwrap().collect();
             assert_eq!(names.len(), 1, "canary directory {d:?} changed");
         }
+    }
+}
+
+/// `extra` with `limits.max_violations_per_minute` lifted, in its `[limits]` section if it
+/// has one.
+fn unsuspended(extra: &str) -> String {
+    const LIFT: &str = "max_violations_per_minute = 1000000\n";
+    if extra.contains("max_violations_per_minute") {
+        extra.to_owned()
+    } else if let Some(at) = extra.find("[limits]\n") {
+        let at = at + "[limits]\n".len();
+        format!("{}{LIFT}{}", &extra[..at], &extra[at..])
+    } else {
+        format!("{extra}\n[limits]\n{LIFT}")
     }
 }
 

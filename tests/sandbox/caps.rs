@@ -20,11 +20,7 @@ sys.stdin.read()
 
 fn hog(l: &Layout, what: &str) -> Vec<OsString> {
     std::fs::write(l.base.join("hog.py"), HOG).unwrap();
-    vec![
-        python().into(),
-        l.base.join("hog.py").into(),
-        what.into(),
-    ]
+    vec![python().into(), l.base.join("hog.py").into(), what.into()]
 }
 
 #[test]
@@ -65,7 +61,10 @@ fn bad_limits_are_refused_before_anything_starts() {
     let l = Layout::new();
     for (spec, says) in [
         ("memory=lots", "expected a positive whole number"),
-        ("disk=1G", "the limits are cpu, memory, processes and file-size"),
+        (
+            "disk=1G",
+            "the limits are cpu, memory, processes and file-size",
+        ),
     ] {
         let mut p = l.run(&["--sandbox-limit", spec], &hog(&l, "cpu"), &[]);
         let (status, _) = p.finish();

@@ -16,6 +16,7 @@ mod proxy_host;
 #[path = "../common/sidecar.rs"]
 mod sidecar;
 
+mod audit_chain;
 mod audit_truth;
 mod basics;
 mod cli_usability;

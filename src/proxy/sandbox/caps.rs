@@ -163,7 +163,15 @@ mod tests {
             c.describe(),
             "cpu 10 s, memory 256 MiB, processes 64, file size 1 GiB"
         );
-        for bad in ["memory", "memory=", "memory=0", "cpu=10M", "disk=1", "memory=-1", "memory=99999999999G"] {
+        for bad in [
+            "memory",
+            "memory=",
+            "memory=0",
+            "cpu=10M",
+            "disk=1",
+            "memory=-1",
+            "memory=99999999999G",
+        ] {
             assert!(Caps::default().add(bad).is_err(), "{bad}");
         }
         assert_eq!(c.ending(0), None);

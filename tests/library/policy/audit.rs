@@ -41,10 +41,12 @@ async fn audit_file_gets_one_line_per_request_without_contents() {
     );
     let lines = audit_lines(&log);
     assert_eq!(lines.len(), 4, "{lines:?}");
-    for l in &lines {
+    for (i, l) in lines.iter().enumerate() {
         let mut keys: Vec<&str> = l.as_object().unwrap().keys().map(String::as_str).collect();
         keys.sort_unstable();
-        // Every line has the keys lines have always had; a consent line adds what it decided.
+        // Every line has the keys lines have always had; a consent line adds what it decided;
+        // every line ends with its place on the hash chain, the first with the hash it
+        // chains to.
         let mut expected = vec![
             "bytes",
             "durationMs",
@@ -53,12 +55,22 @@ async fn audit_file_gets_one_line_per_request_without_contents() {
             "path",
             "server",
             "time",
+            "seq",
+            "hash",
         ];
         if l["method"] == "files/consent" {
             expected.extend(["access", "approved", "decidedBy", "denied"]);
-            expected.sort_unstable();
         }
+        if i == 0 {
+            expected.push("prev");
+        }
+        // The CPU time of an operation that did filesystem work (checked below).
+        if l.get("cpuMs").is_some() {
+            expected.push("cpuMs");
+        }
+        expected.sort_unstable();
         assert_eq!(keys, expected);
+        assert_eq!(l["seq"], i + 1);
         assert_eq!(l["server"], "srv");
         let t = l["time"].as_str().unwrap();
         assert!(wire::is_rfc3339_utc(t), "time {t}");
@@ -72,6 +84,11 @@ async fn audit_file_gets_one_line_per_request_without_contents() {
         methods,
         ["roots/list", "files/consent", "files/read", "files/read"]
     );
+    assert!(
+        lines[0].get("cpuMs").is_none(),
+        "roots/list does no filesystem work"
+    );
+    assert!(lines[2]["cpuMs"].as_f64().unwrap() >= 0.0, "{}", lines[2]);
     assert_eq!(lines[2]["path"], "project/notes/plan.txt");
     assert_eq!(lines[2]["outcome"], "ok");
     assert_eq!(lines[2]["bytes"], CONTENT.len());

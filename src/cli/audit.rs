@@ -1,0 +1,54 @@
+//! `fsbroker audit verify FILE...`: checks audit files' hash chains and prints one line per
+//! file: whole (with the last hash, to keep), or the first bad line and why.
+
+use crate::{AuditLog, AuditVerdict};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Verifies `files`, oldest first (`FILE.2 FILE.1 FILE`): each file's first `prev` must name
+/// the last hash of the file before it. Exits 0 when every file is whole, 1 when a line is
+/// bad or a file begins mid-chain, and 2 when a file cannot be read (after the others).
+pub(super) fn verify(files: &[PathBuf]) -> ExitCode {
+    let mut code = 0u8;
+    let mut before: Option<AuditVerdict> = None;
+    for file in files {
+        let name = file.display();
+        let verdict =
+            match std::fs::File::open(file).and_then(|f| AuditLog::verify(f, before.as_ref())) {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("fsbroker: {name}: cannot read: {e}");
+                    code = 2;
+                    before = None;
+                    continue;
+                }
+            };
+        match &verdict.fault {
+            Some(fault) => {
+                println!("{name}: {fault}");
+                code = code.max(1);
+            }
+            None if verdict.mid_chain => {
+                println!(
+                    "{name}: begins mid-chain (its head was removed); from its first line on, {}",
+                    summary(&verdict)
+                );
+                code = code.max(1);
+            }
+            None => println!("{name}: whole: {}", summary(&verdict)),
+        }
+        before = Some(verdict);
+    }
+    ExitCode::from(code)
+}
+
+/// `N lines, seq A to B, last hash H` (or `0 lines`).
+fn summary(v: &AuditVerdict) -> String {
+    let lines = if v.lines == 1 { "line" } else { "lines" };
+    match (v.first_seq, v.last_seq, &v.last_hash) {
+        (Some(a), Some(b), Some(h)) => {
+            format!("{} {lines}, seq {a} to {b}, last hash {h}", v.lines)
+        }
+        _ => format!("{} {lines}", v.lines),
+    }
+}
