@@ -2,7 +2,6 @@
 //! held by everything it starts; a server past one is stopped, and the user is told why.
 
 use crate::sandboxed::{Layout, python};
-use crate::sidecar::*;
 use std::ffi::OsString;
 
 /// A server that, once started, takes what it is told to: `memory` allocates 512 MiB and

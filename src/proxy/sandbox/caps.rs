@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Caps {
     /// CPU seconds (`RLIMIT_CPU`): the kernel sends SIGXCPU at the limit, and SIGKILL a
-    /// second later.
+    /// second later (the hard limit is a second above the soft one, so that the server is
+    /// told first).
     cpu_secs: Option<u64>,
     /// Address space in bytes (`RLIMIT_AS`): an allocation past it fails.
     memory_bytes: Option<u64>,
@@ -73,20 +74,20 @@ impl Caps {
         parts.join(", ")
     }
 
-    /// Sets the caps on the calling process, soft and hard alike, so that the server cannot
-    /// raise them again.
+    /// Sets the caps on the calling process, the hard limit with the soft one, so that the
+    /// server cannot raise them past it.
     pub(crate) fn apply(&self) -> Result<(), String> {
         let caps = [
-            (Resource::Cpu, self.cpu_secs, "cpu"),
-            (Resource::As, self.memory_bytes, "memory"),
-            (Resource::Nproc, self.processes, "processes"),
-            (Resource::Fsize, self.file_bytes, "file-size"),
+            (Resource::Cpu, self.cpu_secs, 1, "cpu"),
+            (Resource::As, self.memory_bytes, 0, "memory"),
+            (Resource::Nproc, self.processes, 0, "processes"),
+            (Resource::Fsize, self.file_bytes, 0, "file-size"),
         ];
-        for (resource, value, name) in caps {
+        for (resource, value, grace, name) in caps {
             let Some(n) = value else { continue };
             let limit = Rlimit {
                 current: Some(n),
-                maximum: Some(n),
+                maximum: Some(n.saturating_add(grace)),
             };
             setrlimit(resource, limit)
                 .map_err(|e| format!("cannot set the sandbox limit {name}={n}: {e}"))?;
