@@ -10,6 +10,7 @@
 //! installed by `benches/run`; it writes `perf.md` and `perf.json` to `FSBROKER_BENCH_OUT`
 //! (default `target/bench`). Sizes: see [`fixtures::Config`].
 
+mod audit;
 mod conn;
 mod daemon;
 mod fixtures;
@@ -102,7 +103,8 @@ fn main() -> Res<()> {
     fixtures::tree(&b.data.join("tree"), b.cfg.tree_entries)?;
     let fixtures_s = t.elapsed().as_secs_f64();
 
-    // FSBROKER_BENCH_ONLY=large,small,listing,writes,sessions,attach runs some workloads (to profile).
+    // FSBROKER_BENCH_ONLY=large,small,audit,listing,writes,sessions,attach runs some workloads
+    // (to profile).
     let only = std::env::var("FSBROKER_BENCH_ONLY").ok();
     let wanted = |w: &str| {
         only.as_deref()
@@ -112,6 +114,7 @@ fn main() -> Res<()> {
         Ok(report::Results {
             large: wanted("large").then(|| reads::large_read(&b)).transpose()?,
             small: wanted("small").then(|| small::small(&b)).transpose()?,
+            audit: wanted("audit").then(|| audit::audit(&b)).transpose()?,
             listing: wanted("listing").then(|| small::listing(&b)).transpose()?,
             writes: wanted("writes").then(|| writes::writes(&b)).transpose()?,
             sessions: wanted("sessions")

@@ -37,6 +37,8 @@ pub struct Results {
     pub small: Option<Small>,
     /// Recursive listing.
     pub listing: Option<Listing>,
+    /// What the audit log costs on small reads.
+    pub audit: Option<crate::audit::Audit>,
     /// Writes and the upload.
     pub writes: Option<Writes>,
     /// Concurrent sessions' memory.
@@ -255,6 +257,7 @@ fn rows(b: &Bench, r: &Results) -> Vec<Row> {
             machine: String::new(),
         });
     }
+    out.extend(crate::audit::rows(r.audit.as_ref()));
     out.extend(crate::daemon::rows(
         r.attach.as_ref(),
         r.daemon_sessions.as_ref(),
