@@ -126,6 +126,8 @@ impl Broker {
                 inner.notify(&sid, "notifications/roots/list_changed", None, None);
                 report.sessions_told.push(sid.clone());
             }
+            // A reload that takes grants back is the user's choice, as a revocation is.
+            session.forgive(crate::error::Reason::Revoked);
             {
                 let mut grants = session.grants();
                 let old_standing = grants.remove_standing();

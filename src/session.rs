@@ -99,6 +99,10 @@ pub type Notifications = mpsc::UnboundedReceiver<Notification>;
 #[derive(Debug)]
 pub(crate) struct Session {
     server_id: String,
+    /// What its budgets are kept under: its id and a number no other session of the process
+    /// had, so that a session never inherits the debt of an earlier one of the same name (a
+    /// server that names itself as another could otherwise spend that one's budgets).
+    budget_key: String,
     grants: Mutex<Grants>,
     uploads: Mutex<Uploads>,
     pub(crate) in_flight: Arc<Semaphore>,
@@ -150,6 +154,8 @@ pub(crate) struct Stats {
     pub throttled: Option<(SystemTime, &'static str)>,
     /// The budgets the user was told of (a bit per [`crate::limits::Spent`]): once each.
     pub told: u8,
+    /// When a refusal for its suspension was last audited.
+    pub suspended_audited: Option<std::time::Instant>,
 }
 
 /// What a session has done so far.
@@ -195,8 +201,11 @@ impl Session {
                 ..g
             });
         }
+        static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Session {
             server_id: server_id.to_owned(),
+            budget_key: format!("{server_id}\u{0}{serial}"),
             grants: Mutex::new(grants),
             uploads: Mutex::new(Uploads::default()),
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
@@ -219,9 +228,34 @@ impl Session {
         lock(&self.watchdog).suspended().cloned()
     }
 
-    /// Counts a violation; returns the suspension it brought, if it brought one.
-    pub(crate) fn strike(&self, reason: crate::error::Reason, limit: u32) -> Option<Suspension> {
-        lock(&self.watchdog).strike(std::time::Instant::now(), reason, limit)
+    /// Counts a violation of a request sent at `sent`; returns the suspension it brought,
+    /// if it brought one.
+    pub(crate) fn strike(
+        &self,
+        reason: crate::error::Reason,
+        sent: std::time::Instant,
+        limit: u32,
+    ) -> Option<Suspension> {
+        lock(&self.watchdog).strike(std::time::Instant::now(), sent, reason, limit)
+    }
+
+    /// The user refused `reason` to what the session already sent (see
+    /// [`Watchdog::forgive`]).
+    pub(crate) fn forgive(&self, reason: crate::error::Reason) {
+        lock(&self.watchdog).forgive(reason);
+    }
+
+    /// Whether a refusal for its suspension is to be audited now: one a second at most.
+    pub(crate) fn audit_suspended_now(&self) -> bool {
+        let mut stats = self.stats();
+        let now = std::time::Instant::now();
+        let due = stats
+            .suspended_audited
+            .is_none_or(|t| now.duration_since(t) >= std::time::Duration::from_secs(1));
+        if due {
+            stats.suspended_audited = Some(now);
+        }
+        due
     }
 
     /// Lifts its suspension; says whether it was suspended.
@@ -237,6 +271,11 @@ impl Session {
     /// The server id.
     pub(crate) fn server_id(&self) -> &str {
         &self.server_id
+    }
+
+    /// The key of its budgets (see the field).
+    pub(crate) fn budget_key(&self) -> &str {
+        &self.budget_key
     }
 
     /// The grants, locked. A poisoned lock still holds consistent data (every change is a

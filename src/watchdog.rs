@@ -61,12 +61,19 @@ impl Suspension {
 
 /// One session's strikes over the last minute, and its suspension. Its size is fixed: a
 /// bucket per second of the window, each with a count per reason, whatever the threshold.
+///
+/// A refusal that follows from the user's choice (a grant revoked, consent denied) is a
+/// strike only for a request the server sent after it was first told of that refusal: the
+/// requests it had in flight, or pipelined behind its consent request, could not know. The
+/// first refusal of its kind since the user's last such choice is when the server is told.
 #[derive(Debug)]
 pub(crate) struct Watchdog {
     /// The instant second 0 of the buckets counts from.
     origin: Instant,
     /// Per second of the window: which second it holds, and its counts by reason.
     buckets: [(u64, [u32; STRIKES.len()]); WINDOW_SECS],
+    /// Per reason: when the server was first told of it since the user's last choice.
+    told: [Option<Instant>; STRIKES.len()],
     suspended: Option<Suspension>,
 }
 
@@ -75,7 +82,16 @@ impl Watchdog {
         Watchdog {
             origin,
             buckets: [(0, [0; STRIKES.len()]); WINDOW_SECS],
+            told: [None; STRIKES.len()],
             suspended: None,
+        }
+    }
+
+    /// The user made a choice that refuses `reason` to requests already sent (a revocation,
+    /// a consent answer): until the server is told of it again, such refusals are no strikes.
+    pub(crate) fn forgive(&mut self, reason: Reason) {
+        if let Some(kind) = STRIKES.iter().position(|r| *r == reason) {
+            self.told[kind] = None;
         }
     }
 
@@ -84,12 +100,13 @@ impl Watchdog {
         self.suspended.as_ref()
     }
 
-    /// Counts a strike of `reason` at `now`; suspends the session when it makes `limit`
-    /// strikes within the window, and then returns the suspension (once: a suspended
-    /// session's refusals count no further).
+    /// Counts a strike of `reason` at `now` for a request sent at `sent`; suspends the
+    /// session when it makes `limit` strikes within the window, and then returns the
+    /// suspension (once: a suspended session's refusals count no further).
     pub(crate) fn strike(
         &mut self,
         now: Instant,
+        sent: Instant,
         reason: Reason,
         limit: u32,
     ) -> Option<Suspension> {
@@ -97,6 +114,16 @@ impl Watchdog {
             return None;
         }
         let kind = STRIKES.iter().position(|r| *r == reason)?;
+        if matches!(reason, Reason::NoConsent | Reason::Revoked) {
+            match self.told[kind] {
+                Some(told) if sent > told => {}
+                // The first refusal tells the server; those sent before it could not know.
+                told => {
+                    self.told[kind] = told.or(Some(now));
+                    return None;
+                }
+            }
+        }
         // Second 1 onwards, so that a bucket still at 0 was never used.
         let second = now.saturating_duration_since(self.origin).as_secs() + 1;
         let slot = usize::try_from(second % WINDOW_SECS as u64).unwrap_or(0);
@@ -146,15 +173,23 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watchdog::new(t0);
         for i in 0..19 {
-            assert!(w.strike(t0, Reason::OutsideRoot, 20).is_none(), "{i}");
+            assert!(w.strike(t0, t0, Reason::OutsideRoot, 20).is_none(), "{i}");
         }
         // A minute later, those nineteen no longer count.
         let later = t0 + Duration::from_secs(60);
+        // The first `no_consent` tells the server, and is none.
+        assert!(w.strike(later, later, Reason::NoConsent, 1).is_none());
+        let after = later + Duration::from_millis(1);
         for _ in 0..19 {
-            assert!(w.strike(later, Reason::NoConsent, 20).is_none());
+            assert!(w.strike(after, after, Reason::NoConsent, 20).is_none());
         }
         let s = w
-            .strike(later + Duration::from_secs(59), Reason::Malformed, 20)
+            .strike(
+                later + Duration::from_secs(59),
+                after,
+                Reason::Malformed,
+                20,
+            )
             .unwrap();
         assert_eq!(
             s.violations,
@@ -166,11 +201,34 @@ mod tests {
         );
         assert!(w.suspended().is_some());
         // Suspended: no second suspension, and resuming starts from nothing.
-        assert!(w.strike(later, Reason::Malformed, 1).is_none());
+        assert!(w.strike(later, later, Reason::Malformed, 1).is_none());
         assert!(w.resume());
         assert!(!w.resume());
-        assert!(w.strike(later, Reason::Revoked, 2).is_none());
-        assert!(w.strike(later, Reason::Revoked, 2).is_some());
+        assert!(w.strike(after, after, Reason::Malformed, 2).is_none());
+        assert!(w.strike(after, after, Reason::Malformed, 2).is_some());
+    }
+
+    #[test]
+    fn refusals_of_the_users_choices_count_only_once_the_server_was_told() {
+        let t0 = Instant::now();
+        let t = |ms| t0 + Duration::from_millis(ms);
+        let mut w = Watchdog::new(t0);
+        // Thirty requests in flight when a grant was revoked: the first answer tells the
+        // server, and the others were sent before it.
+        for _ in 0..30 {
+            assert!(w.strike(t(10), t(1), Reason::Revoked, 2).is_none());
+        }
+        // Sent after it: counted.
+        assert!(w.strike(t(20), t(15), Reason::Revoked, 2).is_none());
+        assert!(w.strike(t(21), t(15), Reason::Revoked, 2).is_some());
+        // A new revocation forgives what was already on its way.
+        let mut w = Watchdog::new(t0);
+        w.strike(t(10), t(1), Reason::NoConsent, 2);
+        w.strike(t(20), t(15), Reason::NoConsent, 2);
+        w.forgive(Reason::NoConsent);
+        for _ in 0..5 {
+            assert!(w.strike(t(30), t(16), Reason::NoConsent, 2).is_none());
+        }
     }
 
     #[test]
@@ -184,11 +242,8 @@ mod tests {
         ] {
             let e = Error::denied(r);
             assert_eq!(strike_of(&e), None, "{r}");
-            assert!(
-                Watchdog::new(Instant::now())
-                    .strike(Instant::now(), r, 1)
-                    .is_none()
-            );
+            let now = Instant::now();
+            assert!(Watchdog::new(now).strike(now, now, r, 1).is_none());
         }
         assert_eq!(
             strike_of(&Error::denied(Reason::OutsideRoot)),

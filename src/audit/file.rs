@@ -15,9 +15,14 @@ use std::io::Write;
 use std::os::unix::fs::{FileExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
-/// How much of a file's end is read to find its last line: the bound on what a file's content
-/// can make the log read or hold.
+/// How much of a file's end is read first to find its last line.
 const TAIL: u64 = 64 << 10;
+
+/// How much of a file's end is read at most to find its last line, in steps from [`TAIL`]:
+/// more than the longest line the broker writes (a consent line naming every path it may
+/// ask for, each escaped), and the bound on what a file's content can make the log read or
+/// hold.
+const MAX_TAIL: u64 = 8 << 20;
 
 /// How many times in a row the file may be found replaced (rotated by another process)
 /// between opening and locking it before an append gives up.
@@ -78,9 +83,16 @@ impl AuditFile {
             && len > 0
             && len.saturating_add(buf.len() as u64) > max
         {
+            // The new file continues this process's own place on the chain: the old file
+            // was in sync with it under the lock, whatever its last line's length.
+            let head = self.head.starting();
             self.rotate()?;
             len = self.file.metadata()?.len();
-            (self.head, newline) = self.resync(len);
+            (self.head, newline) = if len == 0 {
+                (head, false)
+            } else {
+                self.resync(len)
+            };
             (buf, next) = self.sealed(line, newline);
         }
         self.file.write_all(&buf)?;
@@ -137,12 +149,8 @@ impl AuditFile {
             };
             return (head, false);
         }
-        match read_tail(&self.file, len) {
-            Ok(tail) => {
-                let head = super::chain::head_of_tail(&tail, len <= TAIL);
-                let torn = tail.last() != Some(&b'\n');
-                (head.unwrap_or_else(Head::new_chain), torn)
-            }
+        match tail_head(&self.file, len) {
+            Ok((head, torn)) => (head.unwrap_or_else(Head::new_chain), torn),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the audit file's end; starting a new chain");
                 (Head::new_chain(), false)
@@ -178,16 +186,28 @@ fn rotated(path: &Path, n: u32) -> PathBuf {
 fn last_head(path: &Path) -> Option<Head> {
     let file = File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    let tail = read_tail(&file, len).ok()?;
-    super::chain::head_of_tail(&tail, len <= TAIL)
+    tail_head(&file, len).ok()?.0
 }
 
-/// The last (at most [`TAIL`]) bytes of `file`, `len` bytes long.
-fn read_tail(file: &File, len: u64) -> std::io::Result<Vec<u8>> {
-    let n = len.min(TAIL);
-    let mut buf = vec![0u8; usize::try_from(n).unwrap_or(0)];
-    file.read_exact_at(&mut buf, len - n)?;
-    Ok(buf)
+/// The head after the last line of `file`, `len` bytes long, if it is a whole chained line,
+/// and whether the file ends in a torn line. The end is read from [`TAIL`] bytes up, eight
+/// times more each time the last line has not begun within it, to [`MAX_TAIL`].
+fn tail_head(file: &File, len: u64) -> std::io::Result<(Option<Head>, bool)> {
+    let mut want = TAIL;
+    loop {
+        let n = len.min(want);
+        let mut buf = vec![0u8; usize::try_from(n).unwrap_or(0)];
+        file.read_exact_at(&mut buf, len - n)?;
+        let torn = buf.last() != Some(&b'\n');
+        let head = super::chain::head_of_tail(&buf, n == len);
+        // The last line began within what was read when a newline comes before it (or the
+        // whole file was read): then its verdict is final.
+        let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if head.is_some() || n == len || want >= MAX_TAIL || body.contains(&b'\n') {
+            return Ok((head, torn));
+        }
+        want = want.saturating_mul(8).min(MAX_TAIL);
+    }
 }
 
 /// Opens `path` for appending, creating it if need be.

@@ -20,6 +20,9 @@ use tokio::sync::Notify;
 pub(crate) struct Seat {
     id: String,
     session: Result<Arc<Session>>,
+    /// When the message was handed over: a refusal of the user's choice counts against a
+    /// request only if it was sent after the server was told of it.
+    sent: Instant,
     /// The message's turn, once taken: the blocking work of its operations holds it too, so
     /// that work which outlives its caller (a dropped future, a timeout) still keeps the
     /// session's later changes waiting until it really ends.
@@ -39,6 +42,7 @@ impl Seat {
         Seat {
             id: session.server_id().to_owned(),
             session: Ok(session),
+            sent: Instant::now(),
             turn: std::sync::OnceLock::new(),
         }
     }
@@ -141,6 +145,7 @@ impl Broker {
         Seat {
             id: server_id.to_owned(),
             session: self.session(server_id),
+            sent: Instant::now(),
             turn: std::sync::OnceLock::new(),
         }
     }
@@ -234,7 +239,7 @@ impl Broker {
                 None => {
                     // Only requests that move payload wait for a session's byte debt.
                     let moves = req.known.is_some_and(Method::moves_payload);
-                    match run.ctx.config.rate.admit(&seat.id, moves) {
+                    match run.ctx.config.rate.admit(session.budget_key(), moves) {
                         Ok(()) => {
                             ops::dispatch(&mut run.ctx, session, req.known, &req.method, req.params)
                                 .await
@@ -316,7 +321,12 @@ impl Running<'_> {
             cpu,
         } = self.ctx.take_noted();
         // The bytes moved are known only now: they are charged after the fact (see `limits`).
-        self.ctx.config.rate.charge_bytes(&self.seat.id, bytes);
+        if let Ok(session) = &self.seat.session {
+            self.ctx
+                .config
+                .rate
+                .charge_bytes(session.budget_key(), bytes);
+        }
         let err = outcome.and_then(|o| o.as_ref().err());
         let err_path = err.and_then(|e| e.path().map(str::to_owned));
         let path = path.or(err_path);
@@ -329,17 +339,28 @@ impl Running<'_> {
             (Some(Ok(_)), None) => "ok",
             (Some(Err(e)), _) => e.kind().outcome(),
         };
-        self.broker.inner.record(&AuditRecord {
-            server_id: &self.seat.id,
-            method: &self.method,
-            path: path.as_deref(),
-            outcome: shown,
-            bytes,
-            cpu,
-            duration: self.start.elapsed(),
-            consent: outcome.and_then(|o| o.as_ref().ok()).and(consent.as_ref()),
-            violation,
-        });
+        // A suspended session's refusals say nothing new, and a server that floods them
+        // must not fill the log (or rotate its own violations out of it): at most one a
+        // second is written; `status` counts them all.
+        let quiet = violation.is_some_and(|v| v.reason == crate::error::Reason::Suspended)
+            && self
+                .seat
+                .session
+                .as_ref()
+                .is_ok_and(|s| !s.audit_suspended_now());
+        if !quiet {
+            self.broker.inner.record(&AuditRecord {
+                server_id: &self.seat.id,
+                method: &self.method,
+                path: path.as_deref(),
+                outcome: shown,
+                bytes,
+                cpu,
+                duration: self.start.elapsed(),
+                consent: outcome.and_then(|o| o.as_ref().ok()).and(consent.as_ref()),
+                violation,
+            });
+        }
         if let Ok(session) = &self.seat.session {
             let mut stats = session.stats();
             let counters = &mut stats.counters;
@@ -361,14 +382,16 @@ impl Running<'_> {
                 shown.to_owned(),
             ));
             drop(stats);
-            // A probe counts when it was refused, and a consent request when it asked for a
-            // place outside every root.
-            let strike = err.and_then(crate::watchdog::strike_of).or_else(|| {
-                consent
-                    .as_ref()
-                    .is_some_and(|c| !c.outside.is_empty())
-                    .then_some(crate::error::Reason::OutsideRoot)
-            });
+            let mut strike = err.and_then(crate::watchdog::strike_of);
+            // A probe counts when it was refused, and a consent request (once) when it
+            // asked for a place outside every root or through a link that leads out. A
+            // consent answer is the user's choice: reads sent behind it could not know it.
+            if let Some(c) = &consent {
+                session.forgive(crate::error::Reason::NoConsent);
+                if c.decided_by.contains(&crate::audit::Decider::Confinement) {
+                    strike = Some(crate::error::Reason::OutsideRoot);
+                }
+            }
             if let Some(reason) = strike {
                 let limit = self
                     .ctx
@@ -377,7 +400,7 @@ impl Running<'_> {
                     .limits
                     .max_violations_per_minute
                     .get();
-                if let Some(s) = session.strike(reason, limit) {
+                if let Some(s) = session.strike(reason, self.seat.sent, limit) {
                     self.broker.suspend(session, &s);
                 }
             }

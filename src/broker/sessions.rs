@@ -190,6 +190,7 @@ impl Broker {
     ) -> Vec<Revoked> {
         let mut removed = Vec::new();
         for s in sessions {
+            s.forgive(crate::error::Reason::Revoked);
             let gone = s.grants().revoke(path);
             removed.extend(gone.into_iter().map(|g| Revoked::new(s.server_id(), g)));
             // A watch whose path is no longer covered ends, and its server is told.

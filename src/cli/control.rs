@@ -249,7 +249,7 @@ fn sessions_table(sessions: &Value) -> String {
                 text(&s["era"]),
             ));
             let p = &s["process"];
-            if p.is_object() {
+            if p["processes"].as_u64().is_some_and(|n| n > 0) {
                 out.push_str(&format!(
                     "  process    {} processes, cpu {} s, memory {} MiB\n",
                     p["processes"],

@@ -66,16 +66,19 @@ pub(crate) fn tree(pid: u32) -> Option<Value> {
     }))
 }
 
-/// The parent and the CPU ticks (user and system) of a `/proc/PID/stat` line. The command
-/// name comes second, in parentheses, and may hold anything, spaces and parentheses
-/// included: the fields are counted from the last `)`.
+/// The parent and the CPU ticks of a `/proc/PID/stat` line: its own (user and system) and
+/// those of the children it has waited for, which are gone from the table but were the
+/// server's all the same. The command name comes second, in parentheses, and may hold
+/// anything, spaces and parentheses included: the fields are counted from the last `)`.
 fn parse_stat(line: &str) -> Option<(u32, u64)> {
     let rest = &line[line.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_ascii_whitespace().take(13).collect();
+    let fields: Vec<&str> = rest.split_ascii_whitespace().take(15).collect();
     let ppid = fields.get(1)?.parse().ok()?;
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((ppid, utime.saturating_add(stime)))
+    let mut ticks = 0u64;
+    for i in 11..15 {
+        ticks = ticks.saturating_add(fields.get(i)?.parse::<u64>().ok()?);
+    }
+    Some((ppid, ticks))
 }
 
 /// The resident memory of `pid`, in bytes (`/proc/PID/statm`, in pages).
@@ -91,8 +94,8 @@ mod tests {
 
     #[test]
     fn stat_lines_are_read_from_the_last_parenthesis() {
-        let line = "4242 (a) b (c)) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 1 0";
-        assert_eq!(parse_stat(line), Some((17, 280)));
+        let line = "4242 (a) b (c)) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 30 7 3 20 0 1 0";
+        assert_eq!(parse_stat(line), Some((17, 290)));
         assert_eq!(parse_stat("1 (x) S"), None);
         assert_eq!(parse_stat("garbage"), None);
     }

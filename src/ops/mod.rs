@@ -227,7 +227,7 @@ impl Ctx {
         let semaphore = session.in_flight.clone();
         let turn = self.turn.clone();
         let meters = (self.cpu.clone(), session.cpu.clone());
-        let (config, server_id) = (self.config.clone(), self.server_id.clone());
+        let (config, key) = (self.config.clone(), session.budget_key().to_owned());
         let job = async move {
             let permit = semaphore
                 .acquire_owned()
@@ -238,12 +238,7 @@ impl Ctx {
                 Deadline::at(deadline).check()?;
                 let start = thread_cpu();
                 let result = work(Deadline::at(deadline));
-                let spent = thread_cpu().saturating_sub(start);
-                let nanos = u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX);
-                for meter in [&meters.0, &meters.1] {
-                    meter.fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
-                }
-                config.rate.charge_cpu(&server_id, spent);
+                charge(&meters, &config, &key, thread_cpu().saturating_sub(start));
                 result
             })
             .await
@@ -254,6 +249,39 @@ impl Ctx {
             Err(_) => Err(Error::new(ErrorKind::Timeout, "operation timed out")),
         }
     }
+}
+
+impl Ctx {
+    /// Runs `f`, a step of the request's own (the encoding or decoding of content) that
+    /// takes CPU time in proportion to what the server sent or asked for, and charges that
+    /// time as [`Ctx::run`] charges its blocking work. `f` has no await in it, so the
+    /// thread's clock counts it alone.
+    fn metered<T>(&self, session: &Session, f: impl FnOnce() -> T) -> T {
+        let start = thread_cpu();
+        let out = f();
+        let meters = (self.cpu.clone(), session.cpu.clone());
+        let spent = thread_cpu().saturating_sub(start);
+        charge(&meters, &self.config, session.budget_key(), spent);
+        out
+    }
+}
+
+/// Charges `spent` CPU time to the request's and its session's meters and to the CPU budget
+/// of the session whose budgets `key` names.
+fn charge(
+    meters: &(
+        Arc<std::sync::atomic::AtomicU64>,
+        Arc<std::sync::atomic::AtomicU64>,
+    ),
+    config: &crate::config::Config,
+    key: &str,
+    spent: Duration,
+) {
+    let nanos = u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX);
+    for meter in [&meters.0, &meters.1] {
+        meter.fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
+    }
+    config.rate.charge_cpu(key, spent);
 }
 
 /// The CPU time the calling thread has spent (zero where the clock cannot be read, which

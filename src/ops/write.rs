@@ -46,8 +46,10 @@ async fn write(ctx: &mut Ctx, session: &Arc<Session>, p: WriteParams) -> Result<
         Encoding::Utf8 => p.content.into_bytes(),
         // SIMD decoding, which accepts exactly what the `base64` crate's standard engine does
         // (canonical padding, no stray trailing bits; see the test below).
-        Encoding::Base64 => base64_simd::STANDARD
-            .decode_to_vec(p.content.as_bytes())
+        Encoding::Base64 => ctx
+            .metered(session, || {
+                base64_simd::STANDARD.decode_to_vec(p.content.as_bytes())
+            })
             .map_err(|_| Error::invalid_params("content is not valid base64"))?,
     };
     let max = ctx.limits().max_write_bytes.get();

@@ -54,3 +54,28 @@ async fn the_page_given_to_the_opener_signs_the_browser_in() {
     b.find("[data-view=\"consent\"]:not([hidden])").await;
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_session_says_why_and_resume_on_the_page_lifts_it() {
+    let site = Site::start_with(STANDING);
+    let b = Browser::signed_in(&site.link).await;
+    let mut s = site.server("notes");
+    for _ in 0..20 {
+        let r = s.request("files/read", json!({"path": "/etc/passwd"}));
+        assert_eq!(r["error"]["data"]["reason"], "outside_root", "{r}");
+    }
+    let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "suspended", "{r}");
+    b.view("sessions").await;
+    b.text_contains(
+        "[data-session=\"notes\"] .banner.suspended",
+        "20 security violations within a minute (outside_root 20)",
+    )
+    .await;
+    b.screenshot("suspended").await;
+    b.click("[data-session=\"notes\"] button.resume").await;
+    b.gone("[data-session=\"notes\"] .banner.suspended").await;
+    let r = s.request("files/read", json!({"path": "root/docs/a.md"}));
+    assert_eq!(r["result"]["content"], "alpha", "{r}");
+    b.close().await;
+}

@@ -225,3 +225,85 @@ async fn the_threshold_is_the_policys_and_a_new_session_starts_clean() {
     let r = call(&b, "p", "files/read", json!({"path": "project/ok.txt"})).await;
     assert_eq!(r["result"]["content"], "fine", "{r}");
 }
+
+#[tokio::test]
+async fn refusals_that_follow_from_the_users_choice_count_only_once_the_server_knew() {
+    let f = Fixture::new();
+    for i in 0..30 {
+        f.file(&format!("big/f{i}"), "x");
+    }
+    // Consent denied: the 25 reads pipelined behind the consent request could not know.
+    let text = f.policy_text("read", "[consent]\nmode = \"deny\"\n");
+    let b = Broker::builder(Policy::parse(&text, "test").unwrap())
+        .build()
+        .unwrap()
+        .0;
+    let (s, _n) = b.open_session("indexer").unwrap();
+    let consent = s.handle_message(json!({"jsonrpc": "2.0", "id": 0, "method": "files/consent",
+        "params": {"requestedPaths": ["project/big"]}}));
+    let reads: Vec<_> = (0..25)
+        .map(|i| {
+            s.handle_message(
+                json!({"jsonrpc": "2.0", "id": i + 1, "method": "files/read",
+                "params": {"path": format!("project/big/f{i}")}}),
+            )
+        })
+        .collect();
+    let r = consent.await.unwrap();
+    assert_eq!(r["result"]["granted"], false, "{r}");
+    // Each took its place when it was handed over, before the consent was answered.
+    for read in reads {
+        let read = read.await.unwrap();
+        assert_eq!(read["error"]["data"]["reason"], "no_consent", "{read}");
+    }
+    assert!(
+        s.snapshot().suspended.is_none(),
+        "suspended for the user's denial"
+    );
+    // Asked again after it knew, one by one: those count.
+    for i in 0..20 {
+        let r = s
+            .handle_message(
+                json!({"jsonrpc": "2.0", "id": 100 + i, "method": "files/read",
+                "params": {"path": "project/big/f0"}}),
+            )
+            .await
+            .unwrap();
+        assert!(r["error"].is_object(), "{r}");
+    }
+    assert!(s.snapshot().suspended.is_some());
+}
+
+#[tokio::test]
+async fn consent_through_a_link_that_leads_out_is_a_strike() {
+    let f = Fixture::new();
+    f.symlink(&f.outside, "out");
+    let b = broker(&f, |b| b.max_violations_per_minute(2));
+    for _ in 0..2 {
+        let r = call(
+            &b,
+            "p",
+            "files/consent",
+            json!({"requestedPaths": ["project/out/secret.txt"]}),
+        )
+        .await;
+        assert_eq!(r["result"]["granted"], false, "{r}");
+    }
+    let r = call(&b, "p", "ping", json!({})).await;
+    assert_eq!(r["error"]["data"]["reason"], "suspended", "{r}");
+}
+
+#[tokio::test]
+async fn a_session_never_inherits_the_budget_another_of_its_name_spent() {
+    let f = Fixture::new();
+    f.file("small.txt", "hello");
+    let b = broker(&f, |b| b.rate_limit(1, 3));
+    for _ in 0..3 {
+        ok(&call(&b, "github", "ping", json!({})).await);
+    }
+    let r = call(&b, "github", "ping", json!({})).await;
+    assert_eq!(r["error"]["data"]["code"], "RATE_LIMITED", "{r}");
+    // A server that named itself `github` ends; the real one begins with its own budget.
+    assert!(b.end_session("github"));
+    ok(&call(&b, "github", "ping", json!({})).await);
+}

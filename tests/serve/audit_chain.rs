@@ -225,3 +225,73 @@ fn rotation_by_size_keeps_the_chain_across_the_files() {
         "{out}"
     );
 }
+
+#[test]
+fn an_emptied_rotated_file_is_named() {
+    let f = Fixture::new();
+    f.file("a.txt", "hello");
+    let log = f.tmp.path().join("audit.log");
+    let p = policy(&f, &log, "rotate_bytes = 1500\nkeep = 3\n");
+    let mut s = serve(&f, &p, "t");
+    reads(&mut s, 39);
+    finish(s);
+    let rotated = |n: u32| log.with_file_name(format!("audit.log.{n}"));
+    let (r3, r2, r1) = (rotated(3), rotated(2), rotated(1));
+    // Its lines taken, audit.log.2 is empty, and audit.log.1 must still follow audit.log.3.
+    std::fs::write(&r2, "").unwrap();
+    let (code, out) = verify(&[&r3, &r2, &r1, &log]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("audit.log.2: empty"), "{out}");
+    assert!(
+        out.contains("audit.log.1: line 1: its prev"),
+        "the file after the emptied one is checked against the one before it: {out}"
+    );
+}
+
+/// A consent request naming 64 long paths, each made of characters JSON escapes: its audit
+/// line is half a megabyte, more than the file's end first read to find the last line.
+fn long_line(s: &mut Sidecar) {
+    // Names of 200 quotes (a name may be 255 bytes), 15 deep.
+    let deep = format!("{}/", "\"".repeat(200)).repeat(15);
+    let paths: Vec<String> = (0..64).map(|i| format!("project/{deep}{i}")).collect();
+    let r = s.request("files/consent", json!({"requestedPaths": paths}));
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+#[test]
+fn a_line_longer_than_the_first_read_of_the_end_keeps_the_chain_at_restart_and_rotation() {
+    let f = Fixture::new();
+    f.file("a.txt", "hello");
+    // Restart: the next process finds the chain's end after the long line.
+    let log = f.tmp.path().join("restart.log");
+    let p = policy(&f, &log, "");
+    let mut s = serve(&f, &p, "t");
+    long_line(&mut s);
+    finish(s);
+    let size = std::fs::metadata(&log).unwrap().len();
+    assert!(size > 256 << 10, "the long line is {size} bytes");
+    let mut s = serve(&f, &p, "t");
+    reads(&mut s, 3);
+    finish(s);
+    let (code, out) = verify(&[&log]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(", seq 1 to 6,"), "{out}");
+    // Rotation: the file after the long line continues the chain.
+    let log = f.tmp.path().join("rotated.log");
+    let p = policy(&f, &log, "rotate_bytes = 100000\nkeep = 5\n");
+    let mut s = serve(&f, &p, "t");
+    reads(&mut s, 2);
+    long_line(&mut s);
+    reads(&mut s, 2);
+    finish(s);
+    let mut files: Vec<PathBuf> = (1..=5)
+        .rev()
+        .map(|n| log.with_file_name(format!("rotated.log.{n}")))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(files.len() >= 2, "{files:?}");
+    files.push(log.clone());
+    let all: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (code, out) = verify(&all);
+    assert_eq!(code, 0, "{out}");
+}

@@ -51,6 +51,11 @@ impl Caps {
         Ok(())
     }
 
+    /// Whether `processes=` was asked for: the kernel does not hold root to it.
+    pub(crate) fn caps_processes(&self) -> bool {
+        self.processes.is_some()
+    }
+
     /// Whether any cap was asked for.
     pub(crate) fn any(&self) -> bool {
         *self != Caps::default()

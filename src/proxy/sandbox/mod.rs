@@ -187,6 +187,11 @@ pub(crate) fn spawn_sandboxed(
         tracing::warn!(
             "sandbox: the server runs as root: without capabilities, but root's own files beneath the system directories (/etc/shadow) stay readable to it"
         );
+        if options.caps.caps_processes() {
+            tracing::warn!(
+                "sandbox: --sandbox-limit processes= does not hold for root: the kernel does not count root's processes"
+            );
+        }
     }
     if !missing.is_empty() {
         tracing::warn!(

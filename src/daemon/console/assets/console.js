@@ -578,7 +578,8 @@
 
   function sessionLive(s) {
     const c = s.counters || {};
-    const p = s.process;
+    // The server's own processes, when a proxy started one (a `serve` relay has none).
+    const p = s.process && s.process.processes > 0 ? s.process : null;
     const la = s.lastActivity;
     const pids = [
       s.pid !== undefined && s.pid !== null ? `pid ${s.pid}` : null,
