@@ -61,8 +61,8 @@ impl AuditFile {
     /// Appends `line` (one JSON object, without its newline), sealed on the chain, rotating
     /// the file first when it would pass `rotate_bytes`.
     pub(super) fn append(&mut self, line: &[u8]) -> std::io::Result<()> {
-        self.lock_current()?;
-        let result = self.append_locked(line);
+        let len = self.lock_current()?;
+        let result = self.append_locked(line, len);
         if result.is_err() {
             self.end = None;
         }
@@ -72,8 +72,8 @@ impl AuditFile {
         result
     }
 
-    fn append_locked(&mut self, line: &[u8]) -> std::io::Result<()> {
-        let mut len = self.file.metadata()?.len();
+    /// Appends under the lock to the file, `len` bytes long as the lock found it.
+    fn append_locked(&mut self, line: &[u8], mut len: u64) -> std::io::Result<()> {
         let mut newline = false;
         if self.end != Some(len) {
             (self.head, newline) = self.resync(len);
@@ -86,8 +86,7 @@ impl AuditFile {
             // The new file continues this process's own place on the chain: the old file
             // was in sync with it under the lock, whatever its last line's length.
             let head = self.head.starting();
-            self.rotate()?;
-            len = self.file.metadata()?.len();
+            len = self.rotate()?;
             (self.head, newline) = if len == 0 {
                 (head, false)
             } else {
@@ -114,14 +113,15 @@ impl AuditFile {
     }
 
     /// Locks the file, making sure it is still the one at `path` (another process may have
-    /// rotated it away): else opens the one there now, and tries again.
-    fn lock_current(&mut self) -> std::io::Result<()> {
+    /// rotated it away): else opens the one there now, and tries again. Returns the locked
+    /// file's length.
+    fn lock_current(&mut self) -> std::io::Result<u64> {
         for _ in 0..REOPENS {
             // Named through fs4: std's inherent `File::lock` would otherwise shadow it.
             fs4::FileExt::lock(&self.file)?;
             let held = self.file.metadata()?;
             match std::fs::metadata(&self.path) {
-                Ok(m) if m.dev() == held.dev() && m.ino() == held.ino() => return Ok(()),
+                Ok(m) if m.dev() == held.dev() && m.ino() == held.ino() => return Ok(held.len()),
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
@@ -159,8 +159,9 @@ impl AuditFile {
     }
 
     /// Shifts FILE.1 to FILE.2 and so on (the last of `keep` is replaced), FILE to FILE.1,
-    /// and opens and locks a new FILE. The caller holds the lock on FILE.
-    fn rotate(&mut self) -> std::io::Result<()> {
+    /// and opens and locks a new FILE, returning its length. The caller holds the lock on
+    /// FILE.
+    fn rotate(&mut self) -> std::io::Result<u64> {
         for i in (1..self.keep).rev() {
             match std::fs::rename(rotated(&self.path, i), rotated(&self.path, i + 1)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
