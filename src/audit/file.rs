@@ -120,6 +120,11 @@ impl AuditFile {
             // Named through fs4: std's inherent `File::lock` would otherwise shadow it.
             fs4::FileExt::lock(&self.file)?;
             let held = self.file.metadata()?;
+            // Only a log that rotates is moved aside by the processes that share it (they
+            // share its policy): one that does not is kept open as it is, a look fewer a line.
+            if self.rotate_bytes.is_none() {
+                return Ok(held.len());
+            }
             match std::fs::metadata(&self.path) {
                 Ok(m) if m.dev() == held.dev() && m.ino() == held.ino() => return Ok(held.len()),
                 Ok(_) => {}

@@ -2,19 +2,10 @@
 //! twenty escape attempts within a minute stop it, `status` says why, its watches end, the
 //! other sessions go on, and only `fsbroker resume` lifts it.
 
+use crate::attach::attach;
 use crate::place::Place;
-use crate::sidecar::{Sidecar, WAIT};
+use crate::sidecar::WAIT;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-
-fn attach(p: &Place, id: &str) -> Sidecar {
-    let daemon = format!("--daemon={}", p.socket().display());
-    let args: Vec<OsString> = ["serve", &daemon, "--server-id", id]
-        .iter()
-        .map(OsString::from)
-        .collect();
-    Sidecar::spawn(&args, None)
-}
 
 fn verb(p: &Place, args: &[&str]) -> crate::sidecar::Ran {
     let mut all = args.to_vec();

@@ -19,7 +19,7 @@ fn attach_by_env(p: &Place, id: &str) -> Sidecar {
 }
 
 /// `fsbroker serve --daemon=SOCKET --server-id ID`.
-fn attach(p: &Place, id: &str) -> Sidecar {
+pub(crate) fn attach(p: &Place, id: &str) -> Sidecar {
     let daemon = format!("--daemon={}", p.socket().display());
     let args: Vec<OsString> = ["serve", &daemon, "--server-id", id]
         .iter()

@@ -179,15 +179,22 @@ fn two_serve_processes_appending_to_one_file_keep_one_chain() {
     assert!(out.contains("whole: 122 lines, seq 1 to 122"), "{out}");
 }
 
+/// The log of 40 requests rotated at 1,500 bytes, keeping 3 files: `audit.log` and
+/// `audit.log.1` to `.3`.
+fn rotated_log(f: &Fixture) -> PathBuf {
+    f.file("a.txt", "hello");
+    let log = f.tmp.path().join("audit.log");
+    let p = policy(f, &log, "rotate_bytes = 1500\nkeep = 3\n");
+    let mut s = serve(f, &p, "t");
+    reads(&mut s, 39);
+    finish(s);
+    log
+}
+
 #[test]
 fn rotation_by_size_keeps_the_chain_across_the_files() {
     let f = Fixture::new();
-    f.file("a.txt", "hello");
-    let log = f.tmp.path().join("audit.log");
-    let p = policy(&f, &log, "rotate_bytes = 1500\nkeep = 3\n");
-    let mut s = serve(&f, &p, "t");
-    reads(&mut s, 39);
-    finish(s);
+    let log = rotated_log(&f);
     let rotated = |n: u32| log.with_file_name(format!("audit.log.{n}"));
     for n in 1..=3 {
         assert!(rotated(n).exists(), "no audit.log.{n}");
@@ -229,12 +236,7 @@ fn rotation_by_size_keeps_the_chain_across_the_files() {
 #[test]
 fn an_emptied_rotated_file_is_named() {
     let f = Fixture::new();
-    f.file("a.txt", "hello");
-    let log = f.tmp.path().join("audit.log");
-    let p = policy(&f, &log, "rotate_bytes = 1500\nkeep = 3\n");
-    let mut s = serve(&f, &p, "t");
-    reads(&mut s, 39);
-    finish(s);
+    let log = rotated_log(&f);
     let rotated = |n: u32| log.with_file_name(format!("audit.log.{n}"));
     let (r3, r2, r1) = (rotated(3), rotated(2), rotated(1));
     // Its lines taken, audit.log.2 is empty, and audit.log.1 must still follow audit.log.3.
