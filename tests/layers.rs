@@ -58,6 +58,7 @@ const LAYERS: &[&str] = &[
 const REEXPORTS: &[(&str, &str)] = &[
     ("Access", "access"),
     ("AuditLog", "audit"),
+    ("AuditVerdict", "audit"),
     ("Broker", "broker"),
     ("BrokerBuilder", "broker"),
     ("Notification", "broker"),
