@@ -30,6 +30,7 @@ mod verify;
 
 pub use event::{AuditEvent, ConsentEvent};
 pub use verify::AuditVerdict;
+pub(crate) use verify::MAX_FAULTS;
 
 /// One operation, as logged.
 #[derive(Debug, Clone)]

@@ -31,7 +31,14 @@ pub struct AuditVerdict {
     pub fault_line: Option<u64>,
     /// What is wrong with it, as `line N: why`.
     pub fault: Option<String>,
+    /// The bad lines after the first, as `line N: why` (at most 100): the check
+    /// goes on past a fault from the bad line's own place on the chain, so that one edit
+    /// shows once and cannot hide another after it.
+    pub later_faults: Vec<String>,
 }
+
+/// The most bad lines a verdict lists after the first.
+pub(crate) const MAX_FAULTS: usize = 100;
 
 impl AuditVerdict {
     /// Whether every line checked out and the file begins with the start of its stretch of
@@ -40,8 +47,14 @@ impl AuditVerdict {
         self.fault.is_none() && !self.mid_chain
     }
 
-    /// Notes the first bad line.
+    /// Notes a bad line: the first one in full, a later one in `later_faults`.
     fn fail(&mut self, line: u64, why: String) {
+        if self.fault.is_some() {
+            if self.later_faults.len() < MAX_FAULTS {
+                self.later_faults.push(format!("line {line}: {why}"));
+            }
+            return;
+        }
         self.lines = line;
         self.fault_line = Some(line);
         self.fault = Some(format!("line {line}: {why}"));
@@ -89,25 +102,31 @@ pub(super) fn verify(
                 v.fail(n, "cut short".into());
                 break;
             }
+            // A line that is no chained line holds no place on the chain: the next one is
+            // checked against the line before it.
             Err(Unsealed::NotJson) => {
                 v.fail(n, "not a JSON line (cut short, or written over)".into());
-                break;
+                continue;
             }
             Err(Unsealed::NoChain) => {
                 v.fail(
                     n,
                     "not a chained audit line (no seq and hash at its end)".into(),
                 );
-                break;
+                continue;
             }
         };
+        let first_fault = v.fault.is_none();
         if let Err(why) = check(&mut v, &head, before, &sealed) {
             v.fail(n, why);
-            break;
+        } else if first_fault {
+            v.lines = n;
+            v.last_seq = Some(sealed.seq);
+            v.last_hash = Some(hex(&sealed.hash));
         }
-        v.lines = n;
-        v.last_seq = Some(sealed.seq);
-        v.last_hash = Some(hex(&sealed.hash));
+        // Past a fault, the check goes on from the bad line's own seq and hash: an edited
+        // line's successors still chain to its hash as written, a line after a removed one
+        // still continues it.
         head = Some(Head::after(sealed.seq, sealed.hash));
     }
     Ok(v)
@@ -208,6 +227,28 @@ mod tests {
         assert_eq!(v.prev, Some(hex(&ZERO)));
         let empty = verify(&b""[..], None).unwrap();
         assert!(empty.is_whole() && empty.lines == 0, "{empty:?}");
+    }
+
+    #[test]
+    fn the_check_goes_on_past_a_fault_and_names_each_one_once() {
+        let (mut lines, _) = chain(Head::new_chain(), 12);
+        lines[2] = lines[2].replace(r#""i":2"#, r#""i":7"#);
+        lines.insert(5, "2026-11-26T00:00:00Z  WARN something".into());
+        lines.remove(9);
+        let v = verdict(&lines);
+        assert_eq!(
+            v.fault.as_deref(),
+            Some("line 3: changed (its hash does not match its content)")
+        );
+        assert_eq!(
+            v.later_faults,
+            vec![
+                "line 6: not a JSON line (cut short, or written over)".to_owned(),
+                "line 10: a line before it is missing (seq 10 follows 8)".to_owned(),
+            ]
+        );
+        // What was whole before the first fault is what the verdict vouches for.
+        assert_eq!((v.lines, v.last_seq), (3, Some(2)));
     }
 
     #[test]

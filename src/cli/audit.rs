@@ -27,6 +27,12 @@ pub(super) fn verify(files: &[PathBuf]) -> ExitCode {
         match &verdict.fault {
             Some(fault) => {
                 println!("{name}: {fault}");
+                for later in &verdict.later_faults {
+                    println!("{name}: also {later}");
+                }
+                if verdict.later_faults.len() >= crate::audit::MAX_FAULTS {
+                    println!("{name}: and perhaps more after those");
+                }
                 code = code.max(1);
             }
             None if verdict.mid_chain => {

@@ -297,3 +297,31 @@ fn a_line_longer_than_the_first_read_of_the_end_keeps_the_chain_at_restart_and_r
     let (code, out) = verify(&all);
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn verify_goes_on_past_a_fault_and_names_a_later_edit_too() {
+    let f = Fixture::new();
+    f.file("a.txt", "hello");
+    let log = f.tmp.path().join("audit.log");
+    let p = policy(&f, &log, "");
+    let mut s = serve(&f, &p, "t");
+    reads(&mut s, 11);
+    finish(s);
+    let both = copy_with(
+        &log,
+        "both.log",
+        |l| {
+            l.insert(
+                2,
+                "2026-11-26T00:00:00Z  WARN a warning among the lines".into(),
+            );
+            l[8] = l[8].replace("files/read", "files/list");
+        },
+        0,
+    );
+    let (code, out) = verify(&[&both]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("both.log: line 3: not a JSON line"), "{out}");
+    assert!(out.contains("both.log: also line 9: changed"), "{out}");
+    assert_eq!(out.lines().count(), 2, "each fault once: {out}");
+}
