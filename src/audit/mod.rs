@@ -30,6 +30,7 @@ mod verify;
 
 pub use event::{AuditEvent, ConsentEvent};
 pub use verify::AuditVerdict;
+#[cfg(feature = "cli")]
 pub(crate) use verify::MAX_FAULTS;
 
 /// One operation, as logged.
