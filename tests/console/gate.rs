@@ -311,8 +311,10 @@ fn idle_connections_cannot_starve_the_daemon() {
         std::thread::sleep(std::time::Duration::from_millis(20));
         most = most.max(fds());
     }
+    // 32 anonymous connections at most, and a few of the daemon's own: its log, and the
+    // `/proc` it reads for each attached session's processes as it draws the page's state.
     assert!(
-        most <= before + 32 + 8,
+        most <= before + 32 + 12,
         "the console held {} descriptors for idle connections",
         most - before
     );
