@@ -296,14 +296,52 @@ async fn consent_through_a_link_that_leads_out_is_a_strike() {
 #[tokio::test]
 async fn a_session_never_inherits_the_budget_another_of_its_name_spent() {
     let f = Fixture::new();
-    f.file("small.txt", "hello");
-    let b = broker(&f, |b| b.rate_limit(1, 3));
-    for _ in 0..3 {
-        ok(&call(&b, "github", "ping", json!({})).await);
+    for i in 0..500 {
+        f.file(&format!("tree/f{i}"), "x");
+    }
+    // A millisecond of CPU a minute: once spent, the debt takes about a minute per
+    // millisecond to repay, far longer than this test, however fast the machine.
+    let b = broker(&f, |b| b.cpu_per_minute(Duration::from_millis(1)));
+    consent_all(&b, "github").await;
+    let listing = json!({"path": "project/tree", "recursive": true});
+    let mut listed = 0;
+    loop {
+        let r = call(&b, "github", "files/list", listing.clone()).await;
+        if r["error"]["data"]["code"] == "RATE_LIMITED" {
+            break;
+        }
+        listed += 1;
+        assert!(listed < 100_000, "never held to its budget: {r}");
     }
     let r = call(&b, "github", "ping", json!({})).await;
     assert_eq!(r["error"]["data"]["code"], "RATE_LIMITED", "{r}");
     // A server that named itself `github` ends; the real one begins with its own budget.
     assert!(b.end_session("github"));
     ok(&call(&b, "github", "ping", json!({})).await);
+}
+
+#[tokio::test]
+async fn a_suspended_session_that_floods_is_audited_at_most_once_a_second() {
+    let f = Fixture::new();
+    let b = broker(&f, |b| b.max_violations_per_minute(1));
+    let mut events = b.audit_events();
+    let r = call(&b, "p", "files/read", json!({"path": "/etc/passwd"})).await;
+    assert_eq!(r["error"]["data"]["reason"], "outside_root", "{r}");
+    let start = std::time::Instant::now();
+    for _ in 0..500 {
+        let r = call(&b, "p", "ping", json!({})).await;
+        assert_eq!(r["error"]["data"]["reason"], "suspended", "{r}");
+    }
+    let seconds = start.elapsed().as_secs();
+    let mut audited = 0;
+    while let Ok(e) = events.try_recv() {
+        audited += u64::from(e.reason == Some(Reason::Suspended));
+    }
+    // However fast or slow the machine: one line a second at most, and at least the first.
+    assert!(
+        (1..=seconds + 1).contains(&audited),
+        "{audited} lines in {seconds} s"
+    );
+    let snap = b.snapshot();
+    assert_eq!(snap[0].counters.refused, 501, "status counts them all");
 }
