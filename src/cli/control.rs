@@ -236,9 +236,10 @@ fn sessions_table(sessions: &Value) -> String {
                 Value::Number(n) => format!(", server pid {n}"),
                 _ => String::new(),
             };
-            let sandbox = match s["sandbox"]["mode"].as_str() {
-                Some(mode) => format!("sandboxed ({mode})"),
-                None => "not sandboxed".to_owned(),
+            let sandbox = match (s["sandbox"]["mode"].as_str(), s["sandbox"]["caps"].as_str()) {
+                (Some(mode), Some(caps)) => format!("sandboxed ({mode}; caps {caps})"),
+                (Some(mode), None) => format!("sandboxed ({mode})"),
+                (None, _) => "not sandboxed".to_owned(),
             };
             let pid = match &s["pid"] {
                 Value::Number(n) => n.to_string(),

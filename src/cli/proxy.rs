@@ -135,10 +135,13 @@ async fn attached(
     attach::refuse_own_broker(&args.common).map_err(|e| (e, 2))?;
     // What `status` shows of the sandbox; what the kernel cannot enforce is in the proxy's log.
     let sandbox = match server {
-        Server::Local(Some(o)) => Some(serde_json::json!({"mode": match o.mode {
-            sandbox::SandboxMode::Strict => "strict",
-            sandbox::SandboxMode::BestEffort => "best-effort",
-        }})),
+        Server::Local(Some(o)) => Some(serde_json::json!({
+            "mode": match o.mode {
+                sandbox::SandboxMode::Strict => "strict",
+                sandbox::SandboxMode::BestEffort => "best-effort",
+            },
+            "caps": o.caps.any().then(|| o.caps.describe()),
+        })),
         _ => None,
     };
     let described = attach::described(&socket).await.map_err(|e| (e, 1))?;

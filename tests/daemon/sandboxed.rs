@@ -39,7 +39,8 @@ fn a_sandboxed_attached_server_is_ended_when_the_daemon_takes_its_root_away() {
     let mut cmd = std::process::Command::new(crate::common::bin());
     cmd.arg("proxy")
         .arg(format!("--daemon={}", p.socket().display()))
-        .args(["--sandbox", "--", "python3", "-c", SERVER])
+        .args(["--sandbox", "--sandbox-limit", "memory=1G", "--"])
+        .args(["python3", "-c", SERVER])
         .env("FSBROKER_LOG", "info");
     let mut proxy = Sidecar::start(cmd);
     let n = proxy.next_within(LONG);
@@ -56,7 +57,25 @@ fn a_sandboxed_attached_server_is_ended_when_the_daemon_takes_its_root_away() {
     let status: Value = serde_json::from_str(&ran.out()).unwrap();
     let session = &status["sessions"][0];
     assert_eq!(session["sandbox"]["mode"], "strict", "{status}");
+    assert_eq!(session["sandbox"]["caps"], "memory 1 GiB", "{status}");
     assert!(session["serverPid"].as_u64().is_some(), "{status}");
+    // What the server's processes cost, read beneath the proxy the kernel names.
+    assert!(
+        session["process"]["processes"].as_u64().unwrap() >= 1,
+        "{status}"
+    );
+    assert!(
+        session["process"]["rssBytes"].as_u64().unwrap() > 0,
+        "{status}"
+    );
+    let table = p
+        .verb(&["status", "--daemon", p.socket().to_str().unwrap()])
+        .out();
+    assert!(
+        table.contains("sandboxed (strict; caps memory 1 GiB)"),
+        "{table}"
+    );
+    assert!(table.contains("  process    "), "{table}");
 
     // The root taken away, on the daemon: the server is ended, and the proxy with it.
     put(tail.to_owned());

@@ -514,7 +514,7 @@
   function sandboxText(sb) {
     if (!sb) return null;
     if (sb.abi !== undefined && sb.abi !== null) return `sandboxed (Landlock ABI ${sb.abi})`;
-    if (sb.mode) return `sandboxed (${sb.mode})`;
+    if (sb.mode) return `sandboxed (${sb.mode}${sb.caps ? '; caps ' + sb.caps : ''})`;
     return 'sandboxed';
   }
 
