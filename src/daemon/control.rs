@@ -84,6 +84,8 @@ pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) ->
 /// Every live session as `status` shows it.
 pub(crate) fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
     let roots = broker.roots();
+    // The process table, read once and only when a session is attached.
+    let mut procs: Option<Option<super::usage::Procs>> = None;
     broker
         .snapshot()
         .iter()
@@ -101,10 +103,11 @@ pub(crate) fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
             if let (Value::Object(m), Some(Value::Object(facts))) =
                 (&mut v, attachments.facts(&s.server_id))
             {
-                let process = facts
-                    .get("pid")
-                    .and_then(Value::as_u64)
-                    .and_then(|pid| super::usage::tree(u32::try_from(pid).ok()?));
+                let pid = facts.get("pid").and_then(Value::as_u64);
+                let process = pid.and_then(|pid| {
+                    let table = procs.get_or_insert_with(super::usage::Procs::read);
+                    Some(table.as_ref()?.tree(u32::try_from(pid).ok()?))
+                });
                 m.insert("attached".into(), Value::Bool(true));
                 m.extend(facts);
                 m.insert("process".into(), json!(process));

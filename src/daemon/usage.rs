@@ -13,57 +13,72 @@ use std::collections::HashMap;
 /// table, and `status` must answer at once whatever runs beside it.
 const MAX_PROCESSES: usize = 65_536;
 
-/// The processes beneath `pid` (not `pid` itself): how many, their CPU time (user and
-/// system, in milliseconds) and their resident memory (bytes) now; `None` when `/proc`
-/// cannot be read.
-pub(crate) fn tree(pid: u32) -> Option<Value> {
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    let mut ticks: HashMap<u32, u64> = HashMap::new();
-    for entry in std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .take(MAX_PROCESSES)
-    {
-        let Some(p) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
+/// The process table as `/proc` gave it at one moment: each process's children and CPU
+/// ticks. Read once for a `status`, whatever the number of attached sessions in it.
+pub(crate) struct Procs {
+    children: HashMap<u32, Vec<u32>>,
+    ticks: HashMap<u32, u64>,
+}
+
+impl Procs {
+    /// The table now; `None` when `/proc` cannot be read.
+    pub(crate) fn read() -> Option<Procs> {
+        let mut procs = Procs {
+            children: HashMap::new(),
+            ticks: HashMap::new(),
         };
-        // A process may end between the listing and the reading: it is simply left out.
-        let Some((ppid, cpu)) = std::fs::read_to_string(format!("/proc/{p}/stat"))
-            .ok()
-            .as_deref()
-            .and_then(parse_stat)
-        else {
-            continue;
-        };
-        children.entry(ppid).or_default().push(p);
-        ticks.insert(p, cpu);
-    }
-    // A walk with a stack and a seen set: a pid reused while the table was read cannot make
-    // it loop.
-    let mut stack: Vec<u32> = children.get(&pid).cloned().unwrap_or_default();
-    let mut seen = std::collections::HashSet::from([pid]);
-    let (mut count, mut cpu_ticks, mut rss) = (0u64, 0u64, 0u64);
-    while let Some(p) = stack.pop() {
-        if !seen.insert(p) {
-            continue;
+        for entry in std::fs::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .take(MAX_PROCESSES)
+        {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // A process may end between the listing and the reading: it is simply left out.
+            let Some((ppid, cpu)) = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .as_deref()
+                .and_then(parse_stat)
+            else {
+                continue;
+            };
+            procs.children.entry(ppid).or_default().push(p);
+            procs.ticks.insert(p, cpu);
         }
-        count += 1;
-        cpu_ticks = cpu_ticks.saturating_add(ticks.get(&p).copied().unwrap_or(0));
-        rss = rss.saturating_add(resident(p).unwrap_or(0));
-        if let Some(c) = children.get(&p) {
-            stack.extend(c);
-        }
+        Some(procs)
     }
-    let per_second = rustix::param::clock_ticks_per_second().max(1);
-    Some(json!({
-        "processes": count,
-        "cpuMs": cpu_ticks.saturating_mul(1000) / per_second,
-        "rssBytes": rss,
-    }))
+
+    /// The processes beneath `pid` (not `pid` itself): how many, their CPU time (user and
+    /// system, in milliseconds) and their resident memory (bytes) now.
+    pub(crate) fn tree(&self, pid: u32) -> Value {
+        // A walk with a stack and a seen set: a pid reused while the table was read cannot
+        // make it loop.
+        let mut stack: Vec<u32> = self.children.get(&pid).cloned().unwrap_or_default();
+        let mut seen = std::collections::HashSet::from([pid]);
+        let (mut count, mut cpu_ticks, mut rss) = (0u64, 0u64, 0u64);
+        while let Some(p) = stack.pop() {
+            if !seen.insert(p) {
+                continue;
+            }
+            count += 1;
+            cpu_ticks = cpu_ticks.saturating_add(self.ticks.get(&p).copied().unwrap_or(0));
+            rss = rss.saturating_add(resident(p).unwrap_or(0));
+            if let Some(c) = self.children.get(&p) {
+                stack.extend(c);
+            }
+        }
+        let per_second = rustix::param::clock_ticks_per_second().max(1);
+        json!({
+            "processes": count,
+            "cpuMs": cpu_ticks.saturating_mul(1000) / per_second,
+            "rssBytes": rss,
+        })
+    }
 }
 
 /// The parent and the CPU ticks of a `/proc/PID/stat` line: its own (user and system) and
@@ -106,7 +121,7 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
-        let t = tree(std::process::id()).unwrap();
+        let t = Procs::read().unwrap().tree(std::process::id());
         let _ = child.kill();
         let _ = child.wait();
         assert!(t["processes"].as_u64().unwrap() >= 1, "{t}");

@@ -238,7 +238,8 @@ impl Ctx {
                 Deadline::at(deadline).check()?;
                 let start = thread_cpu();
                 let result = work(Deadline::at(deadline));
-                charge(&meters, &config, &key, thread_cpu().saturating_sub(start));
+                let spent = thread_cpu().saturating_sub(start);
+                charge([&meters.0, &meters.1], &config, &key, spent);
                 result
             })
             .await
@@ -259,9 +260,13 @@ impl Ctx {
     fn metered<T>(&self, session: &Session, f: impl FnOnce() -> T) -> T {
         let start = thread_cpu();
         let out = f();
-        let meters = (self.cpu.clone(), session.cpu.clone());
         let spent = thread_cpu().saturating_sub(start);
-        charge(&meters, &self.config, session.budget_key(), spent);
+        charge(
+            [&self.cpu, &session.cpu],
+            &self.config,
+            session.budget_key(),
+            spent,
+        );
         out
     }
 }
@@ -269,16 +274,13 @@ impl Ctx {
 /// Charges `spent` CPU time to the request's and its session's meters and to the CPU budget
 /// of the session whose budgets `key` names.
 fn charge(
-    meters: &(
-        Arc<std::sync::atomic::AtomicU64>,
-        Arc<std::sync::atomic::AtomicU64>,
-    ),
+    meters: [&std::sync::atomic::AtomicU64; 2],
     config: &crate::config::Config,
     key: &str,
     spent: Duration,
 ) {
     let nanos = u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX);
-    for meter in [&meters.0, &meters.1] {
+    for meter in meters {
         meter.fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
     }
     config.rate.charge_cpu(key, spent);

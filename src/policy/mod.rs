@@ -10,6 +10,7 @@ mod proxy_section;
 #[cfg(feature = "cli")]
 mod describe;
 mod layer;
+mod limits_caps;
 mod load;
 mod overrides;
 mod root_path;
