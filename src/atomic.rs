@@ -164,17 +164,22 @@ impl TempFile {
     /// until the new file has replaced it. A writer in another process that compared the same
     /// etag either waits out its wait (`locked`) or, once it gets the lock on the old file,
     /// finds the name holding the new one and fails with `etag_mismatch`.
-    pub(crate) fn commit(
+    pub(crate) fn commit<K>(
         mut self,
         dir: &Dir,
         name: &str,
         pre: &Preconditions,
         wait: &mut Wait,
+        keep: impl FnOnce(&Dir, &str, &Metadata) -> Result<K>,
+        kept: &mut Option<K>,
     ) -> Result<Committed> {
         let io = |e: std::io::Error| Error::from_io(&e, "");
         // Held to the end of this function: released only after the rename (and its flush).
         let target = lock_target(dir, name, pre, wait)?;
         if let Some(t) = &target {
+            // The file about to be replaced is kept (for recovery) while it is locked, so
+            // that what is kept is what the rename replaces.
+            *kept = Some(keep(dir, name, &t.meta)?);
             self.file
                 .set_permissions(std::fs::Permissions::from_mode(t.meta.mode() & 0o7777))
                 .map_err(io)?;

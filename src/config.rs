@@ -64,6 +64,21 @@ impl Config {
         } = settle(policy, earlier, previous.is_some())?;
         for (i, root) in list.iter().enumerate() {
             let dir = root.host_path_of(&crate::path::RelPath::root());
+            if let Some(store) = overrides.meets_store(&dir) {
+                return Err(PolicyError {
+                    file: "<policy>".into(),
+                    line: None,
+                    key: format!("roots[{i}]"),
+                    message: format!(
+                        "the root {} ({}) holds or lies within the recovery store {}: servers \
+                         could read or replace what is kept for the user; choose another root, \
+                         or move the store with recovery.dir",
+                        root.mount(),
+                        dir.display(),
+                        store.display()
+                    ),
+                });
+            }
             if let Some(kept) = overrides.holds_kept_out(&dir) {
                 return Err(PolicyError {
                     file: "<policy>".into(),

@@ -117,6 +117,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod path;
 pub mod policy;
+pub mod recovery;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_adapter;
 pub mod wire;

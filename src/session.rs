@@ -103,6 +103,8 @@ pub(crate) struct Session {
     /// had, so that a session never inherits the debt of an earlier one of the same name (a
     /// server that names itself as another could otherwise spend that one's budgets).
     budget_key: String,
+    /// See [`Session::label`].
+    label: String,
     grants: Mutex<Grants>,
     uploads: Mutex<Uploads>,
     pub(crate) in_flight: Arc<Semaphore>,
@@ -206,6 +208,7 @@ impl Session {
         Session {
             server_id: server_id.to_owned(),
             budget_key: format!("{server_id}\u{0}{serial}"),
+            label: format!("{server_id}@{}#{serial}", std::process::id()),
             grants: Mutex::new(grants),
             uploads: Mutex::new(Uploads::default()),
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
@@ -271,6 +274,12 @@ impl Session {
     /// The server id.
     pub(crate) fn server_id(&self) -> &str {
         &self.server_id
+    }
+
+    /// What the recovery journal calls it: server id, process and serial, unique among the
+    /// user's sessions.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
     }
 
     /// The key of its budgets (see the field).

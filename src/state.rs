@@ -38,6 +38,8 @@ pub(crate) struct BrokerState {
     /// that two reloads (the file's and a console edit's) never each build on the same old
     /// one and lose the other's change.
     pub(crate) reloading: Mutex<()>,
+    /// The recovery store, unless the policy turned recovery off when the broker was built.
+    pub(crate) recovery: Option<Arc<crate::recovery::RecoveryStore>>,
 }
 
 impl BrokerState {
@@ -53,6 +55,9 @@ impl BrokerState {
 
     /// Puts a new configuration in force.
     pub(crate) fn set_config(&self, config: Arc<Config>) {
+        if let Some(r) = &self.recovery {
+            r.set_policy(config.policy.recovery.clone());
+        }
         *write(&self.config) = config;
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
         self.touch();

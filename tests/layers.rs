@@ -33,6 +33,7 @@ const LAYERS: &[&str] = &[
     "audit",
     "consent",
     "root",
+    "recovery",
     "upload",
     "config",
     "session",

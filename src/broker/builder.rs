@@ -130,10 +130,25 @@ impl BrokerBuilder {
             .apply(self.policy.clone())?
             .validate("<policy>")
             .map_err(|e| self.overrides.blame(e))?;
+        // The recovery store before the roots, which may neither hold it nor lie within it.
+        let mut overrides = self.overrides;
+        let wanted = overrides.apply(self.policy.clone())?.recovery;
+        let recovery = if wanted.enabled {
+            let store = crate::recovery::RecoveryStore::open(&wanted).map_err(|e| {
+                err(
+                    "recovery.dir".into(),
+                    format!("cannot open the recovery store: {e}"),
+                )
+            })?;
+            overrides.keep_store_out(store.path());
+            Some(Arc::new(store))
+        } else {
+            None
+        };
         // The roots first: opening them also refuses an audit log beneath a writable root,
         // which must be known before the file is opened. The policy goes in as given: the
         // settings are laid over it there, and it is kept as given for later edits of them.
-        let config = Config::open(self.policy, &self.consent, &self.overrides, None)?;
+        let config = Config::open(self.policy, &self.consent, &overrides, None)?;
         let audit = match self.audit {
             Some(a) => a,
             None if self.audit_stderr => AuditLog::open_or_stderr(&config.policy.audit)
@@ -156,6 +171,7 @@ impl BrokerBuilder {
             events: tokio::sync::broadcast::Sender::new(super::AUDIT_EVENTS),
             unavailable: Mutex::new(Default::default()),
             reloading: Mutex::new(()),
+            recovery,
         };
         Ok((
             Broker {

@@ -74,6 +74,20 @@ impl std::fmt::Debug for Broker {
 }
 
 impl Broker {
+    /// The recovery store, where what servers' changes replaced or removed is kept, with
+    /// the journal of every change: list it with [`RecoveryStore::history`], put a change
+    /// back with [`RecoveryStore::restore`], take a server's changes back with
+    /// [`RecoveryStore::undo`]. `None` when the policy turned recovery off.
+    ///
+    /// [`RecoveryStore::history`]: crate::recovery::RecoveryStore::history
+    /// [`RecoveryStore::restore`]: crate::recovery::RecoveryStore::restore
+    /// [`RecoveryStore::undo`]: crate::recovery::RecoveryStore::undo
+    pub fn recovery(&self) -> Option<&crate::recovery::RecoveryStore> {
+        self.inner.recovery.as_deref()
+    }
+}
+
+impl Broker {
     /// The client capabilities to merge into the host's `initialize` request.
     ///
     /// The flag is where the wire contract puts it, `roots.filesystemBrokering`, and again as

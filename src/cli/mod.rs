@@ -24,6 +24,7 @@ mod init;
 mod log;
 #[cfg(feature = "proxy")]
 mod proxy;
+mod recovery;
 mod runtime;
 mod serve;
 
@@ -52,6 +53,9 @@ pub fn main() -> std::process::ExitCode {
         Command::Log(args) => log::run(args),
         Command::Reload(args) => control::reload(args),
         Command::Console(args) => control::console(args),
+        Command::History(args) => recovery::history(args),
+        Command::Restore(args) => recovery::restore(args),
+        Command::Undo(args) => recovery::undo(args),
         // Before any runtime starts: Landlock restricts the calling thread, and the server
         // that replaces this process must inherit the restriction whole.
         Command::SandboxExec { command } => {
@@ -113,6 +117,14 @@ pub(crate) enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// List the changes servers made through the broker, with what was kept of what each
+    /// replaced or removed.
+    History(recovery::HistoryArgs),
+    /// Put back what one change replaced or removed (what stands there now is kept in turn).
+    Restore(recovery::RestoreArgs),
+    /// Take back a server's changes, newest first, leaving alone (and naming) each whose
+    /// place changed since.
+    Undo(recovery::UndoArgs),
     /// Work with audit files: `fsbroker audit verify FILE...`.
     #[command(subcommand)]
     Audit(AuditCommand),

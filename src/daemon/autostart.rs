@@ -20,7 +20,7 @@ const TURN_WAIT: Duration = Duration::from_secs(60);
 /// The user's policy file, the daemon's when it is started for them:
 /// `$XDG_CONFIG_HOME/fsbroker/policy.toml`, else `~/.config/fsbroker/policy.toml`.
 pub(crate) fn user_policy() -> Result<PathBuf, String> {
-    let base = socket::xdg_dir("XDG_CONFIG_HOME", ".config").ok_or_else(|| {
+    let base = crate::policy::xdg_dir("XDG_CONFIG_HOME", ".config").ok_or_else(|| {
         "no place for the user's policy: XDG_CONFIG_HOME and HOME are both unset".to_owned()
     })?;
     Ok(base.join("fsbroker").join("policy.toml"))

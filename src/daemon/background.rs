@@ -27,7 +27,7 @@ const TAIL_LINES: usize = 20;
 /// The log of daemons started in the background: `$XDG_STATE_HOME/fsbroker/daemon.log`, else
 /// `~/.local/state/fsbroker/daemon.log`.
 pub(crate) fn log_path() -> Result<PathBuf, String> {
-    let base = super::socket::xdg_dir("XDG_STATE_HOME", ".local/state").ok_or_else(|| {
+    let base = crate::policy::xdg_dir("XDG_STATE_HOME", ".local/state").ok_or_else(|| {
         "no place for the daemon's log: XDG_STATE_HOME and HOME are both unset".to_owned()
     })?;
     Ok(base.join("fsbroker").join("daemon.log"))

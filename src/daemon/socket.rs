@@ -26,7 +26,7 @@ pub fn default_socket() -> Result<PathBuf, String> {
         .map(PathBuf::from)
         .filter(|p| p.is_absolute());
     let base = runtime
-        .or_else(|| xdg_dir("XDG_STATE_HOME", ".local/state"))
+        .or_else(|| crate::policy::xdg_dir("XDG_STATE_HOME", ".local/state"))
         .ok_or_else(|| {
             "no place for the socket: XDG_RUNTIME_DIR, XDG_STATE_HOME and HOME are all unset; \
              name one with --socket"
@@ -119,17 +119,6 @@ pub(crate) fn private_file(path: &Path) -> std::io::Result<File> {
         .mode(0o600)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
-}
-
-/// A directory of the XDG base directory specification: `$VAR`, else `~/FALLBACK`. Empty
-/// or relative values count as unset, as the specification says.
-pub(crate) fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    absolute(var).or_else(|| absolute("HOME").map(|h| h.join(fallback)))
 }
 
 /// Takes the daemon's lock on `<socket>.lock`, held for the daemon's life: two daemons

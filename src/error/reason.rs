@@ -55,6 +55,10 @@ pub enum Reason {
     /// The session was suspended for its security violations (`PERMISSION_DENIED`): every
     /// request is refused until the user resumes it.
     Suspended,
+    /// The change would destroy content the broker cannot keep for the user to restore
+    /// (`QUOTA_EXCEEDED`): too large to copy to the recovery store, or the store is full of
+    /// changes too young to prune.
+    NotRecoverable,
 }
 
 impl Reason {
@@ -82,13 +86,14 @@ impl Reason {
             Reason::RootUnavailable => "root_unavailable",
             Reason::BrokerUnavailable => "broker_unavailable",
             Reason::Suspended => "suspended",
+            Reason::NotRecoverable => "not_recoverable",
         }
     }
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 21] = [
+    pub const ALL: [Reason; 22] = [
         Reason::OutsideRoot,
         Reason::NoConsent,
         Reason::ReadOnly,
@@ -110,6 +115,7 @@ impl Reason {
         Reason::RootUnavailable,
         Reason::BrokerUnavailable,
         Reason::Suspended,
+        Reason::NotRecoverable,
     ];
 }
 

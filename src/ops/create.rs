@@ -1,7 +1,7 @@
 //! `files/create`: a new empty file or directory, exclusively (an existing entry of any kind is
 //! `ALREADY_EXISTS`), optionally creating missing parents. The final name is never followed.
 
-use super::{Ctx, params, resolve_granted};
+use super::{Ctx, origin, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::{FollowFinal, Parents};
@@ -41,6 +41,17 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
             CreateKind::File => r.create_file()?.sync_all().map_err(io)?,
         }
         crate::atomic::sync_dir(r.parent()).map_err(io)?;
+        if let Some(rec) = &inner.recovery {
+            let made = r.parent().symlink_metadata(r.name_os()).ok();
+            let after = made.as_ref().map(crate::recovery::fingerprint);
+            let keep = crate::recovery::Keep::nothing();
+            rec.record(
+                origin(&s, "files/create", &root, r.real()),
+                keep,
+                None,
+                after,
+            );
+        }
         Ok(())
     })
     .await

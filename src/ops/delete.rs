@@ -3,7 +3,7 @@
 //! [`crate::root::Granted::remove`]). A root is never deleted.
 
 use super::create::root_itself;
-use super::{Ctx, params, resolve_granted};
+use super::{Ctx, origin, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, Result};
 use crate::root::{FollowFinal, Parents};
@@ -35,8 +35,24 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         // A file another process is writing is not deleted under it, as it is not written.
         let name = r.name().unwrap_or(".");
         let _held = crate::atomic::lock_file_entry(r.parent(), name, &mut wait, None)?;
-        r.remove(recursive, deadline)?;
+        // With recovery on, the entry is moved into the store (a whole tree at once) rather
+        // than removed, and the delete journaled.
+        let kept = match &inner.recovery {
+            Some(rec) => Some((rec, rec.remove_kept(r.parent(), name, recursive, deadline)?)),
+            None => {
+                r.remove(recursive, deadline)?;
+                None
+            }
+        };
         crate::atomic::sync_dir(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
+        if let Some((rec, keep)) = kept {
+            rec.record(
+                origin(&s, "files/delete", &root, r.real()),
+                keep,
+                None,
+                None,
+            );
+        }
         Ok(())
     })
     .await

@@ -312,6 +312,22 @@ fn resolve_granted(
     root.resolve(rel, &gate, follow, parents, Some(deadline))
 }
 
+/// Who made a change at `real` (the resolved path) in `root`, for the recovery journal.
+fn origin(
+    session: &Session,
+    method: &'static str,
+    root: &Root,
+    real: &crate::path::MountPath,
+) -> crate::recovery::Origin {
+    crate::recovery::Origin {
+        server: session.server_id().to_owned(),
+        session: session.label().to_owned(),
+        method,
+        path: real.to_string(),
+        root: root.host_path_of(&RelPath::root()),
+    }
+}
+
 /// [`resolve_granted`] for the methods that act on what a path leads to: a final symlink is
 /// followed (inside the root), and nothing is created on the way.
 fn resolve_target(

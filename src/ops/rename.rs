@@ -3,7 +3,7 @@
 //! could be replaced. Both ends act on names: neither final component is followed.
 
 use super::create::root_itself;
-use super::{Ctx, params, resolve_granted};
+use super::{Ctx, origin, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::{FollowFinal, Parents};
@@ -90,9 +90,29 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
             let file = crate::atomic::lock_file_entry(g.parent(), name, &mut wait, held.first())?;
             held.extend(file);
         }
-        from.rename_to(&to, overwrite)?;
+        // What the rename replaces is kept first, under the locks, from the locked name.
+        let replaced = match (&inner.recovery, to.metadata()) {
+            (Some(rec), Ok(meta)) if overwrite => {
+                let name = to.name().unwrap_or(".");
+                Some(rec.keep_replaced(to.parent(), name, &meta, deadline)?)
+            }
+            _ => None,
+        };
+        let moved = from.metadata().ok();
+        if let Err(e) = from.rename_to(&to, overwrite) {
+            if let (Some(rec), Some(keep)) = (&inner.recovery, replaced) {
+                rec.discard(keep);
+            }
+            return Err(e);
+        }
         crate::atomic::sync_dir(to.parent()).map_err(io)?;
         crate::atomic::sync_dir(from.parent()).map_err(io)?;
+        if let Some(rec) = &inner.recovery {
+            let keep = replaced.unwrap_or_else(crate::recovery::Keep::nothing);
+            let after = moved.as_ref().map(crate::recovery::fingerprint);
+            let change = origin(&s, "files/rename", &root, from.real());
+            rec.record(change, keep, Some(to.real().to_string()), after);
+        }
         Ok(())
     })
     .await

@@ -153,7 +153,7 @@ async fn one_shot(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Out
         if existing.is_none() {
             inner.hub.note_created(root.host_path_of(&r.real().rel));
         }
-        let done = temp.commit(r.parent(), name, &pre, &mut wait)?;
+        let done = commit(&inner, &s, &root, &r, temp, &pre, &mut wait, deadline)?;
         Ok(Outcome::committed(&done))
     })
     .await
@@ -216,9 +216,9 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
             // its directory may have moved (out of the root, or where no grant reaches) while
             // the upload was staged. It commits only into the same directory at the same place.
             let now = resolve_target(&root, &s, &rel, Access::Write, deadline)?;
-            let Some(name) = now.name() else {
+            if now.name().is_none() {
                 return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
-            };
+            }
             if !now.same_place(&up.target) {
                 return Err(Error::new(
                     ErrorKind::ConcurrencyConflict,
@@ -230,7 +230,9 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
             if !now.exists() {
                 inner.hub.note_created(root.host_path_of(&now.real().rel));
             }
-            let done = up.temp.commit(now.parent(), name, &up.pre, &mut wait)?;
+            let done = commit(
+                &inner, &s, &root, &now, up.temp, &up.pre, &mut wait, deadline,
+            )?;
             Ok((Outcome::committed(&done), None))
         })
         .await?;
@@ -239,6 +241,50 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
         session.uploads().put(key, up);
     }
     Ok(outcome)
+}
+
+/// Commits `temp` at `at` (see [`TempFile::commit`]); with recovery on, the file it replaces
+/// is kept first, and the write journaled.
+#[allow(clippy::too_many_arguments)]
+fn commit(
+    inner: &crate::state::BrokerState,
+    session: &Session,
+    root: &Root,
+    at: &crate::root::Granted,
+    temp: TempFile,
+    pre: &Preconditions,
+    wait: &mut Wait,
+    deadline: crate::deadline::Deadline,
+) -> Result<Committed> {
+    let name = at.name().unwrap_or(".");
+    let Some(rec) = &inner.recovery else {
+        return temp.commit(at.parent(), name, pre, wait, |_, _, _| Ok(()), &mut None);
+    };
+    let mut kept = None;
+    let keep = |d: &cap_std::fs::Dir, n: &str, m: &cap_std::fs::Metadata| {
+        rec.keep_replaced(d, n, m, deadline)
+    };
+    match temp.commit(at.parent(), name, pre, wait, keep, &mut kept) {
+        Ok(done) => {
+            let keep = kept.unwrap_or_else(crate::recovery::Keep::nothing);
+            let change = super::origin(session, "files/write", root, at.real());
+            rec.record(change, keep, None, Some(etag(&done.meta)));
+            Ok(done)
+        }
+        Err(e) => {
+            if let Some(keep) = kept {
+                // Kept, then failed: before the rename the old file is still in place and
+                // the copy is dropped; after it, the change happened and is journaled.
+                rec.settle(
+                    keep,
+                    at.parent(),
+                    name,
+                    super::origin(session, "files/write", root, at.real()),
+                );
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Opens a new upload: resolves the target, checks grant and preconditions, stages a temp.

@@ -6,6 +6,7 @@
 
 mod consent_section;
 mod proxy_section;
+mod recovery_section;
 // The effective configuration as text, which only `fsbroker check-policy` prints.
 #[cfg(feature = "cli")]
 mod describe;
@@ -25,6 +26,8 @@ pub(crate) use layer::{AddedRoot, PolicyRoot, Remembered};
 pub use load::PolicyError;
 pub(crate) use overrides::{Given, Key, Overrides};
 pub use proxy_section::{EraMode, ProxyPolicy};
+pub(crate) use recovery_section::xdg_dir;
+pub use recovery_section::{RecoveryPolicy, Unkept};
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};
@@ -59,6 +62,9 @@ pub struct Policy {
     /// What `fsbroker proxy` does with the protocol's eras.
     #[serde(default)]
     pub proxy: ProxyPolicy,
+    /// What is kept before a change destroys content, so that it can be restored.
+    #[serde(default)]
+    pub recovery: RecoveryPolicy,
     /// The file this policy was read from ([`Policy::load`] sets it). A policy file beneath a
     /// writable root is refused: a server could give itself roots by editing it.
     #[serde(skip)]

@@ -177,6 +177,7 @@ pub(crate) enum Given {
 pub(crate) struct Overrides {
     set: BTreeMap<Key, Given>,
     keep_out: Vec<std::path::PathBuf>,
+    store: Option<std::path::PathBuf>,
     steering: Vec<std::path::PathBuf>,
     layer: super::Layer,
 }
@@ -198,6 +199,23 @@ impl Overrides {
             .iter()
             .find(|d| real.as_ref().is_none_or(|r| d.starts_with(r)))
             .map(std::path::PathBuf::as_path)
+    }
+
+    /// Refuses every policy with a root at, above or within `dir` (resolved now): the
+    /// recovery store, whose kept content and journal are the user's alone.
+    pub(crate) fn keep_store_out(&mut self, dir: &std::path::Path) {
+        self.store = Some(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned()));
+    }
+
+    /// The recovery store, when a root at `root` (its directory as opened) holds it or lies
+    /// within it; a root whose place cannot be resolved is taken to, as the check cannot
+    /// decide.
+    pub(crate) fn meets_store(&self, root: &std::path::Path) -> Option<&std::path::Path> {
+        let store = self.store.as_deref()?;
+        let real = std::fs::canonicalize(root).ok();
+        real.as_ref()
+            .is_none_or(|r| store.starts_with(r) || r.starts_with(store))
+            .then_some(store)
     }
 
     /// Refuses, in every policy, a writable root that holds `file` (the console's state

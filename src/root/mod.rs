@@ -292,6 +292,13 @@ fn split_target(target: &Path) -> Option<(bool, Vec<String>)> {
     Some((target.has_root(), parts))
 }
 
+/// Removes `name` in `parent` and everything beneath it, as a recursive delete does, with no
+/// deadline: for the user's own recovery store, which no request waits for.
+pub(crate) fn remove_tree(parent: &Dir, name: &str) -> Result<()> {
+    let year = std::time::Duration::from_secs(365 * 24 * 3600);
+    tree::remove_tree(parent, name, Deadline::at(std::time::Instant::now() + year))
+}
+
 /// The roots of a policy, in declaration order.
 #[derive(Debug, Default, Clone)]
 pub struct Roots {

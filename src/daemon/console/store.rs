@@ -18,7 +18,7 @@ impl Store {
     /// The state file in the user's configuration directory; `None` without one (no
     /// `XDG_CONFIG_HOME` and no `HOME`).
     pub(crate) fn default_place() -> Option<Store> {
-        let dir = crate::daemon::socket::xdg_dir("XDG_CONFIG_HOME", ".config")?;
+        let dir = crate::policy::xdg_dir("XDG_CONFIG_HOME", ".config")?;
         Some(Store {
             file: dir.join("fsbroker").join("console.json"),
         })

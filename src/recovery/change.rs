@@ -1,0 +1,128 @@
+//! What the journal tells of a change, and what restoring changes reports.
+
+use super::journal::Line;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One change a server made (or a restore made, with `server` `user`), as journaled.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Change {
+    /// Its id: what `fsbroker restore` takes.
+    pub id: String,
+    /// When, RFC 3339 in UTC.
+    pub time: String,
+    /// When, in milliseconds since the epoch.
+    pub at: u64,
+    /// The server id of the session that made it (`user` for a restore).
+    pub server: String,
+    /// The session: server id, process and serial.
+    pub session: String,
+    /// `files/write`, `files/create`, `files/delete`, `files/rename` or `restore`.
+    pub method: String,
+    /// The entry changed, in mount form (a rename's old path).
+    pub path: String,
+    /// A rename's new path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The root's directory when the change was made.
+    pub root: PathBuf,
+    /// What was kept of the content the change replaced or removed; `None` when it destroyed
+    /// nothing, or nothing could be kept (see `not_kept`).
+    pub kept: Option<Kept>,
+    /// Why content the change destroyed was not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_kept: Option<String>,
+    /// The entry's etag before the change (a directory's is its identity alone).
+    pub etag_before: Option<String>,
+    /// The entry's etag after it, at `to` for a rename; `None` when it is gone.
+    pub etag_after: Option<String>,
+    /// The restore that took this change back: the ids of the changes it made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_by: Option<Vec<String>>,
+    /// Set when its kept content was pruned early to make room (`space`): it can no longer
+    /// be restored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<String>,
+}
+
+/// What was kept of the content a change replaced or removed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Kept {
+    /// `link` (a hard link), `move` (the entry itself), `copy`, or `empty` (an empty
+    /// directory, of which only the mode is kept).
+    pub how: String,
+    /// `file`, `directory`, `symlink` or `other`.
+    pub kind: String,
+    /// What it costs the store, in bytes (content plus a little per entry).
+    pub bytes: u64,
+}
+
+/// One change taken back.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Restored {
+    /// The change.
+    pub id: String,
+    /// Where its content was put back, in mount form.
+    pub path: String,
+    /// The changes the restore made: what stood in the way, kept in turn.
+    pub kept: Vec<String>,
+}
+
+/// A change `undo` left alone, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Conflict {
+    /// The change.
+    pub id: String,
+    /// Its path, in mount form.
+    pub path: String,
+    /// What is in the way.
+    pub why: String,
+}
+
+/// What `undo` did: the changes taken back, newest first, and those left alone.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Undone {
+    /// Taken back, newest first.
+    pub restored: Vec<Restored>,
+    /// Left alone.
+    pub conflicts: Vec<Conflict>,
+}
+
+/// The changes of a journal's lines with what became of them: restored ones marked, pruned
+/// ones left out (marked, when it was for space). Oldest first.
+pub(super) fn fold(lines: Vec<Line>) -> Vec<Change> {
+    let mut out: Vec<Change> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut pruned = std::collections::HashSet::new();
+    for line in lines {
+        match line {
+            Line::Change(c) => {
+                at.insert(c.id.clone(), out.len());
+                out.push(*c);
+            }
+            Line::Restored { restored, by, .. } => {
+                if let Some(&i) = at.get(&restored) {
+                    out[i].restored_by = Some(by);
+                }
+            }
+            Line::Pruned {
+                pruned: id, why, ..
+            } if why == "space" => {
+                if let Some(&i) = at.get(&id) {
+                    out[i].pruned = Some(why);
+                }
+            }
+            Line::Pruned { pruned: id, .. } => {
+                pruned.insert(id);
+            }
+        }
+    }
+    out.retain(|c| !pruned.contains(&c.id));
+    out
+}

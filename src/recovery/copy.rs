@@ -1,0 +1,264 @@
+//! Copying a file or a tree between two directory handles, for a change whose content lies on
+//! another filesystem than the store (and back, to restore it). Nothing is followed: links are
+//! copied as links, every directory is opened `O_NOFOLLOW` from its parent's handle, and every
+//! file is created new. The copy is bounded in bytes and in depth, and uses the heap, not the
+//! call stack, for the tree's depth.
+
+use crate::deadline::Deadline;
+use cap_std::fs::Dir;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+
+/// What each entry costs against the copy's bound besides its bytes, so that a tree of
+/// empty files cannot be unbounded.
+const ENTRY_COST: u64 = 512;
+
+/// The deepest tree copied (each level holds two descriptors) or measured.
+const MAX_DEPTH: usize = 128;
+
+/// What a copy made.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Copied {
+    /// Bytes of file content.
+    pub bytes: u64,
+    /// Entries made.
+    pub entries: u64,
+    /// Entries that are neither file, directory nor link (a FIFO, a device): not copied.
+    pub skipped: u64,
+}
+
+/// Why a copy stopped; what it made so far is left for the caller to remove.
+#[derive(Debug)]
+pub(super) enum CopyFail {
+    /// Past the bound (bytes and entries, or depth).
+    TooLarge,
+    /// An I/O error.
+    Io(std::io::Error),
+    /// The deadline passed.
+    Late(crate::error::Error),
+}
+
+impl From<std::io::Error> for CopyFail {
+    fn from(e: std::io::Error) -> Self {
+        CopyFail::Io(e)
+    }
+}
+
+impl From<rustix::io::Errno> for CopyFail {
+    fn from(e: rustix::io::Errno) -> Self {
+        CopyFail::Io(e.into())
+    }
+}
+
+/// One directory being copied: its source and copy, and the names still to copy.
+struct Level {
+    src: Dir,
+    dst: OwnedFd,
+    names: Vec<OsString>,
+}
+
+/// Copies `name` in `src` to `to` in `dst` (which must not exist), within `limit` (bytes plus
+/// a cost per entry), keeping modes and times.
+pub(super) fn copy_tree(
+    src: &Dir,
+    name: &OsStr,
+    dst: &Dir,
+    to: &OsStr,
+    limit: u64,
+    deadline: Option<Deadline>,
+) -> Result<Copied, CopyFail> {
+    let mut done = Copied::default();
+    let mut spent = 0u64;
+    let meta = rustix::fs::statat(src, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    let Some(level) = copy_entry(src, name, dst, to, &meta, limit, &mut spent, &mut done)? else {
+        return Ok(done);
+    };
+    let mut stack = vec![level];
+    while let Some(top) = stack.last_mut() {
+        if let Some(d) = deadline {
+            d.check().map_err(CopyFail::Late)?;
+        }
+        let Some(next) = top.names.pop() else {
+            stack.pop();
+            continue;
+        };
+        let meta = match rustix::fs::statat(&top.src, &next, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(m) => m,
+            // Gone since the listing: nothing to copy.
+            Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let dst = dir_of(&top.dst)?;
+        let made = copy_entry(
+            &top.src, &next, &dst, &next, &meta, limit, &mut spent, &mut done,
+        )?;
+        if let Some(level) = made {
+            if stack.len() >= MAX_DEPTH {
+                return Err(CopyFail::TooLarge);
+            }
+            stack.push(level);
+        }
+    }
+    Ok(done)
+}
+
+/// Copies one entry; a directory is made (and its mode set) and handed back with its names
+/// to copy.
+#[allow(clippy::too_many_arguments)]
+fn copy_entry(
+    src: &Dir,
+    name: &OsStr,
+    dst: &Dir,
+    to: &OsStr,
+    meta: &rustix::fs::Stat,
+    limit: u64,
+    spent: &mut u64,
+    done: &mut Copied,
+) -> Result<Option<Level>, CopyFail> {
+    let kind = rustix::fs::FileType::from_raw_mode(meta.st_mode);
+    let mode = Mode::from_raw_mode(meta.st_mode & 0o7777);
+    let size = if kind == rustix::fs::FileType::RegularFile {
+        meta.st_size.max(0) as u64
+    } else {
+        0
+    };
+    *spent = spent.saturating_add(ENTRY_COST).saturating_add(size);
+    if *spent > limit {
+        return Err(CopyFail::TooLarge);
+    }
+    match kind {
+        rustix::fs::FileType::RegularFile => {
+            let from = rustix::fs::openat(
+                src,
+                name,
+                OFlags::RDONLY
+                    | OFlags::NOFOLLOW
+                    | OFlags::NONBLOCK
+                    | OFlags::NOCTTY
+                    | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            let opened = rustix::fs::fstat(&from)?;
+            if rustix::fs::FileType::from_raw_mode(opened.st_mode) != kind {
+                // Swapped since the look: copy nothing rather than something else.
+                done.skipped += 1;
+                return Ok(None);
+            }
+            let into = rustix::fs::openat(
+                dst,
+                to,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )?;
+            let (mut from, mut into) = (std::fs::File::from(from), std::fs::File::from(into));
+            let left = limit.saturating_sub(*spent - size);
+            let copied = std::io::copy(&mut std::io::Read::take(&mut from, left + 1), &mut into)?;
+            if copied > left {
+                return Err(CopyFail::TooLarge);
+            }
+            *spent = spent.saturating_sub(size).saturating_add(copied);
+            rustix::fs::fchmod(&into, mode)?;
+            rustix::fs::futimens(&into, &times(meta))?;
+            done.bytes += copied;
+            done.entries += 1;
+            Ok(None)
+        }
+        rustix::fs::FileType::Symlink => {
+            let target = rustix::fs::readlinkat(src, name, Vec::new())?;
+            rustix::fs::symlinkat(target.as_c_str(), dst, to)?;
+            done.entries += 1;
+            Ok(None)
+        }
+        rustix::fs::FileType::Directory => {
+            rustix::fs::mkdirat(dst, to, Mode::from_raw_mode(0o700))?;
+            let made = open_dir(dst, to)?;
+            let from = open_dir(src, name)?;
+            let src = dir_of(&from)?;
+            let mut names = Vec::new();
+            for entry in src.entries()? {
+                names.push(entry?.file_name());
+                *spent = spent.saturating_add(ENTRY_COST);
+                if *spent > limit {
+                    return Err(CopyFail::TooLarge);
+                }
+            }
+            // The mode is set now that the directory is open: a read-only one still takes
+            // its entries, as the owner of the copy.
+            rustix::fs::fchmod(&made, mode | Mode::RWXU)?;
+            done.entries += 1;
+            let level = Level {
+                src,
+                dst: made,
+                names,
+            };
+            Ok(Some(level))
+        }
+        _ => {
+            done.skipped += 1;
+            Ok(None)
+        }
+    }
+}
+
+/// Opens `name` in `dir` as a directory for reading, never following a link.
+fn open_dir(dir: &Dir, name: &OsStr) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// A directory handle on an open directory.
+fn dir_of(fd: &OwnedFd) -> std::io::Result<Dir> {
+    Ok(Dir::from_std_file(std::fs::File::from(fd.try_clone()?)))
+}
+
+/// The access and modification times of `meta`, to set on a copy.
+fn times(meta: &rustix::fs::Stat) -> rustix::fs::Timestamps {
+    let ts = |sec: i64, nsec: u64| rustix::fs::Timespec {
+        tv_sec: sec,
+        tv_nsec: nsec as _,
+    };
+    rustix::fs::Timestamps {
+        last_access: ts(meta.st_atime, meta.st_atime_nsec),
+        last_modification: ts(meta.st_mtime, meta.st_mtime_nsec),
+    }
+}
+
+/// The bytes of file content beneath `name` in `dir` (the entry itself when it is no
+/// directory), plus a cost per entry, without following anything: what a kept tree costs the
+/// store. Levels deeper than [`MAX_DEPTH`] count as one entry each, so that the descriptors
+/// held stay bounded (the tree is in the store by then, where no server reaches).
+pub(super) fn measure(dir: &Dir, name: &OsStr) -> std::io::Result<u64> {
+    use std::rc::Rc;
+    let meta = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    if rustix::fs::FileType::from_raw_mode(meta.st_mode) != rustix::fs::FileType::Directory {
+        return Ok(meta.st_size.max(0) as u64 + ENTRY_COST);
+    }
+    let mut total = ENTRY_COST;
+    let mut todo: Vec<(Rc<Dir>, OsString, usize)> =
+        vec![(Rc::new(dir.try_clone()?), name.to_owned(), 1)];
+    while let Some((parent, name, depth)) = todo.pop() {
+        if depth > MAX_DEPTH {
+            continue;
+        }
+        let d = Rc::new(dir_of(&open_dir(&parent, &name)?)?);
+        drop(parent);
+        for entry in d.entries()? {
+            let entry = entry?;
+            let child = entry.file_name();
+            let meta = rustix::fs::statat(&*d, &child, AtFlags::SYMLINK_NOFOLLOW)?;
+            total = total
+                .saturating_add(ENTRY_COST)
+                .saturating_add(meta.st_size.max(0) as u64);
+            if rustix::fs::FileType::from_raw_mode(meta.st_mode) == rustix::fs::FileType::Directory
+            {
+                todo.push((d.clone(), child, depth + 1));
+            }
+        }
+    }
+    Ok(total)
+}

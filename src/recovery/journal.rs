@@ -1,0 +1,241 @@
+//! The journal: one JSON line per change, and a line each when a change is restored or
+//! pruned, in `journal.jsonl` beside the kept content. Every process that shares the store
+//! (a daemon, `serve` processes, the command line restoring) appends under one advisory lock
+//! on the store's `lock` file, and first reads what the others appended since its last look,
+//! so that each keeps an index of what the store holds and what it costs.
+
+use super::Change;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+/// The journal's file name in the store.
+pub(super) const JOURNAL: &str = "journal.jsonl";
+
+/// One line of the journal.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Line {
+    /// A change.
+    Change(Box<Change>),
+    /// A change was restored; `by` are the changes the restore made (what it displaced).
+    Restored {
+        /// The restored change.
+        restored: String,
+        /// The changes the restore itself made.
+        by: Vec<String>,
+        /// When, in milliseconds since the epoch.
+        at: u64,
+    },
+    /// A change's kept content was removed, for its age or for space.
+    Pruned {
+        /// The pruned change.
+        pruned: String,
+        /// `age` or `space`.
+        why: String,
+        /// When, in milliseconds since the epoch.
+        at: u64,
+    },
+}
+
+/// A change the index follows: its id, time and what its kept content costs the store (0
+/// once restored, or when nothing was kept).
+#[derive(Debug, Clone)]
+pub(super) struct Held {
+    pub(super) id: String,
+    pub(super) at: u64,
+    pub(super) bytes: u64,
+}
+
+/// The journal of one process: its file, how far it has read it, and the index.
+pub(super) struct Journal {
+    path: PathBuf,
+    lock: File,
+    file: File,
+    /// The journal file's device and inode, to notice a compaction by another process.
+    id: (u64, u64),
+    read_to: u64,
+    /// Every change not yet pruned, oldest first.
+    pub(super) held: VecDeque<Held>,
+    /// What the held changes' kept content costs, in bytes.
+    pub(super) used: u64,
+    /// Lines of pruned changes since the journal was last rewritten.
+    pub(super) dead: usize,
+}
+
+impl Journal {
+    /// Opens (creating, 0600) the journal in the store at `dir`, and reads it.
+    pub(super) fn open(dir: &std::path::Path) -> std::io::Result<Journal> {
+        let path = dir.join(JOURNAL);
+        let lock = open_private(&dir.join("lock"))?;
+        let file = open_private(&path)?;
+        let meta = file.metadata()?;
+        let mut j = Journal {
+            path,
+            lock,
+            file,
+            id: (meta.dev(), meta.ino()),
+            read_to: 0,
+            held: VecDeque::new(),
+            used: 0,
+            dead: 0,
+        };
+        j.locked(|j| j.catch_up())?;
+        Ok(j)
+    }
+
+    /// Runs `f` under the store's lock, after reading what others appended.
+    pub(super) fn locked<T>(
+        &mut self,
+        f: impl FnOnce(&mut Journal) -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        fs4::FileExt::lock(&self.lock)?;
+        let result = self.catch_up().and_then(|()| f(self));
+        let _ = fs4::FileExt::unlock(&self.lock);
+        result
+    }
+
+    /// Folds in the lines appended since the last look; starts over when the file was
+    /// rewritten.
+    fn catch_up(&mut self) -> std::io::Result<()> {
+        let now = std::fs::metadata(&self.path)?;
+        if (now.dev(), now.ino()) != self.id {
+            self.file = open_private(&self.path)?;
+            self.id = (now.dev(), now.ino());
+            self.read_to = 0;
+            self.held.clear();
+            self.used = 0;
+            self.dead = 0;
+        }
+        if now.len() <= self.read_to {
+            return Ok(());
+        }
+        self.file.seek(SeekFrom::Start(self.read_to))?;
+        let mut text = Vec::new();
+        (&self.file)
+            .take(now.len() - self.read_to)
+            .read_to_end(&mut text)?;
+        // Only whole lines: one cut short by a writer that died is skipped when the next
+        // append ends it.
+        let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        for raw in text[..whole].split(|&b| b == b'\n') {
+            if let Ok(line) = serde_json::from_slice::<Line>(raw) {
+                self.fold(&line);
+            }
+        }
+        self.read_to += whole as u64;
+        Ok(())
+    }
+
+    /// Takes one line into the index.
+    fn fold(&mut self, line: &Line) {
+        match line {
+            Line::Change(c) => {
+                let bytes = c.kept.as_ref().map_or(0, |k| k.bytes);
+                self.used = self.used.saturating_add(bytes);
+                self.held.push_back(Held {
+                    id: c.id.clone(),
+                    at: c.at,
+                    bytes,
+                });
+            }
+            Line::Restored { restored, .. } => {
+                if let Some(h) = self.held.iter_mut().find(|h| &h.id == restored) {
+                    self.used = self.used.saturating_sub(h.bytes);
+                    h.bytes = 0;
+                }
+            }
+            Line::Pruned { pruned, .. } => {
+                if let Some(i) = self.held.iter().position(|h| &h.id == pruned) {
+                    if let Some(h) = self.held.remove(i) {
+                        self.used = self.used.saturating_sub(h.bytes);
+                    }
+                    self.dead += 1;
+                }
+            }
+        }
+    }
+
+    /// Appends `lines` in one write (under the lock: call from [`Journal::locked`]).
+    pub(super) fn append(&mut self, lines: &[Line]) -> std::io::Result<()> {
+        let mut text = Vec::new();
+        let len = self.file.metadata()?.len();
+        if len > self.read_to {
+            // A line cut short before ours: end it, so that ours is whole.
+            text.push(b'\n');
+        }
+        for line in lines {
+            serde_json::to_writer(&mut text, line)?;
+            text.push(b'\n');
+        }
+        self.file.seek(SeekFrom::End(0))?;
+        self.file.write_all(&text)?;
+        self.read_to = len + text.len() as u64;
+        for line in lines {
+            self.fold(line);
+        }
+        Ok(())
+    }
+
+    /// Every line, in order (under the lock).
+    pub(super) fn read_all(&mut self) -> std::io::Result<Vec<Line>> {
+        self.file.seek(SeekFrom::Start(0))?;
+        let mut text = Vec::new();
+        (&self.file).take(self.read_to).read_to_end(&mut text)?;
+        Ok(text
+            .split(|&b| b == b'\n')
+            .filter_map(|raw| serde_json::from_slice::<Line>(raw).ok())
+            .collect())
+    }
+
+    /// Writes the journal anew without the pruned changes' lines, when they have come to
+    /// outnumber the others (under the lock).
+    pub(super) fn compact_if_worth_it(&mut self) -> std::io::Result<()> {
+        if self.dead < 1024.max(self.held.len()) {
+            return Ok(());
+        }
+        let lines = self.read_all()?;
+        let gone: std::collections::HashSet<&str> = lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Pruned { pruned, .. } => Some(pruned.as_str()),
+                _ => None,
+            })
+            .collect();
+        let keep = |l: &&Line| match l {
+            Line::Change(c) => !gone.contains(c.id.as_str()),
+            Line::Restored { restored, .. } => !gone.contains(restored.as_str()),
+            Line::Pruned { .. } => false,
+        };
+        let mut text = Vec::new();
+        for line in lines.iter().filter(keep) {
+            serde_json::to_writer(&mut text, line)?;
+            text.push(b'\n');
+        }
+        let temp = self.path.with_extension("jsonl.new");
+        let mut out = open_private(&temp)?;
+        out.set_len(0)?;
+        out.write_all(&text)?;
+        out.sync_all()?;
+        std::fs::rename(&temp, &self.path)?;
+        // Read again from the start: the index is rebuilt from the rewritten file.
+        self.id = (0, 0);
+        self.catch_up()
+    }
+}
+
+/// Opens `path` for reading and appending, creating it 0600, never through a link.
+fn open_private(path: &std::path::Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+}

@@ -1,0 +1,263 @@
+//! Taking changes back: `restore` puts one change's kept content back whatever stands in the
+//! way (which is kept in turn, so a restore is itself undoable); `undo` takes a session's
+//! changes back newest first, and leaves each change whose place changed since alone,
+//! reporting it instead of guessing.
+//!
+//! Both act as the user, through a root's directory handle opened from the journal's record
+//! of where the root was, and never follow a final link; what they put back is renamed (or,
+//! across filesystems, copied) out of the store.
+
+use super::journal::Line;
+use super::keep::{Keep, Origin, change_of, fingerprint};
+use super::{Change, Conflict, RecoveryStore, Restored, Undone, now_ms};
+use crate::access::Access;
+use crate::error::{Error, ErrorKind, Result};
+use crate::path::{MountName, MountPath};
+use crate::root::{FollowFinal, Gate, Granted, Parents, Root, RootSpec};
+use std::path::PathBuf;
+
+/// How long a restore's steps may take: the user waits for them, but a step stuck in the
+/// kernel does not hold the store's lock.
+const STEP: std::time::Duration = std::time::Duration::from_secs(600);
+
+fn conflict(message: String) -> Error {
+    Error::new(ErrorKind::ConcurrencyConflict, message)
+}
+
+impl RecoveryStore {
+    /// Puts back what change `id` replaced or removed, at its path or at `to` (mount form):
+    /// the content the change destroyed, a renamed entry back to its old name, or, for a
+    /// creation, the created entry taken away. Whatever stands at the place now is kept
+    /// first, as a change of its own (server `user`), so that the restore can be undone.
+    ///
+    /// Errors: `FILE_NOT_FOUND` for an id the journal does not hold; `CONCURRENCY_CONFLICT`
+    /// when the change was restored already, its content was pruned or never kept, or its
+    /// parent directory is gone; the I/O errors of the steps.
+    pub fn restore(&self, id: &str, to: Option<&str>) -> Result<Restored> {
+        let history = self
+            .history(None, None)
+            .map_err(|e| Error::from_io(&e, ""))?;
+        let change = find(&history, id)?;
+        self.revert(&history, change, to, false)
+    }
+
+    /// Takes back the changes of `server` (a server id or a session), newest first: those
+    /// made at or after `since` (milliseconds since the epoch), else those of its latest
+    /// session. A change whose place changed since it was made (by anyone) is left alone and
+    /// reported, as is every one that fails.
+    pub fn undo(&self, server: &str, since: Option<u64>) -> Result<Undone> {
+        let history = self
+            .history(None, None)
+            .map_err(|e| Error::from_io(&e, ""))?;
+        let mine: Vec<&Change> = history
+            .iter()
+            .filter(|c| c.server == server || c.session == server)
+            .collect();
+        let latest = mine.last().map(|c| c.session.clone());
+        let mut undone = Undone::default();
+        for change in mine.into_iter().rev() {
+            let chosen = match since {
+                Some(t) => change.at >= t,
+                None => Some(&change.session) == latest.as_ref(),
+            };
+            if !chosen || change.restored_by.is_some() {
+                continue;
+            }
+            match self.revert(&history, change, None, true) {
+                Ok(r) => undone.restored.push(r),
+                Err(e) => undone.conflicts.push(Conflict {
+                    id: change.id.clone(),
+                    path: change.path.clone(),
+                    why: e.message().to_owned(),
+                }),
+            }
+        }
+        Ok(undone)
+    }
+
+    /// Takes back one change; with `check`, only when its places are as the change left them.
+    fn revert(
+        &self,
+        history: &[Change],
+        change: &Change,
+        to: Option<&str>,
+        check: bool,
+    ) -> Result<Restored> {
+        if let Some(by) = &change.restored_by {
+            return Err(conflict(format!("already restored (by {})", by.join(", "))));
+        }
+        if change.pruned.is_some() {
+            return Err(conflict("its kept content was pruned to make room".into()));
+        }
+        if let Some(why) = &change.not_kept {
+            return Err(conflict(format!("its content was not kept: {why}")));
+        }
+        let mut made = Vec::new();
+        let place = to.unwrap_or(&change.path).to_owned();
+        if let Some(new) = &change.to {
+            // A rename: the entry goes back to its old name when it is still where the
+            // rename put it and the old name is free.
+            let (at_new, at_old) = (
+                self.reach(history, change, new)?,
+                self.reach(history, change, &change.path)?,
+            );
+            let moved = at_new.metadata().ok().map(|m| fingerprint(&m));
+            let home = moved.is_some() && moved == change.etag_after && !at_old.exists();
+            if check && !home {
+                return Err(conflict(format!("{new} or {} changed since", change.path)));
+            }
+            if home {
+                let (Some(a), Some(b)) = (at_new.name(), at_old.name()) else {
+                    return Err(conflict("a root itself cannot be moved".into()));
+                };
+                crate::atomic::rename_noreplace(at_new.parent(), a, at_old.parent(), b)
+                    .map_err(|e| Error::from_io(&e, ""))?;
+            }
+            if change.kept.is_some() {
+                let place = to.unwrap_or(new);
+                let g = self.reach(history, change, place)?;
+                made.extend(self.displace(history, change, place, &g)?);
+                self.put(change, &g)?;
+            }
+        } else if change.kept.is_some() {
+            let g = self.reach(history, change, &place)?;
+            if check {
+                let now = g.metadata().ok().map(|m| fingerprint(&m));
+                if now != change.etag_after {
+                    return Err(conflict(format!("{place} changed since")));
+                }
+            }
+            made.extend(self.displace(history, change, &place, &g)?);
+            self.put(change, &g)?;
+        } else {
+            // A creation: what it made is taken away (and kept).
+            if to.is_some() {
+                return Err(conflict("this change kept nothing to put elsewhere".into()));
+            }
+            let g = self.reach(history, change, &place)?;
+            let now = g.metadata().ok().map(|m| fingerprint(&m));
+            if check && now != change.etag_after {
+                return Err(conflict(format!("{place} changed since")));
+            }
+            made.extend(self.displace(history, change, &place, &g)?);
+        }
+        let marker = Line::Restored {
+            restored: change.id.clone(),
+            by: made.clone(),
+            at: now_ms(),
+        };
+        crate::locks::lock(&self.journal)
+            .locked(|j| j.append(std::slice::from_ref(&marker)))
+            .map_err(|e| Error::from_io(&e, ""))?;
+        Ok(Restored {
+            id: change.id.clone(),
+            path: place,
+            kept: made,
+        })
+    }
+
+    /// Keeps whatever is at `g` (moving it into the store, journaled as the user's change),
+    /// so that content can be put back there.
+    fn displace(
+        &self,
+        history: &[Change],
+        change: &Change,
+        place: &str,
+        g: &Granted,
+    ) -> Result<Option<String>> {
+        let Some(name) = g.name() else {
+            return Err(conflict("a root itself cannot be replaced".into()));
+        };
+        if !g.exists() {
+            return Ok(None);
+        }
+        let deadline = crate::deadline::Deadline::at(std::time::Instant::now() + STEP);
+        let keep: Keep = self.remove_kept(g.parent(), name, true, deadline)?;
+        let origin = Origin {
+            server: "user".into(),
+            session: "user".into(),
+            method: "restore",
+            path: place.to_owned(),
+            root: self.root_dir(history, change, place)?,
+        };
+        let entry = change_of(origin, keep, None, None);
+        Ok(Some(
+            self.append(entry).map_err(|e| Error::from_io(&e, ""))?,
+        ))
+    }
+
+    /// Renames (or copies) change's kept content to `g`, which is free.
+    fn put(&self, change: &Change, g: &Granted) -> Result<()> {
+        let Some(name) = g.name() else {
+            return Err(conflict("a root itself cannot be replaced".into()));
+        };
+        if !self.store.has(&change.id) {
+            return Err(conflict(
+                "its kept content is no longer in the store".into(),
+            ));
+        }
+        self.store
+            .put_back(&change.id, g.parent(), name)
+            .map_err(|e| Error::from_io(&e, ""))
+    }
+
+    /// The directory of the root `place` (mount form) is in: the change's own root for its
+    /// mount, else the latest root the journal knows by that mount.
+    fn root_dir(&self, history: &[Change], change: &Change, place: &str) -> Result<PathBuf> {
+        let mount = |p: &str| p.split('/').next().unwrap_or("").to_owned();
+        let m = mount(place);
+        if mount(&change.path) == m {
+            return Ok(change.root.clone());
+        }
+        history
+            .iter()
+            .rev()
+            .find(|c| mount(&c.path) == m)
+            .map(|c| c.root.clone())
+            .ok_or_else(|| {
+                conflict(format!(
+                    "no change the store holds was made in a root named `{m}`"
+                ))
+            })
+    }
+
+    /// Resolves `place` (mount form) through its root's handle, as the user, never following
+    /// its final component. Its parent directory must exist.
+    fn reach(&self, history: &[Change], change: &Change, place: &str) -> Result<Granted> {
+        let path: MountPath = place.parse()?;
+        let dir = self.root_dir(history, change, place)?;
+        let spec = RootSpec {
+            path: dir,
+            mount: MountName::new(path.mount.as_str()).map_err(Error::malformed)?,
+            name: path.mount.as_str().to_owned(),
+            access: Access::Write,
+            servers: vec!["*".into()],
+        };
+        let io = |e: std::io::Error| Error::from_io(&e, "");
+        let zone = crate::root::zone(&spec).map_err(io)?;
+        let root = Root::open(spec, &[zone]).map_err(io)?;
+        root.resolve(
+            &path.rel,
+            &Gate::whole(),
+            FollowFinal::No,
+            Parents::Existing,
+            None,
+        )
+        .map_err(|e| match e.kind() {
+            ErrorKind::FileNotFound | ErrorKind::NotADirectory => conflict(format!(
+                "the directory that held {place} is gone; restore it first"
+            )),
+            _ => e,
+        })
+    }
+}
+
+/// The change `id`.
+fn find<'a>(history: &'a [Change], id: &str) -> Result<&'a Change> {
+    history.iter().find(|c| c.id == id).ok_or_else(|| {
+        Error::new(
+            ErrorKind::FileNotFound,
+            format!("no change {id} in the recovery journal"),
+        )
+    })
+}
