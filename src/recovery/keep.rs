@@ -120,7 +120,7 @@ impl RecoveryStore {
                 Err(e) => return Err(self.failed(&e)),
             }
         };
-        self.room_for(kept, &policy)
+        self.room_or_discard(kept, &policy)
     }
 
     /// Removes the entry `name` in `parent` for a delete, keeping it: by moving it (a whole
@@ -151,7 +151,7 @@ impl RecoveryStore {
             self.store
                 .empty_dir(&id, meta.mode())
                 .map_err(|e| self.failed(&e))?;
-            let keep = self.room_for(kept("empty", 512), &policy)?;
+            let keep = self.room_or_discard(kept("empty", 512), &policy)?;
             if let Err(e) = parent.remove_dir(name) {
                 self.discard(keep);
                 return Err(io(e));
@@ -176,8 +176,8 @@ impl RecoveryStore {
             Err(e) => return Err(io(e)),
         }
         let bytes = self.store.measure(&id).unwrap_or(0);
-        match self.room_for(kept("move", bytes), &policy) {
-            Ok(keep) => Ok(keep),
+        match self.room_for(&kept("move", bytes), &policy) {
+            Ok(()) => Ok(kept("move", bytes)),
             Err(e) => {
                 // No room: the entry goes back where it was, and the delete is refused.
                 if let Err(back) = self.store.put_back(&id, parent, name) {
@@ -218,7 +218,7 @@ impl RecoveryStore {
                     not_kept: None,
                     etag_before,
                 };
-                self.room_for(keep, policy)
+                self.room_or_discard(keep, policy)
             }
             Err(CopyFail::TooLarge) if policy.unkept == Unkept::Proceed => Ok(Keep {
                 id,
@@ -238,27 +238,34 @@ impl RecoveryStore {
         }
     }
 
+    /// As [`RecoveryStore::room_for`]; when there is no room, the kept content (a link or a
+    /// copy, never the user's only one) is removed.
+    fn room_or_discard(&self, keep: Keep, policy: &RecoveryPolicy) -> Result<Keep> {
+        match self.room_for(&keep, policy) {
+            Ok(()) => Ok(keep),
+            Err(e) => {
+                self.discard(keep);
+                Err(e)
+            }
+        }
+    }
+
     /// Makes room for `keep` in the store, pruning what the policy lets go; when there is
-    /// none, the kept content is removed and the change refused.
-    fn room_for(&self, keep: Keep, policy: &RecoveryPolicy) -> Result<Keep> {
+    /// none, the change is refused. What was kept is the caller's to settle: a moved entry is
+    /// the user's only copy, and goes back, never away.
+    fn room_for(&self, keep: &Keep, policy: &RecoveryPolicy) -> Result<()> {
         let need = keep.kept.as_ref().map_or(0, |k| k.bytes);
         let made = crate::locks::lock(&self.journal).locked(|j| {
             self.prune(j, policy, need)?;
             Ok(j.used.saturating_add(need) <= policy.max_bytes)
         });
         match made {
-            Ok(true) => Ok(keep),
-            Ok(false) => {
-                self.discard(keep);
-                Err(unrecoverable(
-                    "the recovery store is full of changes younger than recovery.min_keep_hours",
-                    policy.max_bytes,
-                ))
-            }
-            Err(e) => {
-                self.discard(keep);
-                Err(self.failed(&e))
-            }
+            Ok(true) => Ok(()),
+            Ok(false) => Err(unrecoverable(
+                "the recovery store is full of changes younger than recovery.min_keep_hours",
+                policy.max_bytes,
+            )),
+            Err(e) => Err(self.failed(&e)),
         }
     }
 

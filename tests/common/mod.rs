@@ -65,11 +65,23 @@ impl Fixture {
     }
 
     /// The policy text for this fixture's root, plus `extra` TOML appended.
+    /// The recovery store is the fixture's own (`<tmp>/store`), unless `extra` has a
+    /// `[recovery]` section: tests never share one.
     pub fn policy_text(&self, access: &str, extra: &str) -> String {
+        let recovery = if extra.contains("[recovery]") {
+            String::new()
+        } else {
+            format!("\n[recovery]\ndir = {:?}\n", self.store())
+        };
         format!(
-            "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"{access}\"\n\n[audit]\nenabled = false\n\n{extra}",
+            "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"{access}\"\n\n[audit]\nenabled = false\n\n{extra}{recovery}",
             self.root
         )
+    }
+
+    /// The fixture's recovery store: beside the root, outside it.
+    pub fn store(&self) -> PathBuf {
+        self.tmp.path().join("store")
     }
 
     /// A broker with consent mode `auto` (read-only root unless `access` is `write`).

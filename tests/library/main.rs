@@ -45,6 +45,7 @@ mod races_grants;
 mod rate_defaults;
 mod read;
 mod readme;
+mod recovery;
 mod rename;
 mod review_regressions;
 mod root_moves;
