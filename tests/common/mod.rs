@@ -16,6 +16,9 @@ pub mod write;
 /// directory holding `secret.txt`). Nothing outside `project` may ever be read or changed.
 pub struct Fixture {
     pub tmp: tempfile::TempDir,
+    /// Where the fixture's recovery store goes: apart from `tmp`, whose every change outside
+    /// the root the confinement suites count as an escape.
+    pub kept: tempfile::TempDir,
     pub root: PathBuf,
     pub sibling: PathBuf,
     pub outside: PathBuf,
@@ -36,6 +39,7 @@ impl Fixture {
         std::fs::write(sibling.join("secret.txt"), SECRET).unwrap();
         Fixture {
             tmp,
+            kept: tempfile::tempdir().expect("tempdir"),
             root,
             sibling,
             outside,
@@ -79,9 +83,9 @@ impl Fixture {
         )
     }
 
-    /// The fixture's recovery store: beside the root, outside it.
+    /// The fixture's recovery store, outside the root and apart from `tmp`.
     pub fn store(&self) -> PathBuf {
-        self.tmp.path().join("store")
+        self.kept.path().join("store")
     }
 
     /// A broker with consent mode `auto` (read-only root unless `access` is `write`).

@@ -242,7 +242,7 @@ async fn the_store_is_never_a_root_nor_reachable_by_a_path() {
     }
     // A policy whose root holds the store, or lies within it, is refused.
     for (root, dir) in [
-        (fx.tmp.path().to_owned(), store_dir.clone()),
+        (fx.kept.path().to_owned(), store_dir.clone()),
         (store_dir.join("objects"), store_dir.clone()),
     ] {
         let text =
