@@ -131,6 +131,9 @@ pub(crate) fn describe(broker: &Broker) -> Value {
         "capabilities": broker.capabilities(),
         "era": policy.proxy.era.as_str(),
         "roots": roots,
+        // Where the daemon keeps what servers' changes destroyed: a proxy's sandbox never
+        // opens it.
+        "recoveryStore": broker.recovery().map(|r| r.path()),
     })
 }
 

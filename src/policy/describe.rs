@@ -67,7 +67,19 @@ pub(crate) fn describe(policy: &Policy) -> String {
         })
         .unwrap_or_default(),
     );
+    out.push('\n');
+    out.push_str(
+        &toml::to_string(&RecoverySection {
+            recovery: &policy.recovery,
+        })
+        .unwrap_or_default(),
+    );
     out
+}
+
+#[derive(Serialize)]
+struct RecoverySection<'a> {
+    recovery: &'a super::RecoveryPolicy,
 }
 
 #[derive(Serialize)]

@@ -43,6 +43,8 @@ pub(crate) struct Described {
     pub(crate) era: EraMode,
     /// Its roots.
     pub(crate) roots: Vec<DescribedRoot>,
+    /// Its recovery store, when recovery is on.
+    pub(crate) store: Option<PathBuf>,
 }
 
 /// One of the daemon's roots.
@@ -165,6 +167,7 @@ fn described(d: &Value) -> Result<Described, String> {
         capabilities: d["capabilities"].clone(),
         era,
         roots,
+        store: d["recoveryStore"].as_str().map(PathBuf::from),
     })
 }
 

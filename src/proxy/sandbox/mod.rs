@@ -160,7 +160,8 @@ pub(crate) fn spawn_sandboxed(
         ))
     })?;
     let policy_roots = source.all_roots();
-    let built = Profile::build(command, &roots, &policy_roots, options, &tmp);
+    let stores = source.recovery_stores();
+    let built = Profile::build(command, &roots, &policy_roots, options, &tmp, &stores);
     let profile = match built {
         Ok(p) => p,
         Err(e) => {

@@ -83,6 +83,7 @@ impl Profile {
         policy_roots: &[PathBuf],
         options: &SandboxOptions,
         tmp: &Path,
+        stores: &[PathBuf],
     ) -> Result<Profile, SandboxError> {
         let mut rules = Vec::new();
         let mut add = |path: &Path, right: Right, why: &str, required: bool| {
@@ -174,6 +175,21 @@ impl Profile {
                 pin: Some(r.pin),
                 required: true,
             });
+        }
+        // The recovery store holds what servers' changes destroyed: no rule may open it, or a
+        // place within it, whoever asked for the rule.
+        for r in &rules {
+            if let Some(store) = stores
+                .iter()
+                .find(|st| st.starts_with(&r.path) || r.path.starts_with(st))
+            {
+                return Err(SandboxError::Profile(format!(
+                    "the profile would open {} ({}), which holds or lies within the recovery store {}: a server must never reach what is kept for the user; choose another path, or move the store with recovery.dir",
+                    r.path.display(),
+                    r.why,
+                    store.display()
+                )));
+            }
         }
         // A path found twice with the same right is one rule; the first reason stays.
         let mut seen = std::collections::HashSet::new();

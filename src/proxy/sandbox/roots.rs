@@ -21,6 +21,8 @@ pub(crate) enum RootSource {
     Daemon {
         socket: PathBuf,
         roots: Vec<DescribedRoot>,
+        /// The daemon's recovery store, when it said.
+        store: Option<PathBuf>,
     },
 }
 
@@ -62,6 +64,24 @@ impl RootSource {
                 .collect(),
             RootSource::Daemon { roots, .. } => roots.iter().map(|r| r.path.clone()).collect(),
         }
+    }
+}
+
+impl RootSource {
+    /// The recovery stores no profile may open, by real path: the broker's (the proxy's own,
+    /// or the daemon's as it described itself), and the default place.
+    pub(super) fn recovery_stores(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = crate::policy::RecoveryPolicy::default()
+            .store_dir()
+            .into_iter()
+            .collect();
+        match self {
+            RootSource::Own(broker) => out.extend(broker.recovery().map(|r| r.path().to_owned())),
+            RootSource::Daemon { store, .. } => out.extend(store.clone()),
+        }
+        out.iter()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .collect()
     }
 }
 
