@@ -387,3 +387,25 @@ fn a_file_in_a_read_only_root_does_not_steer_the_profile() {
     assert_eq!(r["read"][&check], "PermissionError", "{r}");
     p.finish();
 }
+
+#[test]
+fn a_profile_that_would_open_the_recovery_store_is_refused() {
+    // The store holds what servers' changes destroyed: no rule may open it, nor a place
+    // that holds it, nor one within it. (HOME is the layout's, so the store is its own.)
+    let l = Layout::new();
+    let store = l.home().join(".local/state/fsbroker/recovery");
+    std::fs::create_dir_all(store.join("objects")).unwrap();
+    for place in [l.home().join(".local/state"), store.join("objects")] {
+        let allow = place.to_str().unwrap().to_owned();
+        let mut p = l.run(&["--sandbox-allow", &allow], &l.checker(), &[]);
+        refused(&mut p, "recovery store");
+    }
+    // A place beside it starts the server.
+    let beside = l.home().join(".local/share");
+    std::fs::create_dir_all(&beside).unwrap();
+    let allow = beside.to_str().unwrap().to_owned();
+    let mut p = l.run(&["--sandbox-allow", &allow], &l.checker(), &[]);
+    let r = report(&mut p);
+    assert!(r["read"].is_object(), "{r}");
+    p.finish();
+}
