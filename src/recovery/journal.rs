@@ -58,13 +58,20 @@ pub(super) struct Journal {
     /// The journal file's device and inode, to notice a compaction by another process.
     id: (u64, u64),
     read_to: u64,
-    /// Every change not yet pruned, oldest first.
+    /// Every change not yet pruned whose kept content costs the store, oldest first (the
+    /// changes that kept nothing are only lines, dropped when the journal is rewritten).
     pub(super) held: VecDeque<Held>,
     /// What the held changes' kept content costs, in bytes.
     pub(super) used: u64,
     /// Lines of pruned changes since the journal was last rewritten.
     pub(super) dead: usize,
+    /// The size past which the journal is rewritten without the lines of changes too old to
+    /// keep, however few were pruned.
+    rewrite_at: u64,
 }
+
+/// The least size at which the journal is rewritten for its age alone.
+const REWRITE_AT: u64 = 32 << 20;
 
 impl Journal {
     /// Opens (creating, 0600) the journal in the store at `dir`, and reads it.
@@ -82,6 +89,7 @@ impl Journal {
             held: VecDeque::new(),
             used: 0,
             dead: 0,
+            rewrite_at: REWRITE_AT,
         };
         j.locked(|j| j.catch_up())?;
         Ok(j)
@@ -135,6 +143,9 @@ impl Journal {
         match line {
             Line::Change(c) => {
                 let bytes = c.kept.as_ref().map_or(0, |k| k.bytes);
+                if bytes == 0 {
+                    return;
+                }
                 self.used = self.used.saturating_add(bytes);
                 self.held.push_back(Held {
                     id: c.id.clone(),
@@ -191,10 +202,12 @@ impl Journal {
             .collect())
     }
 
-    /// Writes the journal anew without the pruned changes' lines, when they have come to
-    /// outnumber the others (under the lock).
-    pub(super) fn compact_if_worth_it(&mut self) -> std::io::Result<()> {
-        if self.dead < 1024.max(self.held.len()) {
+    /// Writes the journal anew without the lines of pruned changes and of changes made
+    /// before `old` (milliseconds since the epoch), when the pruned have come to outnumber
+    /// the others or the file has grown past its mark (under the lock). The mark doubles
+    /// with what is left, so that a journal of young changes is not rewritten at every line.
+    pub(super) fn compact_if_worth_it(&mut self, old: u64) -> std::io::Result<()> {
+        if self.dead < 1024.max(self.held.len()) && self.read_to < self.rewrite_at {
             return Ok(());
         }
         let lines = self.read_all()?;
@@ -202,6 +215,7 @@ impl Journal {
             .iter()
             .filter_map(|l| match l {
                 Line::Pruned { pruned, .. } => Some(pruned.as_str()),
+                Line::Change(c) if c.at < old => Some(c.id.as_str()),
                 _ => None,
             })
             .collect();
@@ -223,7 +237,9 @@ impl Journal {
         std::fs::rename(&temp, &self.path)?;
         // Read again from the start: the index is rebuilt from the rewritten file.
         self.id = (0, 0);
-        self.catch_up()
+        self.catch_up()?;
+        self.rewrite_at = REWRITE_AT.max(self.read_to.saturating_mul(2));
+        Ok(())
     }
 }
 
@@ -238,4 +254,107 @@ fn open_private(path: &std::path::Path) -> std::io::Result<File> {
         .mode(0o600)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::{Change, Kept};
+
+    fn change(id: &str, at: u64, bytes: u64) -> Line {
+        Line::Change(Box::new(Change {
+            id: id.into(),
+            time: String::new(),
+            at,
+            server: "s".into(),
+            session: "s@1#0".into(),
+            method: "files/delete".into(),
+            path: "m/x".into(),
+            to: None,
+            root: "/r".into(),
+            kept: (bytes > 0).then(|| Kept {
+                how: "move".into(),
+                kind: "file".into(),
+                bytes,
+            }),
+            not_kept: None,
+            etag_before: None,
+            etag_after: None,
+            restored_by: None,
+            pruned: None,
+        }))
+    }
+
+    fn pruned(id: &str) -> Line {
+        Line::Pruned {
+            pruned: id.into(),
+            why: "space".into(),
+            at: 0,
+        }
+    }
+
+    #[test]
+    fn two_journals_on_one_store_share_the_count_and_a_rewrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Journal::open(dir.path()).unwrap();
+        let mut b = Journal::open(dir.path()).unwrap();
+        a.locked(|j| j.append(&[change("a1", 10, 100), change("c1", 10, 0)]))
+            .unwrap();
+        b.locked(|j| j.append(&[change("b1", 20, 50)])).unwrap();
+        // Each sees the other's lines at its next look; changes that kept nothing cost nothing.
+        assert_eq!(a.locked(|j| Ok(j.used)).unwrap(), 150);
+        assert_eq!(b.locked(|j| Ok(j.held.len())).unwrap(), 2);
+        // Enough pruned lines make a rewrite, without them and without changes before `old`.
+        let mut lines = Vec::new();
+        for i in 0..1100 {
+            lines.push(change(&format!("p{i}"), 30, 1));
+            lines.push(pruned(&format!("p{i}")));
+        }
+        a.locked(|j| j.append(&lines)).unwrap();
+        let before = std::fs::metadata(dir.path().join(JOURNAL)).unwrap().len();
+        a.locked(|j| j.compact_if_worth_it(15)).unwrap();
+        let after = std::fs::metadata(dir.path().join(JOURNAL)).unwrap().len();
+        assert!(after < before / 100, "{before} -> {after}");
+        let left: Vec<String> = a
+            .locked(|j| j.read_all())
+            .unwrap()
+            .into_iter()
+            .filter_map(|l| match l {
+                Line::Change(c) => Some(c.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(left, ["b1"]);
+        // The other journal notices the rewrite and counts from the new file.
+        assert_eq!(b.locked(|j| Ok((j.used, j.held.len()))).unwrap(), (50, 1));
+        b.locked(|j| j.append(&[change("b2", 40, 7)])).unwrap();
+        assert_eq!(a.locked(|j| Ok(j.used)).unwrap(), 57);
+    }
+
+    #[test]
+    fn a_line_cut_short_is_skipped_and_the_next_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Journal::open(dir.path()).unwrap();
+        a.locked(|j| j.append(&[change("x", 1, 5)])).unwrap();
+        // A writer that died mid-line.
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(JOURNAL))
+            .unwrap();
+        f.write_all(b"{\"id\":\"half").unwrap();
+        let mut b = Journal::open(dir.path()).unwrap();
+        b.locked(|j| j.append(&[change("y", 2, 6)])).unwrap();
+        let ids: Vec<String> = a
+            .locked(|j| j.read_all())
+            .unwrap()
+            .into_iter()
+            .filter_map(|l| match l {
+                Line::Change(c) => Some(c.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["x", "y"]);
+        assert_eq!(a.locked(|j| Ok(j.used)).unwrap(), 11);
+    }
 }

@@ -299,7 +299,7 @@ impl RecoveryStore {
             });
         }
         if lines.is_empty() {
-            return Ok(());
+            return j.compact_if_worth_it(old);
         }
         if early > 0 {
             tracing::warn!(
@@ -309,7 +309,7 @@ impl RecoveryStore {
             );
         }
         j.append(&lines)?;
-        j.compact_if_worth_it()
+        j.compact_if_worth_it(old)
     }
 
     fn drop_held(&self, h: &Held) {
@@ -354,8 +354,13 @@ impl RecoveryStore {
     pub(super) fn append(&self, change: Change) -> std::io::Result<String> {
         let id = change.id.clone();
         let line = Line::Change(Box::new(change));
-        let done =
-            crate::locks::lock(&self.journal).locked(|j| j.append(std::slice::from_ref(&line)));
+        let policy = self.policy();
+        // Changes past their age go as the journal grows, whether or not this one kept
+        // anything: a journal of creations alone must not grow for ever either.
+        let done = crate::locks::lock(&self.journal).locked(|j| {
+            j.append(std::slice::from_ref(&line))?;
+            self.prune(j, &policy, 0)
+        });
         if let Err(e) = &done {
             tracing::error!(store = %self.store.path.display(), id, "cannot journal a change: {e}");
         }

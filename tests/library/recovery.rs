@@ -269,3 +269,26 @@ async fn recovery_off_keeps_nothing() {
     assert!(!fx.root.join("a.txt").exists());
     assert!(!fx.store().exists());
 }
+
+#[tokio::test]
+async fn changes_past_their_age_are_pruned_as_new_ones_come() {
+    let fx = Fixture::new();
+    fx.file("a.txt", "a");
+    // A change made long ago (1970), whose kept content is still in the store.
+    let objects_dir = fx.store().join("objects");
+    std::fs::create_dir_all(&objects_dir).unwrap();
+    std::fs::write(objects_dir.join("0ld0ld0ld0ld"), "old content").unwrap();
+    let line = json!({"id": "0ld0ld0ld0ld", "time": "1970-01-01T00:00:01Z", "at": 1000,
+        "server": "agent", "session": "agent@1#0", "method": "files/delete", "path": "project/x",
+        "root": fx.root, "kept": {"how": "move", "kind": "file", "bytes": 523},
+        "etagBefore": null, "etagAfter": null});
+    std::fs::write(fx.store().join("journal.jsonl"), format!("{line}\n")).unwrap();
+    let b = writable(&fx, "").await;
+    assert_eq!(store(&b).history(None, None).unwrap().len(), 1);
+    let w = json!({"path": "project/a.txt", "content": "b", "overwrite": true});
+    ok(&call(&b, "agent", "files/write", w).await);
+    let left = store(&b).history(None, None).unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].path, "project/a.txt");
+    assert!(!objects_dir.join("0ld0ld0ld0ld").exists());
+}
