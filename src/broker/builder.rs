@@ -130,25 +130,46 @@ impl BrokerBuilder {
             .apply(self.policy.clone())?
             .validate("<policy>")
             .map_err(|e| self.overrides.blame(e))?;
-        // The recovery store before the roots, which may neither hold it nor lie within it.
+        // The recovery store's place before the roots, which may neither hold it nor lie
+        // within it; the store itself is made only once the policy has passed.
         let mut overrides = self.overrides;
         let wanted = overrides.apply(self.policy.clone())?.recovery;
-        let recovery = if wanted.enabled {
-            let store = crate::recovery::RecoveryStore::open(&wanted).map_err(|e| {
-                err(
+        let place = match wanted.store_dir() {
+            Some(dir) if wanted.enabled => Some(dir),
+            Some(_) => None,
+            None if !wanted.enabled => None,
+            None => {
+                return Err(err(
                     "recovery.dir".into(),
-                    format!("cannot open the recovery store: {e}"),
-                )
-            })?;
-            overrides.keep_store_out(store.path());
-            Some(Arc::new(store))
-        } else {
-            None
+                    "no place for the recovery store: XDG_STATE_HOME and HOME are both unset; \
+                     set recovery.dir, or turn recovery off"
+                        .into(),
+                ));
+            }
         };
+        if let Some(dir) = &place {
+            overrides.keep_store_out(dir);
+        }
         // The roots first: opening them also refuses an audit log beneath a writable root,
         // which must be known before the file is opened. The policy goes in as given: the
         // settings are laid over it there, and it is kept as given for later edits of them.
         let config = Config::open(self.policy, &self.consent, &overrides, None)?;
+        let recovery = match place {
+            Some(dir) => Some(Arc::new(
+                crate::recovery::RecoveryStore::open_at(&dir, wanted).map_err(|e| {
+                    err(
+                        "recovery.dir".into(),
+                        format!(
+                            "cannot open the recovery store {}: {e}; set recovery.dir to a \
+                             directory of this user's, or turn recovery off ([recovery] \
+                             enabled = false)",
+                            dir.display()
+                        ),
+                    )
+                })?,
+            )),
+            None => None,
+        };
         let audit = match self.audit {
             Some(a) => a,
             None if self.audit_stderr => AuditLog::open_or_stderr(&config.policy.audit)

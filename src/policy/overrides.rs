@@ -182,6 +182,29 @@ pub(crate) struct Overrides {
     layer: super::Layer,
 }
 
+/// The real path of `dir`, which need not exist yet: its nearest existing ancestor resolved,
+/// the rest as written (taken against the working directory when relative).
+fn real_path(dir: &std::path::Path) -> std::path::PathBuf {
+    let absolute = match std::env::current_dir() {
+        Ok(cwd) if dir.is_relative() => cwd.join(dir),
+        _ => dir.to_owned(),
+    };
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
 impl Overrides {
     /// Refuses every policy with a root at or above `dir` (resolved now): the daemon's
     /// socket directory, whose key a server must never reach, through the broker or through
@@ -204,7 +227,7 @@ impl Overrides {
     /// Refuses every policy with a root at, above or within `dir` (resolved now): the
     /// recovery store, whose kept content and journal are the user's alone.
     pub(crate) fn keep_store_out(&mut self, dir: &std::path::Path) {
-        self.store = Some(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned()));
+        self.store = Some(real_path(dir));
     }
 
     /// The recovery store, when a root at `root` (its directory as opened) holds it or lies

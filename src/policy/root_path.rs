@@ -25,10 +25,13 @@ impl Policy {
                 r.rebased = Some((given, dir.to_path_buf()));
             }
         }
-        if let Some(file) = &mut self.audit.file
-            && relative(file)
+        for file in [&mut self.audit.file, &mut self.recovery.dir]
+            .into_iter()
+            .flatten()
         {
-            *file = dir.join(&*file);
+            if relative(file) {
+                *file = dir.join(&*file);
+            }
         }
         for mode in [&mut self.consent.mode, &mut self.consent.fallback] {
             if let Some(ConsentMode::Command(program)) = mode

@@ -57,7 +57,8 @@ impl RecoveryStore {
         Self::open_at(&dir, policy.clone())
     }
 
-    fn open_at(dir: &Path, policy: RecoveryPolicy) -> std::io::Result<RecoveryStore> {
+    /// Opens (making it, 0700) the store at `dir`, under `policy`'s bounds.
+    pub(crate) fn open_at(dir: &Path, policy: RecoveryPolicy) -> std::io::Result<RecoveryStore> {
         let store = Store::open(dir)?;
         let journal = Journal::open(&store.path)?;
         Ok(RecoveryStore {

@@ -150,7 +150,14 @@ fn a_root_that_cannot_be_read_is_refused_naming_it() {
     refused("serve", &run_within(serve, WAIT));
 
     // At a reload: left out, named, and the rest applies.
-    put(&policy, "[[roots]]\npath = \"open\"\n");
+    // The recovery store goes where the other user may make it.
+    put(
+        &policy,
+        "[[roots]]\npath = \"open\"\n[recovery]\ndir = \"state/recovery\"\n",
+    );
+    let state = base.join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
     let mut cmd = as_nobody(
         &bin,
         &["serve".as_ref(), "--policy".as_ref(), policy.as_os_str()],
@@ -159,7 +166,10 @@ fn a_root_that_cannot_be_read_is_refused_naming_it() {
     let mut s = Sidecar::start(cmd);
     ok(&s.request("roots/list", json!({})));
     let tmp = base.join("policy.tmp");
-    put(&tmp, &format!("{both}[consent]\nmode = \"auto\"\n"));
+    put(
+        &tmp,
+        &format!("{both}[consent]\nmode = \"auto\"\n[recovery]\ndir = \"state/recovery\"\n"),
+    );
     std::fs::rename(&tmp, &policy).unwrap();
     let deadline = std::time::Instant::now() + WAIT;
     while !s.stderr().contains("policy reloaded") {

@@ -249,6 +249,10 @@ fn write_into_read_only_directory_fails_os_denied_and_leaves_nothing_behind() {
     let ro = f.dir("ro");
     let old_path = f.file("ro/old.txt", "old content");
     let root_user = rustix::process::geteuid().is_root();
+    // The recovery store of the user the broker runs as: one it may make.
+    let state = f.kept.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let state_env = format!("XDG_STATE_HOME={}", state.display());
     let wrapper: &[&str] = if root_user {
         if !have("setpriv") {
             println!("permission test: running as root without setpriv; EACCES path not exercised");
@@ -257,7 +261,8 @@ fn write_into_read_only_directory_fails_os_denied_and_leaves_nothing_behind() {
         // Root ignores mode bits: run the broker as nobody, owning the tree but for the mode.
         let nobody = Some(65534);
         std::fs::set_permissions(f.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        for p in [&f.root, &ro, &old_path] {
+        std::fs::set_permissions(f.kept.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        for p in [&f.root, &ro, &old_path, &state] {
             std::os::unix::fs::chown(p, nobody, nobody).unwrap();
         }
         &[
@@ -266,9 +271,11 @@ fn write_into_read_only_directory_fails_os_denied_and_leaves_nothing_behind() {
             "--regid=65534",
             "--clear-groups",
             "--",
+            "env",
+            &state_env,
         ]
     } else {
-        &[]
+        &["env", &state_env]
     };
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
     let mut w = Wrapped::serve(wrapper, &f.root);
