@@ -64,6 +64,20 @@ impl Config {
         } = settle(policy, earlier, previous.is_some())?;
         for (i, root) in list.iter().enumerate() {
             let dir = root.host_path_of(&crate::path::RelPath::root());
+            if let Some(kept) = overrides.holds_kept_out(&dir) {
+                return Err(PolicyError {
+                    file: "<policy>".into(),
+                    line: None,
+                    key: format!("roots[{i}]"),
+                    message: format!(
+                        "the root {} ({}) holds the daemon's socket directory {}: servers could \
+                         read its key; choose a narrower root, or another --socket",
+                        root.mount(),
+                        dir.display(),
+                        kept.display()
+                    ),
+                });
+            }
             if let Some(store) = overrides.meets_store(&dir) {
                 return Err(PolicyError {
                     file: "<policy>".into(),
@@ -76,20 +90,6 @@ impl Config {
                         root.mount(),
                         dir.display(),
                         store.display()
-                    ),
-                });
-            }
-            if let Some(kept) = overrides.holds_kept_out(&dir) {
-                return Err(PolicyError {
-                    file: "<policy>".into(),
-                    line: None,
-                    key: format!("roots[{i}]"),
-                    message: format!(
-                        "the root {} ({}) holds the daemon's socket directory {}: servers could \
-                         read its key; choose a narrower root, or another --socket",
-                        root.mount(),
-                        dir.display(),
-                        kept.display()
                     ),
                 });
             }

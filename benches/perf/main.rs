@@ -15,6 +15,7 @@ mod conn;
 mod daemon;
 mod fixtures;
 mod reads;
+mod recovery;
 mod report;
 mod small;
 mod stats;
@@ -52,9 +53,10 @@ impl Bench {
 }
 
 /// The sidecar's policy: the default one with the request rate limit lifted, since a
-/// benchmark's flood is what the limit exists to stop. Everything else (audit log on
+/// benchmark's flood is what the limit exists to stop, and the recovery store in the run's
+/// scratch directory (on, as by default), not the user's. Everything else (audit log on
 /// stderr, in-flight cap, chunk limits) stays at its default.
-const POLICY: &str = "[limits]\nrequests_per_second = 1000000\nburst = 1000000\n";
+const POLICY: &str = "[limits]\nrequests_per_second = 1000000\nburst = 1000000\n\n[recovery]\ndir = \"store\"\n";
 
 fn main() -> Res<()> {
     let started = Instant::now();
@@ -103,7 +105,7 @@ fn main() -> Res<()> {
     fixtures::tree(&b.data.join("tree"), b.cfg.tree_entries)?;
     let fixtures_s = t.elapsed().as_secs_f64();
 
-    // FSBROKER_BENCH_ONLY=large,small,audit,listing,writes,sessions,attach runs some workloads
+    // FSBROKER_BENCH_ONLY=large,small,audit,recovery,listing,writes,sessions,attach runs some workloads
     // (to profile).
     let only = std::env::var("FSBROKER_BENCH_ONLY").ok();
     let wanted = |w: &str| {
@@ -115,6 +117,9 @@ fn main() -> Res<()> {
             large: wanted("large").then(|| reads::large_read(&b)).transpose()?,
             small: wanted("small").then(|| small::small(&b)).transpose()?,
             audit: wanted("audit").then(|| audit::audit(&b)).transpose()?,
+            recovery: wanted("recovery")
+                .then(|| recovery::recovery(&b))
+                .transpose()?,
             listing: wanted("listing").then(|| small::listing(&b)).transpose()?,
             writes: wanted("writes").then(|| writes::writes(&b)).transpose()?,
             sessions: wanted("sessions")

@@ -39,6 +39,8 @@ pub struct Results {
     pub listing: Option<Listing>,
     /// What the audit log costs on small reads.
     pub audit: Option<crate::audit::Audit>,
+    /// What recovery costs on overwrites and a tree's delete.
+    pub recovery: Option<crate::recovery::Recovery>,
     /// Writes and the upload.
     pub writes: Option<Writes>,
     /// Concurrent sessions' memory.
@@ -258,6 +260,7 @@ fn rows(b: &Bench, r: &Results) -> Vec<Row> {
         });
     }
     out.extend(crate::audit::rows(r.audit.as_ref()));
+    out.extend(crate::recovery::rows(r.recovery.as_ref()));
     out.extend(crate::daemon::rows(
         r.attach.as_ref(),
         r.daemon_sessions.as_ref(),
@@ -351,7 +354,7 @@ pub fn markdown(b: &Bench, r: &Results, fixtures_s: f64, total_s: f64) -> Res<St
     writeln!(
         o,
         "- Our side is `target/release/fsbroker serve --policy P --root bench=DATA --consent auto` (`--writable` for writes), driven over its pipes by a single-threaded Rust client (`benches/perf/`) that sends `files/consent` first. \
-        The policy P lifts the request rate limit (`requests_per_second = burst = 1000000`); everything else is the default, including the audit log (one JSON line per operation on stderr, here a file)."
+        The policy P lifts the request rate limit (`requests_per_second = burst = 1000000`) and keeps its recovery store in the run's scratch directory; everything else is the default, including recovery (on) and the audit log (one JSON line per operation on stderr, here a file)."
     )?;
     writeln!(
         o,
