@@ -8,7 +8,8 @@
 //!   revokes everything;
 //! - `{"op": "resume", "server": ID}` → `{"ok": true, "resumed": BOOL}`: lifts a suspension.
 //!
-//! `log` and `reload` are answered by `services.rs` before a request gets here.
+//! `log` and `reload` are answered by `services.rs` before a request gets here, and the
+//! recovery store's `history`, `restore` and `undo` by `recovery.rs`.
 //!
 //! Anything else is answered `{"ok": false, "error": MESSAGE}`, and the connection goes on.
 
@@ -75,8 +76,8 @@ pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) ->
             _ => error("resume takes a server, and no path or all"),
         },
         other => error(format!(
-            "unknown op {other:?}: the ops are status, revoke, resume, describe, attach, log \
-             and reload"
+            "unknown op {other:?}: the ops are status, revoke, resume, describe, attach, log, \
+             reload, console, history, restore and undo"
         )),
     }
 }

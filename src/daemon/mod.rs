@@ -4,9 +4,10 @@
 //! user's alone (0700, refused otherwise: `socket.rs`); the peer's uid, from `SO_PEERCRED`,
 //! must be the daemon's own, root refused like anyone else; and the first line must prove the
 //! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`).
-//! Then each line is one control request (`control.rs`, and `services.rs` for `log`, from
-//! the audit ring of `log.rs`, and `reload`); `client.rs` is the other end, for the command
-//! line's verbs. A connection may instead become a server's session (`attach.rs`, with the
+//! Then each line is one control request (`control.rs`, `services.rs` for `log`, from
+//! the audit ring of `log.rs`, and `reload`, and `recovery.rs` for the recovery store's
+//! `history`, `restore` and `undo`); `client.rs` is the other end, for the command line's
+//! verbs. A connection may instead become a server's session (`attach.rs`, with the
 //! daemon's consent questions beside it: `ask.rs`); `attached/` is that connection's other
 //! end, in an attaching `serve` or `proxy`. `idle.rs` stops a daemon nobody uses
 //! (`--idle-exit`); `background.rs` starts one in the background, and `autostart.rs` starts
@@ -42,6 +43,8 @@ mod idle;
 mod line;
 #[cfg(feature = "cli")]
 mod log;
+#[cfg(feature = "cli")]
+mod recovery;
 #[cfg(feature = "cli")]
 mod server;
 #[cfg(feature = "cli")]

@@ -278,7 +278,10 @@ async fn connection(
                         return;
                     }
                     Some(Err(message)) => line::error(message),
-                    None => control::answer(&daemon.broker, &daemon.attachments, &line),
+                    None => match super::recovery::answer(&daemon.broker, &line).await {
+                        Some(answer) => answer,
+                        None => control::answer(&daemon.broker, &daemon.attachments, &line),
+                    },
                 },
             },
             Ok(Frame::TooLong(n)) => line::error(format!(

@@ -244,7 +244,7 @@ impl Journal {
 }
 
 /// Opens `path` for reading and appending, creating it 0600, never through a link.
-fn open_private(path: &std::path::Path) -> std::io::Result<File> {
+pub(super) fn open_private(path: &std::path::Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)

@@ -31,6 +31,14 @@ pub struct RecoveryStore {
     store: Store,
     journal: Mutex<Journal>,
     policy: Mutex<RecoveryPolicy>,
+    /// Held (the mutex, then an advisory lock on the file) across a whole restore or undo.
+    /// A restore reads the journal, then moves entries in several steps: two restores of one
+    /// change at once (a double submit, the console and the command line) both found it not
+    /// restored, and the second moved the first's restored content out again before failing,
+    /// leaving nothing at the path. The file's lock keeps other processes of the user out,
+    /// the mutex other threads of this one (a lock on one open file is not exclusive
+    /// between them).
+    reverting: Mutex<std::fs::File>,
 }
 
 impl std::fmt::Debug for RecoveryStore {
@@ -61,10 +69,12 @@ impl RecoveryStore {
     pub(crate) fn open_at(dir: &Path, policy: RecoveryPolicy) -> std::io::Result<RecoveryStore> {
         let store = Store::open(dir)?;
         let journal = Journal::open(&store.path)?;
+        let reverting = journal::open_private(&store.path.join("revert.lock"))?;
         Ok(RecoveryStore {
             store,
             journal: Mutex::new(journal),
             policy: Mutex::new(policy),
+            reverting: Mutex::new(reverting),
         })
     }
 
@@ -106,6 +116,15 @@ impl RecoveryStore {
     /// What the kept content costs the store now, in bytes, and how many changes it holds.
     pub fn usage(&self) -> std::io::Result<(u64, usize)> {
         crate::locks::lock(&self.journal).locked(|j| Ok((j.used, j.held.len())))
+    }
+
+    /// Runs `f` holding the lock of restores (see the field `reverting`).
+    fn reverting<T>(&self, f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
+        let file = crate::locks::lock(&self.reverting);
+        fs4::FileExt::lock(&*file).map_err(|e| crate::error::Error::from_io(&e, ""))?;
+        let result = f();
+        let _ = fs4::FileExt::unlock(&*file);
+        result
     }
 }
 

@@ -34,11 +34,14 @@ impl RecoveryStore {
     /// when the change was restored already, its content was pruned or never kept, or its
     /// parent directory is gone; the I/O errors of the steps.
     pub fn restore(&self, id: &str, to: Option<&str>) -> Result<Restored> {
-        let history = self
-            .history(None, None)
-            .map_err(|e| Error::from_io(&e, ""))?;
-        let change = find(&history, id)?;
-        self.revert(&history, change, to, false)
+        // One restore at a time, from reading the journal on (see `reverting`).
+        self.reverting(|| {
+            let history = self
+                .history(None, None)
+                .map_err(|e| Error::from_io(&e, ""))?;
+            let change = find(&history, id)?;
+            self.revert(&history, change, to, false)
+        })
     }
 
     /// Takes back the changes of `server` (a server id or a session), newest first: those
@@ -46,6 +49,10 @@ impl RecoveryStore {
     /// session. A change whose place changed since it was made (by anyone) is left alone and
     /// reported, as is every one that fails.
     pub fn undo(&self, server: &str, since: Option<u64>) -> Result<Undone> {
+        self.reverting(|| self.undo_locked(server, since))
+    }
+
+    fn undo_locked(&self, server: &str, since: Option<u64>) -> Result<Undone> {
         let history = self
             .history(None, None)
             .map_err(|e| Error::from_io(&e, ""))?;
@@ -260,4 +267,66 @@ fn find<'a>(history: &'a [Change], id: &str) -> Result<&'a Change> {
             format!("no change {id} in the recovery journal"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::keep::{Origin, fingerprint};
+    use super::RecoveryStore;
+    use crate::policy::RecoveryPolicy;
+    use std::time::{Duration, Instant};
+
+    /// Two restores of one change at once: exactly one puts it back, and the content stays
+    /// at its path (the second once moved it out again, and failed).
+    #[test]
+    fn two_restores_of_one_change_at_once_put_it_back_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let store =
+            RecoveryStore::open_at(&dir.path().join("store"), RecoveryPolicy::default()).unwrap();
+        let handle =
+            cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority()).unwrap();
+        for round in 0..40 {
+            // An overwrite as `files/write` makes it: the old file kept, then replaced.
+            std::fs::write(root.join("a.txt"), "old").unwrap();
+            let meta = handle.symlink_metadata("a.txt").unwrap();
+            let deadline = crate::deadline::Deadline::at(Instant::now() + Duration::from_secs(60));
+            let keep = store
+                .keep_replaced(&handle, "a.txt", &meta, deadline)
+                .unwrap();
+            std::fs::write(root.join("a.new"), "new").unwrap();
+            std::fs::rename(root.join("a.new"), root.join("a.txt")).unwrap();
+            let after = fingerprint(&handle.symlink_metadata("a.txt").unwrap());
+            let origin = Origin {
+                server: "s".into(),
+                session: "s@1#0".into(),
+                method: "files/write",
+                path: "demo/a.txt".into(),
+                root: root.clone(),
+            };
+            store.record(origin, keep, None, Some(after));
+            let id = store
+                .history(Some("s"), None)
+                .unwrap()
+                .last()
+                .unwrap()
+                .id
+                .clone();
+            let (one, two) = std::thread::scope(|s| {
+                let one = s.spawn(|| store.restore(&id, None));
+                let two = s.spawn(|| store.restore(&id, None));
+                (one.join().unwrap(), two.join().unwrap())
+            });
+            assert!(
+                one.is_ok() != two.is_ok(),
+                "round {round}: {one:?} and {two:?}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(root.join("a.txt")).ok().as_deref(),
+                Some("old"),
+                "round {round}: {one:?} and {two:?}"
+            );
+        }
+    }
 }

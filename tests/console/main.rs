@@ -1,8 +1,8 @@
 //! The console (`fsbroker daemon --ui`, `fsbroker console`), through a real daemon, real
 //! attached servers and a real browser (Debian's chromium, driven through chromedriver):
 //! the gate every request passes, consent answered on the page (approve, narrow, deny,
-//! remember), the live activity, revocation, "allow this?" after a refusal, and roots added
-//! on the page reaching a server.
+//! remember), the live activity, revocation, "allow this?" after a refusal, roots added
+//! on the page reaching a server, and what servers changed put back (the Changes view).
 //!
 //! Set `FSBROKER_SCREENSHOTS=DIR` to keep a screenshot of each view in `DIR` (the README's
 //! come from `docs/console/`).
@@ -21,6 +21,7 @@ mod sidecar;
 mod browser;
 mod site;
 
+mod changes;
 mod consent;
 mod gate;
 mod live;

@@ -1,8 +1,9 @@
 //! The `fsbroker daemon` face, through real processes: where its socket lives and what
 //! guards it (the private directory, one daemon per socket, a stale socket cleaned up, the
-//! peer's uid, the secret), the control verbs `status`, `revoke`, `log` and `reload`, a clean
-//! stop, the starts in the background (`--idle-exit`, `--ensure`, `--init`), and the
-//! sessions `serve --daemon` and `proxy --daemon` attach.
+//! peer's uid, the secret), the control verbs `status`, `revoke`, `log` and `reload`, the
+//! recovery store's ops `history`, `restore` and `undo`, a clean stop, the starts in the
+//! background (`--idle-exit`, `--ensure`, `--init`), and the sessions `serve --daemon` and
+//! `proxy --daemon` attach.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
 // Shared helpers, under tests/common/; `dead_code` is allowed on those this face uses only
@@ -25,6 +26,7 @@ mod init;
 mod intruder;
 mod library;
 mod place;
+mod recovery;
 mod sandboxed;
 mod start;
 mod stream;

@@ -10,7 +10,7 @@
 use super::conns::{self, Conn};
 use super::reply::refuse;
 use super::shared::{Console, MAX_TOKENS, TOKEN_LIFE, authority, default_addr};
-use super::{api, edits, events};
+use super::{api, changes, edits, events};
 use crate::daemon::secret::Secret;
 use crate::locks::lock;
 use axum::Router;
@@ -90,6 +90,7 @@ fn listen(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String>
         .route("/login", get(login))
         .route("/console.css", get(css))
         .route("/console.js", get(js))
+        .route("/changes.js", get(changes_js))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/state", get(api::state))
         .route("/api/events", get(events::stream))
@@ -97,6 +98,9 @@ fn listen(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String>
         .route("/api/offers/{id}", post(api::offer))
         .route("/api/revoke", post(edits::revoke))
         .route("/api/resume", post(edits::resume))
+        .route("/api/changes", get(changes::list))
+        .route("/api/restore", post(changes::restore))
+        .route("/api/undo", post(changes::undo))
         .route("/api/remembered/forget", post(edits::forget))
         .route("/api/roots", post(edits::roots))
         .fallback(not_found)
@@ -175,7 +179,7 @@ async fn gate(State(web): State<Gate>, request: Request, next: Next) -> Response
 fn open(path: &str) -> bool {
     matches!(
         path,
-        "/login" | "/console.css" | "/console.js" | "/favicon.ico"
+        "/login" | "/console.css" | "/console.js" | "/changes.js" | "/favicon.ico"
     )
 }
 
@@ -284,6 +288,10 @@ async fn js() -> Response {
     asset("text/javascript; charset=utf-8", JS)
 }
 
+async fn changes_js() -> Response {
+    asset("text/javascript; charset=utf-8", CHANGES_JS)
+}
+
 async fn not_found() -> Response {
     refuse(StatusCode::NOT_FOUND, "no such page")
 }
@@ -305,6 +313,7 @@ fn page(status: StatusCode, body: &'static str) -> Response {
 const INDEX: &str = include_str!("assets/index.html");
 const CSS: &str = include_str!("assets/console.css");
 const JS: &str = include_str!("assets/console.js");
+const CHANGES_JS: &str = include_str!("assets/changes.js");
 
 const SIGNED_OUT: &str = "<!doctype html><meta charset=utf-8><title>fsbroker console</title>\
 <link rel=stylesheet href=/console.css><main class=gate><h1>Signed out</h1>\

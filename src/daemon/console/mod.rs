@@ -6,12 +6,15 @@
 //! `board.rs` holds what waits for the user (the `ui` consent provider's questions, and the
 //! "allow this?" offers made of refusals); `store.rs` keeps the user's edits across restarts;
 //! `http.rs` is the one gate every request passes (the address, the sign-in, the origin) and
-//! the routes, `conns.rs` bounds the connections; `api.rs` reads and answers for the page, `edits.rs` changes roots, remembered
-//! grants and revocations, `events.rs` streams; `reply.rs` is how they all answer.
+//! the routes, `conns.rs` bounds the connections; `api.rs` reads and answers for the page,
+//! `edits.rs` changes roots, remembered grants and revocations, `changes.rs` lists and takes
+//! back what servers changed (the recovery store), `events.rs` streams; `reply.rs` is how
+//! they all answer.
 //! The page itself is `assets/`, embedded in the binary.
 
 mod api;
 mod board;
+mod changes;
 mod conns;
 mod edits;
 mod events;

@@ -3,7 +3,7 @@
 'use strict';
 
 (() => {
-  const VIEWS = ['consent', 'sessions', 'activity', 'roots', 'remembered'];
+  const VIEWS = ['consent', 'sessions', 'activity', 'changes', 'roots', 'remembered'];
   const MAX_EVENTS = 500;
   // Refusals that mean a server tried to reach past what it was given.
   const SECURITY_REASONS = new Set([
@@ -187,18 +187,32 @@
     }
   }
 
-  async function loadState() {
+  // A GET of the API: its JSON, or null (and the error under `errKey`, when given).
+  async function getJson(url, errKey) {
+    if (errKey) setError(errKey, null);
     try {
-      const r = await fetch('/api/state', {
+      const r = await fetch(url, {
         credentials: 'same-origin', cache: 'no-store', headers: { 'X-Fsbroker-Key': KEY },
       });
-      if (r.status === 401) { signOut(); return false; }
-      if (!r.ok) return false;
-      applyState(await r.json());
-      return true;
+      if (r.status === 401) { signOut(); return null; }
+      let data = null;
+      try { data = await r.json(); } catch { /* an empty or non-JSON answer */ }
+      if (!r.ok) {
+        if (errKey) setError(errKey, data && typeof data.error === 'string' ? data.error : `The daemon answered ${r.status}.`);
+        return null;
+      }
+      return data;
     } catch {
-      return false;
+      if (errKey) setError(errKey, 'Could not reach the daemon.');
+      return null;
     }
+  }
+
+  async function loadState() {
+    const s = await getJson('/api/state');
+    if (!s) return false;
+    applyState(s);
+    return true;
   }
 
   function connect() {
@@ -335,7 +349,7 @@
     for (const [key, el] of old) if (!used.has(key)) el.remove();
   }
 
-  const HOOKS = ['session', 'grant', 'root', 'remembered', 'path'];
+  const HOOKS = ['session', 'grant', 'root', 'remembered', 'changes', 'change', 'path'];
 
   // A selector for the focused control inside `root`, by the hooks around it.
   function focusSelector(root) {
@@ -675,6 +689,7 @@
     if (e.server && !servers.has(e.server)) { servers.add(e.server); refreshServerFilter(); }
     if (e.outcome && !outcomes.has(e.outcome)) { outcomes.add(e.outcome); refreshOutcomeFilter(); }
     noticeTouch(e);
+    document.dispatchEvent(new CustomEvent('fsbroker:audit', { detail: e }));
 
     if (paused) {
       pausedEvents.push(e);
@@ -918,6 +933,7 @@
       else b.removeAttribute('aria-current');
     }
     if (location.hash !== '#' + view) history.replaceState(null, '', '#' + view);
+    document.dispatchEvent(new CustomEvent('fsbroker:view', { detail: view }));
   }
 
   // ---------- Notifications ----------
@@ -934,6 +950,15 @@
     const b = $('#notify');
     b.hidden = !('Notification' in window) || Notification.permission !== 'default';
   }
+
+  // ---------- Shared with the other views' scripts ----------
+
+  // changes.js draws the Changes view with these: one way to build the DOM, to talk to the
+  // daemon and to show an error, for every view.
+  window.fsbroker = Object.freeze({
+    h, append, button, errorEl, setError, post, getJson, timeEl, absTime, bytes, pathCode,
+    reconcile, announce, sig,
+  });
 
   // ---------- Start ----------
 

@@ -1,0 +1,290 @@
+//! The daemon's recovery store, for the user: the control ops `history`, `restore` and
+//! `undo` (answered here, before `control.rs`), and the calls the console's Changes view
+//! makes. Both faces go through the same functions, so that they say the same.
+//!
+//! - `{"op": "history", "server": ID?, "since": MS?}` → `{"ok": true, "changes": [...]}`,
+//!   oldest first, as `fsbroker history --json` lists them;
+//! - `{"op": "restore", "id": ID, "to": MOUNTPATH?}` → `{"ok": true, "restored": {"id",
+//!   "path", "kept"}}`;
+//! - `{"op": "undo", "server": ID, "since": MS?}` → `{"ok": true, "restored": [...],
+//!   "conflicts": [...]}`.
+//!
+//! Refusals are `{"ok": false, "error": MESSAGE}`, with `code` (`FILE_NOT_FOUND`,
+//! `CONCURRENCY_CONFLICT`, ...) when the store gave one.
+//!
+//! Reading the journal, and more so a restore, is filesystem work that may take long (a
+//! copy across filesystems, a slow disk): it runs on tokio's blocking threads, so that no
+//! connection's task, nor the console's, waits on it.
+
+use super::line::error;
+use crate::broker::Broker;
+use crate::error::{Error, ErrorKind};
+use crate::recovery::{Change, RecoveryStore, Restored, Undone};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// Why the daemon's store did not do what was asked.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The daemon's policy turned recovery off: there is no store.
+    Off,
+    /// The store refused, or failed, saying why.
+    Store(Error),
+}
+
+impl Refused {
+    /// What the user is told.
+    pub(crate) fn message(&self) -> String {
+        match self {
+            Refused::Off => "recovery is off in the daemon's policy ([recovery] enabled = \
+                             false): nothing servers change is kept"
+                .to_owned(),
+            Refused::Store(e) => e.message().to_owned(),
+        }
+    }
+
+    /// The store's error kind, when it gave one.
+    pub(crate) fn kind(&self) -> Option<ErrorKind> {
+        match self {
+            Refused::Off => None,
+            Refused::Store(e) => Some(e.kind()),
+        }
+    }
+
+    /// The control protocol's error line.
+    fn line(&self) -> Value {
+        let mut v = error(self.message());
+        if let (Value::Object(m), Some(code)) =
+            (&mut v, self.kind().and_then(|k| k.wire().data_code))
+        {
+            m.insert("code".into(), json!(code));
+        }
+        v
+    }
+}
+
+/// What the store holds, for a listing: the changes (oldest first), where the store is, and
+/// what its kept content costs (bytes, changes).
+#[derive(Debug)]
+pub(crate) struct Listing {
+    pub(crate) changes: Vec<Change>,
+    pub(crate) store: PathBuf,
+    pub(crate) usage: (u64, usize),
+    /// Each change's kept content's place in the store, by index, when it has one.
+    pub(crate) places: Vec<Option<PathBuf>>,
+}
+
+/// The changes of `server` (a server id or a session) made at or after `since` (ms since the
+/// epoch), oldest first; every change without either.
+pub(crate) async fn history(
+    broker: &Broker,
+    server: Option<String>,
+    since: Option<u64>,
+) -> Result<Listing, Refused> {
+    blocking(broker, move |store| {
+        let io = |e: std::io::Error| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot read the recovery journal: {e}"),
+            )
+        };
+        let changes = store.history(server.as_deref(), since).map_err(io)?;
+        let usage = store.usage().map_err(io)?;
+        let places = changes.iter().map(|c| store.place(c)).collect();
+        Ok(Listing {
+            changes,
+            store: store.path().to_owned(),
+            usage,
+            places,
+        })
+    })
+    .await
+}
+
+/// Puts back what change `id` replaced or removed, at its path or at `to` (mount form).
+pub(crate) async fn restore(
+    broker: &Broker,
+    id: String,
+    to: Option<String>,
+) -> Result<Restored, Refused> {
+    blocking(broker, move |store| store.restore(&id, to.as_deref())).await
+}
+
+/// Takes back the changes of `server` (a server id or a session): those at or after `since`,
+/// else those of its latest session.
+pub(crate) async fn undo(
+    broker: &Broker,
+    server: String,
+    since: Option<u64>,
+) -> Result<Undone, Refused> {
+    blocking(broker, move |store| store.undo(&server, since)).await
+}
+
+/// Runs `f` on the daemon's store on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    broker: &Broker,
+    f: impl FnOnce(&RecoveryStore) -> crate::error::Result<T> + Send + 'static,
+) -> Result<T, Refused> {
+    if broker.recovery().is_none() {
+        return Err(Refused::Off);
+    }
+    let broker = broker.clone();
+    let ran = tokio::task::spawn_blocking(move || match broker.recovery() {
+        Some(store) => f(store).map_err(Refused::Store),
+        None => Err(Refused::Off),
+    })
+    .await;
+    // A task that did not finish: it panicked, or the runtime is going away.
+    ran.unwrap_or_else(|e| {
+        Err(Refused::Store(Error::new(
+            ErrorKind::Internal,
+            format!("the recovery store's work did not finish: {e}"),
+        )))
+    })
+}
+
+/// Only the op, to tell whether a request is one of these.
+#[derive(Deserialize)]
+struct Op {
+    op: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryRequest {
+    #[allow(dead_code)] // The dispatch read it.
+    op: String,
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    since: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RestoreRequest {
+    #[allow(dead_code)] // The dispatch read it.
+    op: String,
+    id: String,
+    #[serde(default)]
+    to: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UndoRequest {
+    #[allow(dead_code)] // The dispatch read it.
+    op: String,
+    server: String,
+    #[serde(default)]
+    since: Option<u64>,
+}
+
+/// The answer to `line` when its op is `history`, `restore` or `undo`; `None` for the
+/// others.
+pub(crate) async fn answer(broker: &Broker, line: &[u8]) -> Option<Value> {
+    let op = serde_json::from_slice::<Op>(line).ok()?.op?;
+    let malformed = |e: serde_json::Error| error(format!("not a {op} request: {e}"));
+    Some(match op.as_str() {
+        "history" => match serde_json::from_slice::<HistoryRequest>(line) {
+            Ok(r) => match history(broker, r.server, r.since).await {
+                Ok(listing) => json!({"ok": true, "changes": listed(&listing)}),
+                Err(e) => e.line(),
+            },
+            Err(e) => malformed(e),
+        },
+        "restore" => match serde_json::from_slice::<RestoreRequest>(line) {
+            Ok(r) => match restore(broker, r.id, r.to).await {
+                Ok(done) => {
+                    tracing::info!(change = %done.id, path = %done.path, "restored on request");
+                    json!({"ok": true, "restored": done})
+                }
+                Err(e) => e.line(),
+            },
+            Err(e) => malformed(e),
+        },
+        "undo" => match serde_json::from_slice::<UndoRequest>(line) {
+            Ok(r) => match undo(broker, r.server, r.since).await {
+                Ok(undone) => {
+                    tracing::info!(
+                        restored = undone.restored.len(),
+                        conflicts = undone.conflicts.len(),
+                        "undone on request"
+                    );
+                    json!({"ok": true, "restored": undone.restored, "conflicts": undone.conflicts})
+                }
+                Err(e) => e.line(),
+            },
+            Err(e) => malformed(e),
+        },
+        _ => return None,
+    })
+}
+
+/// The changes as `history` lists them: each as the journal tells it, with `place`, where
+/// its kept content is, when it has some (as `fsbroker history --json` shows it).
+fn listed(listing: &Listing) -> Vec<Value> {
+    listing
+        .changes
+        .iter()
+        .zip(&listing.places)
+        .map(|(c, place)| {
+            let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
+            if let (Value::Object(m), Some(p)) = (&mut v, place) {
+                m.insert("place".into(), json!(p));
+            }
+            v
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{ConsentMode, Policy, RecoveryPolicy, RootEntry};
+
+    fn broker(recovery: bool) -> (Broker, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let rec = RecoveryPolicy {
+            enabled: recovery,
+            dir: Some(dir.path().join("store")),
+            ..RecoveryPolicy::default()
+        };
+        let mut policy = Policy::new()
+            .root(RootEntry::new("demo", &root).writable())
+            .consent_mode(ConsentMode::Auto);
+        policy.recovery = rec;
+        let (broker, _n) = Broker::builder(policy).build().unwrap();
+        (broker, dir)
+    }
+
+    #[tokio::test]
+    async fn malformed_requests_and_a_store_that_is_off_are_refused_with_why() {
+        let (b, _d) = broker(false);
+        let a = answer(&b, br#"{"op":"history"}"#).await.unwrap();
+        assert_eq!(a["ok"], false, "{a}");
+        assert!(
+            a["error"].as_str().unwrap().contains("recovery is off"),
+            "{a}"
+        );
+        let (b, _d) = broker(true);
+        for line in [
+            &br#"{"op":"restore"}"#[..],
+            br#"{"op":"restore","id":"x","all":true}"#,
+            br#"{"op":"undo"}"#,
+            br#"{"op":"history","since":"yesterday"}"#,
+        ] {
+            let a = answer(&b, line).await.unwrap();
+            assert_eq!(a["ok"], false, "{a}");
+        }
+        let a = answer(&b, br#"{"op":"restore","id":"nope"}"#)
+            .await
+            .unwrap();
+        assert_eq!(a["code"], "FILE_NOT_FOUND", "{a}");
+        assert!(answer(&b, br#"{"op":"status"}"#).await.is_none());
+        assert!(answer(&b, b"{").await.is_none());
+    }
+}
