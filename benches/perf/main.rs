@@ -56,7 +56,8 @@ impl Bench {
 /// benchmark's flood is what the limit exists to stop, and the recovery store in the run's
 /// scratch directory (on, as by default), not the user's. Everything else (audit log on
 /// stderr, in-flight cap, chunk limits) stays at its default.
-const POLICY: &str = "[limits]\nrequests_per_second = 1000000\nburst = 1000000\n\n[recovery]\ndir = \"store\"\n";
+const POLICY: &str =
+    "[limits]\nrequests_per_second = 1000000\nburst = 1000000\n\n[recovery]\ndir = \"store\"\n";
 
 fn main() -> Res<()> {
     let started = Instant::now();

@@ -35,10 +35,17 @@ fn policy(b: &Bench, store: Option<&Path>) -> Res<PathBuf> {
     let base = std::fs::read_to_string(&b.policy)?;
     let (name, section) = match store {
         Some(s) => ("recovery-on.toml", format!("[recovery]\ndir = {:?}\n", s)),
-        None => ("recovery-off.toml", "[recovery]\nenabled = false\n".to_owned()),
+        None => (
+            "recovery-off.toml",
+            "[recovery]\nenabled = false\n".to_owned(),
+        ),
     };
     // The bench's policy names a store of its own: this one replaces that section.
-    let base = base.split("[recovery]").next().unwrap_or_default().to_owned();
+    let base = base
+        .split("[recovery]")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     let path = b.policy.with_file_name(name);
     std::fs::write(&path, format!("{base}{section}"))?;
     Ok(path)
@@ -154,14 +161,19 @@ pub fn rows(r: Option<&Recovery>) -> Vec<Row> {
     };
     vec![
         row(
-            format!("{OVERWRITES} small atomic overwrites (1 KiB, 16 in flight): recovery on (old file hard-linked into the store, journaled) vs `[recovery] enabled = false`"),
+            format!(
+                "{OVERWRITES} small atomic overwrites (1 KiB, 16 in flight): recovery on (old file hard-linked into the store, journaled) vs `[recovery] enabled = false`"
+            ),
             &r.writes_on,
             &r.writes_off,
             &r.writes_ratio,
             "ops/s",
         ),
         row(
-            format!("recursive `files/delete` of a {}-entry tree: recovery on (moved into the store whole, measured, journaled) vs off (unlinked)", r.entries),
+            format!(
+                "recursive `files/delete` of a {}-entry tree: recovery on (moved into the store whole, measured, journaled) vs off (unlinked)",
+                r.entries
+            ),
             &r.delete_on,
             &r.delete_off,
             &r.delete_ratio,

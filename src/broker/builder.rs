@@ -141,7 +141,7 @@ impl BrokerBuilder {
             None => {
                 return Err(err(
                     "recovery.dir".into(),
-                    "no place for the recovery store: XDG_STATE_HOME and HOME are both unset; \
+                    "no place for the recovery store: XDG_STATE_HOME and HOME are unset and the user has no home in /etc/passwd; \
                      set recovery.dir, or turn recovery off"
                         .into(),
                 ));

@@ -59,12 +59,31 @@ impl Default for RecoveryPolicy {
 }
 
 impl RecoveryPolicy {
-    /// The store's directory: `dir`, else the user's state directory's.
+    /// The store's directory: `dir`, else the user's state directory's (`XDG_STATE_HOME`,
+    /// else `.local/state` in `HOME`, else in the home the password database names: service
+    /// managers start processes without `HOME`).
     pub fn store_dir(&self) -> Option<PathBuf> {
-        self.dir.clone().or_else(|| {
-            xdg_dir("XDG_STATE_HOME", ".local/state").map(|s| s.join("fsbroker/recovery"))
-        })
+        let state = || {
+            xdg_dir("XDG_STATE_HOME", ".local/state").or_else(|| {
+                passwd_home(rustix::process::geteuid().as_raw()).map(|h| h.join(".local/state"))
+            })
+        };
+        self.dir
+            .clone()
+            .or_else(|| state().map(|s| s.join("fsbroker/recovery")))
     }
+}
+
+/// The home directory `/etc/passwd` gives `uid`. (Users known only to a directory service
+/// are not there.)
+pub(crate) fn passwd_home(uid: u32) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        let home = fields.get(5)?;
+        (fields.get(2)?.parse::<u32>().ok()? == uid && home.starts_with('/'))
+            .then(|| PathBuf::from(home))
+    })
 }
 
 /// A directory of the XDG base directory specification: `$VAR`, else `~/FALLBACK`. Empty

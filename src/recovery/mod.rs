@@ -58,7 +58,7 @@ impl RecoveryStore {
     pub fn open(policy: &RecoveryPolicy) -> std::io::Result<RecoveryStore> {
         let dir = policy.store_dir().ok_or_else(|| {
             std::io::Error::other(
-                "no place for the recovery store: XDG_STATE_HOME and HOME are both unset; \
+                "no place for the recovery store: XDG_STATE_HOME and HOME are unset and the user has no home in /etc/passwd; \
                  set recovery.dir",
             )
         })?;

@@ -323,12 +323,19 @@ sys.stdin.read()
         "/usr/bin/python3".into(),
         locker.into(),
     ];
+    // A recovery store that user may make.
+    let state = l.base.join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    let state_env = format!("XDG_STATE_HOME={}", state.display());
     let mut p = Sidecar::spawn_wrapped(
         &[
             "setpriv",
             "--reuid=65534",
             "--regid=65534",
             "--clear-groups",
+            "env",
+            &state_env,
         ],
         &args,
     );

@@ -15,7 +15,7 @@ pub(super) fn homes() -> Result<Vec<PathBuf>, String> {
     {
         out.push(h);
     }
-    if let Some(h) = from_passwd(rustix::process::geteuid().as_raw()) {
+    if let Some(h) = crate::policy::passwd_home(rustix::process::geteuid().as_raw()) {
         out.push(h);
     }
     if out.is_empty() {
@@ -33,24 +33,12 @@ pub(super) fn homes() -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-/// The home directory `/etc/passwd` gives `uid`. (Users known only to a directory service
-/// are not there; `HOME` names their home, and without it the sandbox refuses to start.)
-fn from_passwd(uid: u32) -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/etc/passwd").ok()?;
-    text.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        let home = fields.get(5)?;
-        (fields.get(2)?.parse::<u32>().ok()? == uid && home.starts_with('/'))
-            .then(|| PathBuf::from(home))
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn root_has_a_home_in_the_password_database() {
-        assert_eq!(from_passwd(0), Some(PathBuf::from("/root")));
+        assert_eq!(crate::policy::passwd_home(0), Some(PathBuf::from("/root")));
     }
 }
