@@ -37,8 +37,12 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         let _held = crate::atomic::lock_file_entry(r.parent(), name, &mut wait, None)?;
         // With recovery on, the entry is moved into the store (a whole tree at once) rather
         // than removed, and the delete journaled.
+        let change = origin(&s, "files/delete", &root, r.real());
         let kept = match &inner.recovery {
-            Some(rec) => Some((rec, rec.remove_kept(r.parent(), name, recursive, deadline)?)),
+            Some(rec) => Some((
+                rec,
+                rec.remove_kept(r.parent(), name, recursive, deadline, &change)?,
+            )),
             None => {
                 r.remove(recursive, deadline)?;
                 None
@@ -46,12 +50,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         };
         crate::atomic::sync_dir(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
         if let Some((rec, keep)) = kept {
-            rec.record(
-                origin(&s, "files/delete", &root, r.real()),
-                keep,
-                None,
-                None,
-            );
+            rec.record(change, keep, None, None);
         }
         Ok(())
     })

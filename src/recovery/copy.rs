@@ -51,11 +51,13 @@ impl From<rustix::io::Errno> for CopyFail {
     }
 }
 
-/// One directory being copied: its source and copy, and the names still to copy.
+/// One directory being copied: its source and copy, the names still to copy, and the mode
+/// the copy gets once they are.
 struct Level {
     src: Dir,
     dst: OwnedFd,
     names: Vec<OsString>,
+    mode: Mode,
 }
 
 /// Copies `name` in `src` to `to` in `dst` (which must not exist), within `limit` (bytes plus
@@ -80,7 +82,12 @@ pub(super) fn copy_tree(
             d.check().map_err(CopyFail::Late)?;
         }
         let Some(next) = top.names.pop() else {
-            stack.pop();
+            // Its entries are in: the copy gets the directory's own mode now. It had the
+            // owner's rwx added to take them, which used to stay, so that a read-only
+            // directory came back writable from a restore.
+            if let Some(done) = stack.pop() {
+                rustix::fs::fchmod(&done.dst, done.mode)?;
+            }
             continue;
         };
         let meta = match rustix::fs::statat(&top.src, &next, AtFlags::SYMLINK_NOFOLLOW) {
@@ -191,6 +198,7 @@ fn copy_entry(
                 src,
                 dst: made,
                 names,
+                mode,
             };
             Ok(Some(level))
         }

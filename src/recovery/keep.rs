@@ -126,12 +126,15 @@ impl RecoveryStore {
     /// Removes the entry `name` in `parent` for a delete, keeping it: by moving it (a whole
     /// tree at once) into the store, or across filesystems by a copy, then removing it. An
     /// empty directory deleted without `recursive` is removed as `rmdir` does, its mode kept.
+    /// A copied tree whose removal stops midway is journaled (as `origin`'s change) before
+    /// the error is returned: part of it is gone, and the copy is all that is left of that.
     pub(crate) fn remove_kept(
         &self,
         parent: &Dir,
         name: &str,
         recursive: bool,
         deadline: Deadline,
+        origin: &Origin,
     ) -> Result<Keep> {
         let policy = self.policy();
         let io = |e: std::io::Error| Error::from_io(&e, "");
@@ -168,7 +171,16 @@ impl RecoveryStore {
                     parent.remove_file(name).map_err(io)
                 };
                 if let Err(e) = removed {
-                    self.discard(keep);
+                    if meta.is_dir() {
+                        // The removal may have stopped midway (a read-only directory or a
+                        // mount point in the tree), the entries before it gone: the copy is
+                        // kept and the change journaled. It used to be discarded, so that
+                        // what was removed was lost for good.
+                        let after = parent.symlink_metadata(name).ok().map(|m| fingerprint(&m));
+                        self.record(origin.clone(), keep, None, after);
+                    } else {
+                        self.discard(keep);
+                    }
                     return Err(e);
                 }
                 return Ok(keep);
@@ -280,15 +292,19 @@ impl RecoveryStore {
         let mut early = 0usize;
         let mut used = j.used;
         for h in j.held.iter() {
+            let short = used.saturating_add(need) > policy.max_bytes;
             let why = if h.at < old {
                 "age"
-            } else if used.saturating_add(need) > policy.max_bytes && h.at < young && h.bytes > 0 {
+            } else if short && h.at < young && h.bytes > 0 {
                 early += 1;
                 "space"
-            } else if h.at >= old {
-                break;
-            } else {
+            } else if short && h.at < young {
+                // A change that holds nothing (a creation, a restored one) frees nothing, and
+                // must not end the search: it used to, so one such change ahead of the others
+                // kept every older change from being pruned for room.
                 continue;
+            } else {
+                break;
             };
             used = used.saturating_sub(h.bytes);
             self.drop_held(h);

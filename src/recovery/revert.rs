@@ -179,7 +179,6 @@ impl RecoveryStore {
             return Ok(None);
         }
         let deadline = crate::deadline::Deadline::at(std::time::Instant::now() + STEP);
-        let keep: Keep = self.remove_kept(g.parent(), name, true, deadline)?;
         let origin = Origin {
             server: "user".into(),
             session: "user".into(),
@@ -187,6 +186,7 @@ impl RecoveryStore {
             path: place.to_owned(),
             root: self.root_dir(history, change, place)?,
         };
+        let keep: Keep = self.remove_kept(g.parent(), name, true, deadline, &origin)?;
         let entry = change_of(origin, keep, None, None);
         Ok(Some(
             self.append(entry).map_err(|e| Error::from_io(&e, ""))?,
