@@ -428,3 +428,17 @@ pub(crate) fn etag(m: &cap_std::fs::Metadata) -> String {
     }
     format!("\"{:016x}\"", h.finish())
 }
+
+/// Opens `path` for reading and writing, creating it 0600, never through a link: a file of
+/// the user's own (a lock file, the recovery journal) that others must not read.
+pub(crate) fn open_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+}

@@ -99,14 +99,7 @@ pub(crate) fn private_dir(dir: &Path, uid: u32) -> Result<(), String> {
 
 /// Opens (creating it 0600, never through a link) the lock file at `path`.
 pub(crate) fn lock_file(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
+    crate::atomic::open_private(path)
 }
 
 /// Creates the file at `path` new, 0600, never through a link (what was there is not

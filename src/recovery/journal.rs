@@ -77,8 +77,8 @@ impl Journal {
     /// Opens (creating, 0600) the journal in the store at `dir`, and reads it.
     pub(super) fn open(dir: &std::path::Path) -> std::io::Result<Journal> {
         let path = dir.join(JOURNAL);
-        let lock = open_private(&dir.join("lock"))?;
-        let file = open_private(&path)?;
+        let lock = crate::atomic::open_private(&dir.join("lock"))?;
+        let file = crate::atomic::open_private(&path)?;
         let meta = file.metadata()?;
         let mut j = Journal {
             path,
@@ -111,7 +111,7 @@ impl Journal {
     fn catch_up(&mut self) -> std::io::Result<()> {
         let now = std::fs::metadata(&self.path)?;
         if (now.dev(), now.ino()) != self.id {
-            self.file = open_private(&self.path)?;
+            self.file = crate::atomic::open_private(&self.path)?;
             self.id = (now.dev(), now.ino());
             self.read_to = 0;
             self.held.clear();
@@ -230,7 +230,7 @@ impl Journal {
             text.push(b'\n');
         }
         let temp = self.path.with_extension("jsonl.new");
-        let mut out = open_private(&temp)?;
+        let mut out = crate::atomic::open_private(&temp)?;
         out.set_len(0)?;
         out.write_all(&text)?;
         out.sync_all()?;
@@ -241,19 +241,6 @@ impl Journal {
         self.rewrite_at = REWRITE_AT.max(self.read_to.saturating_mul(2));
         Ok(())
     }
-}
-
-/// Opens `path` for reading and appending, creating it 0600, never through a link.
-pub(super) fn open_private(path: &std::path::Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ impl RecoveryStore {
     pub(crate) fn open_at(dir: &Path, policy: RecoveryPolicy) -> std::io::Result<RecoveryStore> {
         let store = Store::open(dir)?;
         let journal = Journal::open(&store.path)?;
-        let reverting = journal::open_private(&store.path.join("revert.lock"))?;
+        let reverting = crate::atomic::open_private(&store.path.join("revert.lock"))?;
         Ok(RecoveryStore {
             store,
             journal: Mutex::new(journal),
