@@ -330,7 +330,7 @@ impl RecoveryStore {
 
     fn drop_held(&self, h: &Held) {
         if h.bytes > 0 {
-            self.store.remove(&h.id);
+            self.store.prune(&h.id);
         }
     }
 

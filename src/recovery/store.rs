@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 /// The directory of kept content inside the store.
 const OBJECTS: &str = "objects";
 
+/// Where pruned content waits to be removed, off the path of the request that pruned it.
+const PRUNED: &str = "pruned";
+
 /// The store, opened.
 #[derive(Debug)]
 pub(super) struct Store {
@@ -20,6 +23,10 @@ pub(super) struct Store {
     pub(super) path: PathBuf,
     /// `objects/`.
     objects: Dir,
+    /// `pruned/`, emptied by a thread of its own.
+    pruned: std::sync::Arc<Dir>,
+    /// Whether that thread is running.
+    sweeping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Store {
@@ -48,20 +55,28 @@ impl Store {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o700))?;
         }
         let dir = Dir::from_std_file(std::fs::File::from(fd));
-        match rustix::fs::mkdirat(&dir, OBJECTS, Mode::from_raw_mode(0o700)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let objects = rustix::fs::openat(
-            &dir,
-            OBJECTS,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        Ok(Store {
+        let sub = |name: &str| -> std::io::Result<Dir> {
+            match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o700)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let fd = rustix::fs::openat(
+                &dir,
+                name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            Ok(Dir::from_std_file(std::fs::File::from(fd)))
+        };
+        let store = Store {
             path,
-            objects: Dir::from_std_file(std::fs::File::from(objects)),
-        })
+            objects: sub(OBJECTS)?,
+            pruned: std::sync::Arc::new(sub(PRUNED)?),
+            sweeping: std::sync::Arc::default(),
+        };
+        // What an earlier process pruned and did not get to remove.
+        store.sweep();
+        Ok(store)
     }
 
     /// Where object `id` is, for the user.
@@ -151,21 +166,78 @@ impl Store {
         rustix::fs::statat(&self.objects, id, AtFlags::SYMLINK_NOFOLLOW).is_ok()
     }
 
+    /// Prunes object `id`: moved aside at once (one rename), removed by the sweeping thread,
+    /// so that the request whose keep made room never waits for a large tree to go.
+    pub(super) fn prune(&self, id: &str) {
+        match rustix::fs::renameat(&self.objects, id, &*self.pruned, id) {
+            Ok(()) => self.sweep(),
+            Err(rustix::io::Errno::NOENT) => {}
+            Err(_) => self.remove(id),
+        }
+    }
+
+    /// Starts the thread that empties `pruned/`, unless it runs already.
+    fn sweep(&self) {
+        use std::sync::atomic::Ordering;
+        if self.sweeping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (pruned, sweeping, place) = (
+            self.pruned.clone(),
+            self.sweeping.clone(),
+            self.path.clone(),
+        );
+        let spawned = std::thread::Builder::new()
+            .name("fsbroker-prune".into())
+            .spawn(move || {
+                loop {
+                    let names: Vec<_> = match pruned.entries() {
+                        Ok(e) => e.filter_map(|e| e.ok()).map(|e| e.file_name()).collect(),
+                        Err(_) => Vec::new(),
+                    };
+                    for name in &names {
+                        let Some(name) = name.to_str() else { continue };
+                        if let Err(e) = remove_entry(&pruned, name) {
+                            tracing::warn!(store = %place.display(), "cannot remove pruned content: {e}");
+                        }
+                    }
+                    sweeping.store(false, Ordering::Release);
+                    // Pruned while the last pass ran: go on, unless another thread took over.
+                    let more = pruned.entries().is_ok_and(|mut e| e.next().is_some());
+                    if !more || sweeping.swap(true, Ordering::AcqRel) {
+                        return;
+                    }
+                }
+            });
+        if spawned.is_err() {
+            self.sweeping.store(false, Ordering::Release);
+        }
+    }
+
     /// Removes object `id`, whatever it is; a failure is logged, not fatal: the journal no
     /// longer counts it either way.
     pub(super) fn remove(&self, id: &str) {
-        let gone = match rustix::fs::statat(&self.objects, id, AtFlags::SYMLINK_NOFOLLOW) {
-            Err(_) => Ok(()),
-            Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
-                crate::root::remove_tree(&self.objects, id).map_err(|e| e.to_string())
-            }
-            Ok(_) => {
-                rustix::fs::unlinkat(&self.objects, id, AtFlags::empty()).map_err(|e| e.to_string())
-            }
-        };
-        if let Err(e) = gone {
+        if let Err(e) = remove_entry(&self.objects, id) {
             tracing::warn!(store = %self.path.display(), id, "cannot remove kept content: {e}");
         }
+    }
+}
+
+/// Removes `name` in `dir`, a tree too, never following a link; gone already is no error
+/// (another process sharing the store may have removed it).
+fn remove_entry(dir: &Dir, name: &str) -> Result<(), String> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Err(_) => Ok(()),
+        Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
+            match crate::root::remove_tree(dir, name) {
+                Err(e) if e.kind() == crate::error::ErrorKind::FileNotFound => Ok(()),
+                other => other.map_err(|e| e.to_string()),
+            }
+        }
+        Ok(_) => match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        },
     }
 }
 
