@@ -63,8 +63,13 @@ async fn finding_8_a_recursive_delete_of_a_very_deep_tree_neither_crashes_nor_le
     raise_descriptor_limit();
     let f = Fixture::new();
     let depth = 15_000;
+    // Recovery off: the tree is removed, entry by entry.
     build_chain(&f.root.join("deep"), depth);
-    let b = writable(&f, "[limits]\ntimeout_ms = 600000\n").await;
+    let off = format!(
+        "[limits]\ntimeout_ms = 600000\n[recovery]\nenabled = false\ndir = {:?}\n",
+        f.store()
+    );
+    let b = writable(&f, &off).await;
     let before = open_descriptors();
     let r = call(
         &b,
@@ -77,7 +82,41 @@ async fn finding_8_a_recursive_delete_of_a_very_deep_tree_neither_crashes_nor_le
     assert!(!f.root.join("deep").exists());
     // Nothing stays open afterwards.
     assert!(open_descriptors() <= before + 2, "descriptors leaked");
+    drop(b);
+    // Recovery on: the tree is moved into the store whole, and measured there within a
+    // bounded depth.
+    build_chain(&f.root.join("deep"), depth);
+    let b = writable(&f, "[limits]\ntimeout_ms = 600000\n").await;
+    let before = open_descriptors();
+    let r = call(
+        &b,
+        "s",
+        "files/delete",
+        json!({"path": "project/deep", "recursive": true}),
+    )
+    .await;
+    ok(&r);
+    assert!(!f.root.join("deep").exists());
+    assert!(open_descriptors() <= before + 2, "descriptors leaked");
+    let kept = b.recovery().unwrap().history(None, None).unwrap();
+    assert_eq!(kept.len(), 1);
+    assert!(
+        b.recovery()
+            .unwrap()
+            .place(&kept[0])
+            .unwrap()
+            .join("d/d/d")
+            .is_dir()
+    );
     f.assert_canary_intact();
+    // The store's tree is deeper than the test's own removal of its temporary directories
+    // can go (it recurses): `rm`, which does not, removes it first.
+    let rm = std::process::Command::new("rm")
+        .arg("-rf")
+        .arg(f.store())
+        .status()
+        .unwrap();
+    assert!(rm.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
