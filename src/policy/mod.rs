@@ -26,8 +26,10 @@ pub(crate) use layer::{AddedRoot, PolicyRoot, Remembered};
 pub use load::PolicyError;
 pub(crate) use overrides::{Given, Key, Overrides};
 pub use proxy_section::{EraMode, ProxyPolicy};
+#[cfg(feature = "proxy")]
+pub(crate) use recovery_section::passwd_home;
+pub(crate) use recovery_section::xdg_dir;
 pub use recovery_section::{RecoveryPolicy, Unkept};
-pub(crate) use recovery_section::{passwd_home, xdg_dir};
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};
