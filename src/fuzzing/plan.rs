@@ -54,9 +54,19 @@ impl Tree {
     }
 
     /// Everything outside the root: paths, kinds and contents, to compare before and after.
+    /// The recovery store of the plan's broker: beside the root, where what the broker keeps
+    /// may change, and must never hold what lies outside the root.
+    fn store(&self) -> PathBuf {
+        self.base.join("store")
+    }
+
     fn outside_snapshot(&self) -> Vec<(PathBuf, String)> {
         let mut out = Vec::new();
-        snapshot(&self.base, &[self.base.join("project")], &mut out);
+        snapshot(
+            &self.base,
+            &[self.base.join("project"), self.store()],
+            &mut out,
+        );
         out.sort();
         out
     }
@@ -67,7 +77,7 @@ impl Tree {
         let mut out = Vec::new();
         snapshot(
             &self.base,
-            &[project.join("sub"), project.join("w")],
+            &[project.join("sub"), project.join("w"), self.store()],
             &mut out,
         );
         out.sort();
@@ -129,7 +139,7 @@ enum Grant {
 /// made behind the broker's back; paths built from tokens such as `.`, `..`, `link`, `/`, `\`,
 /// NUL, long names and Unicode) against a fresh tree with escaping and dangling symlinks and a
 /// FIFO, and checks the oracle: the canary tree outside the root is unchanged, no response or
-/// notification carries canary content, and every error has a documented code. The first byte
+/// notification carries canary content, the recovery store holds none, and every error has a documented code. The first byte
 /// picks the grants: the whole root, or only `sub` and `w` (consent for anything else is
 /// denied by rule), in which case nothing else in the root may change or be seen either.
 pub fn ops_plan(data: &[u8]) {
@@ -157,8 +167,9 @@ pub fn ops_plan(data: &[u8]) {
     let text = format!(
         "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"write\"\n{consent}\
          [audit]\nenabled = false\n[limits]\nrequests_per_second = 1000000\nburst = 1000000\ntimeout_ms = 5000\n\
-         max_violations_per_minute = 1000000\n",
-        tree.base.join("project")
+         max_violations_per_minute = 1000000\n[recovery]\ndir = {:?}\n",
+        tree.base.join("project"),
+        tree.store()
     );
     let Ok(policy) = Policy::parse(&text, "fuzz") else {
         return;
@@ -292,4 +303,12 @@ pub fn ops_plan(data: &[u8]) {
         broker.end_session("fuzz");
     });
     assert_eq!(snap(&tree), before, "a place without a grant changed");
+    let mut kept = Vec::new();
+    snapshot(&tree.store(), &[], &mut kept);
+    for (path, what) in kept {
+        assert!(
+            !what.contains("CANARY"),
+            "the store kept outside content: {path:?}"
+        );
+    }
 }
