@@ -139,9 +139,10 @@ enum Grant {
 /// made behind the broker's back; paths built from tokens such as `.`, `..`, `link`, `/`, `\`,
 /// NUL, long names and Unicode) against a fresh tree with escaping and dangling symlinks and a
 /// FIFO, and checks the oracle: the canary tree outside the root is unchanged, no response or
-/// notification carries canary content, the recovery store holds none, and every error has a documented code. The first byte
-/// picks the grants: the whole root, or only `sub` and `w` (consent for anything else is
-/// denied by rule), in which case nothing else in the root may change or be seen either.
+/// notification carries canary content, the recovery store holds none, and every error has a
+/// documented code. The first byte picks the grants: the whole root, or only `sub` and `w`
+/// (consent for anything else is denied by rule), in which case nothing else in the root may
+/// change or be seen either.
 pub fn ops_plan(data: &[u8]) {
     let Some((&first, data)) = data.split_first() else {
         return;
