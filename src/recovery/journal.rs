@@ -142,10 +142,13 @@ impl Journal {
     fn fold(&mut self, line: &Line) {
         match line {
             Line::Change(c) => {
-                let bytes = c.kept.as_ref().map_or(0, |k| k.bytes);
-                if bytes == 0 {
+                // Every change that kept something is followed, whatever it costs, so that
+                // its content is removed in time: one that cost nothing (a tree that could
+                // not be measured) used to be left out, and stayed in the store for good.
+                let Some(kept) = &c.kept else {
                     return;
-                }
+                };
+                let bytes = kept.bytes;
                 self.used = self.used.saturating_add(bytes);
                 self.held.push_back(Held {
                     id: c.id.clone(),

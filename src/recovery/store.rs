@@ -154,17 +154,56 @@ impl Store {
     /// Removes object `id`, whatever it is; a failure is logged, not fatal: the journal no
     /// longer counts it either way.
     pub(super) fn remove(&self, id: &str) {
-        let gone = match rustix::fs::statat(&self.objects, id, AtFlags::SYMLINK_NOFOLLOW) {
+        if let Some(taken) = self.take(id) {
+            self.purge(&taken);
+        }
+    }
+
+    /// Takes object `id` out of the way, in one rename within `objects/` (so that no write
+    /// permission on a kept directory is needed), to a name no change has (`trash.` and a
+    /// random part; ids are hex digits), and names it; `None` when it is not there (restored
+    /// meanwhile, or never made). A restore renaming the object into a root at the same
+    /// moment either gets it whole or finds it gone: it never receives a tree that a removal
+    /// is still emptying. Cheap, so that it is what the journal's lock is held for, while
+    /// [`Store::purge`] runs after that lock is let go.
+    pub(super) fn take(&self, id: &str) -> Option<String> {
+        for _ in 0..8 {
+            let name = format!("trash.{id}.{}", new_id());
+            match crate::atomic::rename_noreplace(&self.objects, id, &self.objects, &name) {
+                Ok(()) => return Some(name),
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOENT.raw_os_error()) => {
+                    return None;
+                }
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) => {}
+                Err(e) => {
+                    tracing::warn!(store = %self.path.display(), id, "cannot take kept content out: {e}");
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    /// Removes `name` (one [`Store::take`] named) from `objects/`, whatever it is.
+    pub(super) fn purge(&self, name: &str) {
+        let gone = match rustix::fs::statat(&self.objects, name, AtFlags::SYMLINK_NOFOLLOW) {
             Err(_) => Ok(()),
             Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
-                crate::root::remove_tree(&self.objects, id).map_err(|e| e.to_string())
+                crate::root::remove_tree(&self.objects, name)
+                    .or_else(|_| {
+                        // A read-only directory in the tree: made the user's to clear, then
+                        // the removal goes on from where it stopped.
+                        copy::loosen(&self.objects, OsStr::new(name))
+                            .map_err(|e| crate::error::Error::from_io(&e, ""))?;
+                        crate::root::remove_tree(&self.objects, name)
+                    })
+                    .map_err(|e| e.to_string())
             }
-            Ok(_) => {
-                rustix::fs::unlinkat(&self.objects, id, AtFlags::empty()).map_err(|e| e.to_string())
-            }
+            Ok(_) => rustix::fs::unlinkat(&self.objects, name, AtFlags::empty())
+                .map_err(|e| e.to_string()),
         };
         if let Err(e) = gone {
-            tracing::warn!(store = %self.path.display(), id, "cannot remove kept content: {e}");
+            tracing::warn!(store = %self.path.display(), name, "cannot remove kept content: {e}");
         }
     }
 }
@@ -182,4 +221,76 @@ pub(super) fn new_id() -> String {
         b.copy_from_slice(&mixed.to_le_bytes()[..6]);
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(dir: &Path) -> usize {
+        let mut n = 0;
+        let mut todo = vec![dir.to_owned()];
+        while let Some(d) = todo.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    todo.push(e.path());
+                } else {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// A prune (another process's, or another thread's) removing a kept tree while a restore
+    /// renames that tree back into a root: the restore gets it whole or not at all. The
+    /// removal used to go on inside the restored tree, through the handles it held, so that
+    /// the restore succeeded and the root received a tree being emptied.
+    #[test]
+    fn a_prune_racing_a_restore_never_empties_what_was_put_back() {
+        const FILES: usize = 4000;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let handle = Dir::open_ambient_dir(&root, cap_std::ambient_authority()).unwrap();
+        let mut lost = Vec::new();
+        for round in 0..3 {
+            let tree = store.place("x");
+            for d in 0..40 {
+                std::fs::create_dir_all(tree.join(format!("d{d}"))).unwrap();
+                for f in 0..FILES / 40 {
+                    std::fs::write(tree.join(format!("d{d}/f{f}")), "k").unwrap();
+                }
+            }
+            let first = tree.join("d0");
+            let (_, back) = std::thread::scope(|s| {
+                let pruning = s.spawn(|| store.remove("x"));
+                // The restore comes while the removal is under way (or just before it).
+                let restoring = s.spawn(|| {
+                    let t0 = std::time::Instant::now();
+                    while count(&first) == FILES / 40
+                        && t0.elapsed() < std::time::Duration::from_secs(5)
+                    {
+                        std::thread::yield_now();
+                    }
+                    store.put_back("x", &handle, "x")
+                });
+                (pruning.join().unwrap(), restoring.join().unwrap())
+            });
+            if back.is_ok() {
+                let n = count(&root.join("x"));
+                if n != FILES {
+                    lost.push(format!(
+                        "round {round}: restored, with {n} of {FILES} files"
+                    ));
+                }
+                std::fs::remove_dir_all(root.join("x")).unwrap();
+            }
+        }
+        assert!(lost.is_empty(), "{lost:?}");
+    }
 }
