@@ -128,6 +128,9 @@ impl Store {
     pub(super) fn put_back(&self, id: &str, parent: &Dir, name: &str) -> std::io::Result<()> {
         match crate::atomic::rename_noreplace(&self.objects, id, parent, name) {
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {}
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::ACCESS.raw_os_error()) => {
+                return self.put_back_read_only(id, parent, name).map_err(|_| e);
+            }
             other => return other,
         }
         let name = OsStr::new(name);
@@ -139,6 +142,28 @@ impl Store {
             Err(CopyFail::Io(e)) => Err(e),
             Err(_) => Err(std::io::Error::other("the copy back stopped")),
         }
+    }
+
+    /// Puts back a directory of the user's without write permission of its own, which a
+    /// rename to another directory needs (for its `..`): it is made writable for the
+    /// rename, and gets its mode back after. A deleted read-only directory used to be
+    /// beyond `restore` and `undo` for anyone but root.
+    fn put_back_read_only(&self, id: &str, parent: &Dir, name: &str) -> std::io::Result<()> {
+        let fd = rustix::fs::openat(
+            &self.objects,
+            id,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let st = rustix::fs::fstat(&fd)?;
+        if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o200 != 0 {
+            return Err(rustix::io::Errno::ACCESS.into());
+        }
+        let mode = Mode::from_raw_mode(st.st_mode & 0o7777);
+        rustix::fs::fchmod(&fd, mode | Mode::WUSR)?;
+        let moved = crate::atomic::rename_noreplace(&self.objects, id, parent, name);
+        rustix::fs::fchmod(&fd, mode)?;
+        moved
     }
 
     /// The bytes object `id` costs the store.
