@@ -104,6 +104,13 @@ impl RecoveryStore {
         let mut made = Vec::new();
         let place = to.unwrap_or(&change.path).to_owned();
         if let Some(new) = &change.to {
+            // A rename that replaced nothing only goes back to its old name: it used to take
+            // `to` and say the entry was put back there while it went to its old name.
+            if to.is_some() && change.kept.is_none() {
+                return Err(conflict(
+                    "a rename that replaced nothing goes back to its old name only".into(),
+                ));
+            }
             // A rename: the entry goes back to its old name when it is still where the
             // rename put it and the old name is free.
             let (at_new, at_old) = (
