@@ -271,8 +271,22 @@ impl RecoveryStore {
             servers: vec!["*".into()],
         };
         let io = |e: std::io::Error| Error::from_io(&e, "");
-        let zone = crate::root::zone(&spec).map_err(io)?;
-        let root = Root::open(spec, &[zone]).map_err(io)?;
+        // The journal records a root by its real path, so no link lies on the way to it; one
+        // there now was made since, perhaps by a server that can write a root holding this one
+        // (nested roots, in this policy or another broker's), and is never followed. The
+        // root's own zone used to be the only one checked, so that such a link led `restore`
+        // and `undo` outside every root. Every link on the way now counts as beneath one.
+        let slash = rustix::fs::stat("/").map_err(|e| io(e.into()))?;
+        let everywhere = crate::root::Zone {
+            id: (slash.st_dev, slash.st_ino),
+            mount: spec.mount.clone(),
+            path: spec.path.clone(),
+        };
+        let root = Root::open(spec, &[everywhere]).map_err(|e| {
+            conflict(format!(
+                "the root {place} was in is no longer where the journal says, without a link on the way: {e}"
+            ))
+        })?;
         root.resolve(
             &path.rel,
             &Gate::whole(),
@@ -509,5 +523,25 @@ mod tests {
             std::fs::read_to_string(root.join("made/users-notes.txt")).unwrap(),
             "mine"
         );
+    }
+
+    /// A root the journal names, swapped for a link since (a server that can write a root
+    /// holding it): restore refuses to follow it, and nothing outside is touched.
+    #[test]
+    fn a_restore_never_follows_a_link_made_in_place_of_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("outer/docs");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let store =
+            RecoveryStore::open_at(&dir.path().join("store"), RecoveryPolicy::default()).unwrap();
+        std::fs::write(root.join("a.txt"), "old").unwrap();
+        let id = overwrite(&store, &root, "a.txt", b"new");
+        std::fs::rename(&root, dir.path().join("outer/docs.old")).unwrap();
+        std::os::unix::fs::symlink(&outside, &root).unwrap();
+        let done = store.restore(&id, None);
+        assert!(done.is_err(), "{done:?}");
+        assert!(!outside.join("a.txt").exists());
     }
 }
