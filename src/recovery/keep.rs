@@ -386,8 +386,16 @@ impl RecoveryStore {
                 at: now,
             });
         }
+        // A rewrite keeps the lines of changes being restored, however old: a restore that
+        // failed after its change's line was dropped would leave its content unjournaled.
+        let kept_from = j
+            .held
+            .iter()
+            .filter(|h| pinned.contains(&h.id))
+            .map(|h| h.at)
+            .fold(old, u64::min);
         if lines.is_empty() {
-            j.compact_if_worth_it(old)?;
+            j.compact_if_worth_it(kept_from)?;
             return Ok(taken);
         }
         if early > 0 {
@@ -398,7 +406,7 @@ impl RecoveryStore {
             );
         }
         j.append(&lines)?;
-        j.compact_if_worth_it(old)?;
+        j.compact_if_worth_it(kept_from)?;
         Ok(taken)
     }
 
