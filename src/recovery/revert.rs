@@ -119,7 +119,9 @@ impl RecoveryStore {
             );
             let moved = at_new.metadata().ok().map(|m| fingerprint(&m));
             let home = moved.is_some() && moved == change.etag_after && !at_old.exists();
-            if check && !home {
+            // A rename that kept nothing and cannot go home does nothing: it used to be
+            // marked restored all the same, saying it was put back.
+            if (check || change.kept.is_none()) && !home {
                 return Err(conflict(format!("{new} or {} changed since", change.path)));
             }
             if home {
