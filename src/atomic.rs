@@ -181,7 +181,9 @@ impl TempFile {
             // that what is kept is what the rename replaces.
             *kept = Some(keep(dir, name, &t.meta)?);
             self.file
-                .set_permissions(std::fs::Permissions::from_mode(t.meta.mode() & 0o7777))
+                .set_permissions(std::fs::Permissions::from_mode(replacing_mode(
+                    &t.meta, &self.file,
+                )))
                 .map_err(io)?;
         }
         self.file.sync_all().map_err(io)?;
@@ -200,6 +202,23 @@ impl TempFile {
             created: target.is_none(),
         })
     }
+}
+
+/// The mode the new file takes from the one it replaces. The new file is the user's: a
+/// set-user-ID bit is kept only when the old file was the user's too, a set-group-ID bit
+/// only when it had the new file's group. They used to be kept always, so that a server
+/// writing over another user's set-user-ID program made a set-user-ID program of the
+/// user's, with the server's content, which that other user could run.
+fn replacing_mode(old: &Metadata, new: &std::fs::File) -> u32 {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut mode = old.mode() & 0o7777;
+    if old.uid() != rustix::process::geteuid().as_raw() {
+        mode &= !0o4000;
+    }
+    if new.metadata().map_or(true, |m| m.gid() != old.gid()) {
+        mode &= !0o2000;
+    }
+    mode
 }
 
 /// The existing target, locked, with the metadata of the locked file.

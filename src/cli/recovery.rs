@@ -114,13 +114,17 @@ pub(crate) fn restore(args: RestoreArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(r) => {
-            println!("restored {} at {}", r.id, r.path);
+            println!("restored {} at {}", r.id, shown(&r.path));
             for k in &r.kept {
                 println!("  what stood there is kept as {k} (fsbroker restore {k} puts it back)");
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&format!("cannot restore {}: {}", args.id, e.message())),
+        Err(e) => fail(&format!(
+            "cannot restore {}: {}",
+            shown(&args.id),
+            shown(e.message())
+        )),
     }
 }
 
@@ -145,10 +149,10 @@ pub(crate) fn undo(args: UndoArgs) -> ExitCode {
             println!("no changes of {} to undo", args.server);
         }
         for r in &undone.restored {
-            println!("undid {} at {}", r.id, r.path);
+            println!("undid {} at {}", r.id, shown(&r.path));
         }
         for c in &undone.conflicts {
-            println!("left {} at {}: {}", c.id, c.path, c.why);
+            println!("left {} at {}: {}", c.id, shown(&c.path), shown(&c.why));
         }
     }
     if undone.conflicts.is_empty() {
@@ -183,12 +187,12 @@ fn open(args: &StoreArgs) -> Option<RecoveryStore> {
 /// One change as a line of the listing.
 fn line_of(c: &Change) -> String {
     let target = match &c.to {
-        Some(to) => format!("{} -> {to}", c.path),
-        None => c.path.clone(),
+        Some(to) => format!("{} -> {}", shown(&c.path), shown(to)),
+        None => shown(&c.path),
     };
     let kept = match (&c.kept, &c.not_kept) {
         (Some(k), _) => format!("kept {} ({})", k.kind, size(k.bytes)),
-        (None, Some(why)) => format!("NOT RECOVERABLE: {why}"),
+        (None, Some(why)) => format!("NOT RECOVERABLE: {}", shown(why)),
         (None, None) => "nothing destroyed".to_owned(),
     };
     let state = match (&c.restored_by, &c.pruned) {
@@ -198,8 +202,29 @@ fn line_of(c: &Change) -> String {
     };
     format!(
         "{}  {}  {:<12} {:<13} {target}  {kept}{state}",
-        c.id, c.time, c.server, c.method
+        shown(&c.id),
+        shown(&c.time),
+        shown(&c.server),
+        shown(&c.method)
     )
+}
+
+/// `s` with its control characters escaped (`\n`, `\u{1b}`), for a terminal: journaled paths
+/// are resolved ones, whose names a process writing the root chose, and a newline or an
+/// escape sequence in them used to reach the terminal raw, forging or erasing lines.
+fn shown(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_owned();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A size for people.

@@ -48,10 +48,12 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
                 None
             }
         };
-        crate::atomic::sync_dir(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
+        // Journaled before the flush, which may fail: the entry is in the store by now, and
+        // an unjournaled one is out of `history`'s and `restore`'s reach, and never pruned.
         if let Some((rec, keep)) = kept {
             rec.record(change, keep, None, None);
         }
+        crate::atomic::sync_dir(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
         Ok(())
     })
     .await

@@ -105,14 +105,16 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
             }
             return Err(e);
         }
-        crate::atomic::sync_dir(to.parent()).map_err(io)?;
-        crate::atomic::sync_dir(from.parent()).map_err(io)?;
+        // Journaled before the flushes, which may fail: the rename is done, and what it
+        // replaced is in the store.
         if let Some(rec) = &inner.recovery {
             let keep = replaced.unwrap_or_else(crate::recovery::Keep::nothing);
             let after = moved.as_ref().map(crate::recovery::fingerprint);
             let change = origin(&s, "files/rename", &root, from.real());
             rec.record(change, keep, Some(to.real().to_string()), after);
         }
+        crate::atomic::sync_dir(to.parent()).map_err(io)?;
+        crate::atomic::sync_dir(from.parent()).map_err(io)?;
         Ok(())
     })
     .await

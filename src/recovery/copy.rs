@@ -31,8 +31,12 @@ pub(super) struct Copied {
 /// Why a copy stopped; what it made so far is left for the caller to remove.
 #[derive(Debug)]
 pub(super) enum CopyFail {
-    /// Past the bound (bytes and entries, or depth).
+    /// Past the bound in bytes and entries.
     TooLarge,
+    /// Deeper than [`MAX_DEPTH`]: not kept however small, so never a reason to proceed
+    /// unkept (it used to pass for `TooLarge`, so that a tree of a few bytes, or anything
+    /// a server first moved 129 levels down, was deleted unkept and journaled as too large).
+    TooDeep,
     /// An I/O error.
     Io(std::io::Error),
     /// The deadline passed.
@@ -102,7 +106,7 @@ pub(super) fn copy_tree(
         )?;
         if let Some(level) = made {
             if stack.len() >= MAX_DEPTH {
-                return Err(CopyFail::TooLarge);
+                return Err(CopyFail::TooDeep);
             }
             stack.push(level);
         }
@@ -124,7 +128,7 @@ fn copy_entry(
     done: &mut Copied,
 ) -> Result<Option<Level>, CopyFail> {
     let kind = rustix::fs::FileType::from_raw_mode(meta.st_mode);
-    let mode = Mode::from_raw_mode(meta.st_mode & 0o7777);
+    let mode = Mode::from_raw_mode(copied_mode(meta));
     let size = if kind == rustix::fs::FileType::RegularFile {
         meta.st_size.max(0) as u64
     } else {
@@ -209,6 +213,59 @@ fn copy_entry(
     }
 }
 
+/// The mode a copy of `meta` gets. The copy is the user's, whoever owned the original: a
+/// set-user-ID bit is kept only on a copy of the user's own file, a set-group-ID bit only
+/// on one of the user's group, as `cp -p` does when it cannot keep the owner. They used to
+/// be kept always, so that another user's set-user-ID program, kept by a copy and put back
+/// by `restore` or `undo`, became a set-user-ID program of the user's running the other
+/// user's code.
+fn copied_mode(meta: &rustix::fs::Stat) -> u32 {
+    let mut mode = meta.st_mode & 0o7777;
+    if meta.st_uid != rustix::process::geteuid().as_raw() {
+        mode &= !0o4000;
+    }
+    if meta.st_gid != rustix::process::getegid().as_raw() {
+        mode &= !0o2000;
+    }
+    mode
+}
+
+/// Gives the user write and search permission on every directory of theirs in the tree
+/// `name` in `dir` (never following a link), so that it can be removed: a kept tree with a
+/// read-only directory in it (a module cache) could not be pruned, and stayed in the store
+/// for good while the journal no longer counted it.
+pub(super) fn loosen(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
+    use std::rc::Rc;
+    let me = rustix::process::geteuid().as_raw();
+    // As in `measure`: siblings share their parent's handle, so that the descriptors held
+    // stay bounded by the depth, whatever the breadth.
+    let mut todo: Vec<(Rc<Dir>, OsString, usize)> =
+        vec![(Rc::new(dir.try_clone()?), name.to_owned(), 0)];
+    while let Some((parent, name, depth)) = todo.pop() {
+        let opened = open_dir(&parent, &name);
+        drop(parent);
+        let Ok(fd) = opened else {
+            continue;
+        };
+        let st = rustix::fs::fstat(&fd)?;
+        if st.st_uid == me && st.st_mode & 0o700 != 0o700 {
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode((st.st_mode & 0o7777) | 0o700))?;
+        }
+        if depth >= MAX_DEPTH {
+            continue;
+        }
+        let d = Rc::new(dir_of(&fd)?);
+        drop(fd);
+        for entry in d.entries()? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                todo.push((d.clone(), entry.file_name(), depth + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Opens `name` in `dir` as a directory for reading, never following a link.
 fn open_dir(dir: &Dir, name: &OsStr) -> std::io::Result<OwnedFd> {
     Ok(rustix::fs::openat(
@@ -269,4 +326,67 @@ pub(super) fn measure(dir: &Dir, name: &OsStr) -> std::io::Result<u64> {
         }
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    /// Another user's set-user-ID program, copied: the copy is the user's, without the bit.
+    #[test]
+    fn a_copy_of_another_users_setuid_program_is_not_setuid() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: needs root to make another user's file");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(a.join("tool"), "#!/bin/sh\n").unwrap();
+        std::os::unix::fs::chown(a.join("tool"), Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(a.join("tool"), std::fs::Permissions::from_mode(0o6755)).unwrap();
+        std::fs::write(a.join("mine"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(a.join("mine"), std::fs::Permissions::from_mode(0o4755)).unwrap();
+        let src = Dir::open_ambient_dir(&a, cap_std::ambient_authority()).unwrap();
+        let dst = Dir::open_ambient_dir(&b, cap_std::ambient_authority()).unwrap();
+        for name in ["tool", "mine"] {
+            copy_tree(
+                &src,
+                OsStr::new(name),
+                &dst,
+                OsStr::new(name),
+                u64::MAX,
+                None,
+            )
+            .unwrap();
+        }
+        let mode = |n: &str| std::fs::metadata(b.join(n)).unwrap().mode() & 0o7777;
+        assert_eq!(
+            mode("tool"),
+            0o755,
+            "another user's set-user-ID bit was kept"
+        );
+        assert_eq!(mode("mine"), 0o4755, "the user's own was not");
+    }
+
+    /// A tree deeper than the copy goes is `TooDeep`, never `TooLarge`: it is not a reason to
+    /// proceed unkept.
+    #[test]
+    fn a_deep_tree_is_too_deep_not_too_large() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut deep = dir.path().join("a/t");
+        for _ in 0..(MAX_DEPTH + 2) {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(dir.path().join("b")).unwrap();
+        let src =
+            Dir::open_ambient_dir(dir.path().join("a"), cap_std::ambient_authority()).unwrap();
+        let dst =
+            Dir::open_ambient_dir(dir.path().join("b"), cap_std::ambient_authority()).unwrap();
+        let r = copy_tree(&src, OsStr::new("t"), &dst, OsStr::new("t"), u64::MAX, None);
+        assert!(matches!(r, Err(CopyFail::TooDeep)), "{r:?}");
+    }
 }

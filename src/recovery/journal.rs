@@ -92,6 +92,10 @@ impl Journal {
             rewrite_at: REWRITE_AT,
         };
         j.locked(|j| j.catch_up())?;
+        // The mark as if this process had written the journal as it is: it used to start at
+        // the least, so that every new process (each `serve`, each command) rewrote a large
+        // journal whole at its first change, with nothing to drop.
+        j.rewrite_at = REWRITE_AT.max(j.read_to.saturating_mul(2));
         Ok(j)
     }
 
@@ -122,19 +126,25 @@ impl Journal {
             return Ok(());
         }
         self.file.seek(SeekFrom::Start(self.read_to))?;
-        let mut text = Vec::new();
-        (&self.file)
-            .take(now.len() - self.read_to)
-            .read_to_end(&mut text)?;
-        // Only whole lines: one cut short by a writer that died is skipped when the next
-        // append ends it.
-        let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        for raw in text[..whole].split(|&b| b == b'\n') {
-            if let Ok(line) = serde_json::from_slice::<Line>(raw) {
+        // A line at a time: the journal may be large (a month of a busy server's changes),
+        // and reading it whole used to take as much memory again as the file, in every
+        // process, at its start.
+        let file = self.file.try_clone()?;
+        let mut reader = std::io::BufReader::new((&file).take(now.len() - self.read_to));
+        let mut raw = Vec::new();
+        loop {
+            raw.clear();
+            let n = std::io::BufRead::read_until(&mut reader, b'\n', &mut raw)?;
+            // Only whole lines: one cut short by a writer that died is skipped when the
+            // next append ends it.
+            if n == 0 || raw.last() != Some(&b'\n') {
+                break;
+            }
+            if let Ok(line) = serde_json::from_slice::<Line>(&raw[..n - 1]) {
                 self.fold(&line);
             }
+            self.read_to += n as u64;
         }
-        self.read_to += whole as u64;
         Ok(())
     }
 
@@ -142,10 +152,13 @@ impl Journal {
     fn fold(&mut self, line: &Line) {
         match line {
             Line::Change(c) => {
-                let bytes = c.kept.as_ref().map_or(0, |k| k.bytes);
-                if bytes == 0 {
+                // Every change that kept something is followed, whatever it costs, so that
+                // its content is removed in time: one that cost nothing (a tree that could
+                // not be measured) used to be left out, and stayed in the store for good.
+                let Some(kept) = &c.kept else {
                     return;
-                }
+                };
+                let bytes = kept.bytes;
                 self.used = self.used.saturating_add(bytes);
                 self.held.push_back(Held {
                     id: c.id.clone(),

@@ -2,7 +2,7 @@
 //! operations call, inside their critical section, through the handles they resolved.
 
 use super::copy::CopyFail;
-use super::journal::{Held, Journal, Line};
+use super::journal::{Journal, Line};
 use super::store::new_id;
 use super::{Change, Kept, RecoveryStore, now_ms};
 use crate::deadline::Deadline;
@@ -115,7 +115,7 @@ impl RecoveryStore {
             match self.store.link_in(parent, name, &id) {
                 Ok(()) => keep("link", meta.len() + 512),
                 Err(e) if cannot_link(&e) => {
-                    return self.copy(parent, name, meta, id, &policy, deadline);
+                    return self.copy(parent, name, meta, id, &policy, policy.unkept, deadline);
                 }
                 Err(e) => return Err(self.failed(&e)),
             }
@@ -137,6 +137,30 @@ impl RecoveryStore {
         origin: &Origin,
     ) -> Result<Keep> {
         let policy = self.policy();
+        self.remove_kept_as(
+            parent,
+            name,
+            recursive,
+            deadline,
+            origin,
+            &policy,
+            policy.unkept,
+        )
+    }
+
+    /// [`RecoveryStore::remove_kept`], with `unkept` deciding what becomes of content past
+    /// `copy_max_bytes`: a restore never lets it go unkept, whatever the policy says.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn remove_kept_as(
+        &self,
+        parent: &Dir,
+        name: &str,
+        recursive: bool,
+        deadline: Deadline,
+        origin: &Origin,
+        policy: &RecoveryPolicy,
+        unkept: Unkept,
+    ) -> Result<Keep> {
         let io = |e: std::io::Error| Error::from_io(&e, "");
         let meta = parent.symlink_metadata(name).map_err(io)?;
         let id = new_id();
@@ -154,7 +178,7 @@ impl RecoveryStore {
             self.store
                 .empty_dir(&id, meta.mode())
                 .map_err(|e| self.failed(&e))?;
-            let keep = self.room_or_discard(kept("empty", 512), &policy)?;
+            let keep = self.room_or_discard(kept("empty", 512), policy)?;
             if let Err(e) = parent.remove_dir(name) {
                 self.discard(keep);
                 return Err(io(e));
@@ -164,7 +188,7 @@ impl RecoveryStore {
         match self.store.move_in(parent, name, &id) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {
-                let keep = self.copy(parent, name, &meta, id.clone(), &policy, deadline)?;
+                let keep = self.copy(parent, name, &meta, id.clone(), policy, unkept, deadline)?;
                 let removed = if meta.is_dir() {
                     super::super::root::remove_tree(parent, name)
                 } else {
@@ -187,24 +211,45 @@ impl RecoveryStore {
             }
             Err(e) => return Err(io(e)),
         }
-        let bytes = self.store.measure(&id).unwrap_or(0);
-        match self.room_for(&kept("move", bytes), &policy) {
-            Ok(()) => Ok(kept("move", bytes)),
-            Err(e) => {
-                // No room: the entry goes back where it was, and the delete is refused.
-                if let Err(back) = self.store.put_back(&id, parent, name) {
-                    tracing::error!(
-                        store = %self.store.path.display(), id,
-                        "a refused delete's entry could not be put back: {back}; it stays in the store"
-                    );
-                }
-                Err(e)
+        // What the moved entry costs. A tree that cannot be measured (a directory in it the
+        // user cannot read) used to cost nothing: unbounded by `max_bytes`, and, holding no
+        // bytes, never pruned, not even for its age.
+        let (bytes, refused) = match self.store.measure(&id) {
+            Ok(bytes) => (bytes, self.room_for(&kept("move", bytes), policy).err()),
+            Err(e) => (
+                0,
+                Some(Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "what this would remove cannot be measured for the recovery store ({e}), so nothing was changed"
+                    ),
+                )),
+            ),
+        };
+        let Some(e) = refused else {
+            return Ok(kept("move", bytes));
+        };
+        // Refused: the entry goes back where it was, and the delete is refused.
+        match self.store.put_back(&id, parent, name) {
+            Ok(()) => Err(e),
+            Err(back) => {
+                // Its name was taken meanwhile (a process of the server's, another broker):
+                // the entry is gone from the root, and the store's copy is the user's only
+                // one. It used to stay in `objects/` unjournaled, out of `history`'s and
+                // `restore`'s reach and never pruned; now the delete stands, journaled, and
+                // the store is over its bound by this one change.
+                tracing::error!(
+                    store = %self.store.path.display(), id,
+                    "a refused delete's entry could not be put back ({back}): it is kept, and the delete journaled"
+                );
+                Ok(kept("move", bytes))
             }
         }
     }
 
     /// Keeps `name` by a copy within the policy's bound; past it, nothing is kept and the
     /// change proceeds marked not recoverable, or is refused, as the policy says.
+    #[allow(clippy::too_many_arguments)]
     fn copy(
         &self,
         parent: &Dir,
@@ -212,6 +257,7 @@ impl RecoveryStore {
         meta: &Metadata,
         id: String,
         policy: &RecoveryPolicy,
+        unkept: Unkept,
         deadline: Deadline,
     ) -> Result<Keep> {
         let etag_before = Some(fingerprint(meta));
@@ -232,7 +278,7 @@ impl RecoveryStore {
                 };
                 self.room_or_discard(keep, policy)
             }
-            Err(CopyFail::TooLarge) if policy.unkept == Unkept::Proceed => Ok(Keep {
+            Err(CopyFail::TooLarge) if unkept == Unkept::Proceed => Ok(Keep {
                 id,
                 kept: None,
                 not_kept: Some(format!(
@@ -243,6 +289,10 @@ impl RecoveryStore {
             }),
             Err(CopyFail::TooLarge) => Err(unrecoverable(
                 "the content this would destroy is too large to keep (recovery.copy_max_bytes)",
+                policy.copy_max_bytes,
+            )),
+            Err(CopyFail::TooDeep) => Err(unrecoverable(
+                "the content this would destroy is a tree too deep to keep (more than 128 levels) on another filesystem than the recovery store",
                 policy.copy_max_bytes,
             )),
             Err(CopyFail::Io(e)) => Err(self.failed(&e)),
@@ -267,10 +317,13 @@ impl RecoveryStore {
     /// the user's only copy, and goes back, never away.
     fn room_for(&self, keep: &Keep, policy: &RecoveryPolicy) -> Result<()> {
         let need = keep.kept.as_ref().map_or(0, |k| k.bytes);
+        let mut taken = Vec::new();
         let made = crate::locks::lock(&self.journal).locked(|j| {
-            self.prune(j, policy, need)?;
-            Ok(j.used.saturating_add(need) <= policy.max_bytes)
+            taken = self.prune(j, policy, need)?;
+            let used = j.used.saturating_sub(self.leaving(j));
+            Ok(used.saturating_add(need) <= policy.max_bytes)
         });
+        self.purge(taken);
         match made {
             Ok(true) => Ok(()),
             Ok(false) => Err(unrecoverable(
@@ -283,16 +336,35 @@ impl RecoveryStore {
 
     /// Prunes changes past the policy's age, then, while `need` more bytes would not fit,
     /// the oldest changes older than `min_keep_hours` (under the journal's lock).
-    fn prune(&self, j: &mut Journal, policy: &RecoveryPolicy, need: u64) -> std::io::Result<()> {
+    ///
+    /// What is pruned is only taken out of the way here (one rename each, under the lock);
+    /// the names it has then are returned, for [`RecoveryStore::purge`] once the lock is let
+    /// go: removing a large tree used to hold every process's journal for as long as it
+    /// took. A change being restored is never pruned.
+    fn prune(
+        &self,
+        j: &mut Journal,
+        policy: &RecoveryPolicy,
+        need: u64,
+    ) -> std::io::Result<Vec<String>> {
         let now = now_ms();
+        let pinned = crate::locks::lock(&self.pinned).clone();
+        let mut taken = Vec::new();
         let day = 24 * 3600 * 1000u64;
         let old = now.saturating_sub(u64::from(policy.keep_days) * day);
         let young = now.saturating_sub(u64::from(policy.min_keep_hours) * 3600 * 1000);
         let mut lines = Vec::new();
         let mut early = 0usize;
-        let mut used = j.used;
+        // What a restore is putting back leaves the store with it: what the restore displaces
+        // takes its room, rather than an older change's.
+        let mut used = j.used.saturating_sub(self.leaving(j));
         for h in j.held.iter() {
             let short = used.saturating_add(need) > policy.max_bytes;
+            if pinned.contains(&h.id) {
+                // Being put back by a restore: it used to be pruned to make room for what
+                // the restore displaces, so that the restore lost what it was asked for.
+                continue;
+            }
             let why = if h.at < old {
                 "age"
             } else if short && h.at < young && h.bytes > 0 {
@@ -307,15 +379,24 @@ impl RecoveryStore {
                 break;
             };
             used = used.saturating_sub(h.bytes);
-            self.drop_held(h);
+            taken.extend(self.store.take(&h.id));
             lines.push(Line::Pruned {
                 pruned: h.id.clone(),
                 why: why.to_owned(),
                 at: now,
             });
         }
+        // A rewrite keeps the lines of changes being restored, however old: a restore that
+        // failed after its change's line was dropped would leave its content unjournaled.
+        let kept_from = j
+            .held
+            .iter()
+            .filter(|h| pinned.contains(&h.id))
+            .map(|h| h.at)
+            .fold(old, u64::min);
         if lines.is_empty() {
-            return j.compact_if_worth_it(old);
+            j.compact_if_worth_it(kept_from)?;
+            return Ok(taken);
         }
         if early > 0 {
             tracing::warn!(
@@ -325,12 +406,28 @@ impl RecoveryStore {
             );
         }
         j.append(&lines)?;
-        j.compact_if_worth_it(old)
+        j.compact_if_worth_it(kept_from)?;
+        Ok(taken)
     }
 
-    fn drop_held(&self, h: &Held) {
-        if h.bytes > 0 {
-            self.store.prune(&h.id);
+    /// What the changes being put back by this process's restores cost the store.
+    fn leaving(&self, j: &Journal) -> u64 {
+        let pinned = crate::locks::lock(&self.pinned);
+        if pinned.is_empty() {
+            return 0;
+        }
+        j.held
+            .iter()
+            .filter(|h| pinned.contains(&h.id))
+            .map(|h| h.bytes)
+            .sum()
+    }
+
+    /// Has what [`RecoveryStore::prune`] took out of the way removed, by the store's own
+    /// thread, off the request's path.
+    fn purge(&self, taken: Vec<String>) {
+        if !taken.is_empty() {
+            self.store.sweep();
         }
     }
 
@@ -373,10 +470,13 @@ impl RecoveryStore {
         let policy = self.policy();
         // Changes past their age go as the journal grows, whether or not this one kept
         // anything: a journal of creations alone must not grow for ever either.
+        let mut taken = Vec::new();
         let done = crate::locks::lock(&self.journal).locked(|j| {
             j.append(std::slice::from_ref(&line))?;
-            self.prune(j, &policy, 0)
+            taken = self.prune(j, &policy, 0)?;
+            Ok(())
         });
+        self.purge(taken);
         if let Err(e) = &done {
             tracing::error!(store = %self.store.path.display(), id, "cannot journal a change: {e}");
         }

@@ -39,6 +39,8 @@ pub struct RecoveryStore {
     /// the mutex other threads of this one (a lock on one open file is not exclusive
     /// between them).
     reverting: Mutex<std::fs::File>,
+    /// The changes being put back by a restore of this process, which pruning leaves alone.
+    pinned: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for RecoveryStore {
@@ -75,6 +77,7 @@ impl RecoveryStore {
             journal: Mutex::new(journal),
             policy: Mutex::new(policy),
             reverting: Mutex::new(reverting),
+            pinned: Mutex::new(std::collections::HashSet::new()),
         })
     }
 

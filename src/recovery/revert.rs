@@ -99,9 +99,18 @@ impl RecoveryStore {
         if let Some(why) = &change.not_kept {
             return Err(conflict(format!("its content was not kept: {why}")));
         }
+        // What this restore puts back is not pruned to make room for what it displaces.
+        let _pin = Pin::new(&self.pinned, &change.id);
         let mut made = Vec::new();
         let place = to.unwrap_or(&change.path).to_owned();
         if let Some(new) = &change.to {
+            // A rename that replaced nothing only goes back to its old name: it used to take
+            // `to` and say the entry was put back there while it went to its old name.
+            if to.is_some() && change.kept.is_none() {
+                return Err(conflict(
+                    "a rename that replaced nothing goes back to its old name only".into(),
+                ));
+            }
             // A rename: the entry goes back to its old name when it is still where the
             // rename put it and the old name is free.
             let (at_new, at_old) = (
@@ -110,7 +119,9 @@ impl RecoveryStore {
             );
             let moved = at_new.metadata().ok().map(|m| fingerprint(&m));
             let home = moved.is_some() && moved == change.etag_after && !at_old.exists();
-            if check && !home {
+            // A rename that kept nothing and cannot go home does nothing: it used to be
+            // marked restored all the same, saying it was put back.
+            if (check || change.kept.is_none()) && !home {
                 return Err(conflict(format!("{new} or {} changed since", change.path)));
             }
             if home {
@@ -142,9 +153,18 @@ impl RecoveryStore {
                 return Err(conflict("this change kept nothing to put elsewhere".into()));
             }
             let g = self.reach(history, change, &place)?;
-            let now = g.metadata().ok().map(|m| fingerprint(&m));
+            let meta = g.metadata().ok();
+            let now = meta.as_ref().map(fingerprint);
             if check && now != change.etag_after {
                 return Err(conflict(format!("{place} changed since")));
+            }
+            // A directory's fingerprint is its identity alone: entries made in it since (the
+            // server's own are undone before it, newest first) are someone else's, and undo
+            // does not take them away with it.
+            if check && meta.as_ref().is_some_and(|m| m.is_dir()) && holds_entries(&g) {
+                return Err(conflict(format!(
+                    "{place} holds entries made since it was created"
+                )));
             }
             made.extend(self.displace(history, change, &place, &g)?);
         }
@@ -186,7 +206,19 @@ impl RecoveryStore {
             path: place.to_owned(),
             root: self.root_dir(history, change, place)?,
         };
-        let keep: Keep = self.remove_kept(g.parent(), name, true, deadline, &origin)?;
+        // What stands in the way is the user's, perhaps their only copy: it is kept, or the
+        // restore is refused. Past `copy_max_bytes` it used to be removed unkept when the
+        // policy let a server's change proceed so, while the restore said it was kept.
+        let policy = self.policy();
+        let keep: Keep = self.remove_kept_as(
+            g.parent(),
+            name,
+            true,
+            deadline,
+            &origin,
+            &policy,
+            crate::policy::Unkept::Refuse,
+        )?;
         let entry = change_of(origin, keep, None, None);
         Ok(Some(
             self.append(entry).map_err(|e| Error::from_io(&e, ""))?,
@@ -241,8 +273,22 @@ impl RecoveryStore {
             servers: vec!["*".into()],
         };
         let io = |e: std::io::Error| Error::from_io(&e, "");
-        let zone = crate::root::zone(&spec).map_err(io)?;
-        let root = Root::open(spec, &[zone]).map_err(io)?;
+        // The journal records a root by its real path, so no link lies on the way to it; one
+        // there now was made since, perhaps by a server that can write a root holding this one
+        // (nested roots, in this policy or another broker's), and is never followed. The
+        // root's own zone used to be the only one checked, so that such a link led `restore`
+        // and `undo` outside every root. Every link on the way now counts as beneath one.
+        let slash = rustix::fs::stat("/").map_err(|e| io(e.into()))?;
+        let everywhere = crate::root::Zone {
+            id: (slash.st_dev, slash.st_ino),
+            mount: spec.mount.clone(),
+            path: spec.path.clone(),
+        };
+        let root = Root::open(spec, &[everywhere]).map_err(|e| {
+            conflict(format!(
+                "the root {place} was in is no longer where the journal says, without a link on the way: {e}"
+            ))
+        })?;
         root.resolve(
             &path.rel,
             &Gate::whole(),
@@ -256,6 +302,36 @@ impl RecoveryStore {
             )),
             _ => e,
         })
+    }
+}
+
+/// Whether the directory at `g` holds any entry (an error counts as holding some).
+fn holds_entries(g: &Granted) -> bool {
+    match g.open_dir() {
+        Ok(d) => d.entries().map_or(true, |mut e| e.next().is_some()),
+        Err(_) => true,
+    }
+}
+
+/// Keeps a change out of pruning while it is put back.
+struct Pin<'a> {
+    set: &'a std::sync::Mutex<std::collections::HashSet<String>>,
+    id: String,
+}
+
+impl<'a> Pin<'a> {
+    fn new(set: &'a std::sync::Mutex<std::collections::HashSet<String>>, id: &str) -> Pin<'a> {
+        crate::locks::lock(set).insert(id.to_owned());
+        Pin {
+            set,
+            id: id.to_owned(),
+        }
+    }
+}
+
+impl Drop for Pin<'_> {
+    fn drop(&mut self) {
+        crate::locks::lock(self.set).remove(&self.id);
     }
 }
 
@@ -328,5 +404,146 @@ mod tests {
                 "round {round}: {one:?} and {two:?}"
             );
         }
+    }
+
+    fn overwrite(store: &RecoveryStore, root: &std::path::Path, name: &str, new: &[u8]) -> String {
+        let handle =
+            cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap();
+        let meta = handle.symlink_metadata(name).unwrap();
+        let deadline = crate::deadline::Deadline::at(Instant::now() + Duration::from_secs(60));
+        let keep = store.keep_replaced(&handle, name, &meta, deadline).unwrap();
+        std::fs::write(root.join("new.tmp"), new).unwrap();
+        std::fs::rename(root.join("new.tmp"), root.join(name)).unwrap();
+        let after = fingerprint(&handle.symlink_metadata(name).unwrap());
+        let origin = Origin {
+            server: "s".into(),
+            session: "s@1#0".into(),
+            method: "files/write",
+            path: format!("demo/{name}"),
+            root: root.to_owned(),
+        };
+        let mut change = super::super::keep::change_of(origin, keep, None, Some(after));
+        // Two hours ago: old enough to be pruned for room.
+        change.at -= 2 * 3600 * 1000;
+        store.append(change).unwrap()
+    }
+
+    /// A restore whose displaced content needs room the store has only by pruning the change
+    /// being restored: the restore used to prune it, then fail, losing both its content and
+    /// the file at the place (moved into the store).
+    #[test]
+    fn a_restore_never_prunes_the_change_it_restores() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let policy = RecoveryPolicy {
+            max_bytes: 1_500_000,
+            min_keep_hours: 1,
+            ..RecoveryPolicy::default()
+        };
+        let store = RecoveryStore::open_at(&dir.path().join("store"), policy).unwrap();
+        std::fs::write(root.join("a.bin"), vec![1u8; 1_000_000]).unwrap();
+        let id = overwrite(&store, &root, "a.bin", b"server's");
+        // The user's own later version, as large.
+        std::fs::write(root.join("a.bin"), vec![2u8; 1_000_000]).unwrap();
+        let done = store.restore(&id, None);
+        assert!(done.is_ok(), "{done:?}");
+        assert_eq!(
+            std::fs::read(root.join("a.bin")).unwrap(),
+            vec![1u8; 1_000_000]
+        );
+        let displaced = &done.unwrap().kept[0];
+        assert!(store.restore(displaced, None).is_ok());
+        assert_eq!(
+            std::fs::read(root.join("a.bin")).unwrap(),
+            vec![2u8; 1_000_000]
+        );
+    }
+
+    /// On a root on another filesystem than the store, what a restore displaces is kept or
+    /// the restore is refused, past `copy_max_bytes` too, whatever `unkept` says.
+    #[test]
+    fn a_restore_keeps_what_it_displaces_past_copy_max_bytes() {
+        let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+            eprintln!("skipped: no /dev/shm");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        use std::os::unix::fs::MetadataExt;
+        if std::fs::metadata(shm.path()).unwrap().dev()
+            == std::fs::metadata(dir.path()).unwrap().dev()
+        {
+            eprintln!("skipped: /dev/shm is the temporary directory's filesystem");
+            return;
+        }
+        let root = shm.path().to_owned();
+        let policy = RecoveryPolicy {
+            copy_max_bytes: 100_000,
+            ..RecoveryPolicy::default()
+        };
+        let store = RecoveryStore::open_at(&dir.path().join("store"), policy).unwrap();
+        std::fs::write(root.join("r.bin"), vec![1u8; 10_000]).unwrap();
+        let id = overwrite(&store, &root, "r.bin", b"server's");
+        std::fs::write(root.join("r.bin"), vec![2u8; 200_000]).unwrap();
+        let done = store.restore(&id, None);
+        assert!(done.is_err(), "{done:?}");
+        assert_eq!(
+            std::fs::read(root.join("r.bin")).unwrap(),
+            vec![2u8; 200_000]
+        );
+    }
+
+    /// Undo of a created directory the user has since put files in leaves it, and says so.
+    #[test]
+    fn undo_leaves_a_created_directory_that_holds_entries_made_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let store =
+            RecoveryStore::open_at(&dir.path().join("store"), RecoveryPolicy::default()).unwrap();
+        std::fs::create_dir(root.join("made")).unwrap();
+        let handle =
+            cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority()).unwrap();
+        let after = fingerprint(&handle.symlink_metadata("made").unwrap());
+        let origin = Origin {
+            server: "s".into(),
+            session: "s@1#0".into(),
+            method: "files/create",
+            path: "demo/made".into(),
+            root: root.clone(),
+        };
+        store.record(
+            origin,
+            super::super::keep::Keep::nothing(),
+            None,
+            Some(after),
+        );
+        std::fs::write(root.join("made/users-notes.txt"), "mine").unwrap();
+        let undone = store.undo("s", None).unwrap();
+        assert_eq!(undone.conflicts.len(), 1, "{undone:?}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("made/users-notes.txt")).unwrap(),
+            "mine"
+        );
+    }
+
+    /// A root the journal names, swapped for a link since (a server that can write a root
+    /// holding it): restore refuses to follow it, and nothing outside is touched.
+    #[test]
+    fn a_restore_never_follows_a_link_made_in_place_of_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("outer/docs");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let store =
+            RecoveryStore::open_at(&dir.path().join("store"), RecoveryPolicy::default()).unwrap();
+        std::fs::write(root.join("a.txt"), "old").unwrap();
+        let id = overwrite(&store, &root, "a.txt", b"new");
+        std::fs::rename(&root, dir.path().join("outer/docs.old")).unwrap();
+        std::os::unix::fs::symlink(&outside, &root).unwrap();
+        let done = store.restore(&id, None);
+        assert!(done.is_err(), "{done:?}");
+        assert!(!outside.join("a.txt").exists());
     }
 }

@@ -13,21 +13,19 @@ use std::path::{Path, PathBuf};
 /// The directory of kept content inside the store.
 const OBJECTS: &str = "objects";
 
-/// Where pruned content waits to be removed, off the path of the request that pruned it.
-const PRUNED: &str = "pruned";
-
 /// The store, opened.
 #[derive(Debug)]
 pub(super) struct Store {
     /// Where it is, for messages and the journal's `place`.
     pub(super) path: PathBuf,
-    /// `objects/`.
-    objects: Dir,
-    /// `pruned/`, emptied by a thread of its own.
-    pruned: std::sync::Arc<Dir>,
+    /// `objects/`, shared with the thread that removes what was pruned.
+    objects: std::sync::Arc<Dir>,
     /// Whether that thread is running.
     sweeping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// What [`Store::take`] names content taken out of the way: no id begins so (ids are hex).
+const TRASH: &str = "trash.";
 
 impl Store {
     /// Makes (0700) or opens the store at `path`. Refused when it is a link, not a directory,
@@ -55,26 +53,22 @@ impl Store {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o700))?;
         }
         let dir = Dir::from_std_file(std::fs::File::from(fd));
-        let sub = |name: &str| -> std::io::Result<Dir> {
-            match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o700)) {
-                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                Err(e) => return Err(e.into()),
-            }
-            let fd = rustix::fs::openat(
-                &dir,
-                name,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
-            Ok(Dir::from_std_file(std::fs::File::from(fd)))
-        };
+        match rustix::fs::mkdirat(&dir, OBJECTS, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let objects = rustix::fs::openat(
+            &dir,
+            OBJECTS,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         let store = Store {
             path,
-            objects: sub(OBJECTS)?,
-            pruned: std::sync::Arc::new(sub(PRUNED)?),
+            objects: std::sync::Arc::new(Dir::from_std_file(std::fs::File::from(objects))),
             sweeping: std::sync::Arc::default(),
         };
-        // What an earlier process pruned and did not get to remove.
+        // What an earlier process took out of the way and did not get to remove.
         store.sweep();
         Ok(store)
     }
@@ -143,6 +137,9 @@ impl Store {
     pub(super) fn put_back(&self, id: &str, parent: &Dir, name: &str) -> std::io::Result<()> {
         match crate::atomic::rename_noreplace(&self.objects, id, parent, name) {
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {}
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::ACCESS.raw_os_error()) => {
+                return self.put_back_read_only(id, parent, name).map_err(|_| e);
+            }
             other => return other,
         }
         let name = OsStr::new(name);
@@ -156,6 +153,28 @@ impl Store {
         }
     }
 
+    /// Puts back a directory of the user's without write permission of its own, which a
+    /// rename to another directory needs (for its `..`): it is made writable for the
+    /// rename, and gets its mode back after. A deleted read-only directory used to be
+    /// beyond `restore` and `undo` for anyone but root.
+    fn put_back_read_only(&self, id: &str, parent: &Dir, name: &str) -> std::io::Result<()> {
+        let fd = rustix::fs::openat(
+            &self.objects,
+            id,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let st = rustix::fs::fstat(&fd)?;
+        if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o200 != 0 {
+            return Err(rustix::io::Errno::ACCESS.into());
+        }
+        let mode = Mode::from_raw_mode(st.st_mode & 0o7777);
+        rustix::fs::fchmod(&fd, mode | Mode::WUSR)?;
+        let moved = crate::atomic::rename_noreplace(&self.objects, id, parent, name);
+        rustix::fs::fchmod(&fd, mode)?;
+        moved
+    }
+
     /// The bytes object `id` costs the store.
     pub(super) fn measure(&self, id: &str) -> std::io::Result<u64> {
         copy::measure(&self.objects, OsStr::new(id))
@@ -166,45 +185,73 @@ impl Store {
         rustix::fs::statat(&self.objects, id, AtFlags::SYMLINK_NOFOLLOW).is_ok()
     }
 
-    /// Prunes object `id`: moved aside at once (one rename), removed by the sweeping thread,
-    /// so that the request whose keep made room never waits for a large tree to go.
-    pub(super) fn prune(&self, id: &str) {
-        match rustix::fs::renameat(&self.objects, id, &*self.pruned, id) {
-            Ok(()) => self.sweep(),
-            Err(rustix::io::Errno::NOENT) => {}
-            Err(_) => self.remove(id),
+    /// Removes object `id`, whatever it is; a failure is logged, not fatal: the journal no
+    /// longer counts it either way.
+    pub(super) fn remove(&self, id: &str) {
+        if let Some(taken) = self.take(id) {
+            self.purge(&taken);
         }
     }
 
-    /// Starts the thread that empties `pruned/`, unless it runs already.
-    fn sweep(&self) {
+    /// Takes object `id` out of the way, in one rename within `objects/` (so that no write
+    /// permission on a kept directory is needed), to a name no change has (`trash.` and a
+    /// random part; ids are hex digits), and names it; `None` when it is not there (restored
+    /// meanwhile, or never made). A restore renaming the object into a root at the same
+    /// moment either gets it whole or finds it gone: it never receives a tree that a removal
+    /// is still emptying. Cheap, so that it is what the journal's lock is held for, while
+    /// [`Store::purge`] runs after that lock is let go.
+    pub(super) fn take(&self, id: &str) -> Option<String> {
+        for _ in 0..8 {
+            let name = format!("{TRASH}{id}.{}", new_id());
+            match crate::atomic::rename_noreplace(&self.objects, id, &self.objects, &name) {
+                Ok(()) => return Some(name),
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOENT.raw_os_error()) => {
+                    return None;
+                }
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) => {}
+                Err(e) => {
+                    tracing::warn!(store = %self.path.display(), id, "cannot take kept content out: {e}");
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    /// Removes `name` (one [`Store::take`] named) from `objects/`, whatever it is.
+    pub(super) fn purge(&self, name: &str) {
+        purge(&self.objects, &self.path, name);
+    }
+
+    /// Starts the thread that removes what [`Store::take`] took out of the way, unless it
+    /// runs already: so that no request waits for a large tree to go.
+    pub(super) fn sweep(&self) {
         use std::sync::atomic::Ordering;
         if self.sweeping.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (pruned, sweeping, place) = (
-            self.pruned.clone(),
-            self.sweeping.clone(),
-            self.path.clone(),
-        );
+        let (objects, sweeping) = (self.objects.clone(), self.sweeping.clone());
+        let place = self.path.clone();
+        let taken = move |objects: &Dir| -> Vec<String> {
+            objects.entries().map_or_else(
+                |_| Vec::new(),
+                |e| {
+                    e.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                        .filter(|n| n.starts_with(TRASH))
+                        .collect()
+                },
+            )
+        };
         let spawned = std::thread::Builder::new()
             .name("fsbroker-prune".into())
             .spawn(move || {
                 loop {
-                    let names: Vec<_> = match pruned.entries() {
-                        Ok(e) => e.filter_map(|e| e.ok()).map(|e| e.file_name()).collect(),
-                        Err(_) => Vec::new(),
-                    };
-                    for name in &names {
-                        let Some(name) = name.to_str() else { continue };
-                        if let Err(e) = remove_entry(&pruned, name) {
-                            tracing::warn!(store = %place.display(), "cannot remove pruned content: {e}");
-                        }
+                    for name in taken(&objects) {
+                        purge(&objects, &place, &name);
                     }
                     sweeping.store(false, Ordering::Release);
-                    // Pruned while the last pass ran: go on, unless another thread took over.
-                    let more = pruned.entries().is_ok_and(|mut e| e.next().is_some());
-                    if !more || sweeping.swap(true, Ordering::AcqRel) {
+                    // Taken while the last pass ran: go on, unless another thread took over.
+                    if taken(&objects).is_empty() || sweeping.swap(true, Ordering::AcqRel) {
                         return;
                     }
                 }
@@ -212,32 +259,6 @@ impl Store {
         if spawned.is_err() {
             self.sweeping.store(false, Ordering::Release);
         }
-    }
-
-    /// Removes object `id`, whatever it is; a failure is logged, not fatal: the journal no
-    /// longer counts it either way.
-    pub(super) fn remove(&self, id: &str) {
-        if let Err(e) = remove_entry(&self.objects, id) {
-            tracing::warn!(store = %self.path.display(), id, "cannot remove kept content: {e}");
-        }
-    }
-}
-
-/// Removes `name` in `dir`, a tree too, never following a link; gone already is no error
-/// (another process sharing the store may have removed it).
-fn remove_entry(dir: &Dir, name: &str) -> Result<(), String> {
-    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Err(_) => Ok(()),
-        Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
-            match crate::root::remove_tree(dir, name) {
-                Err(e) if e.kind() == crate::error::ErrorKind::FileNotFound => Ok(()),
-                other => other.map_err(|e| e.to_string()),
-            }
-        }
-        Ok(_) => match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
-            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
-            Err(e) => Err(e.to_string()),
-        },
     }
 }
 
@@ -254,4 +275,98 @@ pub(super) fn new_id() -> String {
         b.copy_from_slice(&mixed.to_le_bytes()[..6]);
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Removes `name` from `objects/`, whatever it is, a read-only tree too.
+fn purge(objects: &Dir, place: &Path, name: &str) {
+    let gone = match rustix::fs::statat(objects, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Err(_) => Ok(()),
+        Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
+            crate::root::remove_tree(objects, name)
+                .or_else(|_| {
+                    // A read-only directory in the tree: made the user's to clear, then
+                    // the removal goes on from where it stopped.
+                    copy::loosen(objects, OsStr::new(name))
+                        .map_err(|e| crate::error::Error::from_io(&e, ""))?;
+                    crate::root::remove_tree(objects, name)
+                })
+                .map_err(|e| e.to_string())
+        }
+        Ok(_) => rustix::fs::unlinkat(objects, name, AtFlags::empty()).map_err(|e| e.to_string()),
+    };
+    if let Err(e) = gone {
+        tracing::warn!(store = %place.display(), name, "cannot remove kept content: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(dir: &Path) -> usize {
+        let mut n = 0;
+        let mut todo = vec![dir.to_owned()];
+        while let Some(d) = todo.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    todo.push(e.path());
+                } else {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// A prune (another process's, or another thread's) removing a kept tree while a restore
+    /// renames that tree back into a root: the restore gets it whole or not at all. The
+    /// removal used to go on inside the restored tree, through the handles it held, so that
+    /// the restore succeeded and the root received a tree being emptied.
+    #[test]
+    fn a_prune_racing_a_restore_never_empties_what_was_put_back() {
+        const FILES: usize = 4000;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let handle = Dir::open_ambient_dir(&root, cap_std::ambient_authority()).unwrap();
+        let mut lost = Vec::new();
+        for round in 0..3 {
+            let tree = store.place("x");
+            for d in 0..40 {
+                std::fs::create_dir_all(tree.join(format!("d{d}"))).unwrap();
+                for f in 0..FILES / 40 {
+                    std::fs::write(tree.join(format!("d{d}/f{f}")), "k").unwrap();
+                }
+            }
+            let first = tree.join("d0");
+            let (_, back) = std::thread::scope(|s| {
+                let pruning = s.spawn(|| store.remove("x"));
+                // The restore comes while the removal is under way (or just before it).
+                let restoring = s.spawn(|| {
+                    let t0 = std::time::Instant::now();
+                    while count(&first) == FILES / 40
+                        && t0.elapsed() < std::time::Duration::from_secs(5)
+                    {
+                        std::thread::yield_now();
+                    }
+                    store.put_back("x", &handle, "x")
+                });
+                (pruning.join().unwrap(), restoring.join().unwrap())
+            });
+            if back.is_ok() {
+                let n = count(&root.join("x"));
+                if n != FILES {
+                    lost.push(format!(
+                        "round {round}: restored, with {n} of {FILES} files"
+                    ));
+                }
+                std::fs::remove_dir_all(root.join("x")).unwrap();
+            }
+        }
+        assert!(lost.is_empty(), "{lost:?}");
+    }
 }
