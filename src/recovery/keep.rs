@@ -2,7 +2,7 @@
 //! operations call, inside their critical section, through the handles they resolved.
 
 use super::copy::CopyFail;
-use super::journal::{Journal, Line};
+use super::journal::Line;
 use super::store::new_id;
 use super::{Change, Kept, RecoveryStore, now_ms};
 use crate::deadline::Deadline;
@@ -30,7 +30,7 @@ pub(crate) struct Origin {
 #[derive(Debug)]
 pub(crate) struct Keep {
     id: String,
-    kept: Option<Kept>,
+    pub(super) kept: Option<Kept>,
     not_kept: Option<String>,
     etag_before: Option<String>,
 }
@@ -71,7 +71,7 @@ fn kind_of(meta: &Metadata) -> &'static str {
 }
 
 /// The refusal of a change whose content cannot be kept.
-fn unrecoverable(message: &str, limit: u64) -> Error {
+pub(super) fn unrecoverable(message: &str, limit: u64) -> Error {
     Error::quota(message, limit).with_reason(Reason::NotRecoverable)
 }
 
@@ -300,137 +300,6 @@ impl RecoveryStore {
         }
     }
 
-    /// As [`RecoveryStore::room_for`]; when there is no room, the kept content (a link or a
-    /// copy, never the user's only one) is removed.
-    fn room_or_discard(&self, keep: Keep, policy: &RecoveryPolicy) -> Result<Keep> {
-        match self.room_for(&keep, policy) {
-            Ok(()) => Ok(keep),
-            Err(e) => {
-                self.discard(keep);
-                Err(e)
-            }
-        }
-    }
-
-    /// Makes room for `keep` in the store, pruning what the policy lets go; when there is
-    /// none, the change is refused. What was kept is the caller's to settle: a moved entry is
-    /// the user's only copy, and goes back, never away.
-    fn room_for(&self, keep: &Keep, policy: &RecoveryPolicy) -> Result<()> {
-        let need = keep.kept.as_ref().map_or(0, |k| k.bytes);
-        let mut taken = Vec::new();
-        let made = crate::locks::lock(&self.journal).locked(|j| {
-            taken = self.prune(j, policy, need)?;
-            let used = j.used.saturating_sub(self.leaving(j));
-            Ok(used.saturating_add(need) <= policy.max_bytes)
-        });
-        self.purge(taken);
-        match made {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(unrecoverable(
-                "the recovery store is full of changes younger than recovery.min_keep_hours",
-                policy.max_bytes,
-            )),
-            Err(e) => Err(self.failed(&e)),
-        }
-    }
-
-    /// Prunes changes past the policy's age, then, while `need` more bytes would not fit,
-    /// the oldest changes older than `min_keep_hours` (under the journal's lock).
-    ///
-    /// What is pruned is only taken out of the way here (one rename each, under the lock);
-    /// the names it has then are returned, for [`RecoveryStore::purge`] once the lock is let
-    /// go: removing a large tree used to hold every process's journal for as long as it
-    /// took. A change being restored is never pruned.
-    fn prune(
-        &self,
-        j: &mut Journal,
-        policy: &RecoveryPolicy,
-        need: u64,
-    ) -> std::io::Result<Vec<String>> {
-        let now = now_ms();
-        let pinned = crate::locks::lock(&self.pinned).clone();
-        let mut taken = Vec::new();
-        let day = 24 * 3600 * 1000u64;
-        let old = now.saturating_sub(u64::from(policy.keep_days) * day);
-        let young = now.saturating_sub(u64::from(policy.min_keep_hours) * 3600 * 1000);
-        let mut lines = Vec::new();
-        let mut early = 0usize;
-        // What a restore is putting back leaves the store with it: what the restore displaces
-        // takes its room, rather than an older change's.
-        let mut used = j.used.saturating_sub(self.leaving(j));
-        for h in j.held.iter() {
-            let short = used.saturating_add(need) > policy.max_bytes;
-            if pinned.contains(&h.id) {
-                // Being put back by a restore: it used to be pruned to make room for what
-                // the restore displaces, so that the restore lost what it was asked for.
-                continue;
-            }
-            let why = if h.at < old {
-                "age"
-            } else if short && h.at < young && h.bytes > 0 {
-                early += 1;
-                "space"
-            } else if short && h.at < young {
-                // A change that holds nothing (a creation, a restored one) frees nothing, and
-                // must not end the search: it used to, so one such change ahead of the others
-                // kept every older change from being pruned for room.
-                continue;
-            } else {
-                break;
-            };
-            used = used.saturating_sub(h.bytes);
-            taken.extend(self.store.take(&h.id));
-            lines.push(Line::Pruned {
-                pruned: h.id.clone(),
-                why: why.to_owned(),
-                at: now,
-            });
-        }
-        // A rewrite keeps the lines of changes being restored, however old: a restore that
-        // failed after its change's line was dropped would leave its content unjournaled.
-        let kept_from = j
-            .held
-            .iter()
-            .filter(|h| pinned.contains(&h.id))
-            .map(|h| h.at)
-            .fold(old, u64::min);
-        if lines.is_empty() {
-            j.compact_if_worth_it(kept_from)?;
-            return Ok(taken);
-        }
-        if early > 0 {
-            tracing::warn!(
-                store = %self.store.path.display(),
-                pruned = early,
-                "the recovery store was full: the oldest changes were pruned early to make room"
-            );
-        }
-        j.append(&lines)?;
-        j.compact_if_worth_it(kept_from)?;
-        Ok(taken)
-    }
-
-    /// What the changes being put back by this process's restores cost the store.
-    fn leaving(&self, j: &Journal) -> u64 {
-        let pinned = crate::locks::lock(&self.pinned);
-        if pinned.is_empty() {
-            return 0;
-        }
-        j.held
-            .iter()
-            .filter(|h| pinned.contains(&h.id))
-            .map(|h| h.bytes)
-            .sum()
-    }
-
-    /// Has what [`RecoveryStore::prune`] took out of the way removed, by the store's own
-    /// thread, off the request's path.
-    fn purge(&self, taken: Vec<String>) {
-        if !taken.is_empty() {
-            self.store.sweep();
-        }
-    }
-
     /// Removes what was kept for a change that did not happen after all.
     pub(crate) fn discard(&self, keep: Keep) {
         if keep.kept.is_some() {
@@ -485,7 +354,7 @@ impl RecoveryStore {
 
     /// A store that failed: full means not recoverable; anything else an I/O error. Either
     /// way the change is refused, nothing changed.
-    fn failed(&self, e: &std::io::Error) -> Error {
+    pub(super) fn failed(&self, e: &std::io::Error) -> Error {
         if no_room(e) {
             return unrecoverable("the recovery store's filesystem is full", 0);
         }

@@ -14,6 +14,7 @@ mod change;
 mod copy;
 mod journal;
 mod keep;
+mod prune;
 mod revert;
 mod store;
 
