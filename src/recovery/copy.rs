@@ -267,7 +267,7 @@ pub(super) fn loosen(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
 }
 
 /// Opens `name` in `dir` as a directory for reading, never following a link.
-fn open_dir(dir: &Dir, name: &OsStr) -> std::io::Result<OwnedFd> {
+pub(super) fn open_dir(dir: &Dir, name: &OsStr) -> std::io::Result<OwnedFd> {
     Ok(rustix::fs::openat(
         dir,
         name,

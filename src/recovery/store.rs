@@ -123,12 +123,7 @@ impl Store {
     /// leaves to restore.
     pub(super) fn empty_dir(&self, id: &str, mode: u32) -> std::io::Result<()> {
         rustix::fs::mkdirat(&self.objects, id, Mode::from_raw_mode(0o700))?;
-        let fd = rustix::fs::openat(
-            &self.objects,
-            id,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = copy::open_dir(&self.objects, OsStr::new(id))?;
         Ok(rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777))?)
     }
 
@@ -158,12 +153,7 @@ impl Store {
     /// rename, and gets its mode back after. A deleted read-only directory used to be
     /// beyond `restore` and `undo` for anyone but root.
     fn put_back_read_only(&self, id: &str, parent: &Dir, name: &str) -> std::io::Result<()> {
-        let fd = rustix::fs::openat(
-            &self.objects,
-            id,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = copy::open_dir(&self.objects, OsStr::new(id))?;
         let st = rustix::fs::fstat(&fd)?;
         if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o200 != 0 {
             return Err(rustix::io::Errno::ACCESS.into());
