@@ -8,14 +8,16 @@
 //! into that directory by any broker removes temporaries whose writer is gone.
 
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::locks::{Holder, LOCKED_RETRY_MS, Wait, lock};
+use crate::locks::{Holder, LOCKED_RETRY_MS, Wait};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
-use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+mod sweeper;
+
+pub(crate) use sweeper::Sweeper;
 
 /// The first pause between tries at an advisory lock another process holds, doubled after
 /// each try up to [`LONGEST_PAUSE`]: a writer holds the lock only while it replaces the file,
@@ -28,8 +30,6 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(50);
 pub(crate) const TEMP_PREFIX: &str = ".fsbroker-";
 /// The suffix of every temporary file the broker creates.
 pub(crate) const TEMP_SUFFIX: &str = ".tmp";
-/// Directories remembered as already swept before the set is cleared.
-const SWEPT_MAX: usize = 4096;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -51,66 +51,6 @@ pub(crate) struct Committed {
     pub meta: Metadata,
     /// Whether the target did not exist before.
     pub created: bool,
-}
-
-/// Remembers which directories have had stale temporaries swept, so a directory is read for
-/// that once per process rather than on every write.
-#[derive(Debug, Default)]
-pub(crate) struct Sweeper {
-    swept: Mutex<HashSet<(u64, u64)>>,
-}
-
-impl Sweeper {
-    /// Removes temporaries in `dir` left by broker processes that no longer run. Best effort:
-    /// failures are logged, never reported to the peer.
-    pub(crate) fn sweep_once(&self, dir: &Dir) {
-        let Ok(meta) = dir.dir_metadata() else { return };
-        {
-            let mut swept = lock(&self.swept);
-            if swept.len() >= SWEPT_MAX {
-                swept.clear();
-            }
-            if !swept.insert((meta.dev(), meta.ino())) {
-                return;
-            }
-        }
-        let Ok(entries) = dir.entries() else { return };
-        for entry in entries.flatten() {
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            if let Some(pid) = writer_pid(&name)
-                && pid != std::process::id()
-                && !alive(pid)
-            {
-                match dir.remove_file(&name) {
-                    Ok(()) => tracing::info!(file = %name, "removed a stale temporary file"),
-                    Err(e) => {
-                        tracing::debug!(file = %name, error = %e, "cannot remove stale temporary")
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The pid in a temporary file's name, if the name is one of ours.
-fn writer_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix(TEMP_PREFIX)?.strip_suffix(TEMP_SUFFIX)?;
-    rest.split('-').next()?.parse().ok()
-}
-
-fn alive(pid: u32) -> bool {
-    let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return false;
-    };
-    !matches!(
-        rustix::process::test_kill_process(pid),
-        Err(rustix::io::Errno::SRCH)
-    )
 }
 
 /// A temporary file in a directory, removed on drop unless committed.

@@ -126,25 +126,20 @@ impl BrokerBuilder {
         };
         // A policy built in code is checked as a loaded one was, with the same messages, and
         // with the host's settings in it, which replace the policy's values.
-        self.overrides
-            .apply(self.policy.clone())?
+        let applied = self.overrides.apply(self.policy.clone())?;
+        applied
             .validate("<policy>")
             .map_err(|e| self.overrides.blame(e))?;
         // The recovery store's place before the roots, which may neither hold it nor lie
         // within it; the store itself is made only once the policy has passed.
         let mut overrides = self.overrides;
-        let wanted = overrides.apply(self.policy.clone())?.recovery;
+        let wanted = applied.recovery;
         let place = match wanted.store_dir() {
-            Some(dir) if wanted.enabled => Some(dir),
-            Some(_) => None,
-            None if !wanted.enabled => None,
+            _ if !wanted.enabled => None,
+            Some(dir) => Some(dir),
             None => {
-                return Err(err(
-                    "recovery.dir".into(),
-                    "no place for the recovery store: XDG_STATE_HOME and HOME are unset and the user has no home in /etc/passwd; \
-                     set recovery.dir, or turn recovery off"
-                        .into(),
-                ));
+                let why = crate::recovery::NO_PLACE;
+                return Err(err("recovery.dir".into(), why.into()));
             }
         };
         if let Some(dir) = &place {

@@ -1,14 +1,32 @@
 //! `fsbroker log`: a running daemon's recent audit events, one line each, and with
 //! `--follow` each new one as it comes, until interrupted or the daemon stops.
 
-use super::LogArgs;
 use super::control::{ask, text};
 use super::daemon::socket_path;
 use crate::consent::sanitise;
 use crate::daemon::client;
+use clap::Args;
 use serde_json::{Value, json};
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// Options of `log`.
+#[derive(Debug, Args)]
+pub(crate) struct LogArgs {
+    /// After the recent events, print each new one as it comes, until interrupted.
+    #[arg(long, short = 'f')]
+    pub(crate) follow: bool,
+    /// Only this server's events.
+    #[arg(long, value_name = "ID")]
+    pub(crate) server: Option<String>,
+    /// One JSON object a line, as the daemon sends them.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
+    #[arg(long = "daemon", value_name = "SOCKET")]
+    pub(crate) daemon: Option<PathBuf>,
+}
 
 /// Longest field shown on a human line (a path, a server id), in characters.
 const FIELD_MAX: usize = 512;

@@ -104,7 +104,7 @@ pub(crate) enum Command {
     /// security violations.
     Resume(ResumeArgs),
     /// Show a running daemon's recent audit events, or follow them as they come.
-    Log(LogArgs),
+    Log(log::LogArgs),
     /// Make a running daemon read its policy file again, and show what changed.
     Reload(ReloadArgs),
     /// Open the running daemon's console in the browser: print a fresh sign-in link to it
@@ -250,23 +250,6 @@ pub(crate) struct DaemonArgs {
     /// for direct use.
     #[arg(long, hide = true, requires = "foreground")]
     pub(crate) detached: bool,
-}
-
-/// Options of `log`.
-#[derive(Debug, Args)]
-pub(crate) struct LogArgs {
-    /// After the recent events, print each new one as it comes, until interrupted.
-    #[arg(long, short = 'f')]
-    pub(crate) follow: bool,
-    /// Only this server's events.
-    #[arg(long, value_name = "ID")]
-    pub(crate) server: Option<String>,
-    /// One JSON object a line, as the daemon sends them.
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// The daemon's socket (default: as `fsbroker daemon` chooses it).
-    #[arg(long = "daemon", value_name = "SOCKET")]
-    pub(crate) daemon: Option<PathBuf>,
 }
 
 /// Options of `reload`.

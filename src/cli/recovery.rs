@@ -75,16 +75,7 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
         Err(e) => return fail(&format!("cannot read the recovery journal: {e}")),
     };
     if args.store.json {
-        let listed: Vec<serde_json::Value> = changes
-            .iter()
-            .map(|c| {
-                let mut v = serde_json::to_value(c).unwrap_or_default();
-                if let Some(place) = store.place(c) {
-                    v["place"] = serde_json::json!(place);
-                }
-                v
-            })
-            .collect();
+        let listed = store.listed(&changes);
         println!(
             "{}",
             serde_json::json!({ "store": store.path(), "changes": listed })

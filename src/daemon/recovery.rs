@@ -71,16 +71,18 @@ pub(crate) struct Listing {
     pub(crate) changes: Vec<Change>,
     pub(crate) store: PathBuf,
     pub(crate) usage: (u64, usize),
-    /// Each change's kept content's place in the store, by index, when it has one.
-    pub(crate) places: Vec<Option<PathBuf>>,
+    /// The changes as the `history` op lists them (see [`RecoveryStore::listed`]), when
+    /// asked for.
+    pub(crate) listed: Vec<Value>,
 }
 
 /// The changes of `server` (a server id or a session) made at or after `since` (ms since the
-/// epoch), oldest first; every change without either.
+/// epoch), oldest first; every change without either. With `listed`, also as the op lists them.
 pub(crate) async fn history(
     broker: &Broker,
     server: Option<String>,
     since: Option<u64>,
+    listed: bool,
 ) -> Result<Listing, Refused> {
     blocking(broker, move |store| {
         let io = |e: std::io::Error| {
@@ -91,12 +93,16 @@ pub(crate) async fn history(
         };
         let changes = store.history(server.as_deref(), since).map_err(io)?;
         let usage = store.usage().map_err(io)?;
-        let places = changes.iter().map(|c| store.place(c)).collect();
+        let listed = if listed {
+            store.listed(&changes)
+        } else {
+            Vec::new()
+        };
         Ok(Listing {
             changes,
             store: store.path().to_owned(),
             usage,
-            places,
+            listed,
         })
     })
     .await
@@ -188,8 +194,8 @@ pub(crate) async fn answer(broker: &Broker, line: &[u8]) -> Option<Value> {
     let malformed = |e: serde_json::Error| error(format!("not a {op} request: {e}"));
     Some(match op.as_str() {
         "history" => match serde_json::from_slice::<HistoryRequest>(line) {
-            Ok(r) => match history(broker, r.server, r.since).await {
-                Ok(listing) => json!({"ok": true, "changes": listed(&listing)}),
+            Ok(r) => match history(broker, r.server, r.since, true).await {
+                Ok(listing) => json!({"ok": true, "changes": listing.listed}),
                 Err(e) => e.line(),
             },
             Err(e) => malformed(e),
@@ -220,23 +226,6 @@ pub(crate) async fn answer(broker: &Broker, line: &[u8]) -> Option<Value> {
         },
         _ => return None,
     })
-}
-
-/// The changes as `history` lists them: each as the journal tells it, with `place`, where
-/// its kept content is, when it has some (as `fsbroker history --json` shows it).
-fn listed(listing: &Listing) -> Vec<Value> {
-    listing
-        .changes
-        .iter()
-        .zip(&listing.places)
-        .map(|(c, place)| {
-            let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
-            if let (Value::Object(m), Some(p)) = (&mut v, place) {
-                m.insert("place".into(), json!(p));
-            }
-            v
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -52,6 +52,10 @@ impl std::fmt::Debug for RecoveryStore {
     }
 }
 
+/// Why a store has no place, and what to do.
+pub(crate) const NO_PLACE: &str = "no place for the recovery store: XDG_STATE_HOME and HOME \
+    are unset and the user has no home in /etc/passwd; set recovery.dir, or turn recovery off";
+
 impl RecoveryStore {
     /// Opens the store at `policy`'s place (see [`RecoveryPolicy::store_dir`]), making it
     /// (0700) when it is not there yet.
@@ -59,12 +63,9 @@ impl RecoveryStore {
     /// Errors: no place can be told (no `dir`, no `XDG_STATE_HOME`, no `HOME`), or the
     /// directory cannot be made, is a link, or belongs to another user.
     pub fn open(policy: &RecoveryPolicy) -> std::io::Result<RecoveryStore> {
-        let dir = policy.store_dir().ok_or_else(|| {
-            std::io::Error::other(
-                "no place for the recovery store: XDG_STATE_HOME and HOME are unset and the user has no home in /etc/passwd; \
-                 set recovery.dir",
-            )
-        })?;
+        let dir = policy
+            .store_dir()
+            .ok_or_else(|| std::io::Error::other(NO_PLACE))?;
         Self::open_at(&dir, policy.clone())
     }
 
@@ -115,6 +116,21 @@ impl RecoveryStore {
     /// The store's place for a change's kept content, for the user.
     pub fn place(&self, change: &Change) -> Option<PathBuf> {
         change.kept.as_ref().map(|_| self.store.place(&change.id))
+    }
+
+    /// `changes` as `fsbroker history --json` lists them: each as the journal tells it, with
+    /// `place`, where its kept content is, when it has some.
+    pub fn listed(&self, changes: &[Change]) -> Vec<serde_json::Value> {
+        changes
+            .iter()
+            .map(|c| {
+                let mut v = serde_json::to_value(c).unwrap_or(serde_json::Value::Null);
+                if let (serde_json::Value::Object(m), Some(p)) = (&mut v, self.place(c)) {
+                    m.insert("place".into(), serde_json::json!(p));
+                }
+                v
+            })
+            .collect()
     }
 
     /// What the kept content costs the store now, in bytes, and how many changes it holds.

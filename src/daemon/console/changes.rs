@@ -27,7 +27,7 @@ const MAX_SHOWN: usize = 500;
 /// `GET /api/changes`: `{"enabled", "store", "usage": {"bytes", "changes"}, "total",
 /// "changes": [...]}`, the newest change first.
 pub(super) async fn list(State(console): State<Arc<Console>>) -> Response {
-    match recovery::history(&console.broker, None, None).await {
+    match recovery::history(&console.broker, None, None, false).await {
         Ok(listing) => {
             let total = listing.changes.len();
             let changes: Vec<Value> = listing
