@@ -135,6 +135,7 @@ mod config;
 mod deadline;
 mod framing;
 mod jsonrpc;
+mod lane;
 mod limits;
 mod lines;
 mod locks;

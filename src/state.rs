@@ -40,6 +40,8 @@ pub(crate) struct BrokerState {
     pub(crate) reloading: Mutex<()>,
     /// The recovery store, unless the policy turned recovery off when the broker was built.
     pub(crate) recovery: Option<Arc<crate::recovery::RecoveryStore>>,
+    /// The thread that runs small operations' blocking work (see [`crate::lane`]).
+    pub(crate) lane: crate::lane::Lane,
 }
 
 impl BrokerState {

@@ -25,6 +25,7 @@ const LAYERS: &[&str] = &[
     "wire",
     "locks",
     "turn",
+    "lane",
     "atomic",
     // The policy and what is opened from it.
     "policy",

@@ -42,6 +42,10 @@ pub struct LargeRead {
     pub base64_pipe: Samples,
     /// Ours ÷ `base64` piped into `cat`, per round.
     pub ratio_base64_pipe: Samples,
+    /// `base64 FILE` read through a pipe by this client, as it reads ours, MiB/s.
+    pub base64_client: Samples,
+    /// Ours ÷ that, per round.
+    pub ratio_base64_client: Samples,
     /// Ours ÷ base64, per round.
     pub ratio_base64: Samples,
     /// The sidecar's VmHWM at the end of each round, MiB.
@@ -113,6 +117,33 @@ pub fn tool(program: &str, file: &std::path::Path) -> Res<Duration> {
         .status()?;
     let took = t.elapsed();
     if !status.success() {
+        return Err(format!("{program} failed: {status}").into());
+    }
+    Ok(took)
+}
+
+/// Times `program FILE` with its output read by this process through a pipe, 1 MiB at a
+/// time, as the client reads a sidecar's answers.
+pub fn piped_to_us(program: &str, file: &std::path::Path) -> Res<Duration> {
+    use std::io::Read;
+    let t = Instant::now();
+    let mut child = Command::new(program)
+        .arg(file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let mut out = child.stdout.take().ok_or("no stdout")?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0usize;
+    loop {
+        match out.read(&mut buf)? {
+            0 => break,
+            n => total += n,
+        }
+    }
+    let status = child.wait()?;
+    let took = t.elapsed();
+    if !status.success() || total == 0 {
         return Err(format!("{program} failed: {status}").into());
     }
     Ok(took)
@@ -214,8 +245,9 @@ pub fn large_read(b: &Bench) -> Res<LargeRead> {
         let mut ours = 0.0;
         let mut base64 = 0.0;
         let mut piped = 0.0;
-        for k in 0..4 {
-            match (round + k) % 4 {
+        let mut client = 0.0;
+        for k in 0..5 {
+            match (round + k) % 5 {
                 0 => {
                     let (t, hwm) = ours_read(b, "large.bin", size, cfg.large_window)?;
                     ours = mib / t.as_secs_f64();
@@ -223,6 +255,7 @@ pub fn large_read(b: &Bench) -> Res<LargeRead> {
                 }
                 1 => base64 = mib / tool("base64", &file)?.as_secs_f64(),
                 2 => piped = mib / tool("base64 \"$1\" | cat", &file)?.as_secs_f64(),
+                3 => client = mib / piped_to_us("base64", &file)?.as_secs_f64(),
                 _ => r.cat.push(mib / tool("cat", &file)?.as_secs_f64()),
             }
         }
@@ -231,6 +264,8 @@ pub fn large_read(b: &Bench) -> Res<LargeRead> {
         r.ratio_base64.push(ours / base64);
         r.base64_pipe.push(piped);
         r.ratio_base64_pipe.push(ours / piped);
+        r.base64_client.push(client);
+        r.ratio_base64_client.push(ours / client);
     }
     let small_size = cfg.peer_large_mib << 20;
     let small_mib = small_size as f64 / (1 << 20) as f64;

@@ -188,6 +188,7 @@ impl BrokerBuilder {
             unavailable: Mutex::new(Default::default()),
             reloading: Mutex::new(()),
             recovery,
+            lane: crate::lane::Lane::default(),
         };
         Ok((
             Broker {

@@ -2,6 +2,8 @@
 
 mod batch;
 mod builder;
+#[cfg(test)]
+mod deadline_tests;
 mod handle;
 mod request;
 mod sessions;

@@ -109,7 +109,7 @@ where
         std::future::pending(),
     ));
     tokio::select! {
-        () = read_lines(tokio::io::stdin(), max_line, to_daemon, to_out) => {}
+        () = read_lines(super::stdio::stdin_reader(), max_line, to_daemon, to_out) => {}
         () = shutdown => {}
     }
     let _ = session.await;

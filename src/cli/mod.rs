@@ -27,6 +27,7 @@ mod proxy;
 mod recovery;
 mod runtime;
 mod serve;
+mod stdio;
 
 pub use flags::split_root_arg;
 
@@ -44,8 +45,8 @@ pub fn main() -> std::process::ExitCode {
     match cli.command {
         Command::CheckPolicy { files } => check_policy::run(&files),
         Command::Audit(AuditCommand::Verify { files }) => audit::verify(&files),
-        Command::Serve(args) => runtime::run(|| serve::run(args)),
-        Command::Proxy(args) => runtime::run(|| proxy::run(*args)),
+        Command::Serve(args) => runtime::run(runtime::Threads::One, || serve::run(args)),
+        Command::Proxy(args) => runtime::run(runtime::Threads::Many, || proxy::run(*args)),
         Command::Daemon(args) => daemon::main(*args),
         Command::Status(args) => control::status(args),
         Command::Revoke(args) => control::revoke(args),

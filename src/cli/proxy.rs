@@ -112,12 +112,13 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
     let code = proxy
         .run(
             backend,
-            tokio::io::stdin(),
-            tokio::io::stdout(),
+            super::stdio::stdin_reader(),
+            super::stdio::stdout_writer(),
             link,
             shutdown_signal(),
         )
         .await;
+    super::stdio::restore_blocking();
     if let Some(e) = outcome.and_then(|o| o.take_error()) {
         eprintln!("fsbroker: {e}");
     }

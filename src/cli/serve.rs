@@ -20,11 +20,11 @@ pub(super) async fn run(args: ServeArgs) -> ExitCode {
         let code = attach::serve(
             socket,
             args.common.server_id,
-            stdout_writer(),
+            super::stdio::stdout_writer(),
             shutdown_signal(),
         )
         .await;
-        restore_stdout_blocking();
+        super::stdio::restore_blocking();
         return code;
     }
     let args = args.common;
@@ -51,43 +51,17 @@ pub(super) async fn run(args: ServeArgs) -> ExitCode {
     let result = crate::serve(
         session,
         notifications,
-        tokio::io::stdin(),
-        stdout_writer(),
+        super::stdio::stdin_reader(),
+        super::stdio::stdout_writer(),
         shutdown_signal(),
     )
     .await;
-    restore_stdout_blocking();
+    super::stdio::restore_blocking();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fsbroker: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Standard output for the protocol. A pipe (what a host gives a sidecar) is written from the
-/// runtime directly, without tokio's stdout copying each response into its own buffer and
-/// handing every write to a blocking thread; anything else (a file, a terminal) goes through
-/// tokio's stdout.
-fn stdout_writer() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
-    use std::os::fd::AsFd;
-    let pipe = std::io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
-    match pipe {
-        Ok(pipe) => Box::new(pipe),
-        Err(_) => Box::new(tokio::io::stdout()),
-    }
-}
-
-/// Gives standard output back its blocking mode: the pipe writer made the pipe non-blocking,
-/// and the host may hand the same pipe to whatever it runs after us.
-fn restore_stdout_blocking() {
-    use std::os::fd::AsFd;
-    let out = std::io::stdout();
-    if let Ok(flags) = rustix::fs::fcntl_getfl(out.as_fd()) {
-        let _ = rustix::fs::fcntl_setfl(out.as_fd(), flags - rustix::fs::OFlags::NONBLOCK);
     }
 }

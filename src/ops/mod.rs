@@ -224,18 +224,49 @@ impl Ctx {
         T: Send + 'static,
         F: FnOnce(Deadline) -> Result<T> + Send + 'static,
     {
-        let timeout = Duration::from_millis(self.limits().timeout_ms.get());
-        let deadline = Instant::now() + timeout;
+        self.run_on(session, Where::Pool, self.deadline(), work)
+            .await
+    }
+
+    /// [`Ctx::run`] for work that takes microseconds (a stat, a small read): it runs on the
+    /// broker's I/O lane (see [`crate::lane`]), under the same deadline, permit and turn.
+    pub(crate) async fn run_small<T, F>(&self, session: &Session, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Deadline) -> Result<T> + Send + 'static,
+    {
+        self.run_on(session, Where::Lane, self.deadline(), work)
+            .await
+    }
+
+    /// The deadline of blocking work that starts now.
+    fn deadline(&self) -> Instant {
+        Instant::now() + Duration::from_millis(self.limits().timeout_ms.get())
+    }
+
+    /// [`Ctx::run`] in `place`, by `deadline`.
+    async fn run_on<T, F>(
+        &self,
+        session: &Session,
+        place: Where,
+        deadline: Instant,
+        work: F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Deadline) -> Result<T> + Send + 'static,
+    {
         let semaphore = session.in_flight.clone();
         let turn = self.turn.clone();
         let meters = (self.cpu.clone(), session.cpu.clone());
         let (config, key) = (self.config.clone(), session.budget_key().to_owned());
+        let inner = self.inner.clone();
         let job = async move {
             let permit = semaphore
                 .acquire_owned()
                 .await
                 .map_err(|_| Error::new(ErrorKind::Internal, "session is closing"))?;
-            tokio::task::spawn_blocking(move || {
+            let blocking = move || {
                 let _held = (permit, turn);
                 Deadline::at(deadline).check()?;
                 let start = thread_cpu();
@@ -243,15 +274,35 @@ impl Ctx {
                 let spent = thread_cpu().saturating_sub(start);
                 charge([&meters.0, &meters.1], &config, &key, spent);
                 result
-            })
-            .await
-            .map_err(|_| Error::new(ErrorKind::Internal, "operation failed"))?
+            };
+            let failed = || Error::new(ErrorKind::Internal, "operation failed");
+            match place {
+                Where::Pool => tokio::task::spawn_blocking(blocking)
+                    .await
+                    .map_err(|_| failed())?,
+                Where::Lane => {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    inner.lane.submit(Box::new(move || {
+                        let _ = tx.send(blocking());
+                    }));
+                    rx.await.map_err(|_| failed())?
+                }
+            }
         };
         match tokio::time::timeout_at(deadline.into(), job).await {
             Ok(r) => r,
             Err(_) => Err(Error::new(ErrorKind::Timeout, "operation timed out")),
         }
     }
+}
+
+/// Where [`Ctx::run_on`] runs blocking work.
+#[derive(Clone, Copy)]
+enum Where {
+    /// tokio's blocking pool: a thread of its own, for work that may take long.
+    Pool,
+    /// The broker's I/O lane, for work that takes microseconds.
+    Lane,
 }
 
 impl Ctx {

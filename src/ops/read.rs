@@ -4,7 +4,7 @@
 //! character) are read, in steps that check the deadline. A UTF-8 chunk never ends inside a
 //! character: the cut character is left for the next chunk.
 
-use super::{Ctx, mime_type, mtime, params, resolve_target};
+use super::{Ctx, Where, mime_type, mtime, params, resolve_target};
 use crate::access::Access;
 use crate::atomic::etag;
 use crate::deadline::Deadline;
@@ -17,6 +17,57 @@ use std::sync::Arc;
 
 /// Bytes read between two deadline checks.
 const STEP: usize = 1 << 20;
+
+/// The largest chunk read in place on the I/O lane (see [`crate::lane`]).
+const IN_PLACE: usize = 64 << 10;
+
+/// What the lane found: the chunk itself, or a file open for a larger chunk.
+enum Step {
+    Read(Chunk),
+    Large(Open),
+}
+
+/// A regular file open for one chunk.
+struct Open {
+    file: std::fs::File,
+    meta: cap_std::fs::Metadata,
+    want: usize,
+    offset: u64,
+    encoding: Option<Encoding>,
+}
+
+impl Open {
+    /// Reads the chunk, and decides (or, asked for UTF-8, checks) its encoding.
+    fn fill(self, deadline: Deadline) -> Result<Chunk> {
+        let Open {
+            file,
+            meta,
+            want,
+            offset,
+            encoding,
+        } = self;
+        let io = |e: std::io::Error| Error::from_io(&e, "");
+        let size = meta.len();
+        let mut bytes = read_at(&file, offset, want, deadline).map_err(io)?;
+        let utf8 = match encoding {
+            Some(Encoding::Base64) => false,
+            _ => {
+                let at_end = offset + bytes.len() as u64 >= size;
+                settle_utf8(&file, offset, &mut bytes, at_end, deadline).map_err(io)?
+            }
+        };
+        if encoding == Some(Encoding::Utf8) && !utf8 {
+            return Err(Error::new(ErrorKind::Io, "content is not valid utf-8")
+                .with_reason(Reason::NotUtf8));
+        }
+        Ok(Chunk {
+            bytes,
+            utf8,
+            size,
+            meta,
+        })
+    }
+}
 
 struct Chunk {
     bytes: Vec<u8>,
@@ -36,8 +87,10 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
     let s = session.clone();
     let shown = path.to_string();
     let (offset, encoding) = (p.offset, p.encoding);
-    let chunk = ctx
-        .run(session, move |deadline| {
+    // The file is found and opened on the I/O lane, and a small chunk read there too; a
+    // larger one is read on the pool, so the lane stays free for small work.
+    let opened = ctx
+        .run_small(session, move |deadline| {
             let r = resolve_target(&root, &s, &path.rel, Access::Read, deadline)?;
             let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
             if r.name().is_none() {
@@ -58,32 +111,38 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
             if !meta.is_file() {
                 return Err(not_regular());
             }
-            let size = meta.len();
-            let want = usize::try_from(length.min(size.saturating_sub(offset))).unwrap_or(0);
-            let file = file.into_std();
-            let mut bytes = read_at(&file, offset, want, deadline).map_err(io)?;
-            let utf8 = match encoding {
-                Some(Encoding::Base64) => false,
-                _ => {
-                    let at_end = offset + bytes.len() as u64 >= size;
-                    settle_utf8(&file, offset, &mut bytes, at_end, deadline).map_err(io)?
-                }
+            let want = usize::try_from(length.min(meta.len().saturating_sub(offset))).unwrap_or(0);
+            let open = Open {
+                file: file.into_std(),
+                meta,
+                want,
+                offset,
+                encoding,
             };
-            if encoding == Some(Encoding::Utf8) && !utf8 {
-                return Err(Error::new(ErrorKind::Io, "content is not valid utf-8")
-                    .with_reason(Reason::NotUtf8));
+            if want <= IN_PLACE {
+                let chunk = open
+                    .fill(deadline)
+                    .map_err(|e| e.with_path(path.to_string()))?;
+                Ok((Step::Read(chunk), path, deadline))
+            } else {
+                Ok((Step::Large(open), path, deadline))
             }
-            Ok((
-                Chunk {
-                    bytes,
-                    utf8,
-                    size,
-                    meta,
-                },
-                path,
-            ))
         })
         .await;
+    let (step, path, deadline) = opened.map_err(|e| e.with_path(shown.clone()))?;
+    let chunk = match step {
+        Step::Read(chunk) => Ok((chunk, path)),
+        Step::Large(open) => {
+            let by = deadline.instant();
+            ctx.run_on(session, Where::Pool, by, move |deadline| {
+                let chunk = open
+                    .fill(deadline)
+                    .map_err(|e| e.with_path(path.to_string()))?;
+                Ok((chunk, path))
+            })
+            .await
+        }
+    };
     let (chunk, path) = chunk.map_err(|e| e.with_path(shown))?;
     let len = chunk.bytes.len() as u64;
     ctx.note(None, len);

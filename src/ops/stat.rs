@@ -15,7 +15,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
     let s = session.clone();
     let shown = path.to_string();
     let meta = ctx
-        .run(session, move |deadline| {
+        .run_small(session, move |deadline| {
             let r = resolve_target(&root, &s, &path.rel, Access::Read, deadline)?;
             // Writable only where a write would be allowed: on the path as requested and on
             // the real path it leads to.

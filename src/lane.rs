@@ -1,0 +1,197 @@
+//! The I/O lane: one thread of the broker's own that runs the blocking work of small
+//! operations (a stat, a small read) one after another, in place.
+//!
+//! Handing each request to tokio's blocking pool cost as much as the work itself: a pool
+//! thread woken per request, threads contending for the pool's queue, and a wake-up back. A
+//! lane thread that finds work queued runs it without sleeping, so a pipelining peer costs
+//! no wake-up per request. What a caller waits for stays bounded: the caller waits with the
+//! operation's deadline around it and answers `TIMEOUT` when it passes, whatever the lane does
+//! meanwhile. And a call stuck in the kernel (a hung network mount) does not hold up the
+//! others: once the lane has been on one job for longer than [`STUCK`], what is queued on it,
+//! and what comes after, goes to the blocking pool until the lane is free again.
+
+use crate::locks::lock;
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long the lane may be on one job before it counts as stuck. Its jobs take microseconds;
+/// one that takes this long is waiting on something (a slow or hung filesystem).
+pub(crate) const STUCK: Duration = Duration::from_millis(10);
+
+/// A job for the lane: it sends its own result.
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
+
+/// See the module documentation. Dropping it lets the thread end once its queue is empty.
+#[derive(Debug, Default)]
+pub(crate) struct Lane {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<State>,
+    work: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Job>,
+    /// The thread was started (it is started with the first job).
+    started: bool,
+    /// The thread waits for work and must be woken.
+    idle: bool,
+    /// Since when the thread is on its current job.
+    busy_since: Option<Instant>,
+    closed: bool,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("queued", &self.queue.len())
+            .field("busy_since", &self.busy_since)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lane {
+    /// Runs `job` on the lane, or on tokio's blocking pool when the lane is stuck or its
+    /// thread cannot be started. Call it within the runtime.
+    pub(crate) fn submit(&self, job: Job) {
+        let mut state = lock(&self.shared.state);
+        let stuck = state.busy_since.is_some_and(|t| t.elapsed() >= STUCK);
+        if !state.started && !state.closed {
+            state.started = self.start();
+        }
+        if stuck || !state.started || state.closed {
+            let queued: Vec<Job> = state.queue.drain(..).collect();
+            drop(state);
+            if stuck {
+                tracing::debug!(
+                    moved = queued.len(),
+                    "the I/O lane is stuck; using the pool"
+                );
+            }
+            for job in queued.into_iter().chain(std::iter::once(job)) {
+                drop(tokio::task::spawn_blocking(job));
+            }
+            return;
+        }
+        state.queue.push_back(job);
+        let wake = state.idle;
+        drop(state);
+        if wake {
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// Starts the thread; false when the system refuses one.
+    fn start(&self) -> bool {
+        let shared = self.shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("fsbroker-io".into())
+            .spawn(move || shared.serve());
+        if let Err(e) = &spawned {
+            tracing::warn!(error = %e, "cannot start the I/O lane; using the pool");
+        }
+        spawned.is_ok()
+    }
+}
+
+impl Shared {
+    /// The thread's loop: runs what is queued, in order, and waits when there is nothing.
+    fn serve(&self) {
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(job) = state.queue.pop_front() {
+                state.busy_since = Some(Instant::now());
+                drop(state);
+                // A job that panicked dropped its result's sender, so its caller is answered
+                // with an internal error; the lane goes on.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                state = lock(&self.state);
+                state.busy_since = None;
+                continue;
+            }
+            if state.closed {
+                return;
+            }
+            state.idle = true;
+            state = self
+                .work
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+            state.idle = false;
+        }
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        lock(&self.shared.state).closed = true;
+        self.shared.work.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    fn on_lane(lane: &Lane) -> mpsc::Receiver<String> {
+        let (tx, rx) = mpsc::channel();
+        lane.submit(Box::new(move || {
+            let name = std::thread::current().name().unwrap_or("").to_owned();
+            let _ = tx.send(name);
+        }));
+        rx
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn jobs_run_in_order_on_the_lane_and_a_stuck_lane_hands_work_to_the_pool() {
+        let lane = Lane::default();
+        let (order_tx, order_rx) = mpsc::channel();
+        for i in 0..100 {
+            let tx = order_tx.clone();
+            lane.submit(Box::new(move || {
+                let _ = tx.send(i);
+            }));
+        }
+        let got: Vec<i32> = (0..100).filter_map(|_| order_rx.recv().ok()).collect();
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+        assert_eq!(on_lane(&lane).recv().ok().as_deref(), Some("fsbroker-io"));
+
+        // A job that blocks (as a call stuck in the kernel would) holds the lane: once it has
+        // for longer than STUCK, a job queued behind it and a new one both run elsewhere.
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (started_tx, started_rx) = mpsc::channel();
+        lane.submit(Box::new(move || {
+            let _ = started_tx.send(());
+            let _ = release_rx.recv();
+        }));
+        assert!(started_rx.recv().is_ok());
+        let queued = on_lane(&lane);
+        // Time is not paused here (the lane measures real time): the wait is for the lane
+        // to count as stuck, and the assertions below hold whatever the machine's speed.
+        std::thread::sleep(STUCK * 2);
+        let after = on_lane(&lane);
+        for rx in [queued, after] {
+            let name = rx.recv().ok();
+            assert!(
+                name.is_some() && name.as_deref() != Some("fsbroker-io"),
+                "{name:?}"
+            );
+        }
+        drop(release_tx);
+        // Free again, the lane takes new work.
+        let mut back = false;
+        for _ in 0..1000 {
+            if on_lane(&lane).recv().ok().as_deref() == Some("fsbroker-io") {
+                back = true;
+                break;
+            }
+        }
+        assert!(back, "the lane never took work again");
+    }
+}
