@@ -29,7 +29,9 @@ pub(crate) async fn next_frame<R: AsyncBufRead + Unpin>(
             // End of input: a last line without a newline still counts.
             return Ok(finish(line, total, max).unwrap_or(Frame::Eof));
         }
-        let (chunk, used, done) = match buf.iter().position(|&b| b == b'\n') {
+        // memchr finds the newline a vector at a time: a byte loop here was a sixth of the
+        // sidecar's time in an upload of 1 MiB chunks.
+        let (chunk, used, done) = match memchr::memchr(b'\n', buf) {
             Some(i) => (&buf[..i], i + 1, true),
             None => (buf, buf.len(), false),
         };
