@@ -30,7 +30,7 @@ pub(super) fn main(args: DaemonArgs) -> ExitCode {
     if !args.foreground {
         return in_background(&args);
     }
-    super::runtime::run(super::runtime::Threads::One, || run(args))
+    super::runtime::run(super::runtime::Threads::Many, || run(args))
 }
 
 /// Runs the daemon until SIGTERM or SIGINT, or its `--idle-exit`: 0 then, 1 when the socket

@@ -9,15 +9,14 @@ use std::time::Duration;
 /// The runtime a command runs on.
 #[derive(Clone, Copy)]
 pub(super) enum Threads {
-    /// Several workers: the proxy, which relays two streams and judges every line between.
+    /// Several workers: the daemon and the proxy. The daemon's sessions share its runtime,
+    /// and a server's heavy lines (decoding a 32 MiB line, encoding a 16 MiB chunk) must hold
+    /// one worker, not every session and the console with it.
     Many,
     /// One thread for everything but the filesystem work, which runs on the broker's I/O
-    /// lane and the blocking pool: `serve` and the daemon, where a request's work on the
-    /// async side is small and every hand-over between workers was a wake-up of another
-    /// thread (in `benches/perf`, a sequential read's median went from about 157 to 113 µs
-    /// through `serve`, and what attaching to the daemon adds from about 90 to 50 µs). The
-    /// price in the daemon: one session's encoding of a large answer (a 1 MiB chunk as base64,
-    /// a listing page) holds the others' for its duration, a millisecond or so.
+    /// lane and the blocking pool: `serve`, one session's stream, where every hand-over
+    /// between workers was a wake-up of another thread per request (a sequential read's
+    /// median went from about 157 to 113 µs in `benches/perf`).
     One,
 }
 
