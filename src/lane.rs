@@ -168,7 +168,7 @@ mod tests {
         let (started_tx, started_rx) = mpsc::channel();
         lane.submit(Box::new(move || {
             let _ = started_tx.send(());
-            let _ = release_rx.recv();
+            let _ = release_rx.recv_timeout(Duration::from_secs(120));
         }));
         assert!(started_rx.recv().is_ok());
         let queued = on_lane(&lane);
@@ -176,8 +176,9 @@ mod tests {
         // to count as stuck, and the assertions below hold whatever the machine's speed.
         std::thread::sleep(STUCK * 2);
         let after = on_lane(&lane);
+        // Bounded waits, so that a lane that wrongly holds them fails the test, not hang it.
         for rx in [queued, after] {
-            let name = rx.recv().ok();
+            let name = rx.recv_timeout(Duration::from_secs(60)).ok();
             assert!(
                 name.is_some() && name.as_deref() != Some("fsbroker-io"),
                 "{name:?}"

@@ -24,7 +24,8 @@ async fn stuck_lane_work_is_timeout_and_later_work_still_runs() {
     let (release, blocked) = mpsc::channel::<()>();
     let stuck = ctx
         .run_small(&session, move |_| {
-            let _ = blocked.recv();
+            // Bounded, so that a deadline that does not hold fails the test, not hang it.
+            let _ = blocked.recv_timeout(std::time::Duration::from_secs(60));
             Ok(())
         })
         .await;
