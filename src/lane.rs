@@ -7,8 +7,9 @@
 //! no wake-up per request. What a caller waits for stays bounded: the caller waits with the
 //! operation's deadline around it and answers `TIMEOUT` when it passes, whatever the lane does
 //! meanwhile. And a call stuck in the kernel (a hung network mount) does not hold up the
-//! others: once the lane has been on one job for longer than [`STUCK`], what is queued on it,
-//! and what comes after, goes to the blocking pool until the lane is free again.
+//! others: once the lane has been on one job for longer than [`STUCK`], what is queued on it
+//! (looked at by each waiting caller every [`STUCK`]), and what comes after, goes to the
+//! blocking pool until the lane is free again.
 
 use crate::locks::lock;
 use std::collections::VecDeque;
@@ -83,6 +84,26 @@ impl Lane {
         drop(state);
         if wake {
             self.shared.work.notify_one();
+        }
+    }
+
+    /// Moves what is queued to tokio's blocking pool if the lane is stuck (on one job for
+    /// [`STUCK`] or longer). A caller whose job waits in the queue calls it every [`STUCK`]:
+    /// [`Lane::submit`] looks only when work comes, and a job queued just before the lane got
+    /// stuck must not wait for the next request to be moved. Call it within the runtime.
+    pub(crate) fn unstick(&self) {
+        let mut state = lock(&self.shared.state);
+        if state.busy_since.is_none_or(|t| t.elapsed() < STUCK) || state.queue.is_empty() {
+            return;
+        }
+        let queued: Vec<Job> = state.queue.drain(..).collect();
+        drop(state);
+        tracing::debug!(
+            moved = queued.len(),
+            "the I/O lane is stuck; using the pool"
+        );
+        for job in queued {
+            drop(tokio::task::spawn_blocking(job));
         }
     }
 

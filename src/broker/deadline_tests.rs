@@ -42,3 +42,43 @@ async fn stuck_lane_work_is_timeout_and_later_work_still_runs() {
     assert_ne!(name, "fsbroker-io");
     drop(release);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_queued_behind_a_stuck_call_moves_off_the_lane_without_a_later_request() {
+    let policy = Policy::parse(
+        "[limits]\ntimeout_ms = 60000\n[recovery]\nenabled = false\n",
+        "test",
+    )
+    .unwrap();
+    let (broker, _n) = crate::Broker::builder(policy).build().unwrap();
+    let (server, _own) = broker.open_session("s").unwrap();
+    let session = server.session().clone();
+    let ctx = std::sync::Arc::new(Ctx::new(broker.inner.clone(), "s"));
+
+    let (release, blocked) = mpsc::channel::<()>();
+    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+    let (c, s) = (ctx.clone(), session.clone());
+    let stuck = tokio::spawn(async move {
+        c.run_small(&s, move |_| {
+            let _ = started_tx.send(());
+            let _ = blocked.recv_timeout(std::time::Duration::from_secs(60));
+            Ok(())
+        })
+        .await
+    });
+    started.await.unwrap();
+    // Queued behind the blocked call, and nothing is sent after it: it is moved off the lane
+    // by its own wait, and answered long before the 60 s deadline.
+    let queued = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        ctx.run_small(&session, |_| {
+            Ok(std::thread::current().name().unwrap_or("").to_owned())
+        }),
+    )
+    .await
+    .expect("queued work waited behind the stuck call")
+    .unwrap();
+    assert_ne!(queued, "fsbroker-io");
+    drop(release);
+    stuck.await.unwrap().unwrap();
+}

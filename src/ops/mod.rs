@@ -285,7 +285,15 @@ impl Ctx {
                     inner.lane.submit(Box::new(move || {
                         let _ = tx.send(blocking());
                     }));
-                    rx.await.map_err(|_| failed())?
+                    // Every STUCK, a job still waiting has what is queued moved off a
+                    // stuck lane (see `Lane::unstick`); the deadline around all this ends it.
+                    tokio::pin!(rx);
+                    loop {
+                        match tokio::time::timeout(crate::lane::STUCK, &mut rx).await {
+                            Ok(r) => break r.map_err(|_| failed())?,
+                            Err(_) => inner.lane.unstick(),
+                        }
+                    }
                 }
             }
         };
