@@ -6,19 +6,24 @@
 use crate::error::ErrorKind;
 use crate::ops::Ctx;
 use crate::policy::Policy;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
+
+/// A broker whose operations have `timeout_ms`, a session of it (kept alive by the handle
+/// returned with it) and a request's context in that session.
+fn request(timeout_ms: u64) -> (crate::Broker, super::ServerSession, Arc<Ctx>) {
+    let text = format!("[limits]\ntimeout_ms = {timeout_ms}\n[recovery]\nenabled = false\n");
+    let (broker, _n) = crate::Broker::builder(Policy::parse(&text, "test").unwrap())
+        .build()
+        .unwrap();
+    let (server, _own) = broker.open_session("s").unwrap();
+    let ctx = Arc::new(Ctx::new(broker.inner.clone(), "s"));
+    (broker, server, ctx)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stuck_lane_work_is_timeout_and_later_work_still_runs() {
-    let policy = Policy::parse(
-        "[limits]\ntimeout_ms = 1000\n[recovery]\nenabled = false\n",
-        "test",
-    )
-    .unwrap();
-    let (broker, _n) = crate::Broker::builder(policy).build().unwrap();
-    let (server, _own) = broker.open_session("s").unwrap();
+    let (_broker, server, ctx) = request(1000);
     let session = server.session().clone();
-    let ctx = Ctx::new(broker.inner.clone(), "s");
 
     // Blocked until released, as a call stuck on a hung filesystem would be.
     let (release, blocked) = mpsc::channel::<()>();
@@ -45,15 +50,8 @@ async fn stuck_lane_work_is_timeout_and_later_work_still_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_queued_behind_a_stuck_call_moves_off_the_lane_without_a_later_request() {
-    let policy = Policy::parse(
-        "[limits]\ntimeout_ms = 60000\n[recovery]\nenabled = false\n",
-        "test",
-    )
-    .unwrap();
-    let (broker, _n) = crate::Broker::builder(policy).build().unwrap();
-    let (server, _own) = broker.open_session("s").unwrap();
+    let (_broker, server, ctx) = request(60_000);
     let session = server.session().clone();
-    let ctx = std::sync::Arc::new(Ctx::new(broker.inner.clone(), "s"));
 
     let (release, blocked) = mpsc::channel::<()>();
     let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
