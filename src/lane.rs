@@ -65,21 +65,11 @@ impl Lane {
         if !state.started && !state.closed {
             state.started = self.start();
         }
+        state.queue.push_back(job);
         if stuck || !state.started || state.closed {
-            let queued: Vec<Job> = state.queue.drain(..).collect();
-            drop(state);
-            if stuck {
-                tracing::debug!(
-                    moved = queued.len(),
-                    "the I/O lane is stuck; using the pool"
-                );
-            }
-            for job in queued.into_iter().chain(std::iter::once(job)) {
-                drop(tokio::task::spawn_blocking(job));
-            }
+            to_pool(state);
             return;
         }
-        state.queue.push_back(job);
         let wake = state.idle;
         drop(state);
         if wake {
@@ -92,18 +82,9 @@ impl Lane {
     /// [`Lane::submit`] looks only when work comes, and a job queued just before the lane got
     /// stuck must not wait for the next request to be moved. Call it within the runtime.
     pub(crate) fn unstick(&self) {
-        let mut state = lock(&self.shared.state);
-        if state.busy_since.is_none_or(|t| t.elapsed() < STUCK) || state.queue.is_empty() {
-            return;
-        }
-        let queued: Vec<Job> = state.queue.drain(..).collect();
-        drop(state);
-        tracing::debug!(
-            moved = queued.len(),
-            "the I/O lane is stuck; using the pool"
-        );
-        for job in queued {
-            drop(tokio::task::spawn_blocking(job));
+        let state = lock(&self.shared.state);
+        if state.busy_since.is_some_and(|t| t.elapsed() >= STUCK) {
+            to_pool(state);
         }
     }
 
@@ -117,6 +98,21 @@ impl Lane {
             tracing::warn!(error = %e, "cannot start the I/O lane; using the pool");
         }
         spawned.is_ok()
+    }
+}
+
+/// Hands everything queued to tokio's blocking pool, in order, outside the lock.
+fn to_pool(mut state: std::sync::MutexGuard<'_, State>) {
+    let queued: Vec<Job> = state.queue.drain(..).collect();
+    drop(state);
+    if !queued.is_empty() {
+        tracing::debug!(
+            moved = queued.len(),
+            "the I/O lane is not free; using the pool"
+        );
+    }
+    for job in queued {
+        drop(tokio::task::spawn_blocking(job));
     }
 }
 

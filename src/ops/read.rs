@@ -37,7 +37,8 @@ struct Open {
 }
 
 impl Open {
-    /// Reads the chunk, and decides (or, asked for UTF-8, checks) its encoding.
+    /// Reads the chunk, and decides (or, asked for UTF-8, checks) its encoding. Its errors
+    /// carry no path: the caller gives them the request's.
     fn fill(self, deadline: Deadline) -> Result<Chunk> {
         let Open {
             file,
@@ -120,10 +121,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
                 encoding,
             };
             if want <= IN_PLACE {
-                let chunk = open
-                    .fill(deadline)
-                    .map_err(|e| e.with_path(path.to_string()))?;
-                Ok((Step::Read(chunk), path, deadline))
+                Ok((Step::Read(open.fill(deadline)?), path, deadline))
             } else {
                 Ok((Step::Large(open), path, deadline))
             }
@@ -135,10 +133,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         Step::Large(open) => {
             let by = deadline.instant();
             ctx.run_on(session, Where::Pool, by, move |deadline| {
-                let chunk = open
-                    .fill(deadline)
-                    .map_err(|e| e.with_path(path.to_string()))?;
-                Ok((chunk, path))
+                Ok((open.fill(deadline)?, path))
             })
             .await
         }
