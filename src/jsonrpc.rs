@@ -6,6 +6,7 @@
 //! parsing, and serde_json's recursion limit refuses deep nesting without exhausting the stack.
 
 use crate::error::{Error, ErrorKind};
+use crate::json::Json;
 use crate::method::Method;
 use serde_json::{Map, Value, json};
 
@@ -173,17 +174,20 @@ impl Message {
     }
 }
 
-/// A response to send: the id (null when the request's id could not be read) and the result.
+/// A response to send: the id (null when the request's id could not be read) and the result,
+/// already encoded.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Response {
     /// The id being answered.
     pub id: Option<Id>,
     /// The result or the error.
-    pub outcome: Result<Value, Error>,
+    pub outcome: Result<Json, Error>,
 }
 
 impl Response {
-    /// The response as a JSON object.
+    /// The response as a JSON object (for the faces that hand a host JSON values). A result
+    /// that cannot be read back, which the encoders never make, is answered as an internal
+    /// error rather than passed on.
     pub(crate) fn to_json(&self) -> Value {
         let mut obj = Map::new();
         obj.insert("jsonrpc".into(), json!("2.0"));
@@ -191,110 +195,55 @@ impl Response {
             "id".into(),
             self.id.as_ref().map_or(Value::Null, |i| i.0.clone()),
         );
-        match &self.outcome {
-            Ok(v) => obj.insert("result".into(), v.clone()),
+        match self.outcome.as_ref().map(Json::to_value) {
+            Ok(Ok(v)) => obj.insert("result".into(), v),
+            Ok(Err(e)) => obj.insert("error".into(), e.to_json()),
             Err(e) => obj.insert("error".into(), e.to_json()),
         };
         Value::Object(obj)
     }
 
-    /// The response as a JSON object, moving the result into it rather than copying it (a
-    /// read's result holds up to a whole chunk of content).
-    pub(crate) fn into_json(self) -> Value {
-        let mut obj = Map::new();
-        obj.insert("jsonrpc".into(), json!("2.0"));
-        obj.insert("id".into(), self.id.map_or(Value::Null, |i| i.0));
+    /// The response line (without its newline). The result's text is never parsed again:
+    /// when it was written behind this line's head ([`result_head`]) the line is its own
+    /// buffer, else it is copied in. The keys come in the order a JSON object of them is
+    /// written (`error`, `id`, `jsonrpc`, `result`), as they always have.
+    pub(crate) fn encode(self) -> Vec<u8> {
         match self.outcome {
-            Ok(v) => obj.insert("result".into(), v),
-            Err(e) => obj.insert("error".into(), e.to_json()),
-        };
-        Value::Object(obj)
-    }
-}
-
-/// Serializes `value` to exactly the bytes `serde_json::to_vec` gives, faster for the long
-/// strings of `files/read`: a string that needs no escaping (base64 never does, text rarely)
-/// is found so eight bytes at a time and copied whole, and the buffer is sized up front, so a
-/// chunk is not scanned byte by byte and reallocated as it grows.
-pub(crate) fn encode(value: &Value) -> Vec<u8> {
-    let mut out = Vec::with_capacity(size_hint(value, 3));
-    write_value(&mut out, value);
-    out
-}
-
-/// About how many bytes `value` takes, looking `depth` levels down.
-fn size_hint(value: &Value, depth: u8) -> usize {
-    match value {
-        Value::String(s) => s.len() + 2,
-        Value::Object(m) if depth > 0 => {
-            let inner: usize = m
-                .iter()
-                .map(|(k, v)| k.len() + 4 + size_hint(v, depth - 1))
-                .sum();
-            inner + 2
-        }
-        Value::Array(a) if depth > 0 => a.iter().map(|v| size_hint(v, depth - 1) + 1).sum(),
-        Value::Object(m) => 64 * m.len(),
-        Value::Array(a) => 64 * a.len(),
-        _ => 24,
-    }
-}
-
-fn write_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        // Writing to a Vec cannot fail, nor can serializing a number.
-        Value::Number(n) => drop(serde_json::to_writer(&mut *out, n)),
-        Value::String(s) => write_str(out, s),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item);
+            Ok(result) => {
+                let head = result_head(self.id.as_ref());
+                let mut line = match result.into_line(&head) {
+                    Ok(line) => line,
+                    Err(result) => {
+                        let mut line = head;
+                        line.reserve(result.as_bytes().len() + 1);
+                        line.extend_from_slice(result.as_bytes());
+                        line
+                    }
+                };
+                line.push(b'}');
+                line
             }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write_value(out, v);
+            Err(e) => {
+                let mut out = Vec::with_capacity(256);
+                out.extend_from_slice(b"{\"error\":");
+                crate::json::write_value(&mut out, &e.to_json());
+                out.extend_from_slice(b",\"id\":");
+                crate::json::write_value(&mut out, self.id.as_ref().map_or(&Value::Null, |i| &i.0));
+                out.extend_from_slice(b",\"jsonrpc\":\"2.0\"}");
+                out
             }
-            out.push(b'}');
         }
     }
 }
 
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    if needs_escape(s.as_bytes()) {
-        drop(serde_json::to_writer(&mut *out, s));
-    } else {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    }
-}
-
-/// Whether JSON needs an escape in `bytes`: a control character, a quote or a backslash
-/// (serde_json escapes nothing else). Blocks of 64 bytes are folded without an early exit,
-/// which the compiler turns into vector instructions; only the block result is branched on.
-fn needs_escape(bytes: &[u8]) -> bool {
-    let bad = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
-    let mut blocks = bytes.chunks_exact(64);
-    for block in &mut blocks {
-        if block.iter().fold(false, |acc, &b| acc | bad(b)) {
-            return true;
-        }
-    }
-    blocks.remainder().iter().any(|&b| bad(b))
+/// How the line that answers `id` with a result starts, up to the result itself: a result
+/// written behind it ([`crate::json::Object::after`]) becomes the line without a copy.
+pub(crate) fn result_head(id: Option<&Id>) -> Vec<u8> {
+    let mut head = Vec::with_capacity(64);
+    head.extend_from_slice(b"{\"id\":");
+    crate::json::write_value(&mut head, id.map_or(&Value::Null, |i| &i.0));
+    head.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+    head
 }
 
 /// Decodes one line (without its newline). Errors are the single response to send.
@@ -410,31 +359,47 @@ mod tests {
     }
 
     #[test]
-    fn encode_is_serde_json() {
-        let long = "QUJD".repeat(1000);
-        let mut tricky: Vec<String> = vec![
-            String::new(),
-            "plain".into(),
-            long.clone(),
-            format!("{long}\"{long}"),
-            format!("{long}\\"),
-            "\u{7f}\u{80}é漢字🎉 and \u{1f}".into(),
-            "\n\r\t\u{0}\u{8}\u{c}".into(),
-        ];
-        // Every byte that needs an escape, at every position of an eight-byte word.
-        for b in (0u8..0x20).chain([b'"', b'\\']) {
-            for at in 0..9 {
-                let mut v = vec![b'a'; 9];
-                v[at] = b;
-                tricky.push(String::from_utf8(v).unwrap());
+    fn a_response_line_is_its_json_object_written_out() {
+        let ids = [None, Some(json!(7)), Some(json!("a\"b")), Some(json!(-3))];
+        let results = [json!({}), json!({"x": [1, "y\n"], "b": null}), json!("s")];
+        for id in &ids {
+            let id = id.as_ref().and_then(Id::from_value);
+            for r in &results {
+                let resp = Response {
+                    id: id.clone(),
+                    outcome: Ok(Json::of(r).unwrap()),
+                };
+                assert_eq!(
+                    resp.clone().encode(),
+                    serde_json::to_vec(&resp.to_json()).unwrap()
+                );
+                assert_eq!(resp.to_json()["result"], *r);
+                // Written behind its line's head, the same result makes the same line.
+                let mut o = crate::json::Object::after(result_head(id.as_ref()), 0);
+                for (k, v) in r.as_object().into_iter().flatten() {
+                    match (k.as_str(), v) {
+                        ("x", _) => o.u64("x", 1),
+                        (_, _) => o.opt_str("b", None),
+                    }
+                }
+                let behind = Response {
+                    id: id.clone(),
+                    outcome: Ok(o.finish()),
+                };
+                assert_eq!(
+                    behind.clone().encode(),
+                    serde_json::to_vec(&behind.to_json()).unwrap()
+                );
             }
+            let resp = Response {
+                id: id.clone(),
+                outcome: Err(Error::new(ErrorKind::FileNotFound, "no \"such\" file")),
+            };
+            assert_eq!(
+                resp.clone().encode(),
+                serde_json::to_vec(&resp.to_json()).unwrap()
+            );
+            assert!(resp.to_json()["error"]["code"].is_i64());
         }
-        for s in tricky {
-            let v =
-                json!({"id": 1, "result": {"content": s, "n": [1.5, -2, u64::MAX, null, true]}});
-            assert_eq!(encode(&v), serde_json::to_vec(&v).unwrap(), "{s:?}");
-        }
-        let list = json!([{"a": {"b": [{"c": "d"}, [], {}]}}, "x\u{1}y", false, 0.1]);
-        assert_eq!(encode(&list), serde_json::to_vec(&list).unwrap());
     }
 }

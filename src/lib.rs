@@ -134,6 +134,7 @@ mod audit;
 mod config;
 mod deadline;
 mod framing;
+mod json;
 mod jsonrpc;
 mod lane;
 mod limits;

@@ -21,6 +21,7 @@ const LAYERS: &[&str] = &[
     "deadline",
     "method",
     "path",
+    "json",
     "jsonrpc",
     "wire",
     "locks",

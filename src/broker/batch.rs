@@ -10,7 +10,7 @@
 use super::Broker;
 use super::request::Seat;
 use crate::error::Error;
-use crate::jsonrpc::{self, Id, Item, Response};
+use crate::jsonrpc::{Id, Item, Response};
 
 /// Room kept in a batch's line for the error answering each item still to come, beyond the
 /// item's id: every error the broker answers an item with, unrun, is shorter (a unit test
@@ -31,7 +31,7 @@ fn error_room(item: &Item) -> usize {
         Item::Invalid(id, _) => id.as_ref(),
         Item::Notification(_) | Item::Response(_) => return 0,
     };
-    ERROR_ROOM + id.map_or(4, |id| jsonrpc::encode(id.as_value()).len())
+    ERROR_ROOM + id.map_or(4, |id| crate::json::encode(id.as_value()).len())
 }
 
 /// The error for a request of a batch that was not run: the answers before it filled the line.
@@ -51,13 +51,11 @@ fn did_not_fit(limit: usize) -> Error {
 }
 
 fn error_line(id: Id, e: Error) -> Vec<u8> {
-    jsonrpc::encode(
-        &Response {
-            id: Some(id),
-            outcome: Err(e),
-        }
-        .into_json(),
-    )
+    Response {
+        id: Some(id),
+        outcome: Err(e),
+    }
+    .encode()
 }
 
 impl Broker {
@@ -85,9 +83,7 @@ impl Broker {
                         Some(error_line(req.id, not_run(limit)))
                     } else {
                         let id = req.id.clone();
-                        let done = self.handle_request(seat, req).await.into_json();
-                        let encoded = jsonrpc::encode(&done);
-                        drop(done);
+                        let encoded = self.handle_request(seat, req).await.encode();
                         if encoded.len() <= room {
                             Some(encoded)
                         } else {
@@ -96,10 +92,7 @@ impl Broker {
                         }
                     }
                 }
-                other => self
-                    .handle_item(seat, other)
-                    .await
-                    .map(|v| jsonrpc::encode(&v)),
+                other => self.handle_item(seat, other).await.map(|r| r.encode()),
             };
             if let Some(a) = answer {
                 if line.len() > 1 {

@@ -188,7 +188,8 @@ impl Broker {
             match message {
                 Message::Single(item) => {
                     let work = self.handle_item(&seat, item);
-                    Withdrawal::unless(handed.withdrawal, work).await
+                    let response = Withdrawal::unless(handed.withdrawal, work).await?;
+                    Some(response.to_json())
                 }
                 // Items run one after another: a batch takes one session's turn, so it cannot
                 // multiply the session's cap on operations in flight. Its answer is the same
@@ -243,13 +244,7 @@ impl Broker {
         async move {
             let _turn = ready(turn).await;
             let request = Request::new(jsonrpc::Id::number(0), C::METHOD, params?);
-            let value = self.handle_request(&seat, request).await.outcome?;
-            serde_json::from_value(value).map_err(|e| {
-                Error::new(
-                    ErrorKind::Internal,
-                    format!("cannot decode the result: {e}"),
-                )
-            })
+            self.handle_request(&seat, request).await.outcome?.decode()
         }
     }
 }

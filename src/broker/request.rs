@@ -4,6 +4,7 @@
 use super::Broker;
 use crate::audit::{AuditRecord, Violation};
 use crate::error::{Error, Result};
+use crate::json::Json;
 use crate::jsonrpc::{self, Item, Message, Request, Response};
 use crate::method::Method;
 use crate::ops::{self, Ctx};
@@ -190,15 +191,15 @@ impl Broker {
             }
             Err(resp) => {
                 self.audit_fault(&seat.id, resp.outcome.as_ref().err());
-                Some(resp.into_json())
+                Some(*resp)
             }
         }?;
-        Some(jsonrpc::encode(&response))
+        Some(response.encode())
     }
 
-    pub(super) async fn handle_item(&self, seat: &Seat, item: Item) -> Option<Value> {
+    pub(super) async fn handle_item(&self, seat: &Seat, item: Item) -> Option<Response> {
         match item {
-            Item::Request(req) => Some(self.handle_request(seat, req).await.into_json()),
+            Item::Request(req) => Some(self.handle_request(seat, req).await),
             Item::Notification(n) => {
                 tracing::debug!(server = seat.id, method = %n.method, "notification taken");
                 None
@@ -206,13 +207,10 @@ impl Broker {
             Item::Response(_) => None,
             Item::Invalid(id, e) => {
                 self.audit_fault(&seat.id, Some(&e));
-                Some(
-                    Response {
-                        id,
-                        outcome: Err(e),
-                    }
-                    .into_json(),
-                )
+                Some(Response {
+                    id,
+                    outcome: Err(e),
+                })
             }
         }
     }
@@ -224,7 +222,9 @@ impl Broker {
             method: req.method.chars().take(64).collect(),
             known: req.known,
             start: Instant::now(),
-            ctx: Ctx::new(self.inner.clone(), &seat.id).holding(seat.turn.get().cloned()),
+            ctx: Ctx::new(self.inner.clone(), &seat.id)
+                .holding(seat.turn.get().cloned())
+                .answering(&req.id),
             done: false,
         };
         let outcome = match &seat.session {
@@ -305,13 +305,13 @@ struct Running<'a> {
 }
 
 impl Running<'_> {
-    fn finish(&mut self, outcome: &Result<Value>) {
+    fn finish(&mut self, outcome: &Result<Json>) {
         self.done = true;
         self.record(Some(outcome));
     }
 
     /// Audits and counts the request; `None` when it was withdrawn.
-    fn record(&mut self, outcome: Option<&Result<Value>>) {
+    fn record(&mut self, outcome: Option<&Result<Json>>) {
         let ops::Noted {
             path,
             bytes,

@@ -11,9 +11,12 @@ use super::{Ctx, mtime, params, resolve_target, shown_size, type_name};
 use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
+use crate::json::{Items, Json, Object};
 use crate::path::MountPath;
 use crate::session::Session;
-use crate::wire::{ListEntry, ListParams, ListResult};
+use crate::wire::ListParams;
+#[cfg(doc)]
+use crate::wire::{ListEntry, ListResult};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use cap_fs_ext::DirExt;
@@ -30,7 +33,8 @@ struct Walk {
     max_depth: usize,
     limit: usize,
     cursor: Option<Vec<String>>,
-    entries: Vec<ListEntry>,
+    /// The page's entries so far, each written out as it is found (see [`ListEntry`]).
+    entries: Items,
     last: Vec<String>,
     more: bool,
 }
@@ -46,7 +50,7 @@ struct Frame {
     names: std::vec::IntoIter<String>,
 }
 
-pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<ListResult> {
+pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<Json> {
     let p: ListParams = params(raw)?;
     let max_page = ctx.limits().max_list_page.get();
     let limit = p.limit.unwrap_or(ctx.limits().list_page.get());
@@ -72,7 +76,8 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         1
     };
     let include_hidden = p.include_hidden;
-    let walk = ctx
+    let head = ctx.result_head();
+    let (result, count) = ctx
         .run(session, move |deadline| {
             let r = resolve_target(&root, &s, &path.rel, Access::Read, deadline)?;
             let io = |e: std::io::Error| Error::from_io(&e, &path.to_string());
@@ -87,23 +92,17 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
                 max_depth: max_depth.min(MAX_LIST_DEPTH),
                 limit,
                 cursor,
-                entries: Vec::new(),
+                entries: Object::after(head, limit.min(1024) * 128).items("entries"),
                 last: Vec::new(),
                 more: false,
             };
             walk.run(dir, &s, deadline)?;
-            Ok(walk)
+            Ok(walk.finish())
         })
         .await
         .map_err(|e| e.with_path(shown))?;
-    let next_cursor = walk
-        .more
-        .then(|| URL_SAFE_NO_PAD.encode(serde_json::to_vec(&walk.last).unwrap_or_default()));
-    ctx.audit.entries = walk.entries.len() as u64;
-    Ok(ListResult {
-        entries: walk.entries,
-        next_cursor,
-    })
+    ctx.audit.entries = count as u64;
+    Ok(result)
 }
 
 fn decode_cursor(c: &str) -> Result<Vec<String>> {
@@ -116,6 +115,17 @@ fn decode_cursor(c: &str) -> Result<Vec<String>> {
 }
 
 impl Walk {
+    /// The page as the JSON text of a [`ListResult`], and how many entries it holds.
+    fn finish(self) -> (Json, usize) {
+        let count = self.entries.len();
+        let mut o = self.entries.close();
+        if self.more {
+            let last = serde_json::to_vec(&self.last).unwrap_or_default();
+            o.str("nextCursor", &URL_SAFE_NO_PAD.encode(last));
+        }
+        (o.finish(), count)
+    }
+
     /// Walks in pre-order with an explicit stack, so depth costs heap, never the call stack.
     ///
     /// The current entry is kept three ways, each updated as the walk goes down and up rather
@@ -169,12 +179,12 @@ impl Walk {
                     self.more = true;
                     return Ok(());
                 }
-                self.entries.push(ListEntry {
-                    name: name.to_owned(),
-                    path: shown.clone(),
-                    kind: type_name(&meta.file_type()),
-                    size: shown_size(&meta),
-                    mtime: mtime(&meta),
+                self.entries.push(|entry| {
+                    entry.str("name", name);
+                    entry.str("path", &shown);
+                    entry.str("type", type_name(&meta.file_type()).wire_name());
+                    entry.u64("size", shown_size(&meta));
+                    entry.opt_str("mtime", mtime(&meta).as_deref());
                 });
                 self.last.clone_from(&at);
             }

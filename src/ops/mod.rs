@@ -10,6 +10,7 @@
 use crate::access::Access;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::json::Json;
 use crate::method::Method;
 use crate::path::{MountPath, RelPath, RequestPath};
 use crate::policy::Limits;
@@ -46,7 +47,7 @@ pub(crate) async fn dispatch(
     method: Option<Method>,
     name: &str,
     params: Value,
-) -> Result<Value> {
+) -> Result<Json> {
     let Some(method) = method else {
         let shown: String = name.chars().take(64).collect();
         return Err(Error::new(
@@ -58,8 +59,8 @@ pub(crate) async fn dispatch(
         Method::Ping => reply(wire::Empty {}),
         Method::RootsList => roots_list::run(ctx, session, params).await.and_then(reply),
         Method::Consent => consent::run(ctx, session, params).await.and_then(reply),
-        Method::Read => read::run(ctx, session, params).await.and_then(reply),
-        Method::List => list::run(ctx, session, params).await.and_then(reply),
+        Method::Read => read::run(ctx, session, params).await,
+        Method::List => list::run(ctx, session, params).await,
         Method::Stat => stat::run(ctx, session, params).await.and_then(reply),
         Method::Write => write::run(ctx, session, params).await.and_then(reply),
         Method::Create => create::run(ctx, session, params).await.and_then(reply),
@@ -70,14 +71,9 @@ pub(crate) async fn dispatch(
     }
 }
 
-/// A method's typed result (see [`wire`]) as the JSON value that is sent. Encoding one of
-/// these types cannot fail, but should it ever, the request is answered with an internal
-/// error rather than a panic.
-fn reply<T: Serialize>(result: T) -> Result<Value> {
-    serde_json::to_value(result).map_err(|e| {
-        tracing::error!(error = %e, "cannot encode a result");
-        Error::new(ErrorKind::Internal, "cannot encode the result")
-    })
+/// A method's typed result (see [`wire`]) as the JSON text that is sent.
+fn reply<T: Serialize>(result: T) -> Result<Json> {
+    Json::of(&result)
 }
 
 /// What one request carries through its operation: the broker, the server, and what the audit
@@ -94,6 +90,9 @@ pub(crate) struct Ctx {
     unavailable: std::collections::HashSet<String>,
     /// The request's turn (see [`Ctx::holding`]).
     turn: Option<Arc<crate::turn::Turn>>,
+    /// The id the answer goes to, when there is one: results that carry bulk are written
+    /// behind the head of their response line, which then need not be copied.
+    id: Option<crate::jsonrpc::Id>,
     /// The CPU time its blocking work spent, in nanoseconds: shared with that work, which
     /// may outlive the request.
     cpu: Arc<std::sync::atomic::AtomicU64>,
@@ -127,7 +126,20 @@ impl Ctx {
             audit: Noted::default(),
             turn: None,
             cpu: Arc::default(),
+            id: None,
         }
+    }
+
+    /// The request's id, for the head of its answer's line.
+    pub(crate) fn answering(mut self, id: &crate::jsonrpc::Id) -> Self {
+        self.id = Some(id.clone());
+        self
+    }
+
+    /// The head of the line that answers this request: a result written behind it
+    /// ([`crate::json::Object::after`]) goes out without being copied.
+    fn result_head(&self) -> Vec<u8> {
+        crate::jsonrpc::result_head(self.id.as_ref())
     }
 
     /// The request's turn in its session's order, held by its blocking work until that

@@ -76,6 +76,18 @@ pub enum EntryType {
     Other,
 }
 
+impl EntryType {
+    /// The name the wire gives it (as its `Serialize` writes it).
+    pub(crate) fn wire_name(self) -> &'static str {
+        match self {
+            EntryType::File => "file",
+            EntryType::Directory => "directory",
+            EntryType::Symlink => "symlink",
+            EntryType::Other => "other",
+        }
+    }
+}
+
 /// `ping` and `files/unwatch` answer an empty object.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[non_exhaustive]
@@ -153,6 +165,16 @@ calls! {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The listing writes an entry's type by hand: its names are serde's.
+    #[test]
+    fn entry_type_names_are_what_serde_writes() -> serde_json::Result<()> {
+        use EntryType::*;
+        for t in [File, Directory, Symlink, Other] {
+            assert_eq!(serde_json::to_value(t)?, json!(t.wire_name()));
+        }
+        Ok(())
+    }
 
     /// The keys that are left out when absent, and those sent as `null`, are what the
     /// operations sent before these types existed.

@@ -171,7 +171,7 @@ impl RemoteError {
             "data": data,
         }});
         // Infallible for a value (serde_json fails only on maps with non-string keys).
-        crate::jsonrpc::encode(&v)
+        crate::json::encode(&v)
     }
 
     /// The end of a session that left `unanswered` requests without their answer after

@@ -143,7 +143,7 @@ impl RemoteSession {
             }
             let req = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/list",
                 "params": params});
-            let line = crate::jsonrpc::encode(&req);
+            let line = crate::json::encode(&req);
             let headers = headers_for(&line)?;
             let resp = match self
                 .post_modern(&Bytes::from(line), &headers, Some(&id))

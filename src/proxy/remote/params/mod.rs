@@ -223,7 +223,7 @@ pub(super) fn refusal(id: &Value, why: &str) -> Vec<u8> {
     let v = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": INVALID_PARAMS, "message": why,
         "data": {"reason": "unmirrorable_argument"}}});
-    crate::jsonrpc::encode(&v)
+    crate::json::encode(&v)
 }
 
 /// The header text for an argument: a string as it is (then [`encode_name`]), an integer
