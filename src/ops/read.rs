@@ -17,6 +17,7 @@ use crate::wire::ReadResult;
 use crate::wire::{Encoding, ReadParams};
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 /// Bytes read between two deadline checks.
@@ -28,8 +29,8 @@ const IN_PLACE: usize = 64 << 10;
 /// What the lane did: the whole read, or the open of a file for a larger chunk.
 enum Step {
     Done((Json, u64)),
-    /// The open file, the path, the deadline and the line's head, for the pool.
-    Large(Box<(Open, MountPath, Deadline, Vec<u8>)>),
+    /// The open file, the path and the deadline, for the pool.
+    Large(Box<(Open, MountPath, Deadline)>),
 }
 
 /// A regular file open for one chunk.
@@ -39,6 +40,8 @@ struct Open {
     want: usize,
     offset: u64,
     encoding: Option<Encoding>,
+    /// The head of the answer's line, which the result is written behind.
+    head: Vec<u8>,
 }
 
 impl Open {
@@ -51,6 +54,7 @@ impl Open {
             want,
             offset,
             encoding,
+            head,
         } = self;
         let io = |e: std::io::Error| Error::from_io(&e, "");
         let size = meta.len();
@@ -71,6 +75,7 @@ impl Open {
             utf8,
             size,
             meta,
+            head,
         })
     }
 }
@@ -80,6 +85,7 @@ struct Chunk {
     utf8: bool,
     size: u64,
     meta: cap_std::fs::Metadata,
+    head: Vec<u8>,
 }
 
 pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Result<Json> {
@@ -125,12 +131,13 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
                 want,
                 offset,
                 encoding,
+                head,
             };
             if want <= IN_PLACE {
-                let done = open.fill(deadline)?.encode(head, offset, &path);
+                let done = open.fill(deadline)?.encode(offset, &path);
                 Ok(Step::Done(done))
             } else {
-                Ok(Step::Large(Box::new((open, path, deadline, head))))
+                Ok(Step::Large(Box::new((open, path, deadline))))
             }
         })
         .await
@@ -138,10 +145,10 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
     let (result, len) = match step {
         Step::Done(done) => done,
         Step::Large(large) => {
-            let (open, path, deadline, head) = *large;
+            let (open, path, deadline) = *large;
             let by = deadline.instant();
             ctx.run_on(session, Where::Pool, by, move |deadline| {
-                Ok(open.fill(deadline)?.encode(head, offset, &path))
+                Ok(open.fill(deadline)?.encode(offset, &path))
             })
             .await
             .map_err(|e| e.with_path(shown))?
@@ -153,10 +160,10 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
 
 impl Chunk {
     /// The result, written straight into the JSON text that is sent, behind the line's
-    /// `head` (see [`ReadResult`] for its fields, in their order): the content is encoded
+    /// head (see [`ReadResult`] for its fields, in their order): the content is encoded
     /// (base64) or escaped (text) once, into the buffer the line goes out in, on the thread
     /// that read it. Returns the bytes it holds too.
-    fn encode(self, head: Vec<u8>, offset: u64, path: &MountPath) -> (Json, u64) {
+    fn encode(self, offset: u64, path: &MountPath) -> (Json, u64) {
         let len = self.bytes.len() as u64;
         let text = if self.utf8 {
             std::str::from_utf8(&self.bytes).ok()
@@ -164,7 +171,7 @@ impl Chunk {
             None
         };
         let room = self.bytes.len().div_ceil(3) * 4 + 256;
-        let mut o = Object::after(head, room);
+        let mut o = Object::after(self.head, room);
         match text {
             Some(text) => {
                 o.str("content", text);
@@ -190,21 +197,41 @@ fn not_regular() -> Error {
     Error::new(ErrorKind::InvalidPath, "not a regular file").with_reason(Reason::NotRegularFile)
 }
 
-/// Reads up to `want` bytes at `offset`, in steps, stopping early at end of file. The bytes
-/// go into the buffer's spare room as the kernel writes them, never zeroed first: zeroing a
-/// chunk's buffer cost a twentieth of a large read. The file is this request's own open, so
-/// moving its position disturbs no one.
+/// Reads up to `want` bytes at `offset`, in steps, stopping early at end of file.
+///
+/// A large chunk goes into the buffer's spare room as the kernel writes it, never zeroed
+/// first (zeroing cost a twentieth of a large read), which needs the file's position moved
+/// first: the file is this request's own open, so that disturbs no one. A small one is read
+/// in place at its offset: zeroing a few KiB costs less than that extra system call.
 fn read_at(
     file: &std::fs::File,
     offset: u64,
     want: usize,
     deadline: Deadline,
 ) -> std::io::Result<Vec<u8>> {
+    let timed_out = || deadline.check().is_err();
+    if want <= IN_PLACE {
+        let mut buf = vec![0u8; want];
+        let mut filled = 0;
+        while filled < want {
+            if timed_out() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            match file.read_at(&mut buf[filled..], offset + filled as u64) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(filled);
+        return Ok(buf);
+    }
     let mut buf = Vec::with_capacity(want);
     let mut file = file;
     file.seek(SeekFrom::Start(offset))?;
     while buf.len() < want {
-        if deadline.check().is_err() {
+        if timed_out() {
             return Err(std::io::ErrorKind::TimedOut.into());
         }
         let step = (want - buf.len()).min(STEP) as u64;
