@@ -307,5 +307,4 @@ fn needs_escape(bytes: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-#[path = "json_tests.rs"]
 mod tests;

@@ -92,7 +92,10 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
                 max_depth: max_depth.min(MAX_LIST_DEPTH),
                 limit,
                 cursor,
-                entries: Object::after(head, limit.min(1024) * 128).items("entries"),
+                // Room for a few entries; the buffer grows as they come. A line queued for a
+                // host that reads slowly is counted by its length, so room reserved beyond
+                // what a page holds would be memory no bound sees.
+                entries: Object::after(head, limit.min(64) * 128).items("entries"),
                 last: Vec::new(),
                 more: false,
             };

@@ -256,14 +256,24 @@ async fn offset_at_or_past_end_gives_empty_content_and_eof() {
     let f = Fixture::new();
     f.file("h.txt", "hello");
     let b = consented_unthrottled(&f).await;
-    for offset in [5u64, 6, 1_000_000] {
-        let r = read(&b, json!({"path": "project/h.txt", "offset": offset})).await;
-        let r = ok(&r);
-        assert_eq!(r["content"], "", "offset {offset}");
-        assert_eq!(r["length"], 0);
-        assert_eq!(r["eof"], true);
-        assert_eq!(r["size"], 5);
-        assert_eq!(r["offset"], offset);
+    // Offsets far past the end too: past what a file system lets a file reach (2^44 on
+    // ext4), past what a seek takes (i64::MAX), and the largest u64. Nothing is read for an
+    // empty chunk, so nothing the kernel would refuse is asked of it.
+    let far = [1u64 << 44, i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX];
+    for offset in [5u64, 6, 1_000_000].into_iter().chain(far) {
+        for extra in [json!({}), json!({"length": 1 << 20, "encoding": "base64"})] {
+            let mut p = json!({"path": "project/h.txt", "offset": offset});
+            p.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let r = read(&b, p).await;
+            let r = ok(&r);
+            assert_eq!(r["content"], "", "offset {offset}");
+            assert_eq!(r["length"], 0);
+            assert_eq!(r["eof"], true);
+            assert_eq!(r["size"], 5);
+            assert_eq!(r["offset"], offset);
+        }
     }
 }
 
