@@ -52,7 +52,8 @@ impl Json {
         }
     }
 
-    /// The value as a typed result (a host's typed call).
+    /// The value as a typed result (a host's typed call), or as a tree (the faces that hand
+    /// JSON values to a host).
     pub(crate) fn decode<T: DeserializeOwned>(&self) -> Result<T, Error> {
         serde_json::from_slice(self.as_bytes()).map_err(|e| {
             Error::new(
@@ -60,11 +61,6 @@ impl Json {
                 format!("cannot decode the result: {e}"),
             )
         })
-    }
-
-    /// The value as a tree (the faces that hand JSON values to a host).
-    pub(crate) fn to_value(&self) -> Result<Value, Error> {
-        self.decode()
     }
 }
 
@@ -129,8 +125,8 @@ impl Object {
 
     /// An unsigned number field.
     pub(crate) fn u64(&mut self, key: &'static str, value: u64) {
-        let out = self.key(key);
-        out.extend_from_slice(itoa(value, &mut [0u8; 20]));
+        // Writing to a Vec cannot fail, nor can serializing a number.
+        drop(serde_json::to_writer(self.key(key), &value));
     }
 
     /// A boolean field.
@@ -203,19 +199,6 @@ impl Items {
     pub(crate) fn close(mut self) -> Object {
         self.object.out.push(b']');
         self.object
-    }
-}
-
-/// `n` in decimal, written into `buf`.
-fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
     }
 }
 

@@ -195,7 +195,7 @@ impl Response {
             "id".into(),
             self.id.as_ref().map_or(Value::Null, |i| i.0.clone()),
         );
-        match self.outcome.as_ref().map(Json::to_value) {
+        match self.outcome.as_ref().map(Json::decode::<Value>) {
             Ok(Ok(v)) => obj.insert("result".into(), v),
             Ok(Err(e)) => obj.insert("error".into(), e.to_json()),
             Err(e) => obj.insert("error".into(), e.to_json()),

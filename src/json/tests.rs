@@ -102,7 +102,7 @@ fn an_object_written_by_hand_is_what_serde_writes() {
             "{s:?}"
         );
         assert_eq!(hand, Json::of(&typed).unwrap());
-        let back: Value = hand.to_value().unwrap();
+        let back: Value = hand.decode().unwrap();
         assert_eq!(back["text"], json!(s));
         // Written after a head, the same value is the tail of the head's buffer.
         let head = format!("{{\"id\":{i},\"result\":").into_bytes();
