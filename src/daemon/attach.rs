@@ -51,6 +51,13 @@ pub(crate) struct AttachRequest {
     asks: bool,
 }
 
+impl AttachRequest {
+    /// Whether the attaching client runs its server in a sandbox.
+    pub(crate) fn sandboxed(&self) -> bool {
+        self.sandbox.as_ref().is_some_and(|s| !s.is_null())
+    }
+}
+
 /// The attach request on `line`, if it is one (a line whose `op` is `attach`); `Err` says
 /// what is wrong with one that is.
 pub(crate) fn attach_request(line: &[u8]) -> Option<Result<AttachRequest, String>> {

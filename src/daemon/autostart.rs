@@ -49,8 +49,9 @@ pub(crate) fn ensure(socket: &Path) -> Result<(), String> {
     }
     socket::check_length(socket)?;
     let uid = rustix::process::getuid().as_raw();
-    socket::private_dir(socket::dir_of(socket)?, uid)?;
-    let _turn = turn(&socket::sibling(socket, "start.lock"))?;
+    let dir = socket::private_dir(socket::dir_of(socket)?, uid)?;
+    let name = socket.file_name().unwrap_or_default();
+    let _turn = turn(&socket::sibling(&dir.join(name), "start.lock"))?;
     // Another caller may have started it while this one waited.
     if client::probe(socket).is_ok() {
         return Ok(());

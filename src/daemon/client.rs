@@ -2,8 +2,7 @@
 //! secret read from beside the socket, send one request, read its answer. Blocking, with
 //! every wait bounded: a verb does one exchange and exits.
 
-use super::secret::Secret;
-use super::socket;
+use super::proof;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, ErrorKind as IoKind, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -75,16 +74,10 @@ pub(crate) fn follow(
     }
 }
 
-/// A connection to the daemon on `socket` that has proven the secret and been welcomed.
+/// A connection to the daemon on `socket`, proven to be the user's own daemon (see
+/// [`super::proof`]), that has sent it the key and been welcomed.
 fn connect(socket: &Path) -> Result<(BufReader<UnixStream>, UnixStream), String> {
-    socket::check_length(socket)?;
-    let stream = match UnixStream::connect(socket) {
-        Ok(s) => s,
-        Err(e) if matches!(e.kind(), IoKind::NotFound | IoKind::ConnectionRefused) => {
-            return Err(format!("no daemon answers on {}", socket.display()));
-        }
-        Err(e) => return Err(format!("cannot connect to {}: {e}", socket.display())),
-    };
+    let (stream, secret) = proof::connect(socket)?;
     let io = |e: std::io::Error| format!("the connection to {} failed: {e}", socket.display());
     stream.set_read_timeout(Some(ANSWER_WAIT)).map_err(io)?;
     stream.set_write_timeout(Some(ANSWER_WAIT)).map_err(io)?;
@@ -92,10 +85,7 @@ fn connect(socket: &Path) -> Result<(BufReader<UnixStream>, UnixStream), String>
     let mut writer = stream;
     // The daemon may refuse a peer before reading anything: a failed write still leaves its
     // refusal to read.
-    let sent = match Secret::read(&socket::sibling(socket, "key")) {
-        Ok(secret) => send(&mut writer, &json!({"hello": secret.hex()})),
-        Err(e) => Err(e),
-    };
+    let sent = send(&mut writer, &json!({"hello": secret.hex()}));
     let welcome = read_line(&mut reader, socket);
     match (welcome, sent) {
         (Ok(w), _) if w["ok"] == true => Ok((reader, writer)),

@@ -19,6 +19,7 @@
 
 // Both ends: the consent questions' wire shape, the key, the socket's place.
 mod ask;
+mod proof;
 mod secret;
 mod socket;
 // The attaching end: `serve --daemon`, `proxy --daemon`, and a library host's session.
@@ -41,6 +42,8 @@ mod control;
 mod idle;
 #[cfg(feature = "cli")]
 mod line;
+#[cfg(feature = "cli")]
+mod lineage;
 #[cfg(feature = "cli")]
 mod log;
 #[cfg(feature = "cli")]

@@ -43,10 +43,35 @@ impl Secret {
         Ok(Secret(bytes.iter().map(|b| format!("{b:02x}")).collect()))
     }
 
-    /// The secret a client reads from `path`.
-    pub(crate) fn read(path: &Path) -> Result<Secret, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the daemon's key {}: {e}", path.display()))?;
+    /// The secret a client of `uid` reads from `path`: a regular file, not a link, owned by
+    /// `uid` and closed to group and others, as the daemon writes it. A key others could have
+    /// written or read proves nothing and is not sent.
+    pub(crate) fn read(path: &Path, uid: u32) -> Result<Secret, String> {
+        use std::io::Read;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let cannot =
+            |e: std::io::Error| format!("cannot read the daemon's key {}: {e}", path.display());
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+            .map_err(cannot)?;
+        let meta = file.metadata().map_err(cannot)?;
+        if !meta.file_type().is_file() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+            return Err(format!(
+                "refusing the daemon's key {}: it is owned by uid {} with mode {:04o}; \
+                 expected a file owned by uid {uid} (this user) with mode 0600",
+                path.display(),
+                meta.uid(),
+                meta.mode() & 0o7777
+            ));
+        }
+        let mut text = String::new();
+        // A key is 65 bytes: a longer file is not one.
+        (&mut file)
+            .take(1024)
+            .read_to_string(&mut text)
+            .map_err(cannot)?;
         Ok(Secret(text.trim().to_owned()))
     }
 
@@ -83,7 +108,8 @@ mod tests {
             .unwrap_or(0);
         assert_eq!(mode, 0o600);
         assert_eq!(s.hex().len(), 2 * SECRET_BYTES);
-        let read = Secret::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let uid = rustix::process::getuid().as_raw();
+        let read = Secret::read(&path, uid).unwrap_or_else(|e| panic!("{e}"));
         assert!(s.matches(read.hex()));
         assert!(!s.matches(""));
         let mut wrong = s.hex().to_owned();

@@ -2,6 +2,7 @@
 //! control requests, a `log` or `describe` follower, or an attached session.
 
 use super::line::{self, send};
+use super::lineage::Sandboxers;
 use super::secret::Secret;
 use super::services::{self, Services};
 use super::{attach, control, socket};
@@ -35,24 +36,40 @@ struct Slots {
     attached: Arc<Semaphore>,
 }
 
-/// Most connections waiting to say hello; past it, the oldest is dropped.
+/// Most connections waiting to say hello; past it, one is dropped.
 const MAX_GREETING: usize = 64;
 
+/// A connection waiting to say hello: its number, its peer's process id, its task.
+type Waiting = (u64, Option<u32>, tokio::task::AbortHandle);
+
 /// Connections that have not proven the key yet. They hold no slot, and when there are too
-/// many the oldest is dropped: a process without the key (a sandboxed server may still
-/// connect) can neither fill the slots nor keep a peer that holds it from being served, since
-/// a peer with the key says hello at once.
+/// many one is dropped: the oldest of the process that has the most waiting. A process
+/// without the key (a sandboxed server may still connect) can neither fill the slots nor push
+/// out a peer that holds it, which says hello at once from a process of its own.
 #[derive(Default)]
 struct Greeting {
-    waiting: std::sync::Mutex<std::collections::VecDeque<(u64, tokio::task::AbortHandle)>>,
+    waiting: std::sync::Mutex<std::collections::VecDeque<Waiting>>,
     next: std::sync::atomic::AtomicU64,
 }
 
 impl Greeting {
     /// Connection `id` said hello: it is no longer one to drop.
     fn done(&self, id: u64) {
-        crate::locks::lock(&self.waiting).retain(|(i, _)| *i != id);
+        crate::locks::lock(&self.waiting).retain(|(i, _, _)| *i != id);
     }
+}
+
+/// Of `waiting`, the place of the one to drop: the oldest connection of the process with the
+/// most connections waiting (the oldest process's, between equals).
+fn to_drop(waiting: &std::collections::VecDeque<Waiting>) -> Option<usize> {
+    let mut counts: std::collections::HashMap<Option<u32>, usize> = Default::default();
+    for (_, pid, _) in waiting {
+        *counts.entry(*pid).or_insert(0) += 1;
+    }
+    let most = counts.values().copied().max()?;
+    waiting
+        .iter()
+        .position(|(_, pid, _)| counts.get(pid) == Some(&most))
 }
 
 /// A daemon's socket, bound, with its key written and its lock held.
@@ -72,7 +89,13 @@ impl Listening {
     pub(crate) fn bind(socket: &Path) -> Result<Listening, String> {
         let uid = rustix::process::getuid().as_raw();
         socket::check_length(socket)?;
-        socket::private_dir(socket::dir_of(socket)?, uid)?;
+        let dir = socket::private_dir(socket::dir_of(socket)?, uid)?;
+        // From here on by its real place, which nobody else can change.
+        let name = socket
+            .file_name()
+            .ok_or_else(|| format!("{} names no socket file", socket.display()))?;
+        let socket = &dir.join(name);
+        socket::check_length(socket)?;
         // Said first, so that a second daemon hears why rather than meeting the lock.
         socket::refuse_live(socket)?;
         let lock = socket::lock(socket)?;
@@ -118,6 +141,7 @@ impl Listening {
             attached: Arc::new(Semaphore::new(MAX_ATTACHED)),
         });
         let greeting = Arc::new(Greeting::default());
+        let sandboxers = Arc::new(Sandboxers::default());
         let services = Arc::new(services);
         let (stop, stopping) = watch::channel(false);
         tokio::pin!(shutdown);
@@ -140,7 +164,19 @@ impl Listening {
                     }
                 },
             };
+            // A sandboxed server's process is refused before it waits among the user's.
+            let pid = stream
+                .peer_cred()
+                .ok()
+                .and_then(|c| c.pid())
+                .and_then(|p| u32::try_from(p).ok());
+            if let Some(why) = sandboxers.refuse(pid) {
+                tracing::warn!("{why}");
+                refuse_now(&stream, &why);
+                continue;
+            }
             let daemon = Daemon {
+                sandboxers: sandboxers.clone(),
                 broker: broker.clone(),
                 attachments: attachments.clone(),
                 services: services.clone(),
@@ -159,13 +195,16 @@ impl Listening {
                 connection(stream, &daemon, (id, &greeted), &slots).await;
                 drop(busy);
             });
-            waiting.push_back((id, task.abort_handle()));
+            waiting.push_back((id, pid, task.abort_handle()));
             if waiting.len() > MAX_GREETING
-                && let Some((_, oldest)) = waiting.pop_front()
+                && let Some(at) = to_drop(&waiting)
+                && let Some((_, pid, dropped)) = waiting.remove(at)
             {
-                oldest.abort();
+                dropped.abort();
                 tracing::warn!(
-                    "more than {MAX_GREETING} connections waiting to say hello; dropped the oldest"
+                    ?pid,
+                    "more than {MAX_GREETING} connections waiting to say hello; dropped the \
+                     oldest of the process with the most"
                 );
             }
         }
@@ -184,6 +223,7 @@ impl Listening {
 
 /// What every connection shares.
 struct Daemon {
+    sandboxers: Arc<Sandboxers>,
     broker: Broker,
     attachments: Arc<Attachments>,
     services: Arc<Services>,
@@ -250,6 +290,8 @@ async fn connection(
     loop {
         let answer = match next_frame(&mut reader, line::MAX_LINE).await {
             Ok(Frame::Line(line)) if attach::follows(&line) => {
+                // Only a sandboxing proxy follows the description, for its sandbox's roots.
+                let _sandboxing = peer_pid(cred).map(|p| daemon.sandboxers.register(p));
                 attach::follow(&daemon.broker, write, daemon.stop.clone()).await;
                 return;
             }
@@ -272,6 +314,11 @@ async fn connection(
                             return;
                         };
                         let pid = cred.and_then(|c| c.pid());
+                        let _sandboxing = request
+                            .sandboxed()
+                            .then(|| peer_pid(cred))
+                            .flatten()
+                            .map(|p| daemon.sandboxers.register(p));
                         let (b, a, stop) =
                             (&daemon.broker, &daemon.attachments, daemon.stop.clone());
                         attach::run(b, a, request, pid, reader, write, stop).await;
@@ -293,6 +340,21 @@ async fn connection(
         if send(&mut write, &answer).await.is_err() {
             break;
         }
+    }
+}
+
+/// The process id of a peer, from its credentials.
+fn peer_pid(cred: Option<tokio::net::unix::UCred>) -> Option<u32> {
+    cred.and_then(|c| c.pid())
+        .and_then(|p| u32::try_from(p).ok())
+}
+
+/// Says why on a connection refused before it is served, without waiting: what does not fit
+/// in the socket's buffer at once is not sent, and the connection is closed.
+fn refuse_now(stream: &UnixStream, why: &str) {
+    if let Ok(mut line) = serde_json::to_vec(&line::error(why)) {
+        line.push(b'\n');
+        let _ = stream.try_write(&line);
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::ErrorKind as IoKind;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The file name of the socket in its directory.
@@ -62,9 +62,11 @@ pub(crate) fn dir_of(socket: &Path) -> Result<&Path, String> {
 }
 
 /// Makes the socket's directory (mode 0700, its missing parents with the usual mode) if it
-/// is missing, then checks it: a real directory (not a link), owned by `uid`, closed to group
-/// and others.
-pub(crate) fn private_dir(dir: &Path, uid: u32) -> Result<(), String> {
+/// is missing, then checks it as every client does ([`super::proof::trusted_dir`]): a real
+/// directory (not a link), owned by `uid`, closed to group and others, below directories that
+/// nobody but the user or root can change. Returns its real path, the one to use from then on
+/// (a link above it, in a place that passed, cannot be changed by another user).
+pub(crate) fn private_dir(dir: &Path, uid: u32) -> Result<PathBuf, String> {
     if let Some(parent) = dir.parent()
         && !parent.as_os_str().is_empty()
     {
@@ -78,23 +80,17 @@ pub(crate) fn private_dir(dir: &Path, uid: u32) -> Result<(), String> {
     }
     let meta = std::fs::symlink_metadata(dir)
         .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
-    let mode = meta.mode() & 0o7777;
-    let expected = format!("expected a directory owned by uid {uid} (this user) with mode 0700");
     if !meta.file_type().is_dir() {
         return Err(format!(
-            "the socket directory {} is not a directory (a link or a file); {expected}",
+            "the socket directory {} is not a directory (a link or a file); expected a \
+             directory owned by uid {uid} (this user) with mode 0700",
             dir.display()
         ));
     }
-    if meta.uid() != uid || mode & 0o077 != 0 {
-        return Err(format!(
-            "refusing the socket directory {}: it is owned by uid {} with mode {mode:04o}; \
-             {expected}",
-            dir.display(),
-            meta.uid()
-        ));
-    }
-    Ok(())
+    let real =
+        std::fs::canonicalize(dir).map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+    super::proof::trusted_dir(&real, uid)?;
+    Ok(real)
 }
 
 /// Opens (creating it 0600, never through a link) the lock file at `path`.

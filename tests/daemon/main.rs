@@ -22,6 +22,7 @@ mod abuse;
 mod access;
 mod attach;
 mod background;
+mod impostor;
 mod init;
 mod intruder;
 mod library;

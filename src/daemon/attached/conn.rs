@@ -4,8 +4,7 @@
 use super::pending::{Pending, Route};
 use super::{Answered, Attach, Naming};
 use crate::daemon::ask;
-use crate::daemon::secret::Secret;
-use crate::daemon::socket;
+use crate::daemon::proof;
 use crate::framing::{Frame, next_frame};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
 use crate::policy::EraMode;
@@ -15,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -62,18 +60,10 @@ pub(crate) struct DescribedRoot {
     pub(crate) pin: Option<(u64, u64)>,
 }
 
-/// Connects to the daemon on `socket` and proves the key beside it.
+/// Connects to the daemon on `socket`, once it is proven to be the user's own (see
+/// [`crate::daemon::proof`]), and proves the key beside it.
 async fn connect(socket: &Path) -> Result<(Reader, OwnedWriteHalf), String> {
-    socket::check_length(socket)?;
-    let stream = UnixStream::connect(socket)
-        .await
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-                format!("no daemon answers on {}", socket.display())
-            }
-            _ => format!("cannot connect to {}: {e}", socket.display()),
-        })?;
-    let secret = Secret::read(&socket::sibling(socket, "key"))?;
+    let (stream, secret) = proof::connect_async(socket).await?;
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let welcome = exchange(&mut reader, &mut write, &json!({"hello": secret.hex()})).await?;

@@ -1,0 +1,203 @@
+//! Proving the other end of the control socket before anything is sent to it. Every client of
+//! the daemon (the command line's verbs, `daemon --ensure`, an attaching `serve` or `proxy`, a
+//! library host's session) connects through [`connect`], and the daemon judges its own place
+//! by [`trusted_dir`]: the socket is found through an environment variable (`XDG_RUNTIME_DIR`,
+//! which `su` without `-` keeps), so its path proves nothing by itself.
+//!
+//! What is proven, in order: the socket's directory, by its real path, and every directory
+//! above it belong to the user or to root and nobody else may change them (as OpenSSH's
+//! `StrictModes` judges a path: a directory others may write could have the user's renamed
+//! away and replaced); the process that answers is the user's own (`SO_PEERCRED`, read by the
+//! client); and only then is the key beside the socket read, from a file of the user's alone,
+//! and sent.
+
+use super::secret::Secret;
+use super::socket;
+use std::io::ErrorKind as IoKind;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+/// The restricted-deletion ("sticky") bit: in a directory with it, only an entry's owner, the
+/// directory's owner and root may rename or remove the entry.
+const STICKY: u32 = 0o1000;
+
+/// Checks that `dir` (a real path: no component a link) is the user's private directory and
+/// that nobody but the user or root can replace it: `dir` itself is owned by `uid` and closed
+/// to group and others; each directory above it is owned by `uid` or root and writable by
+/// nobody else, unless it is sticky (`/tmp`), where others may write but not move what is not
+/// theirs. An `Err` names the directory and what is wrong with it.
+pub(crate) fn trusted_dir(dir: &Path, uid: u32) -> Result<(), String> {
+    let own = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+    let mode = own.mode() & 0o7777;
+    if !own.file_type().is_dir() {
+        return Err(format!(
+            "the socket directory {} is not a directory (a link or a file); expected a \
+             directory owned by uid {uid} (this user) with mode 0700",
+            dir.display()
+        ));
+    }
+    if own.uid() != uid || mode & 0o077 != 0 {
+        return Err(format!(
+            "refusing the socket directory {}: it is owned by uid {} with mode {mode:04o}; \
+             expected a directory owned by uid {uid} (this user) with mode 0700",
+            dir.display(),
+            own.uid()
+        ));
+    }
+    // Bounded by the path's own components; nothing here recurses.
+    for above in dir.ancestors().skip(1) {
+        let meta = std::fs::symlink_metadata(above)
+            .map_err(|e| format!("cannot inspect {}: {e}", above.display()))?;
+        let mode = meta.mode() & 0o7777;
+        let why = if !meta.file_type().is_dir() {
+            Some("it is not a directory (a link, say)".to_owned())
+        } else if meta.uid() != uid && meta.uid() != 0 {
+            Some(format!("it is owned by uid {}", meta.uid()))
+        } else if mode & 0o022 != 0 && mode & STICKY == 0 {
+            Some(format!(
+                "its mode {mode:04o} lets others than its owner write it"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(format!(
+                "refusing the socket directory {}: {} above it {why}, and whoever may change                  {} can replace what lies below it; every directory above the socket must be                  owned by you (uid {uid}) or root and writable by nobody else (or sticky, as                  /tmp is). Name a socket in a directory of your own with --socket, or set                  XDG_RUNTIME_DIR to yours (after `su`, use `su -`)",
+                dir.display(),
+                above.display(),
+                above.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The socket's path with its directory's real path: `Ok(None)` when that directory does not
+/// exist (so no daemon answers there).
+pub(crate) fn real_socket(socket: &Path) -> Result<Option<PathBuf>, String> {
+    socket::check_length(socket)?;
+    let dir = socket::dir_of(socket)?;
+    let name = socket.file_name().ok_or_else(|| {
+        format!(
+            "{} names no socket file: give the socket as a path to one",
+            socket.display()
+        )
+    })?;
+    let real = match std::fs::canonicalize(dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot inspect {}: {e}", dir.display())),
+    };
+    let path = real.join(name);
+    socket::check_length(&path)?;
+    Ok(Some(path))
+}
+
+/// Why a peer that runs as `peer` (from `SO_PEERCRED`; `None` when unknown) is not the daemon
+/// of this user `uid`; `None` when it is.
+fn refuse_answerer(socket: &Path, peer: Option<u32>, uid: u32) -> Option<String> {
+    match peer {
+        Some(p) if p == uid => None,
+        Some(p) => Some(format!(
+            "refusing what answers on {}: it runs as uid {p}, not as you (uid {uid}), so it \
+             is not your daemon; nothing was sent to it. Another user's program listens at \
+             that path (after `su`, use `su -`, or name your socket with --socket)",
+            socket.display()
+        )),
+        None => Some(format!(
+            "refusing what answers on {}: the kernel did not say which user runs it, so it \
+             cannot be proven to be your daemon; nothing was sent to it",
+            socket.display()
+        )),
+    }
+}
+
+/// Connects to the daemon on `socket` once its place is proven, proves that the process that
+/// answers is this user's, and reads the key beside the socket. The key is sent by the caller,
+/// over this stream only. Blocking; an `Err` says what was wrong, and "no daemon answers on"
+/// when nothing listens.
+pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Secret), String> {
+    let uid = rustix::process::getuid().as_raw();
+    let none = || format!("no daemon answers on {}", socket.display());
+    let real = real_socket(socket)?.ok_or_else(none)?;
+    let dir = socket::dir_of(&real)?;
+    trusted_dir(dir, uid)?;
+    let stream = match UnixStream::connect(&real) {
+        Ok(s) => s,
+        Err(e) if matches!(e.kind(), IoKind::NotFound | IoKind::ConnectionRefused) => {
+            return Err(none());
+        }
+        Err(e) => return Err(format!("cannot connect to {}: {e}", socket.display())),
+    };
+    let peer = rustix::net::sockopt::socket_peercred(&stream)
+        .ok()
+        .map(|c| c.uid.as_raw());
+    if let Some(why) = refuse_answerer(socket, peer, uid) {
+        return Err(why);
+    }
+    let secret = Secret::read(&socket::sibling(&real, "key"), uid)?;
+    Ok((stream, secret))
+}
+
+/// [`connect`], for a caller on a tokio runtime: the blocking proof runs on the runtime's
+/// blocking pool.
+pub(crate) async fn connect_async(
+    socket: &Path,
+) -> Result<(tokio::net::UnixStream, Secret), String> {
+    let path = socket.to_owned();
+    let (stream, secret) = tokio::task::spawn_blocking(move || connect(&path))
+        .await
+        .map_err(|e| format!("the connection to {} failed: {e}", socket.display()))??;
+    let io = |e: std::io::Error| format!("the connection to {} failed: {e}", socket.display());
+    stream.set_nonblocking(true).map_err(io)?;
+    let stream = tokio::net::UnixStream::from_std(stream).map_err(io)?;
+    Ok((stream, secret))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn chmod(p: &Path, mode: u32) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn a_directory_above_that_others_may_write_is_refused_unless_sticky() {
+        let uid = rustix::process::getuid().as_raw();
+        let top = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let top = std::fs::canonicalize(top.path()).unwrap_or_else(|e| panic!("{e}"));
+        let above = top.join("above");
+        let dir = above.join("fsbroker");
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        chmod(&dir, 0o700);
+        chmod(&above, 0o755);
+        assert_eq!(trusted_dir(&dir, uid), Ok(()));
+        chmod(&above, 0o777);
+        let m = trusted_dir(&dir, uid).err().unwrap_or_default();
+        assert!(
+            m.contains("0777") && m.contains(&above.display().to_string()),
+            "{m}"
+        );
+        chmod(&above, 0o1777);
+        assert_eq!(trusted_dir(&dir, uid), Ok(()));
+        chmod(&dir, 0o750);
+        assert!(trusted_dir(&dir, uid).is_err());
+    }
+
+    #[test]
+    fn an_answerer_of_another_uid_is_refused() {
+        let s = Path::new("/run/user/1000/fsbroker/broker.sock");
+        assert_eq!(refuse_answerer(s, Some(1000), 1000), None);
+        let m = refuse_answerer(s, Some(1001), 1000).unwrap_or_default();
+        assert!(
+            m.contains("uid 1001") && m.contains("nothing was sent"),
+            "{m}"
+        );
+        assert!(refuse_answerer(s, None, 1000).is_some());
+    }
+}
