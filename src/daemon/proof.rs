@@ -115,13 +115,18 @@ fn refuse_answerer(socket: &Path, peer: Option<u32>, uid: u32) -> Option<String>
 }
 
 /// Connects to the daemon on `socket` once its place is proven, proves that the process that
-/// answers is this user's, and reads the key beside the socket. The key is sent by the caller,
-/// over this stream only. Blocking; an `Err` says what was wrong, and "no daemon answers on"
-/// when nothing listens.
-pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Secret), String> {
+/// answers is this user's, and only then reads the key beside the socket (an `Err` there
+/// still leaves the daemon's own word to read: a busy daemon says so before any key). The
+/// key is sent by the caller, over this stream only. Blocking; an `Err` says what was wrong,
+/// and "no daemon answers on" when nothing listens.
+pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Result<Secret, String>), String> {
     let uid = rustix::process::getuid().as_raw();
     let none = || format!("no daemon answers on {}", socket.display());
     let real = real_socket(socket)?.ok_or_else(none)?;
+    match std::fs::symlink_metadata(&real) {
+        Err(e) if e.kind() == IoKind::NotFound => return Err(none()),
+        _ => {}
+    }
     let dir = socket::dir_of(&real)?;
     trusted_dir(dir, uid)?;
     let stream = match UnixStream::connect(&real) {
@@ -137,7 +142,7 @@ pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Secret), String> {
     if let Some(why) = refuse_answerer(socket, peer, uid) {
         return Err(why);
     }
-    let secret = Secret::read(&socket::sibling(&real, "key"), uid)?;
+    let secret = Secret::read(&socket::sibling(&real, "key"), uid);
     Ok((stream, secret))
 }
 
@@ -145,7 +150,7 @@ pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Secret), String> {
 /// blocking pool.
 pub(crate) async fn connect_async(
     socket: &Path,
-) -> Result<(tokio::net::UnixStream, Secret), String> {
+) -> Result<(tokio::net::UnixStream, Result<Secret, String>), String> {
     let path = socket.to_owned();
     let (stream, secret) = tokio::task::spawn_blocking(move || connect(&path))
         .await
