@@ -74,6 +74,7 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
                     socket: attach.socket.clone(),
                     roots: d.roots.clone(),
                     store: d.store.clone(),
+                    audit: d.audit.clone(),
                 },
             };
             sandbox::spawn_sandboxed(

@@ -134,6 +134,8 @@ pub(crate) fn describe(broker: &Broker) -> Value {
         // Where the daemon keeps what servers' changes destroyed: a proxy's sandbox never
         // opens it.
         "recoveryStore": broker.recovery().map(|r| r.path()),
+        // Where it writes its audit log: a proxy's sandbox never opens that either.
+        "auditFile": policy.audit.file,
     })
 }
 

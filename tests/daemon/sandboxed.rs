@@ -103,3 +103,30 @@ fn a_sandboxed_attached_server_is_ended_when_the_daemon_takes_its_root_away() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_sandboxed_attached_server_is_refused_the_daemons_socket_directory_and_audit_file() {
+    // The daemon names its socket (through `--daemon=SOCKET`) and its audit file (in its
+    // description); the proxy's own environment names neither, and still neither opens.
+    let p = Place::new();
+    let logs = p.tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let audit = logs.join("audit.jsonl");
+    let _d = p.start_with(&["--audit-file", audit.to_str().unwrap()]);
+    for (allow, what) in [
+        (p.run.clone(), "socket directory"),
+        (p.key(), "socket directory"),
+        (logs.clone(), "the audit file"),
+    ] {
+        let mut cmd = std::process::Command::new(crate::common::bin());
+        cmd.arg("proxy")
+            .arg(format!("--daemon={}", p.socket().display()))
+            .args(["--sandbox", "--sandbox-allow"])
+            .arg(&allow)
+            .args(["--", "python3", "-c", "import sys; sys.stdin.read()"]);
+        let mut proxy = Sidecar::start(cmd);
+        let (status, _) = proxy.finish();
+        assert_eq!(status.code(), Some(1), "{}", proxy.stderr());
+        assert!(proxy.stderr().contains(what), "{what}: {}", proxy.stderr());
+    }
+}

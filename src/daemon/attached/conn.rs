@@ -45,6 +45,8 @@ pub(crate) struct Described {
     pub(crate) roots: Vec<DescribedRoot>,
     /// Its recovery store, when recovery is on.
     pub(crate) store: Option<PathBuf>,
+    /// Its audit file, when it writes one.
+    pub(crate) audit: Option<PathBuf>,
 }
 
 /// One of the daemon's roots.
@@ -168,6 +170,7 @@ fn described(d: &Value) -> Result<Described, String> {
         era,
         roots,
         store: d["recoveryStore"].as_str().map(PathBuf::from),
+        audit: d["auditFile"].as_str().map(PathBuf::from),
     })
 }
 

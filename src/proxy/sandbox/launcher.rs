@@ -7,8 +7,10 @@
 //! - no inferred directory may be `/`, the home directory, one of its ancestors or one of
 //!   its direct children (`~/.local`, `~/.cargo`, `~/.ssh`), a directory anyone may write
 //!   (`/tmp`, `/var/tmp`, `/dev/shm`), or a directory that contains a root, the private
-//!   temporary directory or a path the user allowed for writing; such a directory is left out
-//!   (the single file is allowed instead where there is one);
+//!   temporary directory or a path the user allowed for writing, nor one that holds or lies
+//!   within a private place of the broker (the daemon's socket directory with its key, the
+//!   state directory, the store, the console's grants, the logs); such a directory is left
+//!   out (the single file is allowed instead where there is one);
 //! - nothing whose route passes through a place the server may write (a writable root, the
 //!   private temporary directory, a writable allowed path) is inferred from or followed: not
 //!   a link there nor its target, not a `#!` line or a `pyvenv.cfg` there, not the directory
@@ -18,6 +20,7 @@
 //!   outside the sandbox lives there. The server gets private caches in its temporary
 //!   directory instead (the profile's environment points the launcher at them).
 
+use super::private::PrivatePlaces;
 use super::right::Right;
 use super::trace::trace;
 use std::path::{Path, PathBuf};
@@ -40,6 +43,9 @@ pub(super) struct Guard {
     /// Directories the server may write, by real path: nothing whose route passes through one
     /// is inferred from or followed.
     writable: Vec<PathBuf>,
+    /// The broker's private places: an inferred directory that holds one, or lies within
+    /// one, is not opened whole (a script's directory falls back to the script alone).
+    private: PrivatePlaces,
     /// Where relative paths start.
     cwd: PathBuf,
 }
@@ -49,12 +55,14 @@ impl Guard {
         homes: Vec<PathBuf>,
         opened: Vec<PathBuf>,
         writable: Vec<PathBuf>,
+        private: PrivatePlaces,
         cwd: PathBuf,
     ) -> Guard {
         Guard {
             homes,
             opened,
             writable,
+            private,
             cwd,
         }
     }
@@ -98,6 +106,7 @@ impl Guard {
             && !self.homes.iter().any(|h| h.starts_with(dir))
             && !self.opened.iter().any(|r| r.starts_with(dir))
             && !shared(dir)
+            && !self.private.meets(dir)
     }
 }
 

@@ -23,6 +23,8 @@ pub(crate) enum RootSource {
         roots: Vec<DescribedRoot>,
         /// The daemon's recovery store, when it said.
         store: Option<PathBuf>,
+        /// The daemon's audit file, when it said.
+        audit: Option<PathBuf>,
     },
 }
 
@@ -68,20 +70,30 @@ impl RootSource {
 }
 
 impl RootSource {
-    /// The recovery stores no profile may open, by real path: the broker's (the proxy's own,
-    /// or the daemon's as it described itself), and the default place.
-    pub(super) fn recovery_stores(&self) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = crate::policy::RecoveryPolicy::default()
-            .store_dir()
-            .into_iter()
-            .collect();
+    /// The socket of the daemon the proxy attaches to; none for the proxy's own broker.
+    pub(super) fn socket(&self) -> Option<&std::path::Path> {
         match self {
-            RootSource::Own(broker) => out.extend(broker.recovery().map(|r| r.path().to_owned())),
-            RootSource::Daemon { store, .. } => out.extend(store.clone()),
+            RootSource::Own(_) => None,
+            RootSource::Daemon { socket, .. } => Some(socket),
         }
-        out.iter()
-            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
-            .collect()
+    }
+
+    /// The broker's recovery store (the proxy's own, or the daemon's as it described
+    /// itself), when recovery is on.
+    pub(super) fn recovery_store(&self) -> Option<PathBuf> {
+        match self {
+            RootSource::Own(broker) => broker.recovery().map(|r| r.path().to_owned()),
+            RootSource::Daemon { store, .. } => store.clone(),
+        }
+    }
+
+    /// The broker's audit file (the proxy's own, or the daemon's as it described itself),
+    /// when it writes one.
+    pub(super) fn audit_file(&self) -> Option<PathBuf> {
+        match self {
+            RootSource::Own(broker) => broker.policy().audit.file,
+            RootSource::Daemon { audit, .. } => audit.clone(),
+        }
     }
 }
 
