@@ -105,18 +105,26 @@ fn a_sandboxed_attached_server_is_ended_when_the_daemon_takes_its_root_away() {
 }
 
 #[test]
-fn a_sandboxed_attached_server_is_refused_the_daemons_socket_directory_and_audit_file() {
-    // The daemon names its socket (through `--daemon=SOCKET`) and its audit file (in its
-    // description); the proxy's own environment names neither, and still neither opens.
+fn a_sandboxed_attached_server_is_refused_the_places_the_daemon_keeps() {
+    // The daemon names its socket (through `--daemon=SOCKET`), its audit file, its log and
+    // its console's grant file (in its description); the proxy's own environment names none
+    // of them, and still none opens.
     let p = Place::new();
     let logs = p.tmp.path().join("logs");
     std::fs::create_dir(&logs).unwrap();
     let audit = logs.join("audit.jsonl");
     let _d = p.start_with(&["--audit-file", audit.to_str().unwrap()]);
+    let log = p.daemon_log();
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "LOG").unwrap();
+    let config = p.tmp.path().join("config");
+    std::fs::create_dir_all(config.join("fsbroker")).unwrap();
     for (allow, what) in [
         (p.run.clone(), "socket directory"),
         (p.key(), "socket directory"),
         (logs.clone(), "the audit file"),
+        (log, "the daemon's log"),
+        (config, "configuration directory"),
     ] {
         let mut cmd = std::process::Command::new(crate::common::bin());
         cmd.arg("proxy")

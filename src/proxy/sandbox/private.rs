@@ -133,8 +133,9 @@ impl PrivatePlaces {
     /// - the state directory, as `XDG_STATE_HOME` (else `HOME`) names it and in the home the
     ///   password database gives (service managers start daemons without `HOME`);
     /// - the recovery store: the default place, and the broker's own or the daemon's;
-    /// - the configuration directory, as the state directory;
-    /// - the daemon's log;
+    /// - the configuration directory, as the state directory, and the directory of the
+    ///   daemon's console file as it names it;
+    /// - the daemon's log, as this environment and as the daemon names it;
     /// - the broker's or the daemon's audit file.
     pub(super) fn gather(source: &RootSource, cwd: &Path) -> PrivatePlaces {
         let mut out = PrivatePlaces::default();
@@ -173,10 +174,21 @@ impl PrivatePlaces {
             Kind::Store,
             crate::policy::RecoveryPolicy::default().store_dir(),
         );
-        add(Kind::Store, source.recovery_store());
         #[cfg(feature = "cli")]
         add(Kind::DaemonLog, crate::daemon::background::log_path().ok());
-        add(Kind::Audit, source.audit_file());
+        // What the broker names itself: the daemon's environment may place them elsewhere
+        // than the proxy's.
+        let kept = source.kept();
+        add(Kind::Store, kept.store);
+        add(Kind::Audit, kept.audit);
+        add(Kind::DaemonLog, kept.log);
+        add(
+            Kind::Config,
+            kept.console
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf),
+        );
         out
     }
 

@@ -4,7 +4,7 @@
 //! identity, now and after every policy change.
 
 use crate::broker::Broker;
-use crate::daemon::attached::{DescribedRoot, Following};
+use crate::daemon::attached::{DescribedRoot, Following, Kept};
 use crate::path::RelPath;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,10 +21,8 @@ pub(crate) enum RootSource {
     Daemon {
         socket: PathBuf,
         roots: Vec<DescribedRoot>,
-        /// The daemon's recovery store, when it said.
-        store: Option<PathBuf>,
-        /// The daemon's audit file, when it said.
-        audit: Option<PathBuf>,
+        /// The places the daemon keeps for itself, as it said.
+        kept: Kept,
     },
 }
 
@@ -78,21 +76,17 @@ impl RootSource {
         }
     }
 
-    /// The broker's recovery store (the proxy's own, or the daemon's as it described
-    /// itself), when recovery is on.
-    pub(super) fn recovery_store(&self) -> Option<PathBuf> {
+    /// The places the broker keeps for itself: the proxy's own broker's store and audit
+    /// file, or what the daemon named.
+    pub(super) fn kept(&self) -> Kept {
         match self {
-            RootSource::Own(broker) => broker.recovery().map(|r| r.path().to_owned()),
-            RootSource::Daemon { store, .. } => store.clone(),
-        }
-    }
-
-    /// The broker's audit file (the proxy's own, or the daemon's as it described itself),
-    /// when it writes one.
-    pub(super) fn audit_file(&self) -> Option<PathBuf> {
-        match self {
-            RootSource::Own(broker) => broker.policy().audit.file,
-            RootSource::Daemon { audit, .. } => audit.clone(),
+            RootSource::Own(broker) => Kept {
+                store: broker.recovery().map(|r| r.path().to_owned()),
+                audit: broker.policy().audit.file,
+                log: None,
+                console: None,
+            },
+            RootSource::Daemon { kept, .. } => kept.clone(),
         }
     }
 }
