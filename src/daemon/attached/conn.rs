@@ -43,8 +43,9 @@ pub(crate) struct Described {
     pub(crate) era: EraMode,
     /// Its roots.
     pub(crate) roots: Vec<DescribedRoot>,
-    /// The places it keeps for itself, as it names them.
-    pub(crate) kept: Kept,
+    /// The places it keeps for itself, as it names them (boxed: a description is carried by
+    /// value beside a broker of the proxy's own, which is one pointer).
+    pub(crate) kept: Box<Kept>,
 }
 
 /// The places a daemon keeps for itself, as it names them in its description: no sandbox
@@ -181,12 +182,12 @@ fn described(d: &Value) -> Result<Described, String> {
         capabilities: d["capabilities"].clone(),
         era,
         roots,
-        kept: Kept {
+        kept: Box::new(Kept {
             store: path(&d["recoveryStore"]),
             audit: path(&d["auditFile"]),
             log: path(&d["daemonLog"]),
             console: path(&d["consoleFile"]),
-        },
+        }),
     })
 }
 
