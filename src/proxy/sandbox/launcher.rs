@@ -99,6 +99,15 @@ impl Guard {
         self.allows_tool_root(dir) && !self.homes.iter().any(|h| dir.parent() == Some(h.as_path()))
     }
 
+    /// Why `dir` is not opened whole, for the log.
+    fn too_wide(&self, dir: &Path) -> &'static str {
+        if self.private.meets(dir) {
+            "holds or lies within a private place of the broker (its socket's key, state, grants or logs)"
+        } else {
+            "is too wide to allow whole"
+        }
+    }
+
     /// As [`Guard::allows`], for a tool's own root directly in the home directory (pyenv's).
     fn allows_tool_root(&self, dir: &Path) -> bool {
         dir.is_absolute()
@@ -147,7 +156,7 @@ impl Finder<'_> {
         if self.guard.allows(&real) {
             self.add(real, right, why);
         } else {
-            tracing::info!(dir = %real.display(), "sandbox: {why}: too wide to allow whole, left out");
+            tracing::info!(dir = %real.display(), "sandbox: {why}: {}, left out", self.guard.too_wide(&real));
         }
     }
 
@@ -159,7 +168,12 @@ impl Finder<'_> {
         };
         match real.parent() {
             Some(d) if self.guard.allows(d) => self.add(d.to_path_buf(), Right::Exec, why),
-            _ => self.add(real, Right::Exec, why),
+            parent => {
+                if let Some(d) = parent {
+                    tracing::info!(dir = %d.display(), "sandbox: {why}: its directory {}, so the file alone is opened", self.guard.too_wide(d));
+                }
+                self.add(real, Right::Exec, why)
+            }
         }
     }
 
