@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 /// What a private place is: for the message that refuses a rule, its name and how the user
 /// can move it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+enum Kind {
     /// The directory of a daemon's socket, with `broker.key` beside the socket.
     Socket,
     /// The broker's state directory (`$XDG_STATE_HOME/fsbroker`).
@@ -193,7 +193,7 @@ impl PrivatePlaces {
     }
 
     /// Adds `path` (relative to `cwd` when it is relative) as a private place of `kind`.
-    pub(super) fn add(&mut self, kind: Kind, path: &Path, cwd: &Path) {
+    fn add(&mut self, kind: Kind, path: &Path, cwd: &Path) {
         let given = lexical(&cwd.join(path));
         let real = real_path(&given);
         self.places.push(Place { kind, given, real });
