@@ -73,7 +73,7 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
                 Backend::Daemon(d, attach) => RootSource::Daemon {
                     socket: attach.socket.clone(),
                     roots: d.roots.clone(),
-                    store: d.store.clone(),
+                    kept: (*d.kept).clone(),
                 },
             };
             sandbox::spawn_sandboxed(

@@ -138,9 +138,13 @@ pub(crate) fn describe(broker: &Broker) -> Value {
         "capabilities": broker.capabilities(),
         "era": policy.proxy.era.as_str(),
         "roots": roots,
-        // Where the daemon keeps what servers' changes destroyed: a proxy's sandbox never
-        // opens it.
+        // Where the daemon keeps what servers' changes destroyed, its audit log, its own log
+        // and the console's grants: a proxy's sandbox opens none of them, nor a place above
+        // one (the proxy's environment may name other places than the daemon's).
         "recoveryStore": broker.recovery().map(|r| r.path()),
+        "auditFile": policy.audit.file,
+        "daemonLog": super::background::log_path().ok(),
+        "consoleFile": super::console::Store::default_place().map(|s| s.file().to_owned()),
     })
 }
 

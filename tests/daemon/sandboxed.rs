@@ -103,3 +103,38 @@ fn a_sandboxed_attached_server_is_ended_when_the_daemon_takes_its_root_away() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_sandboxed_attached_server_is_refused_the_places_the_daemon_keeps() {
+    // The daemon names its socket (through `--daemon=SOCKET`), its audit file, its log and
+    // its console's grant file (in its description); the proxy's own environment names none
+    // of them, and still none opens.
+    let p = Place::new();
+    let logs = p.tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let audit = logs.join("audit.jsonl");
+    let _d = p.start_with(&["--audit-file", audit.to_str().unwrap()]);
+    let log = p.daemon_log();
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "LOG").unwrap();
+    let config = p.tmp.path().join("config");
+    std::fs::create_dir_all(config.join("fsbroker")).unwrap();
+    for (allow, what) in [
+        (p.run.clone(), "socket directory"),
+        (p.key(), "socket directory"),
+        (logs.clone(), "the audit file"),
+        (log, "the daemon's log"),
+        (config, "configuration directory"),
+    ] {
+        let mut cmd = std::process::Command::new(crate::common::bin());
+        cmd.arg("proxy")
+            .arg(format!("--daemon={}", p.socket().display()))
+            .args(["--sandbox", "--sandbox-allow"])
+            .arg(&allow)
+            .args(["--", "python3", "-c", "import sys; sys.stdin.read()"]);
+        let mut proxy = Sidecar::start(cmd);
+        let (status, _) = proxy.finish();
+        assert_eq!(status.code(), Some(1), "{}", proxy.stderr());
+        assert!(proxy.stderr().contains(what), "{what}: {}", proxy.stderr());
+    }
+}

@@ -20,4 +20,5 @@ mod sidecar;
 mod basics;
 mod caps;
 mod escapes;
+mod private;
 mod starts;

@@ -41,8 +41,23 @@ pub(crate) struct Described {
     pub(crate) era: EraMode,
     /// Its roots.
     pub(crate) roots: Vec<DescribedRoot>,
+    /// The places it keeps for itself, as it names them (boxed: a description is carried by
+    /// value beside a broker of the proxy's own, which is one pointer).
+    pub(crate) kept: Box<Kept>,
+}
+
+/// The places a daemon keeps for itself, as it names them in its description: no sandbox
+/// profile opens them (the proxy's own environment may name other places than the daemon's).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Kept {
     /// Its recovery store, when recovery is on.
     pub(crate) store: Option<PathBuf>,
+    /// Its audit file, when it writes one.
+    pub(crate) audit: Option<PathBuf>,
+    /// The log of daemons started in the background, as its environment places it.
+    pub(crate) log: Option<PathBuf>,
+    /// The console's grant file, as its environment places it.
+    pub(crate) console: Option<PathBuf>,
 }
 
 /// One of the daemon's roots.
@@ -172,8 +187,18 @@ fn described(d: &Value) -> Result<Described, String> {
         capabilities: d["capabilities"].clone(),
         era,
         roots,
-        store: d["recoveryStore"].as_str().map(PathBuf::from),
+        kept: Box::new(Kept {
+            store: path(&d["recoveryStore"]),
+            audit: path(&d["auditFile"]),
+            log: path(&d["daemonLog"]),
+            console: path(&d["consoleFile"]),
+        }),
     })
+}
+
+/// A path the daemon named, if it named one.
+fn path(v: &Value) -> Option<PathBuf> {
+    v.as_str().map(PathBuf::from)
 }
 
 /// An attached session's live connection.

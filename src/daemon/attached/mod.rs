@@ -16,7 +16,7 @@ mod pending;
 pub(crate) use conn::Described;
 pub(crate) use conn::describe;
 #[cfg(feature = "proxy")]
-pub(crate) use conn::{DescribedRoot, Following};
+pub(crate) use conn::{DescribedRoot, Following, Kept};
 
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender};

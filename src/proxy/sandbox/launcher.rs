@@ -7,8 +7,10 @@
 //! - no inferred directory may be `/`, the home directory, one of its ancestors or one of
 //!   its direct children (`~/.local`, `~/.cargo`, `~/.ssh`), a directory anyone may write
 //!   (`/tmp`, `/var/tmp`, `/dev/shm`), or a directory that contains a root, the private
-//!   temporary directory or a path the user allowed for writing; such a directory is left out
-//!   (the single file is allowed instead where there is one);
+//!   temporary directory or a path the user allowed for writing, nor one that holds or lies
+//!   within a private place of the broker (the daemon's socket directory with its key, the
+//!   state directory, the store, the console's grants, the logs); such a directory is left
+//!   out (the single file is allowed instead where there is one);
 //! - nothing whose route passes through a place the server may write (a writable root, the
 //!   private temporary directory, a writable allowed path) is inferred from or followed: not
 //!   a link there nor its target, not a `#!` line or a `pyvenv.cfg` there, not the directory
@@ -18,6 +20,7 @@
 //!   outside the sandbox lives there. The server gets private caches in its temporary
 //!   directory instead (the profile's environment points the launcher at them).
 
+use super::private::PrivatePlaces;
 use super::right::Right;
 use super::trace::trace;
 use std::path::{Path, PathBuf};
@@ -40,6 +43,9 @@ pub(super) struct Guard {
     /// Directories the server may write, by real path: nothing whose route passes through one
     /// is inferred from or followed.
     writable: Vec<PathBuf>,
+    /// The broker's private places: an inferred directory that holds one, or lies within
+    /// one, is not opened whole (a script's directory falls back to the script alone).
+    private: PrivatePlaces,
     /// Where relative paths start.
     cwd: PathBuf,
 }
@@ -49,12 +55,14 @@ impl Guard {
         homes: Vec<PathBuf>,
         opened: Vec<PathBuf>,
         writable: Vec<PathBuf>,
+        private: PrivatePlaces,
         cwd: PathBuf,
     ) -> Guard {
         Guard {
             homes,
             opened,
             writable,
+            private,
             cwd,
         }
     }
@@ -91,6 +99,15 @@ impl Guard {
         self.allows_tool_root(dir) && !self.homes.iter().any(|h| dir.parent() == Some(h.as_path()))
     }
 
+    /// Why `dir` is not opened whole, for the log.
+    fn too_wide(&self, dir: &Path) -> &'static str {
+        if self.private.meets(dir) {
+            "holds or lies within a private place of the broker (its socket's key, state, grants or logs)"
+        } else {
+            "is too wide to allow whole"
+        }
+    }
+
     /// As [`Guard::allows`], for a tool's own root directly in the home directory (pyenv's).
     fn allows_tool_root(&self, dir: &Path) -> bool {
         dir.is_absolute()
@@ -98,6 +115,7 @@ impl Guard {
             && !self.homes.iter().any(|h| h.starts_with(dir))
             && !self.opened.iter().any(|r| r.starts_with(dir))
             && !shared(dir)
+            && !self.private.meets(dir)
     }
 }
 
@@ -138,7 +156,7 @@ impl Finder<'_> {
         if self.guard.allows(&real) {
             self.add(real, right, why);
         } else {
-            tracing::info!(dir = %real.display(), "sandbox: {why}: too wide to allow whole, left out");
+            tracing::info!(dir = %real.display(), "sandbox: {why}: {}, left out", self.guard.too_wide(&real));
         }
     }
 
@@ -150,7 +168,12 @@ impl Finder<'_> {
         };
         match real.parent() {
             Some(d) if self.guard.allows(d) => self.add(d.to_path_buf(), Right::Exec, why),
-            _ => self.add(real, Right::Exec, why),
+            parent => {
+                if let Some(d) = parent {
+                    tracing::info!(dir = %d.display(), "sandbox: {why}: its directory {}, so the file alone is opened", self.guard.too_wide(d));
+                }
+                self.add(real, Right::Exec, why)
+            }
         }
     }
 

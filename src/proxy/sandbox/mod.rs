@@ -21,6 +21,7 @@ mod enforce;
 mod helper;
 mod home;
 mod launcher;
+mod private;
 mod privileges;
 mod profile;
 mod program;
@@ -160,8 +161,7 @@ pub(crate) fn spawn_sandboxed(
         ))
     })?;
     let policy_roots = source.all_roots();
-    let stores = source.recovery_stores();
-    let built = Profile::build(command, &roots, &policy_roots, options, &tmp, &stores);
+    let built = Profile::build(command, &roots, &policy_roots, options, &tmp, source);
     let profile = match built {
         Ok(p) => p,
         Err(e) => {

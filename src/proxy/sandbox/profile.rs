@@ -3,10 +3,11 @@
 //! out of reach.
 
 use super::launcher::{self, Guard};
+use super::private::PrivatePlaces;
 use super::program::Program;
 use super::right::Right;
 use super::trace::{identity, trace};
-use super::{SandboxError, SandboxMode, SandboxNet, SandboxOptions, SandboxRoot};
+use super::{RootSource, SandboxError, SandboxMode, SandboxNet, SandboxOptions, SandboxRoot};
 use std::path::{Path, PathBuf};
 
 /// The system's runtime directories: programs, libraries and their configuration, read and
@@ -76,14 +77,15 @@ impl Profile {
     /// The profile of `command` with `roots`, the options' additions, and `tmp` as the
     /// private temporary directory. `policy_roots` are the directories of every root of the
     /// policy: other servers may write them, or this one may have in an earlier start, and
-    /// none may be opened through an inferred directory.
+    /// none may be opened through an inferred directory. `source` is the broker the server
+    /// talks to: its private places (and every daemon's of this user) are kept closed.
     pub(super) fn build(
         command: &[String],
         roots: &[SandboxRoot],
         policy_roots: &[PathBuf],
         options: &SandboxOptions,
         tmp: &Path,
-        stores: &[PathBuf],
+        source: &RootSource,
     ) -> Result<Profile, SandboxError> {
         let mut rules = Vec::new();
         let mut add = |path: &Path, right: Right, why: &str, required: bool| {
@@ -113,6 +115,7 @@ impl Profile {
             SandboxError::Profile(format!("cannot read the current directory: {e}"))
         })?;
         let homes = super::home::homes().map_err(SandboxError::Profile)?;
+        let private = PrivatePlaces::gather(source, &cwd);
         // Every root of the policy, read-only ones too, counts as a place a server may write:
         // another server may write it, and so may this one have, in an earlier start when the
         // root was writable. What a server left there must not steer a later profile.
@@ -135,7 +138,7 @@ impl Profile {
             .collect();
         opened.push(tmp.to_path_buf());
         opened.extend(allowed.iter().map(|(p, _)| p.clone()));
-        let guard = Guard::new(homes, opened, writable, cwd.clone());
+        let guard = Guard::new(homes, opened, writable, private.clone(), cwd.clone());
         let (found, env) = launcher::installation(command, &cwd, tmp, &guard);
         for f in found {
             add(&f.path, f.right, &f.why, false);
@@ -176,19 +179,14 @@ impl Profile {
                 required: true,
             });
         }
-        // The recovery store holds what servers' changes destroyed: no rule may open it, or a
-        // place within it, whoever asked for the rule.
+        // The broker's private places (the socket's key, the store and its journal, the
+        // grants, the logs): no rule may open one, a place that holds one, or a place within
+        // one, whoever asked for the rule. An inferred directory that would has already been
+        // narrowed to its file or left out (`Guard`); what is left here was asked for, or is
+        // a root, a system directory or a file that itself lies within such a place.
         for r in &rules {
-            if let Some(store) = stores
-                .iter()
-                .find(|st| st.starts_with(&r.path) || r.path.starts_with(st))
-            {
-                return Err(SandboxError::Profile(format!(
-                    "the profile would open {} ({}), which holds or lies within the recovery store {}: a server must never reach what is kept for the user; choose another path, or move the store with recovery.dir",
-                    r.path.display(),
-                    r.why,
-                    store.display()
-                )));
+            if let Some(why) = private.refusal(&r.path, &r.why) {
+                return Err(SandboxError::Profile(why));
             }
         }
         // A path found twice with the same right is one rule; the first reason stays.

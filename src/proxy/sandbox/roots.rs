@@ -4,7 +4,7 @@
 //! identity, now and after every policy change.
 
 use crate::broker::Broker;
-use crate::daemon::attached::{DescribedRoot, Following};
+use crate::daemon::attached::{DescribedRoot, Following, Kept};
 use crate::path::RelPath;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,8 +21,8 @@ pub(crate) enum RootSource {
     Daemon {
         socket: PathBuf,
         roots: Vec<DescribedRoot>,
-        /// The daemon's recovery store, when it said.
-        store: Option<PathBuf>,
+        /// The places the daemon keeps for itself, as it said.
+        kept: Kept,
     },
 }
 
@@ -68,20 +68,26 @@ impl RootSource {
 }
 
 impl RootSource {
-    /// The recovery stores no profile may open, by real path: the broker's (the proxy's own,
-    /// or the daemon's as it described itself), and the default place.
-    pub(super) fn recovery_stores(&self) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = crate::policy::RecoveryPolicy::default()
-            .store_dir()
-            .into_iter()
-            .collect();
+    /// The socket of the daemon the proxy attaches to; none for the proxy's own broker.
+    pub(super) fn socket(&self) -> Option<&std::path::Path> {
         match self {
-            RootSource::Own(broker) => out.extend(broker.recovery().map(|r| r.path().to_owned())),
-            RootSource::Daemon { store, .. } => out.extend(store.clone()),
+            RootSource::Own(_) => None,
+            RootSource::Daemon { socket, .. } => Some(socket),
         }
-        out.iter()
-            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
-            .collect()
+    }
+
+    /// The places the broker keeps for itself: the proxy's own broker's store and audit
+    /// file, or what the daemon named.
+    pub(super) fn kept(&self) -> Kept {
+        match self {
+            RootSource::Own(broker) => Kept {
+                store: broker.recovery().map(|r| r.path().to_owned()),
+                audit: broker.policy().audit.file,
+                log: None,
+                console: None,
+            },
+            RootSource::Daemon { kept, .. } => kept.clone(),
+        }
     }
 }
 
