@@ -102,7 +102,7 @@ impl From<rustix::io::Errno> for Unmeasured {
 }
 
 /// What the entry `name` in `dir` costs the store: the sizes of everything in it at any
-/// depth, plus [`ENTRY_COST`] an entry, without following anything. Once past `limit` it
+/// depth (a directory's own size aside, see [`size`]), plus [`ENTRY_COST`] an entry, without following anything. Once past `limit` it
 /// stops and answers what it counted so far (more than `limit`): such a tree cannot be kept
 /// whatever the rest holds, and the names waiting to be walked stay bounded by `limit`.
 pub(super) fn measure(
@@ -112,7 +112,7 @@ pub(super) fn measure(
     deadline: Option<Deadline>,
 ) -> Result<u64, Unmeasured> {
     let meta = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
-    let mut total = ENTRY_COST.saturating_add(meta.st_size.max(0) as u64);
+    let mut total = ENTRY_COST.saturating_add(size(&meta));
     if FileType::from_raw_mode(meta.st_mode) != FileType::Directory {
         return Ok(total);
     }
@@ -129,9 +129,7 @@ pub(super) fn measure(
             for entry in walk.here().entries()? {
                 let child = entry?.file_name();
                 let meta = rustix::fs::statat(walk.here(), &child, AtFlags::SYMLINK_NOFOLLOW)?;
-                total = total
-                    .saturating_add(ENTRY_COST)
-                    .saturating_add(meta.st_size.max(0) as u64);
+                total = total.saturating_add(ENTRY_COST).saturating_add(size(&meta));
                 if total > limit {
                     return Ok(total);
                 }
@@ -152,6 +150,16 @@ pub(super) fn measure(
         if walk.up()?.is_none() {
             return Ok(total);
         }
+    }
+}
+
+/// What an entry's own size costs: a directory's is its entries', which cost
+/// [`ENTRY_COST`] each (as on a copy), whatever size the filesystem gives the directory.
+fn size(meta: &rustix::fs::Stat) -> u64 {
+    if FileType::from_raw_mode(meta.st_mode) == FileType::Directory {
+        0
+    } else {
+        meta.st_size.max(0) as u64
     }
 }
 

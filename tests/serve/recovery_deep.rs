@@ -1,0 +1,139 @@
+//! The store's bound holds for trees of any depth (issue 45, finding 2), through the real
+//! binary and the broker alone: a server that makes a file 135 levels down (`files/create`
+//! with parents, `files/write`) and deletes it again and again is bounded by `max_bytes` as
+//! the same file at the top is. Measuring used to stop at 128 levels, so that each delete cost
+//! the store only what the first 128 held: three deletes of a 600 KiB file left 1.8 MB in a
+//! store of 1 MiB. What pruning removes goes from the disk at any depth, read-only too.
+
+use crate::common::*;
+use crate::recovery::*;
+use crate::sidecar::*;
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// The store's bound in these tests.
+const MAX: u64 = 1 << 20;
+/// The deep file: more than half the bound, so that two cannot both be kept.
+const FILE: usize = 600 * 1024;
+/// Levels of directories above it, past the 128 that measuring used to stop at.
+const LEVELS: usize = 135;
+
+/// The tree's path in mount form, and the deep file's.
+fn deep_paths() -> (String, String) {
+    let dirs = vec!["d"; LEVELS - 1].join("/");
+    let top = "w/t".to_owned();
+    let file = format!("{top}/{dirs}/big");
+    (top, file)
+}
+
+/// Makes the deep file through the broker: its directories with `parents`, then a write.
+fn make_deep(s: &mut Sidecar, seed: u64) {
+    let (_, file) = deep_paths();
+    let dir = file.trim_end_matches("/big");
+    ok(&s.request(
+        "files/create",
+        json!({"path": dir, "type": "directory", "parents": true}),
+    ));
+    write(s, &file, &bytes(seed, FILE));
+}
+
+/// Bytes of file content under `top` on disk, at any depth (and whether any name in
+/// `top` itself starts with `trash.`: taken by a prune, not yet removed).
+fn on_disk(top: &Path) -> (u64, bool) {
+    let mut total = 0u64;
+    let trash = std::fs::read_dir(top)
+        .unwrap()
+        .any(|e| e.unwrap().file_name().to_string_lossy().starts_with("trash."));
+    let mut todo = vec![top.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                todo.push(e.path());
+            } else {
+                total += m.len();
+            }
+        }
+    }
+    (total, trash)
+}
+
+#[test]
+fn finding_2_a_deep_file_deleted_again_and_again_is_refused_once_the_store_is_full() {
+    let r = Rec::with(None, Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 1")));
+    let (top, _) = deep_paths();
+    let mut s = r.serve("deep");
+    make_deep(&mut s, 1);
+    ok(&s.request("files/delete", json!({"path": top, "recursive": true})));
+    let mut refused = 0;
+    for round in 2..=3 {
+        make_deep(&mut s, round);
+        let before = snapshot(&r.root.join("t"));
+        let resp = s.request("files/delete", json!({"path": top, "recursive": true}));
+        if resp.get("error").is_none() {
+            continue;
+        }
+        refused += 1;
+        assert_error(&resp, -31007, "QUOTA_EXCEEDED", "not_recoverable");
+        assert_same_tree(
+            &snapshot(&r.root.join("t")),
+            &before,
+            "a refused delete is put back",
+        );
+        // The next round makes the tree anew, so that its write keeps nothing.
+        std::fs::remove_dir_all(r.root.join("t")).unwrap();
+    }
+    s.finish();
+    assert_eq!(refused, 2, "deletes past the store's bound were kept");
+    let (held, _) = on_disk(&r.store().join("objects"));
+    assert!(held <= MAX, "the store holds {held} bytes, past its {MAX}");
+}
+
+#[test]
+fn finding_2_deep_trees_pruned_for_space_leave_the_disk_within_the_bound() {
+    let r = Rec::with(None, Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 0")));
+    let (top, file) = deep_paths();
+    let mut s = r.serve("deep");
+    for round in 1..=3 {
+        make_deep(&mut s, round);
+        // The server's own process makes the deepest levels read-only, as a module cache
+        // is: pruning must still remove them (root ignores the modes; others do not).
+        let mut p = r.root.join(file.trim_start_matches("w/"));
+        for _ in 0..8 {
+            p.pop();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+        ok(&s.request("files/delete", json!({"path": top, "recursive": true})));
+    }
+    // What the prunes took out of the way goes on the store's own thread, while the session
+    // lives: waited for, as a hang guard only.
+    let objects = r.store().join("objects");
+    let t0 = std::time::Instant::now();
+    while on_disk(&objects).1 {
+        assert!(
+            t0.elapsed() < WAIT,
+            "pruned content is still in the store: {:?}",
+            std::fs::read_dir(&objects).unwrap().collect::<Vec<_>>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    s.finish();
+    let (held, _) = on_disk(&objects);
+    assert!(held <= MAX, "the store holds {held} bytes, past its {MAX}");
+    let changes = r.changes();
+    let deletes: Vec<_> = changes
+        .iter()
+        .filter(|c| c["method"] == "files/delete")
+        .collect();
+    assert_eq!(deletes.len(), 3, "{changes:#?}");
+    assert!(
+        deletes[..2].iter().all(|c| c["pruned"] == "space"),
+        "{deletes:#?}"
+    );
+    // The last one is whole, and comes back byte for byte.
+    r.restore(id(deletes[2]));
+    let back = std::fs::read(r.root.join(file.trim_start_matches("w/"))).unwrap();
+    assert!(back == bytes(3, FILE), "the restored file differs");
+}
