@@ -2,8 +2,8 @@
 //! binary and the broker alone: a server that makes a file 135 levels down (`files/create`
 //! with parents, `files/write`) and deletes it again and again is bounded by `max_bytes` as
 //! the same file at the top is. Measuring used to stop at 128 levels, so that each delete cost
-//! the store only what the first 128 held: three deletes of a 600 KiB file left 1.8 MB in a
-//! store of 1 MiB. What pruning removes goes from the disk at any depth, read-only too.
+//! the store only what the first 128 held: three deletes of a 3 MiB file left 9 MiB in a
+//! store of 4 MiB. What pruning removes goes from the disk at any depth, read-only too.
 
 use crate::common::*;
 use crate::recovery::*;
@@ -13,9 +13,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// The store's bound in these tests.
-const MAX: u64 = 1 << 20;
+const MAX: u64 = 4 << 20;
 /// The deep file: more than half the bound, so that two cannot both be kept.
-const FILE: usize = 600 * 1024;
+const FILE: usize = 3 << 20;
 /// Levels of directories above it, past the 128 that measuring used to stop at.
 const LEVELS: usize = 135;
 
