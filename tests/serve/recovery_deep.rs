@@ -137,3 +137,42 @@ fn finding_2_deep_trees_pruned_for_space_leave_the_disk_within_the_bound() {
     let back = std::fs::read(r.root.join(file.trim_start_matches("w/"))).unwrap();
     assert!(back == bytes(3, FILE), "the restored file differs");
 }
+
+/// A tree larger than the whole store, deep or not, is refused before anything is pruned for
+/// it: the refusal used to come only after every change past `min_keep_hours` was pruned to
+/// make room that could never be enough.
+#[test]
+fn a_tree_larger_than_the_store_is_refused_without_pruning_older_changes() {
+    let r = Rec::with(None, Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 0")));
+    std::fs::write(r.root.join("small.txt"), "the user's notes").unwrap();
+    let mut s = r.serve("deep");
+    ok(&s.request("files/delete", json!({"path": "w/small.txt"})));
+    let at = r.changes()[0]["at"].as_u64().unwrap();
+    // The next change comes in a later millisecond, so that the first is older than it.
+    while (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64)
+        <= at
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    make_deep(&mut s, 1);
+    write(&mut s, "w/t/more", &bytes(2, FILE));
+    let (top, _) = deep_paths();
+    let resp = s.request("files/delete", json!({"path": top, "recursive": true}));
+    assert_error(&resp, -31007, "QUOTA_EXCEEDED", "not_recoverable");
+    assert!(
+        resp["error"]["message"].as_str().unwrap().contains("larger than"),
+        "{resp}"
+    );
+    assert!(r.root.join("t/more").exists(), "the refused delete moved the tree");
+    s.finish();
+    let first = r.changes()[0].clone();
+    assert!(first.get("pruned").is_none(), "pruned for nothing: {first}");
+    r.restore(id(&first));
+    assert_eq!(
+        std::fs::read_to_string(r.root.join("small.txt")).unwrap(),
+        "the user's notes"
+    );
+}
