@@ -16,7 +16,7 @@
 use super::copy::{ENTRY_COST, open_dir};
 use crate::deadline::Deadline;
 use cap_std::fs::Dir;
-use rustix::fs::{AtFlags, FileType, Mode};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::ffi::{OsStr, OsString};
 
 /// A directory's device and inode.
@@ -164,12 +164,16 @@ fn size(meta: &rustix::fs::Stat) -> u64 {
 }
 
 /// Removes the entry `name` in `dir` and everything beneath it, at any depth, a read-only
-/// tree too: every directory of the user's is given the owner's write and search permission
-/// as the walk enters it (a kept tree with a read-only directory in it, a module cache,
+/// tree too: every directory of the user's is given the owner's read, write and search
+/// permission as the walk enters it (see [`unlock`] for one the user cannot open) (a kept tree with a read-only directory in it, a module cache,
 /// could not be pruned, and stayed in the store for good while the journal no longer
 /// counted it).
 pub(super) fn remove(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
-    let mut walk = match Cursor::open(dir, name) {
+    let opened = match Cursor::open(dir, name) {
+        Err(e) if is_denied(&e) => unlock(dir, name).and_then(|()| Cursor::open(dir, name)),
+        other => other,
+    };
+    let mut walk = match opened {
         Ok(w) => w,
         // Not a directory (or swapped for something else): remove that thing itself.
         Err(e) if is_no_dir(&e) => {
@@ -181,7 +185,11 @@ pub(super) fn remove(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
     loop {
         let (removed, subdir) = clear_batch(walk.here())?;
         if let Some(sub) = subdir {
-            match walk.down(&sub) {
+            let mut entered = walk.down(&sub);
+            if matches!(&entered, Err(e) if is_denied(e)) {
+                entered = unlock(walk.here(), &sub).and_then(|()| walk.down(&sub));
+            }
+            match entered {
                 Ok(()) => loosen(walk.here())?,
                 Err(e) if is_no_dir(&e) => {
                     rustix::fs::unlinkat(walk.here(), &sub, AtFlags::empty())?;
@@ -237,6 +245,36 @@ fn loosen(dir: &Dir) -> std::io::Result<()> {
         rustix::fs::fchmod(dir, Mode::from_raw_mode((st.st_mode & 0o7777) | 0o700))?;
     }
     Ok(())
+}
+
+/// Gives the user's directory `name` in `dir`, which the user cannot even read (a process
+/// that held a descriptor inside a kept tree can make it so after it was measured), the
+/// owner's permissions, through a path handle on it that follows no link: `fchmod` takes no
+/// path handle, so the mode is set through the handle's `/proc/self/fd` entry, which names
+/// that directory and no other.
+fn unlock(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let st = rustix::fs::fstat(&fd)?;
+    if st.st_uid != rustix::process::geteuid().as_raw() {
+        return Err(rustix::io::Errno::ACCESS.into());
+    }
+    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    rustix::fs::chmod(
+        link.as_str(),
+        Mode::from_raw_mode((st.st_mode & 0o7777) | 0o700),
+    )?;
+    Ok(())
+}
+
+/// Whether an open failed for want of permission.
+fn is_denied(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::ACCESS.raw_os_error())
 }
 
 /// Whether opening a directory failed because the name is no directory (a file, a link).

@@ -39,17 +39,23 @@ fn make_deep(s: &mut Sidecar, seed: u64) {
 }
 
 /// Bytes of file content under `top` on disk, at any depth (and whether any name in
-/// `top` itself starts with `trash.`: taken by a prune, not yet removed).
+/// `top` itself starts with `trash.`: taken by a prune, not yet removed). What goes while it
+/// is looked at (the store's thread removing it) is passed over.
 fn on_disk(top: &Path) -> (u64, bool) {
     let mut total = 0u64;
     let trash = std::fs::read_dir(top)
         .unwrap()
-        .any(|e| e.unwrap().file_name().to_string_lossy().starts_with("trash."));
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("trash."));
     let mut todo = vec![top.to_owned()];
     while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let m = e.metadata().unwrap();
+        let Ok(listed) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in listed.flatten() {
+            let Ok(m) = e.metadata() else {
+                continue;
+            };
             if m.is_dir() {
                 todo.push(e.path());
             } else {
@@ -91,6 +97,41 @@ fn finding_2_a_deep_file_deleted_again_and_again_is_refused_once_the_store_is_fu
     assert!(held <= MAX, "the store holds {held} bytes, past its {MAX}");
 }
 
+/// Waits for the clock to pass `at` (milliseconds since the epoch), so that a change made
+/// next is younger than the one made at `at`, which `min_keep_hours = 0` then lets go.
+fn after(at: u64) {
+    while (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64)
+        <= at
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Milliseconds since the epoch, now.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Waits (as a hang guard only) until nothing taken out of the way by a prune is left in
+/// `objects`: the store's own thread removes it while the session lives.
+fn swept(objects: &Path) {
+    let t0 = std::time::Instant::now();
+    while on_disk(objects).1 {
+        assert!(
+            t0.elapsed() < WAIT,
+            "pruned content is still in the store: {:?}",
+            std::fs::read_dir(objects).unwrap().collect::<Vec<_>>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn finding_2_deep_trees_pruned_for_space_leave_the_disk_within_the_bound() {
     let r = Rec::with(None, Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 0")));
@@ -105,20 +146,12 @@ fn finding_2_deep_trees_pruned_for_space_leave_the_disk_within_the_bound() {
             p.pop();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o555)).unwrap();
         }
+        let at = now_ms();
         ok(&s.request("files/delete", json!({"path": top, "recursive": true})));
+        after(at.max(now_ms()));
     }
-    // What the prunes took out of the way goes on the store's own thread, while the session
-    // lives: waited for, as a hang guard only.
     let objects = r.store().join("objects");
-    let t0 = std::time::Instant::now();
-    while on_disk(&objects).1 {
-        assert!(
-            t0.elapsed() < WAIT,
-            "pruned content is still in the store: {:?}",
-            std::fs::read_dir(&objects).unwrap().collect::<Vec<_>>()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    swept(&objects);
     s.finish();
     let (held, _) = on_disk(&objects);
     assert!(held <= MAX, "the store holds {held} bytes, past its {MAX}");
@@ -147,16 +180,8 @@ fn a_tree_larger_than_the_store_is_refused_without_pruning_older_changes() {
     std::fs::write(r.root.join("small.txt"), "the user's notes").unwrap();
     let mut s = r.serve("deep");
     ok(&s.request("files/delete", json!({"path": "w/small.txt"})));
-    let at = r.changes()[0]["at"].as_u64().unwrap();
     // The next change comes in a later millisecond, so that the first is older than it.
-    while (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64)
-        <= at
-    {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    after(r.changes()[0]["at"].as_u64().unwrap());
     make_deep(&mut s, 1);
     write(&mut s, "w/t/more", &bytes(2, FILE));
     let (top, _) = deep_paths();
@@ -175,4 +200,68 @@ fn a_tree_larger_than_the_store_is_refused_without_pruning_older_changes() {
         std::fs::read_to_string(r.root.join("small.txt")).unwrap(),
         "the user's notes"
     );
+}
+
+/// A process that held a descriptor inside a deleted tree makes a deep directory of it
+/// unreadable once it is in the store (after it was measured): pruning still removes it
+/// from the disk. The broker runs as an unprivileged user (root reads whatever the mode).
+#[test]
+fn finding_2_a_kept_tree_made_unreadable_after_it_was_kept_is_still_pruned() {
+    let t = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(t.path()).unwrap();
+    let (root, state) = (base.join("w"), base.join("state"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&state).unwrap();
+    let policy = base.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!("[recovery]\nmax_bytes = {MAX}\nmin_keep_hours = 0\n"),
+    )
+    .unwrap();
+    let copy = base.join("fsbroker");
+    std::fs::copy(bin(), &copy).unwrap();
+    let mut cmd = if rustix::process::geteuid().is_root() {
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for p in [&root, &state] {
+            std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+        }
+        let mut cmd = std::process::Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&copy);
+        cmd
+    } else {
+        std::process::Command::new(&copy)
+    };
+    cmd.args(["serve", "--consent", "auto", "--writable", "--no-audit"])
+        .args(["--server-id", "deep", "--policy"])
+        .arg(&policy)
+        .arg(format!("--root=w={}", root.display()))
+        .env("XDG_STATE_HOME", &state);
+    let mut s = Sidecar::start(cmd);
+    let r = s.request(
+        "files/consent",
+        json!({"requestedPaths": ["w"], "access": "write"}),
+    );
+    assert_eq!(ok(&r)["granted"], true, "consent refused: {r}");
+    let (top, _) = deep_paths();
+    make_deep(&mut s, 1);
+    // The descriptor is taken before the delete, 131 levels down.
+    let mut held = root.join("t");
+    for _ in 0..130 {
+        held.push("d");
+    }
+    let held = std::fs::File::open(&held).unwrap();
+    let at = now_ms();
+    ok(&s.request("files/delete", json!({"path": top, "recursive": true})));
+    rustix::fs::fchmod(&held, rustix::fs::Mode::empty()).unwrap();
+    drop(held);
+    after(at.max(now_ms()));
+    // The next delete needs the room: the first tree is pruned, unreadable level and all.
+    make_deep(&mut s, 2);
+    ok(&s.request("files/delete", json!({"path": top, "recursive": true})));
+    let objects = state.join("fsbroker/recovery/objects");
+    swept(&objects);
+    s.finish();
+    let (held, _) = on_disk(&objects);
+    assert!(held <= MAX, "the store holds {held} bytes, past its {MAX}");
 }
