@@ -165,9 +165,9 @@ fn size(meta: &rustix::fs::Stat) -> u64 {
 
 /// Removes the entry `name` in `dir` and everything beneath it, at any depth, a read-only
 /// tree too: every directory of the user's is given the owner's read, write and search
-/// permission as the walk enters it (see [`unlock`] for one the user cannot open) (a kept tree with a read-only directory in it, a module cache,
-/// could not be pruned, and stayed in the store for good while the journal no longer
-/// counted it).
+/// permission as the walk enters it (see [`unlock`] for one the user cannot open). A kept
+/// tree with a read-only directory in it (a module cache) could not be pruned, and stayed in
+/// the store for good while the journal no longer counted it.
 pub(super) fn remove(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
     let opened = match Cursor::open(dir, name) {
         Err(e) if is_denied(&e) => unlock(dir, name).and_then(|()| Cursor::open(dir, name)),
@@ -225,7 +225,7 @@ fn clear_batch(dir: &Dir) -> std::io::Result<(usize, Option<OsString>)> {
         if entry.file_type()?.is_dir() {
             return Ok((removed, Some(entry.file_name())));
         }
-        match rustix::fs::unlinkat(dir, &entry.file_name(), AtFlags::empty()) {
+        match rustix::fs::unlinkat(dir, entry.file_name(), AtFlags::empty()) {
             // Made a directory since the listing: the next pass goes into it.
             Ok(()) | Err(rustix::io::Errno::ISDIR) => {}
             Err(e) => return Err(e.into()),

@@ -68,7 +68,10 @@ fn on_disk(top: &Path) -> (u64, bool) {
 
 #[test]
 fn finding_2_a_deep_file_deleted_again_and_again_is_refused_once_the_store_is_full() {
-    let r = Rec::with(None, Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 1")));
+    let r = Rec::with(
+        None,
+        Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 1")),
+    );
     let (top, _) = deep_paths();
     let mut s = r.serve("deep");
     make_deep(&mut s, 1);
@@ -134,7 +137,10 @@ fn swept(objects: &Path) {
 
 #[test]
 fn finding_2_deep_trees_pruned_for_space_leave_the_disk_within_the_bound() {
-    let r = Rec::with(None, Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 0")));
+    let r = Rec::with(
+        None,
+        Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 0")),
+    );
     let (top, file) = deep_paths();
     let mut s = r.serve("deep");
     for round in 1..=3 {
@@ -176,7 +182,10 @@ fn finding_2_deep_trees_pruned_for_space_leave_the_disk_within_the_bound() {
 /// make room that could never be enough.
 #[test]
 fn a_tree_larger_than_the_store_is_refused_without_pruning_older_changes() {
-    let r = Rec::with(None, Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 0")));
+    let r = Rec::with(
+        None,
+        Some(&format!("max_bytes = {MAX}\nmin_keep_hours = 0")),
+    );
     std::fs::write(r.root.join("small.txt"), "the user's notes").unwrap();
     let mut s = r.serve("deep");
     ok(&s.request("files/delete", json!({"path": "w/small.txt"})));
@@ -188,10 +197,16 @@ fn a_tree_larger_than_the_store_is_refused_without_pruning_older_changes() {
     let resp = s.request("files/delete", json!({"path": top, "recursive": true}));
     assert_error(&resp, -31007, "QUOTA_EXCEEDED", "not_recoverable");
     assert!(
-        resp["error"]["message"].as_str().unwrap().contains("larger than"),
+        resp["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("larger than"),
         "{resp}"
     );
-    assert!(r.root.join("t/more").exists(), "the refused delete moved the tree");
+    assert!(
+        r.root.join("t/more").exists(),
+        "the refused delete moved the tree"
+    );
     s.finish();
     let first = r.changes()[0].clone();
     assert!(first.get("pruned").is_none(), "pruned for nothing: {first}");
