@@ -12,9 +12,10 @@ use std::os::fd::OwnedFd;
 
 /// What each entry costs against the copy's bound besides its bytes, so that a tree of
 /// empty files cannot be unbounded.
-const ENTRY_COST: u64 = 512;
+pub(super) const ENTRY_COST: u64 = 512;
 
-/// The deepest tree copied (each level holds two descriptors) or measured.
+/// The deepest tree copied: each level holds two descriptors. Measuring and removing a kept
+/// tree have no such bound (see [`super::walk`]); a copy deeper than this is refused.
 const MAX_DEPTH: usize = 128;
 
 /// What a copy made.
@@ -230,42 +231,6 @@ fn copied_mode(meta: &rustix::fs::Stat) -> u32 {
     mode
 }
 
-/// Gives the user write and search permission on every directory of theirs in the tree
-/// `name` in `dir` (never following a link), so that it can be removed: a kept tree with a
-/// read-only directory in it (a module cache) could not be pruned, and stayed in the store
-/// for good while the journal no longer counted it.
-pub(super) fn loosen(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
-    use std::rc::Rc;
-    let me = rustix::process::geteuid().as_raw();
-    // As in `measure`: siblings share their parent's handle, so that the descriptors held
-    // stay bounded by the depth, whatever the breadth.
-    let mut todo: Vec<(Rc<Dir>, OsString, usize)> =
-        vec![(Rc::new(dir.try_clone()?), name.to_owned(), 0)];
-    while let Some((parent, name, depth)) = todo.pop() {
-        let opened = open_dir(&parent, &name);
-        drop(parent);
-        let Ok(fd) = opened else {
-            continue;
-        };
-        let st = rustix::fs::fstat(&fd)?;
-        if st.st_uid == me && st.st_mode & 0o700 != 0o700 {
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode((st.st_mode & 0o7777) | 0o700))?;
-        }
-        if depth >= MAX_DEPTH {
-            continue;
-        }
-        let d = Rc::new(dir_of(&fd)?);
-        drop(fd);
-        for entry in d.entries()? {
-            let entry = entry?;
-            if entry.file_type()?.is_dir() {
-                todo.push((d.clone(), entry.file_name(), depth + 1));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Opens `name` in `dir` as a directory for reading, never following a link.
 pub(super) fn open_dir(dir: &Dir, name: &OsStr) -> std::io::Result<OwnedFd> {
     Ok(rustix::fs::openat(
@@ -291,41 +256,6 @@ fn times(meta: &rustix::fs::Stat) -> rustix::fs::Timestamps {
         last_access: ts(meta.st_atime, meta.st_atime_nsec),
         last_modification: ts(meta.st_mtime, meta.st_mtime_nsec),
     }
-}
-
-/// The bytes of file content beneath `name` in `dir` (the entry itself when it is no
-/// directory), plus a cost per entry, without following anything: what a kept tree costs the
-/// store. Levels deeper than [`MAX_DEPTH`] count as one entry each, so that the descriptors
-/// held stay bounded (the tree is in the store by then, where no server reaches).
-pub(super) fn measure(dir: &Dir, name: &OsStr) -> std::io::Result<u64> {
-    use std::rc::Rc;
-    let meta = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
-    if rustix::fs::FileType::from_raw_mode(meta.st_mode) != rustix::fs::FileType::Directory {
-        return Ok(meta.st_size.max(0) as u64 + ENTRY_COST);
-    }
-    let mut total = ENTRY_COST;
-    let mut todo: Vec<(Rc<Dir>, OsString, usize)> =
-        vec![(Rc::new(dir.try_clone()?), name.to_owned(), 1)];
-    while let Some((parent, name, depth)) = todo.pop() {
-        if depth > MAX_DEPTH {
-            continue;
-        }
-        let d = Rc::new(dir_of(&open_dir(&parent, &name)?)?);
-        drop(parent);
-        for entry in d.entries()? {
-            let entry = entry?;
-            let child = entry.file_name();
-            let meta = rustix::fs::statat(&*d, &child, AtFlags::SYMLINK_NOFOLLOW)?;
-            total = total
-                .saturating_add(ENTRY_COST)
-                .saturating_add(meta.st_size.max(0) as u64);
-            if rustix::fs::FileType::from_raw_mode(meta.st_mode) == rustix::fs::FileType::Directory
-            {
-                todo.push((d.clone(), child, depth + 1));
-            }
-        }
-    }
-    Ok(total)
 }
 
 #[cfg(test)]

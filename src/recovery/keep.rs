@@ -4,6 +4,7 @@
 use super::copy::CopyFail;
 use super::journal::Line;
 use super::store::new_id;
+use super::walk::Unmeasured;
 use super::{Change, Kept, RecoveryStore, now_ms};
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
@@ -214,9 +215,12 @@ impl RecoveryStore {
         // What the moved entry costs. A tree that cannot be measured (a directory in it the
         // user cannot read) used to cost nothing: unbounded by `max_bytes`, and, holding no
         // bytes, never pruned, not even for its age.
-        let (bytes, refused) = match self.store.measure(&id) {
+        // Every level counts, however deep: levels past 128 used to cost nothing, so that a
+        // file 131 levels down, deleted again and again, grew the store past its bound.
+        let (bytes, refused) = match self.store.measure(&id, policy.max_bytes, Some(deadline)) {
             Ok(bytes) => (bytes, self.room_for(&kept("move", bytes), policy).err()),
-            Err(e) => (
+            Err(Unmeasured::Late(e)) => (0, Some(e)),
+            Err(Unmeasured::Io(e)) => (
                 0,
                 Some(Error::new(
                     ErrorKind::Io,

@@ -17,6 +17,7 @@ mod keep;
 mod prune;
 mod revert;
 mod store;
+mod walk;
 
 pub use change::{Change, Conflict, Kept, Restored, Undone};
 pub(crate) use keep::{Keep, Origin, fingerprint};

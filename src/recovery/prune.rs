@@ -26,6 +26,15 @@ impl RecoveryStore {
     /// the user's only copy, and goes back, never away.
     pub(super) fn room_for(&self, keep: &Keep, policy: &RecoveryPolicy) -> Result<()> {
         let need = keep.kept.as_ref().map_or(0, |k| k.bytes);
+        if need > policy.max_bytes {
+            // No pruning can make room for it: refused before anything is pruned. It used to
+            // prune every change past `min_keep_hours` first, so that a server could empty
+            // the store of the user's older changes by asking to delete a large tree.
+            return Err(unrecoverable(
+                "the content this would destroy is larger than the whole recovery store (recovery.max_bytes)",
+                policy.max_bytes,
+            ));
+        }
         let mut taken = Vec::new();
         let made = crate::locks::lock(&self.journal).locked(|j| {
             taken = self.prune(j, policy, need)?;

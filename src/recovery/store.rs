@@ -3,6 +3,7 @@
 //! once; everything after goes through its handle.
 
 use super::copy::{self, Copied, CopyFail};
+use super::walk::{self, Unmeasured};
 use crate::deadline::Deadline;
 use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -165,9 +166,15 @@ impl Store {
         moved
     }
 
-    /// The bytes object `id` costs the store.
-    pub(super) fn measure(&self, id: &str) -> std::io::Result<u64> {
-        copy::measure(&self.objects, OsStr::new(id))
+    /// The bytes object `id` costs the store, at any depth; once past `limit`, some number
+    /// past it (see [`walk::measure`]).
+    pub(super) fn measure(
+        &self,
+        id: &str,
+        limit: u64,
+        deadline: Option<Deadline>,
+    ) -> Result<u64, Unmeasured> {
+        walk::measure(&self.objects, OsStr::new(id), limit, deadline)
     }
 
     /// Whether object `id` is there.
@@ -235,13 +242,19 @@ impl Store {
         let spawned = std::thread::Builder::new()
             .name("fsbroker-prune".into())
             .spawn(move || {
+                // What this thread could not remove (logged): not tried again in a busy loop,
+                // but by the next thread, which the next take starts.
+                let mut failed = std::collections::HashSet::new();
                 loop {
                     for name in taken(&objects) {
-                        purge(&objects, &place, &name);
+                        if !failed.contains(&name) && !purge(&objects, &place, &name) {
+                            failed.insert(name);
+                        }
                     }
                     sweeping.store(false, Ordering::Release);
                     // Taken while the last pass ran: go on, unless another thread took over.
-                    if taken(&objects).is_empty() || sweeping.swap(true, Ordering::AcqRel) {
+                    let new = taken(&objects).iter().any(|n| !failed.contains(n));
+                    if !new || sweeping.swap(true, Ordering::AcqRel) {
                         return;
                     }
                 }
@@ -267,25 +280,16 @@ pub(super) fn new_id() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Removes `name` from `objects/`, whatever it is, a read-only tree too.
-fn purge(objects: &Dir, place: &Path, name: &str) {
-    let gone = match rustix::fs::statat(objects, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Err(_) => Ok(()),
-        Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
-            crate::root::remove_tree(objects, name)
-                .or_else(|_| {
-                    // A read-only directory in the tree: made the user's to clear, then
-                    // the removal goes on from where it stopped.
-                    copy::loosen(objects, OsStr::new(name))
-                        .map_err(|e| crate::error::Error::from_io(&e, ""))?;
-                    crate::root::remove_tree(objects, name)
-                })
-                .map_err(|e| e.to_string())
+/// Removes `name` from `objects/`, whatever it is, a read-only tree too, at any depth;
+/// answers whether it is gone. A failure is logged: the journal no longer counts it either way.
+fn purge(objects: &Dir, place: &Path, name: &str) -> bool {
+    match walk::remove(objects, OsStr::new(name)) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => {
+            tracing::warn!(store = %place.display(), name, "cannot remove kept content: {e}");
+            false
         }
-        Ok(_) => rustix::fs::unlinkat(objects, name, AtFlags::empty()).map_err(|e| e.to_string()),
-    };
-    if let Err(e) = gone {
-        tracing::warn!(store = %place.display(), name, "cannot remove kept content: {e}");
     }
 }
 

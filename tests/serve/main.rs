@@ -28,6 +28,7 @@ mod malformed;
 mod policy_paths;
 mod recovery;
 mod recovery_attacks;
+mod recovery_deep;
 mod recovery_history;
 mod recovery_other_fs;
 mod reload;
