@@ -18,7 +18,7 @@ mod prune;
 mod revert;
 mod store;
 
-pub use change::{Change, Conflict, Kept, Restored, Undone};
+pub use change::{By, Change, Conflict, Kept, Restored, Undone};
 pub(crate) use keep::{Keep, Origin, fingerprint};
 
 use crate::policy::RecoveryPolicy;

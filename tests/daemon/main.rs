@@ -22,6 +22,7 @@ mod abuse;
 mod access;
 mod attach;
 mod background;
+mod control;
 mod init;
 mod intruder;
 mod library;
