@@ -75,8 +75,8 @@ pub(crate) struct Session {
     pub(crate) started: SystemTime,
     /// Whether the session was ended: whoever still holds it can no longer act in it.
     ended: std::sync::atomic::AtomicBool,
-    /// Set once when it ends: its consent questions are withdrawn then (see
-    /// `consent/ended.rs`).
+    /// Set once when it ends, or when its input ended (no request can follow): its consent
+    /// questions are withdrawn then (see `consent/ended.rs`).
     ends: tokio::sync::watch::Sender<bool>,
     /// What the session has done so far.
     stats: Mutex<Stats>,
@@ -261,6 +261,17 @@ impl Session {
     pub(crate) fn end(&self) {
         self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
         self.ends.send_replace(true);
+    }
+
+    /// Notes that no request can follow (the peer's connection ended): its consent questions
+    /// are withdrawn, though the requests in flight run to their end.
+    pub(crate) fn input_ended(&self) {
+        self.ends.send_replace(true);
+    }
+
+    /// Whether it ended, or its input did: what the user decides about it now is for nobody.
+    pub(crate) fn is_gone(&self) -> bool {
+        *self.ends.borrow()
     }
 
     /// Its end, for a consent question it asks.

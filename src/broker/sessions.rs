@@ -186,7 +186,7 @@ impl Broker {
         seen: std::time::SystemTime,
     ) -> Result<Arc<Session>> {
         let session = self.live(server_id)?;
-        if session.started > seen || session.is_ended() {
+        if session.started > seen || session.is_gone() {
             return Err(Error::new(
                 ErrorKind::InvalidParams,
                 format!("the session {server_id} that the user saw has ended"),

@@ -1,6 +1,6 @@
 //! The end of the session that asked a consent question. A question outlives neither its
-//! session nor its answer's use: when the session ends (its server disconnected), the
-//! question is withdrawn, so that no answer given later (a "remember" on the console, a
+//! session nor its answer's use: when the session ends, or its input does (its server
+//! disconnected: no request can follow to use a grant), the question is withdrawn, so that no answer given later (a "remember" on the console, a
 //! terminal prompt, an attached proxy's host) grants anything for a session that no longer
 //! exists, or for whichever process claims its name next.
 

@@ -374,12 +374,12 @@ pub(crate) async fn ask(
         request,
         answered: false,
     };
+    // An answer ready at once (mode `auto`, a rule) is taken before the end is looked at.
     let answer = tokio::select! {
+        biased;
         answer = tokio::time::timeout(wait, provider.decide_each(request)) => answer.ok(),
         () = request.ended.wait() => None,
     };
-    // An answer that raced the session's end is for nobody.
-    let answer = answer.filter(|_| !request.ended.has_ended());
     asking.answered = answer.is_some();
     answer
 }

@@ -54,6 +54,12 @@ impl Control {
         welcome["session"].as_str().unwrap().to_owned()
     }
 
+    /// Sends one JSON-RPC request of the attached session, not waiting for its answer.
+    pub fn send(&mut self, id: u64, method: &str, params: Value) {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.writer, "{request}").unwrap();
+    }
+
     /// One JSON-RPC request of the attached session, and its answer.
     pub fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.ask(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
