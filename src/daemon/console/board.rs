@@ -30,11 +30,11 @@ const MAX_WITHDRAWN: usize = 32;
 const WITHDRAWN_SHOWN: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// Why a question was withdrawn, as the page says it.
-pub(crate) const SERVER_LEFT: &str = "the server left: its session ended";
+pub(crate) const SERVER_LEFT: &str = "the server left (its session ended)";
 
 /// Why a question was withdrawn when its session lives on.
 pub(crate) const STOPPED_WAITING: &str =
-    "the server stopped waiting: the time ran out, or it cancelled the request";
+    "the server stopped waiting (the time ran out, or it cancelled the request)";
 
 /// The questions and offers waiting for the user.
 #[derive(Debug)]
