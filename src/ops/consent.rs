@@ -388,7 +388,10 @@ async fn ask_provider(
     match crate::consent::ask(&*ctx.config.consent, &request, wait).await {
         Some(decision) => (decision, by),
         None if session.is_ended() => {
-            tracing::info!(server = session.server_id(), "the session ended while its consent question waited; withdrawn");
+            tracing::info!(
+                server = session.server_id(),
+                "the session ended while its consent question waited; withdrawn"
+            );
             (ConsentAnswer::deny(), Decider::Timeout)
         }
         None => {

@@ -1,10 +1,10 @@
 //! Keeping content before an operation destroys it, and journaling the change: what the
 //! operations call, inside their critical section, through the handles they resolved.
 
+use super::change::{By, USER};
 use super::copy::CopyFail;
 use super::journal::Line;
 use super::store::new_id;
-use super::change::{By, USER};
 use super::{Change, Kept, RecoveryStore, now_ms};
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};

@@ -130,7 +130,14 @@ mod tests {
 
     #[test]
     fn names_the_interface_uses_are_reserved_and_renamed() {
-        for name in ["user", "User", " user ", "USER#2", "user#10", "user\u{200b}"] {
+        for name in [
+            "user",
+            "User",
+            " user ",
+            "USER#2",
+            "user#10",
+            "user\u{200b}",
+        ] {
             let given = server_name(name).unwrap_or_default();
             assert!(given.starts_with("server-"), "{name:?} became {given:?}");
             assert!(!reserved(&given), "{given:?}");

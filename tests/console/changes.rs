@@ -121,15 +121,24 @@ async fn a_server_that_names_itself_user_is_not_listed_as_the_users_restores() {
     let mut s = crate::control::Control::open(&site.place);
     assert_eq!(s.attach_as("user"), "server-user");
     for (n, path) in [(2, "root/docs/a.md"), (3, "root/notes/n.md")] {
-        let r = s.request(n, "files/write", json!({"path": path, "content": "by a server"}));
+        let r = s.request(
+            n,
+            "files/write",
+            json!({"path": path, "content": "by a server"}),
+        );
         assert!(r.get("error").is_none(), "{r}");
     }
     let auth = site.signin();
-    let listed: Value =
-        serde_json::from_str(site.http("GET", "/api/changes", &auth.headers(), "").json_body())
-            .unwrap();
+    let listed: Value = serde_json::from_str(
+        site.http("GET", "/api/changes", &auth.headers(), "")
+            .json_body(),
+    )
+    .unwrap();
     let changes = listed["changes"].as_array().unwrap();
-    let a_md = changes.iter().find(|c| c["path"] == "root/docs/a.md").unwrap();
+    let a_md = changes
+        .iter()
+        .find(|c| c["path"] == "root/docs/a.md")
+        .unwrap();
     let id = a_md["id"].as_str().unwrap().to_owned();
     for c in changes {
         assert_eq!(c["by"], "server", "{c}");
