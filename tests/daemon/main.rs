@@ -22,6 +22,7 @@ mod abuse;
 mod access;
 mod attach;
 mod background;
+#[allow(dead_code)] // `send` serves the console tests, which share this file.
 mod control;
 mod init;
 mod intruder;
