@@ -184,7 +184,11 @@ fn settle(policy: Policy, earlier: &[root::Zone], lenient: bool) -> Result<Settl
         }
     }
     for z in earlier {
-        if !zones.iter().any(|n| n.id == z.id) {
+        // A root that came back (its path found again, as the same mount) is pinned anew:
+        // the earlier pin is the deleted directory's, whose inode another directory may have
+        // taken (the configuration directory, say), which it would then be taken for.
+        let back = zones.iter().any(|n| n.mount == z.mount && n.path == z.path);
+        if !back && !zones.iter().any(|n| n.id == z.id) {
             zones.push(z.clone());
         }
     }

@@ -49,6 +49,12 @@ pub(crate) struct Beside {
     pub(crate) out: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
     /// Looks at each line read first, and takes it (true) when it is one of its own.
     pub(crate) take: Taker,
+    /// Whether the end of the input is the peer's departure (a connection to the daemon),
+    /// which withdraws the session's consent questions at once, before the requests read
+    /// ahead and in flight are finished: a question left open for a peer that is gone could
+    /// be answered, and remembered, for nobody. `serve`'s stdin may end while its host
+    /// still reads, so there the questions are asked and answered as before.
+    pub(crate) input_is_peer: bool,
 }
 
 /// See [`Beside::take`].
@@ -60,6 +66,7 @@ impl Beside {
         Beside {
             out: None,
             take: Box::new(|_| false),
+            input_is_peer: false,
         }
     }
 }
@@ -81,6 +88,7 @@ where
     let Beside {
         out: mut extra,
         mut take,
+        input_is_peer,
     } = beside;
     let broker = session.broker().clone();
     let max_line = broker.policy().limits.max_line_bytes.get();
@@ -128,6 +136,7 @@ where
     // frame is read ahead.
     let (frames_tx, mut frames) = tokio::sync::mpsc::channel(1);
     let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let leaving = input_is_peer.then(|| session.session().clone());
     let reading = async move {
         loop {
             let frame = next_frame(&mut reader, max_line).await;
@@ -135,6 +144,11 @@ where
                 continue;
             }
             let more = matches!(frame, Ok(Frame::Line(_) | Frame::TooLong(_)));
+            if !more && let Some(s) = &leaving {
+                // Noted as soon as it is read, not when the lines before it are served: a
+                // change that waits for the user holds the session until then.
+                s.input_ended();
+            }
             if frames_tx.send(frame).await.is_err() || !more {
                 break;
             }

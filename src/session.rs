@@ -20,53 +20,8 @@ pub(crate) const MAX_SERVER_NAME_CHARS: usize = 128;
 /// (the proxy before the server's first brokered request, the rmcp adapter).
 pub(crate) const DEFAULT_SERVER_ID: &str = "default";
 
-/// The session id that a server's self-reported name (its `serverInfo.name`) gives: the name
-/// with every character that shows nothing removed (controls, format characters such as
-/// zero-width spaces and direction overrides, line separators, private use, unassigned),
-/// cut to [`MAX_SERVER_NAME_CHARS`] characters, or `None` when nothing is left.
-///
-/// The name comes from the server, so it is cleaned before it names a session: it shows up
-/// in logs and audit records, where control characters could forge lines or terminal
-/// escapes, and in the user's consent questions, where `notes` followed by a zero-width
-/// space would pass for `notes`; cleaned, it is `notes`, and a second live one `notes#2`.
-/// A bounded length keeps one server from bloating every record.
-pub(crate) fn server_name(raw: &str) -> Option<String> {
-    let name: String = raw
-        .chars()
-        .filter(|&c| !crate::consent::hidden(c) && !ignorable(c))
-        .take(MAX_SERVER_NAME_CHARS)
-        .collect();
-    (!name.is_empty()).then_some(name)
-}
-
-/// Whether `c` is a default-ignorable code point (Unicode's `Default_Ignorable_Code_Point`,
-/// DerivedCoreProperties 16.0): drawn as nothing though some are marks or letters
-/// (a combining grapheme joiner, variation selectors, the Hangul fillers), so a name that
-/// holds one would pass for the name without it. The general categories that
-/// [`crate::consent::hidden`] reads do not cover them, and no crate of ours carries the
-/// property, hence the table.
-fn ignorable(c: char) -> bool {
-    matches!(
-        c as u32,
-        0x00AD
-            | 0x034F
-            | 0x061C
-            | 0x115F..=0x1160
-            | 0x17B4..=0x17B5
-            | 0x180B..=0x180F
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x206F
-            | 0x3164
-            | 0xFE00..=0xFE0F
-            | 0xFEFF
-            | 0xFFA0
-            | 0xFFF0..=0xFFF8
-            | 0x1BCA0..=0x1BCA3
-            | 0x1D173..=0x1D17A
-            | 0xE0000..=0xE0FFF
-    )
-}
+mod names;
+pub(crate) use names::{refuse_reserved, reserved, server_name};
 
 /// A message the broker sends on its own (a notification) to one server session.
 ///
@@ -120,6 +75,9 @@ pub(crate) struct Session {
     pub(crate) started: SystemTime,
     /// Whether the session was ended: whoever still holds it can no longer act in it.
     ended: std::sync::atomic::AtomicBool,
+    /// Set once when it ends, or when its input ended (no request can follow): its consent
+    /// questions are withdrawn then (see `consent/ended.rs`).
+    ends: tokio::sync::watch::Sender<bool>,
     /// What the session has done so far.
     stats: Mutex<Stats>,
     /// The requests handed over and not yet answered, by JSON-RPC id, each with the signal
@@ -218,6 +176,7 @@ impl Session {
             outbound,
             started,
             ended: std::sync::atomic::AtomicBool::new(false),
+            ends: tokio::sync::watch::Sender::new(false),
             stats: Mutex::new(Stats::default()),
             pending: Mutex::new(HashMap::new()),
             roots_seen: Mutex::new(RootsSeen::default()),
@@ -301,6 +260,23 @@ impl Session {
     /// Marks the session ended.
     pub(crate) fn end(&self) {
         self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.ends.send_replace(true);
+    }
+
+    /// Notes that no request can follow (the peer's connection ended): its consent questions
+    /// are withdrawn, though the requests in flight run to their end.
+    pub(crate) fn input_ended(&self) {
+        self.ends.send_replace(true);
+    }
+
+    /// Whether it ended, or its input did: what the user decides about it now is for nobody.
+    pub(crate) fn is_gone(&self) -> bool {
+        *self.ends.borrow()
+    }
+
+    /// Its end, for a consent question it asks.
+    pub(crate) fn end_signal(&self) -> crate::consent::SessionEnd {
+        crate::consent::SessionEnd::of(&self.ends)
     }
 
     /// Whether the session was ended.
@@ -346,41 +322,5 @@ impl Session {
             }
             None => false,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn server_names_lose_control_characters_and_length() {
-        assert_eq!(server_name("files").as_deref(), Some("files"));
-        assert_eq!(server_name("notes\n\u{1b}[2J").as_deref(), Some("notes[2J"));
-        assert_eq!(server_name("\u{7}"), None);
-        assert_eq!(
-            server_name("a\u{0}b\tc\r\n\u{1b}d\u{7f}e\u{85}f").as_deref(),
-            Some("abcdef")
-        );
-        assert_eq!(server_name(""), None);
-        assert_eq!(server_name("\n\t\u{1b}"), None);
-        // The limit counts characters, not bytes, so a multi-byte name is never cut mid-char.
-        let long = "é".repeat(MAX_SERVER_NAME_CHARS + 5);
-        let cut = server_name(&long).unwrap_or_default();
-        assert_eq!(cut.chars().count(), MAX_SERVER_NAME_CHARS);
-        assert!(cut.chars().all(|c| c == 'é'));
-        // Spaces are kept: they are printable, and the proxy has always kept them.
-        assert_eq!(server_name(" my server ").as_deref(), Some(" my server "));
-        // What shows nothing goes too: `notes` and a zero-width space must not pass for
-        // `notes` beside it.
-        assert_eq!(server_name("notes\u{200b}").as_deref(), Some("notes"));
-        for ignorable in ["\u{34f}", "\u{fe0f}", "\u{3164}", "\u{180e}", "\u{e0100}"] {
-            let name = format!("notes{ignorable}");
-            assert_eq!(server_name(&name).as_deref(), Some("notes"), "{name:?}");
-        }
-        assert_eq!(
-            server_name("\u{202e}seton\u{2028}\u{e000}").as_deref(),
-            Some("seton")
-        );
     }
 }

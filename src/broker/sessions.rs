@@ -26,6 +26,11 @@ impl Broker {
         outbound: Option<mpsc::UnboundedSender<Notification>>,
         fresh: bool,
     ) -> Result<Arc<Session>> {
+        // Every session is made here: a name the interface keeps for itself is refused
+        // whoever gives it (the names servers choose are renamed before they come here).
+        if let Some(refused) = crate::session::refuse_reserved(server_id) {
+            return Err(Error::new(ErrorKind::InvalidRequest, refused));
+        }
         let mut sessions = lock(&self.inner.sessions);
         if let Some(s) = sessions.get(server_id) {
             if fresh {
@@ -58,7 +63,7 @@ impl Broker {
     /// grants, watches and staged uploads go at once.
     ///
     /// Errors: `INVALID_REQUEST` when a session of that id is live (opened, or made by a
-    /// call by name), and `INTERNAL_ERROR` when the broker holds
+    /// call by name) or the id is one the interface keeps for itself (`user`), and `INTERNAL_ERROR` when the broker holds
     /// [`MAX_SESSIONS`] sessions.
     pub fn open_session(&self, server_id: &str) -> Result<(ServerSession, Notifications)> {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -149,13 +154,7 @@ impl Broker {
         access: Access,
         seen: std::time::SystemTime,
     ) -> Result<Access> {
-        let session = self.live(server_id)?;
-        if session.started > seen {
-            return Err(Error::new(
-                ErrorKind::InvalidParams,
-                format!("the session {server_id} that was refused has ended"),
-            ));
-        }
+        let session = self.live_since(server_id, seen)?;
         let request = crate::path::RequestPath::parse(&path.to_string())?;
         let (root, located) = self.inner.config().roots.locate(&request, server_id)?;
         let access = access.min(root.access());
@@ -172,6 +171,28 @@ impl Broker {
         }
         self.inner.touch();
         Ok(access)
+    }
+
+    /// The live session `server_id` when it is the one the user saw at `seen` (it began
+    /// then or before): what the user decides about a session is never given to a later
+    /// one of the same name.
+    ///
+    /// Errors: `INVALID_PARAMS` when no session of that id is live, or the live one began
+    /// after `seen`.
+    #[cfg(feature = "cli")]
+    pub(crate) fn live_since(
+        &self,
+        server_id: &str,
+        seen: std::time::SystemTime,
+    ) -> Result<Arc<Session>> {
+        let session = self.live(server_id)?;
+        if session.started > seen || session.is_gone() {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!("the session {server_id} that the user saw has ended"),
+            ));
+        }
+        Ok(session)
     }
 
     fn live(&self, server_id: &str) -> Result<Arc<Session>> {

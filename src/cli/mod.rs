@@ -173,8 +173,8 @@ pub struct CommonArgs {
     /// command:PROGRAM (default: tty with a terminal, else deny).
     #[arg(long = "consent-fallback", value_name = "MODE", value_parser = parse_fallback)]
     pub consent_fallback: Option<ConsentMode>,
-    /// The server session id.
-    #[arg(long = "server-id", value_name = "ID")]
+    /// The server session id (not `user`: the interface keeps it for the user's own actions).
+    #[arg(long = "server-id", value_name = "ID", value_parser = parse_server_id)]
     pub server_id: Option<String>,
     /// Append the audit log to FILE instead of where the policy's `[audit]` section says.
     #[arg(long = "audit-file", value_name = "FILE", conflicts_with = "no_audit")]
@@ -427,6 +427,13 @@ fn parse_grace(s: &str) -> Result<std::time::Duration, String> {
 
 fn parse_era(s: &str) -> Result<EraMode, String> {
     EraMode::parse(s).ok_or_else(|| format!("{s:?} is not an era: use auto, legacy or modern"))
+}
+
+fn parse_server_id(s: &str) -> Result<String, String> {
+    match crate::session::refuse_reserved(s) {
+        Some(refused) => Err(refused),
+        None => Ok(s.to_owned()),
+    }
 }
 
 fn parse_mode(s: &str) -> Result<ConsentMode, String> {

@@ -195,7 +195,7 @@ fn line_of(c: &Change) -> String {
         "{}  {}  {:<12} {:<13} {target}  {kept}{state}",
         shown(&c.id),
         shown(&c.time),
-        shown(&c.server),
+        shown(&c.who()),
         shown(&c.method)
     )
 }

@@ -13,12 +13,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 mod command;
+mod ended;
 pub(crate) mod grants;
 mod sanitise;
 mod source;
 mod tty;
 
 pub use command::CommandConsent;
+pub(crate) use ended::SessionEnd;
 pub use grants::GrantOrigin;
 pub(crate) use grants::{Grant, Grants};
 pub(crate) use sanitise::{describe, is_hidden as hidden, sanitise};
@@ -50,6 +52,8 @@ pub struct ConsentRequest {
     pub host_paths: Vec<std::path::PathBuf>,
     /// What an approval allows.
     pub purpose: Purpose,
+    /// The end of the session that asks: the question is withdrawn when it comes.
+    pub(crate) ended: SessionEnd,
 }
 
 /// What approving a [`ConsentRequest`] allows.
@@ -98,6 +102,7 @@ impl ConsentRequest {
             access,
             host_paths: Vec::new(),
             purpose: Purpose::Access,
+            ended: SessionEnd::default(),
         }
     }
 
@@ -354,9 +359,11 @@ where
 }
 
 /// Asks `provider` about `request`, waiting at most `wait`; `None` when it did not answer in
-/// time. Unless it answered, the provider is told the question is withdrawn
-/// ([`ConsentProvider::withdrawn`]) when the wait ends: the time limit passed, or the request
-/// was cancelled or dropped while the question was open, so that a dialog can close.
+/// time, or the session that asks ended first (see `ended.rs`: whatever answer comes after
+/// is for nobody). Unless it answered, the provider is told the question is withdrawn
+/// ([`ConsentProvider::withdrawn`]) when the wait ends: the time limit passed, the session
+/// ended, or the request was cancelled or dropped while the question was open, so that a
+/// dialog can close.
 pub(crate) async fn ask(
     provider: &dyn ConsentProvider,
     request: &ConsentRequest,
@@ -367,9 +374,12 @@ pub(crate) async fn ask(
         request,
         answered: false,
     };
-    let answer = tokio::time::timeout(wait, provider.decide_each(request))
-        .await
-        .ok();
+    // An answer ready at once (mode `auto`, a rule) is taken before the end is looked at.
+    let answer = tokio::select! {
+        biased;
+        answer = tokio::time::timeout(wait, provider.decide_each(request)) => answer.ok(),
+        () = request.ended.wait() => None,
+    };
     asking.answered = answer.is_some();
     answer
 }

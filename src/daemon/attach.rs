@@ -330,6 +330,7 @@ pub(crate) async fn run<R, W>(
     let beside = Beside {
         out: Some(out),
         take,
+        input_is_peer: true,
     };
     let shutdown = async move {
         let _ = stop.wait_for(|s| *s).await;

@@ -370,6 +370,7 @@ async fn ask_provider(
             })
             .collect(),
         purpose: crate::consent::Purpose::Access,
+        ended: session.end_signal(),
     };
     let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
     let source = &ctx.inner.consent;
@@ -386,6 +387,13 @@ async fn ask_provider(
     };
     match crate::consent::ask(&*ctx.config.consent, &request, wait).await {
         Some(decision) => (decision, by),
+        None if session.is_ended() => {
+            tracing::info!(
+                server = session.server_id(),
+                "the session ended while its consent question waited; withdrawn"
+            );
+            (ConsentAnswer::deny(), Decider::Timeout)
+        }
         None => {
             tracing::warn!(server = session.server_id(), "consent timed out; denying");
             (ConsentAnswer::deny(), Decider::Timeout)

@@ -392,13 +392,13 @@ fn origin(
     root: &Root,
     real: &crate::path::MountPath,
 ) -> crate::recovery::Origin {
-    crate::recovery::Origin {
-        server: session.server_id().to_owned(),
-        session: session.label().to_owned(),
+    crate::recovery::Origin::server(
+        session.server_id(),
+        session.label(),
         method,
-        path: real.to_string(),
-        root: root.host_path_of(&RelPath::root()),
-    }
+        real.to_string(),
+        root.host_path_of(&RelPath::root()),
+    )
 }
 
 /// [`resolve_granted`] for the methods that act on what a path leads to: a final symlink is

@@ -75,6 +75,7 @@ async fn agreed(ctx: &Ctx, session: &Session, visible: Vec<Arc<Root>>) -> Vec<Ar
             .map(|r| r.host_path_of(&RelPath::root()))
             .collect();
         request.purpose = Purpose::SeeRoots;
+        request.ended = session.end_signal();
         let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());
         let answer = crate::consent::ask(&*ctx.config.consent, &request, wait).await;
         let approved: Vec<(String, std::path::PathBuf)> = answer

@@ -259,6 +259,7 @@ mod tests {
             access,
             host_paths: Vec::new(),
             purpose: crate::consent::Purpose::Access,
+            ended: Default::default(),
         }
     }
 

@@ -4,7 +4,25 @@ use super::journal::Line;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// One change a server made (or a restore made, with `server` `user`), as journaled.
+/// The name the journal gives the user's own changes (what a restore displaced) as their
+/// `server` and `session`: a name servers may not take (see [`crate::session::reserved`]),
+/// though what tells the user's changes apart is [`Change::by`], never this name.
+pub(crate) const USER: &str = "user";
+
+/// Who made a change: set by the broker from the path the change came by (a server's
+/// request, or the user's restore or undo), never from a name a server could choose.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum By {
+    /// A server session's request.
+    #[default]
+    Server,
+    /// The user's restore or undo (what stood in the way, kept in turn).
+    User,
+}
+
+/// One change a server made (or a restore made, with `by` `user`), as journaled.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -15,6 +33,10 @@ pub struct Change {
     pub time: String,
     /// When, in milliseconds since the epoch.
     pub at: u64,
+    /// Whether a server or the user made it: what tells the user's own changes apart,
+    /// whatever a server named itself.
+    #[serde(default)]
+    pub by: By,
     /// The server id of the session that made it (`user` for a restore).
     pub server: String,
     /// The session: server id, process and serial.
@@ -45,6 +67,21 @@ pub struct Change {
     /// be restored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pruned: Option<String>,
+}
+
+impl Change {
+    /// Who made it, for a person: `user` for the user's own changes, else the server's
+    /// name, said to be a server's when it is one the interface keeps for itself (a journal
+    /// written before such names were refused may hold one).
+    pub fn who(&self) -> String {
+        match self.by {
+            By::User => USER.to_owned(),
+            By::Server if crate::session::reserved(&self.server) => {
+                format!("{} (a server)", self.server)
+            }
+            By::Server => self.server.clone(),
+        }
+    }
 }
 
 /// What was kept of the content a change replaced or removed.
@@ -102,7 +139,13 @@ pub(super) fn fold(lines: Vec<Line>) -> Vec<Change> {
     let mut pruned = std::collections::HashSet::new();
     for line in lines {
         match line {
-            Line::Change(c) => {
+            Line::Change(mut c) => {
+                // Lines journaled before `by` was written: only a restore's method is the
+                // user's (a server's request is always a `files/` method), whatever the
+                // server's name.
+                if c.method == "restore" {
+                    c.by = By::User;
+                }
                 at.insert(c.id.clone(), out.len());
                 out.push(*c);
             }
@@ -125,4 +168,31 @@ pub(super) fn fold(lines: Vec<Line>) -> Vec<Change> {
     }
     out.retain(|c| !pruned.contains(&c.id));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines journaled before `by` was written: a restore's is the user's, and a server's is
+    /// the server's whatever its name (`user` too).
+    #[test]
+    fn who_made_a_change_is_never_read_from_a_name() {
+        let line = |method: &str, server: &str| {
+            format!(
+                r#"{{"id":"c{method}","time":"","at":1,"server":"{server}","session":"{server}@1#0","method":"{method}","path":"m/x","root":"/r","kept":null,"etagBefore":null,"etagAfter":null}}"#
+            )
+        };
+        let lines: Vec<Line> = [line("restore", "user"), line("files/write", "user")]
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let folded = fold(lines);
+        assert_eq!(folded[0].by, By::User);
+        assert_eq!(folded[0].who(), "user");
+        assert_eq!(folded[1].by, By::Server);
+        assert_eq!(folded[1].who(), "user (a server)");
+        let v = serde_json::to_value(&folded[1]).unwrap();
+        assert_eq!(v["by"], "server");
+    }
 }

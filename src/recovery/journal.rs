@@ -266,6 +266,7 @@ mod tests {
             id: id.into(),
             time: String::new(),
             at,
+            by: crate::recovery::By::Server,
             server: "s".into(),
             session: "s@1#0".into(),
             method: "files/delete".into(),

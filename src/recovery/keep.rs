@@ -1,6 +1,7 @@
 //! Keeping content before an operation destroys it, and journaling the change: what the
 //! operations call, inside their critical section, through the handles they resolved.
 
+use super::change::{By, USER};
 use super::copy::CopyFail;
 use super::journal::Line;
 use super::store::new_id;
@@ -12,19 +13,57 @@ use crate::policy::{RecoveryPolicy, Unkept};
 use cap_std::fs::{Dir, Metadata, MetadataExt};
 use std::path::PathBuf;
 
-/// Who made a change, and where: what the journal says of it besides what was kept.
+/// Who made a change, and where: what the journal says of it besides what was kept. Made
+/// by [`Origin::server`] or [`Origin::user`] only, so that whether a change is the user's
+/// own is said by which of the two the broker called, never by a name.
 #[derive(Debug, Clone)]
 pub(crate) struct Origin {
+    /// Whether a server or the user made it.
+    pub(super) by: By,
     /// The server id.
-    pub server: String,
+    pub(super) server: String,
     /// The session: server id, process and serial.
-    pub session: String,
+    pub(super) session: String,
     /// The method.
-    pub method: &'static str,
+    pub(super) method: &'static str,
     /// The entry, in mount form.
-    pub path: String,
+    pub(super) path: String,
     /// The root's directory.
-    pub root: PathBuf,
+    pub(super) root: PathBuf,
+}
+
+impl Origin {
+    /// A change the server session `session` (labelled `label`) made by `method` at `path`
+    /// (mount form) in the root whose directory is `root`.
+    pub(crate) fn server(
+        session: &str,
+        label: &str,
+        method: &'static str,
+        path: String,
+        root: PathBuf,
+    ) -> Origin {
+        Origin {
+            by: By::Server,
+            server: session.to_owned(),
+            session: label.to_owned(),
+            method,
+            path,
+            root,
+        }
+    }
+
+    /// A change the user's restore (or undo) made at `path`: what stood in the way, kept in
+    /// turn.
+    pub(super) fn user(path: String, root: PathBuf) -> Origin {
+        Origin {
+            by: By::User,
+            server: USER.to_owned(),
+            session: USER.to_owned(),
+            method: "restore",
+            path,
+            root,
+        }
+    }
 }
 
 /// What was kept for a change about to be journaled.
@@ -393,6 +432,7 @@ pub(super) fn change_of(
         at,
         server: origin.server,
         session: origin.session,
+        by: origin.by,
         method: origin.method.to_owned(),
         path: origin.path,
         to,

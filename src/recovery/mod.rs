@@ -19,7 +19,7 @@ mod revert;
 mod store;
 mod walk;
 
-pub use change::{Change, Conflict, Kept, Restored, Undone};
+pub use change::{By, Change, Conflict, Kept, Restored, Undone};
 pub(crate) use keep::{Keep, Origin, fingerprint};
 
 use crate::policy::RecoveryPolicy;

@@ -199,13 +199,7 @@ impl RecoveryStore {
             return Ok(None);
         }
         let deadline = crate::deadline::Deadline::at(std::time::Instant::now() + STEP);
-        let origin = Origin {
-            server: "user".into(),
-            session: "user".into(),
-            method: "restore",
-            path: place.to_owned(),
-            root: self.root_dir(history, change, place)?,
-        };
+        let origin = Origin::user(place.to_owned(), self.root_dir(history, change, place)?);
         // What stands in the way is the user's, perhaps their only copy: it is kept, or the
         // restore is refused. Past `copy_max_bytes` it used to be removed unkept when the
         // policy let a server's change proceed so, while the restore said it was kept.

@@ -207,6 +207,28 @@ fn link_beneath(zone: &Zone, real: &[String], name: &str) -> std::io::Error {
     ))
 }
 
+/// Why `zone`'s pin is stale, if it is: its path no longer names the directory pinned (the
+/// root was deleted, or replaced, and the inode it had may now be another directory's, such
+/// as the one holding the file judged). The check still refuses (what cannot be judged is
+/// refused) but says so, rather than claim the file lies beneath that root.
+fn stale(zone: &Zone) -> Option<String> {
+    let now = walk(&absolute(&zone.path).ok()?, &[])
+        .and_then(|found| rustix::fs::fstat(&found.fd).map_err(std::io::Error::from))
+        .map(|st| (st.st_dev, st.st_ino));
+    match now {
+        Ok(id) if id == zone.id => None,
+        Ok(_) | Err(_) => Some(format!(
+            "the writable root `{}` ({}) is pinned to a directory that its path no longer \
+             names (it was deleted or replaced since it was opened): the pin is stale, and \
+             the place it matched here may be another directory that took its inode; \
+             nothing beneath the path is trusted until the root is opened again (a reload \
+             that finds it there, or a restart)",
+            zone.mount,
+            zone.path.display()
+        )),
+    }
+}
+
 /// The zone of a writable root's spec, found without regard to other roots: a first pass, so
 /// that the second can walk every root knowing where the server may shape names. A writable
 /// root that cannot be found here must not be opened in the second pass either: left out of
@@ -258,7 +280,10 @@ pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<PathBuf, Stri
         let mut entered = None;
         let walked = walk_noting(parent, zones, &mut entered);
         if let Some(zone) = entered {
-            return Err(beneath(zone));
+            return Err(match stale(zone) {
+                Some(why) => why,
+                None => beneath(zone),
+            });
         }
         let real = match walked {
             Ok(found) => {
@@ -284,4 +309,47 @@ pub(crate) fn outside_zones(file: &Path, zones: &[Zone]) -> Result<PathBuf, Stri
         }
     }
     Err(format!("{}: too many levels of links", file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id_of(dir: &Path) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(dir).unwrap();
+        (m.dev(), m.ino())
+    }
+
+    /// A zone whose root was deleted and whose inode another directory took: a file there is
+    /// refused saying the pin is stale, never that it lies beneath the root.
+    #[test]
+    fn a_stale_pin_fails_saying_so() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let config = tmp.path().join("config");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::create_dir(&config).unwrap();
+        let zone = |id| Zone {
+            id,
+            mount: crate::path::MountName::new("root").unwrap(),
+            path: root.clone(),
+        };
+        let file = config.join("console.json");
+        // Its pin is the other directory's: as when the inode was reused.
+        let stale_zone = zone(id_of(&config));
+        let e = outside_zones(&file, std::slice::from_ref(&stale_zone)).unwrap_err();
+        assert!(e.contains("stale"), "{e}");
+        assert!(!e.contains("lies beneath"), "{e}");
+        // The same when the root is gone altogether.
+        std::fs::remove_dir(&root).unwrap();
+        let e = outside_zones(&file, &[stale_zone]).unwrap_err();
+        assert!(e.contains("stale"), "{e}");
+        // A current pin judges as before.
+        std::fs::create_dir(&root).unwrap();
+        let current = zone(id_of(&root));
+        assert!(outside_zones(&file, std::slice::from_ref(&current)).is_ok());
+        let e = outside_zones(&root.join("f"), &[current]).unwrap_err();
+        assert!(e.contains("lies beneath"), "{e}");
+    }
 }

@@ -108,6 +108,64 @@ async fn undo_on_the_page_takes_a_session_back_and_says_what_it_left_alone() {
     b.close().await;
 }
 
+/// A server that attaches as `user` is shown as the server it is: its own group, named
+/// `server-user`, with "Undo this session"; "Your restores" holds only what the user's
+/// restore kept, which the API marks `by` `user` (a field the broker sets, never a name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_names_itself_user_is_not_listed_as_the_users_restores() {
+    // The policy grants what the renamed session will be named: the test is about who is
+    // shown, not about consent.
+    let site = Site::start_with(
+        "[[grants]]\nservers = [\"server-user\"]\npath = \"root\"\naccess = \"write\"\n",
+    );
+    let mut s = crate::control::Control::open(&site.place);
+    assert_eq!(s.attach_as("user"), "server-user");
+    for (n, path) in [(2, "root/docs/a.md"), (3, "root/notes/n.md")] {
+        let r = s.request(
+            n,
+            "files/write",
+            json!({"path": path, "content": "by a server"}),
+        );
+        assert!(r.get("error").is_none(), "{r}");
+    }
+    let auth = site.signin();
+    let listed: Value = serde_json::from_str(
+        site.http("GET", "/api/changes", &auth.headers(), "")
+            .json_body(),
+    )
+    .unwrap();
+    let changes = listed["changes"].as_array().unwrap();
+    let a_md = changes
+        .iter()
+        .find(|c| c["path"] == "root/docs/a.md")
+        .unwrap();
+    let id = a_md["id"].as_str().unwrap().to_owned();
+    for c in changes {
+        assert_eq!(c["by"], "server", "{c}");
+    }
+    let a = site.post(&auth, "/api/restore", &json!({"id": id}));
+    assert_eq!(a.status, 200, "{a:?}");
+
+    let b = Browser::signed_in(&site.link).await;
+    b.view("changes").await;
+    let theirs = "[data-changes^=\"server-user@\"][data-by=\"server\"]";
+    b.text_contains(&format!("{theirs} .server-name"), "server-user")
+        .await;
+    b.find(&format!("{theirs} button.undo")).await;
+    let mine = "[data-changes=\"user\"][data-by=\"user\"]";
+    b.text_contains(&format!("{mine} .server-name"), "Your restores")
+        .await;
+    b.find(&format!("{mine} tr[data-path=\"root/docs/a.md\"]"))
+        .await;
+    // The server's other change is not the user's.
+    b.gone(&format!("{mine} tr[data-path=\"root/notes/n.md\"]"))
+        .await;
+    b.find(&format!("{theirs} tr[data-path=\"root/notes/n.md\"]"))
+        .await;
+    b.screenshot("changes-server-named-user").await;
+    b.close().await;
+}
+
 #[test]
 fn restore_and_undo_answer_only_the_consoles_own_page() {
     let site = Site::start_with(WRITABLE);

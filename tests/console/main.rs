@@ -12,6 +12,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 #[allow(dead_code)]
+#[path = "../daemon/control.rs"]
+mod control;
+#[allow(dead_code)]
 #[path = "../daemon/place.rs"]
 mod place;
 #[allow(dead_code)]

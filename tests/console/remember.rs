@@ -1,9 +1,12 @@
 //! "Remember": an answer kept as a standing grant in the state file, listed on the page,
-//! held by the server's sessions after the daemon restarts, and forgotten from the page.
+//! held by the server's sessions after the daemon restarts, and forgotten from the page; a
+//! question whose server left is shown withdrawn and takes no answer, so nothing is
+//! remembered for a session that no longer exists.
 
 use crate::browser::Browser;
 use crate::site::{Site, ask};
-use serde_json::json;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remembered_answer_survives_a_restart_and_forgetting_takes_it_back() {
@@ -45,5 +48,79 @@ async fn a_remembered_answer_survives_a_restart_and_forgetting_takes_it_back() {
     assert_eq!(r["error"]["data"]["reason"], "revoked", "still held: {r}");
     let kept = std::fs::read_to_string(site.state_file()).unwrap();
     assert!(!kept.contains("root/docs"), "{kept}");
+    b.close().await;
+}
+
+/// The console's state once `done` holds of it, polled (a hang guard bounds the wait).
+fn state_when(site: &Site, auth: &crate::site::Auth, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + crate::sidecar::WAIT;
+    loop {
+        let state = site.state(auth);
+        if done(&state) {
+            return state;
+        }
+        assert!(Instant::now() < deadline, "never came: {state}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_whose_server_left_is_withdrawn_and_nothing_is_remembered() {
+    let site = Site::start();
+    let auth = site.signin();
+    // A server that goes without a word (killed, or a client that drops the connection):
+    // attached as `serve --daemon` attaches, its question asked, the connection closed.
+    let mut s = crate::control::Control::open(&site.place);
+    assert_eq!(s.attach_as("notes"), "notes");
+    s.send(
+        1,
+        "files/consent",
+        json!({"requestedPaths": ["root/docs"], "access": "read"}),
+    );
+    let asked = state_when(&site, &auth, |st| st["questions"][0]["id"].is_string());
+    let id = asked["questions"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(asked["questions"][0]["withdrawn"], Value::Null, "{asked}");
+    let b = Browser::signed_in(&site.link).await;
+    b.find(&format!("[data-question=\"{id}\"] button.answer"))
+        .await;
+
+    // The server leaves while its question waits.
+    drop(s);
+    let gone = state_when(&site, &auth, |st| {
+        st["questions"][0]["withdrawn"].is_string()
+    });
+    let why = gone["questions"][0]["withdrawn"].as_str().unwrap();
+    assert!(why.contains("the server left"), "{gone}");
+    let card = format!("[data-question=\"{id}\"].withdrawn");
+    b.text_contains(&card, "the server left").await;
+    b.gone(&format!("{card} button.answer")).await;
+    b.screenshot("consent-withdrawn").await;
+
+    // An answer with "remember", as a stale page would send it: refused, nothing kept.
+    let answer = json!({"answers": [{"path": "root/docs", "approve": true}], "remember": true});
+    let a = site.post(&auth, &format!("/api/questions/{id}"), &answer);
+    assert_eq!(a.status, 410, "{a:?}");
+    assert!(a.body.contains("withdrawn"), "{a:?}");
+    let kept = std::fs::read_to_string(site.state_file()).unwrap_or_default();
+    assert!(!kept.contains("root/docs"), "{kept}");
+    assert_eq!(site.state(&auth)["remembered"], json!([]));
+    // The next process to claim the name holds nothing of it.
+    let mut next = site.server("notes");
+    let r = next.request("files/read", json!({"path": "root/docs/a.md"}));
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "inherited: {r}");
+    let ran = site.place.verb(&["status", "--json"]);
+    let status: Value = serde_json::from_str(&ran.out()).unwrap();
+    let notes = status["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["server"] == "notes")
+        .cloned()
+        .unwrap_or_else(|| panic!("no session notes: {status}"));
+    assert_eq!(notes["grants"], json!([]), "{notes}");
+
+    // Dismissed on the page, the card goes.
+    b.click(&format!("{card} button.dismiss")).await;
+    b.gone(&format!("[data-question=\"{id}\"]")).await;
     b.close().await;
 }

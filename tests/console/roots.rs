@@ -50,3 +50,28 @@ async fn a_root_added_on_the_page_reaches_the_server() {
     );
     b.close().await;
 }
+
+/// A root deleted and made again: the console's root edits work, though the deleted root's
+/// directory (its inode) is now the configuration directory that holds the grant file. The
+/// inode reuse is made certain by moving the old root there (a reuse by the filesystem is
+/// the same to the daemon); before, the old pin was kept and every edit was refused,
+/// claiming the grant file lay beneath the root.
+#[test]
+fn a_root_made_again_is_pinned_anew_and_root_edits_still_work() {
+    let site = Site::start();
+    let config = site.state_file().parent().unwrap().to_owned();
+    let _ = std::fs::remove_dir_all(&config);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::rename(&site.place.root, &config).unwrap();
+    std::fs::create_dir(&site.place.root).unwrap();
+    let auth = site.signin();
+    let path = site.extra().display().to_string();
+    let a = site.post(
+        &auth,
+        "/api/roots",
+        &json!({"op": "add", "path": path, "access": "read"}),
+    );
+    assert_eq!(a.status, 200, "{a:?}");
+    let kept = std::fs::read_to_string(site.state_file()).unwrap();
+    assert!(kept.contains("extra"), "{kept}");
+}

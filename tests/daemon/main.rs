@@ -23,6 +23,8 @@ mod access;
 mod attach;
 mod background;
 mod impostor;
+#[allow(dead_code)] // `send` serves the console tests, which share this file.
+mod control;
 mod init;
 mod intruder;
 mod library;

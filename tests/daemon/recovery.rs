@@ -4,50 +4,10 @@
 //! leaves alone, naming it, one the user changed since.
 
 use crate::attach::attach;
+use crate::control::Control;
 use crate::place::Place;
-use crate::sidecar::{Sidecar, WAIT};
+use crate::sidecar::Sidecar;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-
-/// A connection to the daemon that has said hello.
-struct Control {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
-
-impl Control {
-    fn open(p: &Place) -> Control {
-        let stream = UnixStream::connect(p.socket()).unwrap();
-        stream.set_read_timeout(Some(WAIT)).unwrap();
-        let reader = BufReader::new(stream.try_clone().unwrap());
-        let mut c = Control {
-            reader,
-            writer: stream,
-        };
-        let key = std::fs::read_to_string(p.key()).unwrap();
-        assert_eq!(c.ask(&json!({"hello": key.trim()}))["ok"], true);
-        c
-    }
-
-    /// Sends one request line and reads its answer.
-    fn ask(&mut self, request: &Value) -> Value {
-        writeln!(self.writer, "{request}").unwrap();
-        let mut line = String::new();
-        assert!(
-            self.reader.read_line(&mut line).unwrap() > 0,
-            "the daemon closed the connection after {request}"
-        );
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// `history`'s changes, asserting it answered.
-    fn history(&mut self, request: Value) -> Vec<Value> {
-        let a = self.ask(&request);
-        assert_eq!(a["ok"], true, "{a}");
-        a["changes"].as_array().cloned().unwrap()
-    }
-}
 
 fn ok(r: &Value) -> &Value {
     assert!(r.get("error").is_none(), "{r}");
@@ -210,4 +170,59 @@ fn undo_takes_a_session_back_and_leaves_what_the_user_changed_since() {
     let a = c.ask(&json!({"op": "undo", "server": "alpha"}));
     assert_eq!(a["restored"], json!([]), "{a}");
     assert_eq!(a["conflicts"][0]["path"], "root/c.txt", "{a}");
+}
+
+/// A server that names itself `user` is a server: `--server-id user` is refused, a client
+/// that attaches as `user` is given `server-user`, and `history` marks its change `by`
+/// `server` and the user's own restore `by` `user` (a field the broker sets, never a name).
+#[test]
+fn a_server_that_names_itself_user_is_never_taken_for_the_user() {
+    let p = Place::new();
+    std::fs::write(p.root.join("a.txt"), "one").unwrap();
+    let _d = p.start_with(&["--writable", "--consent", "auto"]);
+    let daemon = format!("--daemon={}", p.socket().display());
+    for name in ["user", "User#2"] {
+        let refused = p.verb(&["serve", &daemon, "--server-id", name]);
+        assert_eq!(refused.code(), Some(2), "{name}: {}", refused.err());
+        assert!(refused.err().contains("reserved"), "{}", refused.err());
+    }
+
+    let mut s = Control::open(&p);
+    assert_eq!(s.attach_as("user"), "server-user");
+    let r = s.request(
+        1,
+        "files/consent",
+        json!({"requestedPaths": ["root"], "access": "write"}),
+    );
+    assert_eq!(r["result"]["granted"], true, "{r}");
+    let r = s.request(
+        2,
+        "files/write",
+        json!({"path": "root/a.txt", "content": "two"}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
+
+    let mut c = Control::open(&p);
+    let id = c.history(json!({"op": "history"}))[0]["id"].clone();
+    let a = c.ask(&json!({"op": "restore", "id": id}));
+    assert_eq!(a["ok"], true, "{a}");
+    let displaced = a["restored"]["kept"][0].clone();
+
+    let ran = p.verb(&["history", "--json"]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.err());
+    let listed: Value = serde_json::from_str(&ran.out()).unwrap();
+    let changes = listed["changes"].as_array().unwrap();
+    let server = changes.iter().find(|c| c["id"] == id).unwrap();
+    assert_eq!(server["by"], "server", "{server}");
+    assert_eq!(server["server"], "server-user", "{server}");
+    let mine = changes.iter().find(|c| c["id"] == displaced).unwrap();
+    assert_eq!(mine["by"], "user", "{mine}");
+    // The listing for people names the server as the server.
+    let ran = p.verb(&["history"]);
+    let line = ran.out();
+    let line = line
+        .lines()
+        .find(|l| l.contains(id.as_str().unwrap()))
+        .unwrap();
+    assert!(line.contains("server-user"), "{line}");
 }

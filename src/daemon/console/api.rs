@@ -3,6 +3,7 @@
 //! grants and revocations are in `edits.rs`.
 //!
 
+use super::board::Answered;
 use super::edits::remember;
 use super::reply::Refusal;
 use super::reply::{bad, body, ok};
@@ -55,7 +56,8 @@ pub(super) fn picture(c: &Console) -> Value {
     let questions: Vec<Value> = waiting
         .questions
         .iter()
-        .map(|(id, r, asked)| {
+        .map(|q| {
+            let (r, asked) = (&q.request, q.asked);
             let paths: Vec<Value> = r
                 .paths
                 .iter()
@@ -68,13 +70,15 @@ pub(super) fn picture(c: &Console) -> Value {
                 })
                 .collect();
             json!({
-                "id": format!("q{id}"),
+                "id": format!("q{}", q.id),
                 "server": r.server_id,
                 "message": r.message.as_deref().map(|m| sanitise(m, MAX_MESSAGE)),
                 "access": r.access.as_str(),
                 "purpose": r.purpose.as_str(),
-                "asked": when(*asked),
-                "expires": when(*asked + timeout),
+                "asked": when(asked),
+                "expires": when(asked + timeout),
+                // Why it no longer waits: it is shown so, and takes no answer.
+                "withdrawn": q.withdrawn,
                 "paths": paths,
             })
         })
@@ -162,7 +166,17 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
     let n = number(id, 'q')?;
     let a: Answer = body(bytes)?;
     let gone = || Refusal::new(StatusCode::NOT_FOUND, "this question no longer waits");
-    let request = c.board.question(n).ok_or_else(gone)?;
+    let withdrawn = |why: &str| {
+        Refusal::new(
+            StatusCode::GONE,
+            format!("this question was withdrawn ({why}): nothing was granted or remembered"),
+        )
+    };
+    let question = c.board.question(n).ok_or_else(gone)?;
+    if let Some(why) = question.withdrawn {
+        return Err(withdrawn(why));
+    }
+    let request = question.request;
     if a.remember && request.purpose != Purpose::Access {
         return Err(bad(
             "only access is remembered: a question about seeing roots is asked once a session",
@@ -202,8 +216,10 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
         }
         choices.push(PathChoice::new(asked, granted, access));
     }
-    if !c.board.answer(n, ConsentAnswer::new(choices.clone())) {
-        return Err(gone());
+    match c.board.answer(n, ConsentAnswer::new(choices.clone())) {
+        Answered::Taken => {}
+        Answered::Withdrawn(why) => return Err(withdrawn(why)),
+        Answered::Unknown => return Err(gone()),
     }
     tracing::info!(
         server = %request.server_id,
@@ -212,6 +228,16 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
         "console: consent question answered"
     );
     if a.remember && !choices.is_empty() {
+        // Remembered only for the very session that asked, still live: a grant to the name
+        // of one that has ended would go to whichever process claims that name next.
+        c.broker
+            .live_since(&request.server_id, question.asked)
+            .map_err(|e| {
+                Refusal::new(
+                    StatusCode::GONE,
+                    format!("answered for this session only, not remembered: {e}"),
+                )
+            })?;
         let kept: Vec<(MountPath, Access)> =
             choices.into_iter().map(|c| (c.granted, c.access)).collect();
         remember(c, &request.server_id, &kept).inspect_err(|_| {

@@ -22,6 +22,20 @@ pub(crate) const MAX_OFFERS: usize = 50;
 /// Most questions waiting at once; one more is denied at once, saying why.
 const MAX_QUESTIONS: usize = 256;
 
+/// Most withdrawn questions the page is still shown (marked withdrawn, answerable no more);
+/// past it, the oldest goes.
+const MAX_WITHDRAWN: usize = 32;
+
+/// How long a withdrawn question is still shown.
+const WITHDRAWN_SHOWN: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Why a question was withdrawn, as the page says it.
+pub(crate) const SERVER_LEFT: &str = "the server left (its session ended)";
+
+/// Why a question was withdrawn when its session lives on.
+pub(crate) const STOPPED_WAITING: &str =
+    "the server stopped waiting (the time ran out, or it cancelled the request)";
+
 /// The questions and offers waiting for the user.
 #[derive(Debug)]
 pub(crate) struct Board {
@@ -46,6 +60,8 @@ pub(crate) struct Question {
     /// When it was asked.
     pub asked: SystemTime,
     reply: Option<oneshot::Sender<ConsentAnswer>>,
+    /// Once withdrawn: why, and when. It is shown so, and no answer is taken for it.
+    withdrawn: Option<(&'static str, SystemTime)>,
 }
 
 /// A refusal the user may turn into a grant.
@@ -65,11 +81,35 @@ pub(crate) struct Offer {
     pub at: SystemTime,
 }
 
+/// A question as the page is shown it.
+#[derive(Debug)]
+pub(crate) struct Shown {
+    /// Its number.
+    pub id: u64,
+    /// What the server asked.
+    pub request: ConsentRequest,
+    /// When it was asked.
+    pub asked: SystemTime,
+    /// Why it was withdrawn, once it was.
+    pub withdrawn: Option<&'static str>,
+}
+
+/// What became of a question the user answered.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Answered {
+    /// Its server has the answer.
+    Taken,
+    /// It was withdrawn first, for this reason: nothing is granted.
+    Withdrawn(&'static str),
+    /// No such question waits (answered already, or never asked).
+    Unknown,
+}
+
 /// A copy of what waits, for the page.
 #[derive(Debug, Default)]
 pub(crate) struct Waiting {
-    /// Questions, oldest first: id, request, when asked.
-    pub questions: Vec<(u64, ConsentRequest, SystemTime)>,
+    /// Questions, oldest first, the withdrawn ones still shown among them.
+    pub questions: Vec<Shown>,
     /// Offers, oldest first.
     pub offers: Vec<Offer>,
 }
@@ -92,41 +132,63 @@ impl Board {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// What waits now.
+    /// What waits now, and the questions withdrawn lately.
     pub(crate) fn waiting(&self) -> Waiting {
-        let inner = lock(&self.inner);
+        let mut inner = lock(&self.inner);
+        inner.forget_withdrawn(SystemTime::now());
         Waiting {
             questions: inner
                 .questions
                 .iter()
-                .map(|q| (q.id, q.request.clone(), q.asked))
+                .map(|q| Shown {
+                    id: q.id,
+                    request: q.request.clone(),
+                    asked: q.asked,
+                    withdrawn: q.withdrawn.map(|(why, _)| why),
+                })
                 .collect(),
             offers: inner.offers.iter().cloned().collect(),
         }
     }
 
-    /// The request of question `id`, while it waits.
-    pub(crate) fn question(&self, id: u64) -> Option<ConsentRequest> {
+    /// Question `id` (marked withdrawn if it was); `None` when it is not on the board.
+    pub(crate) fn question(&self, id: u64) -> Option<Shown> {
         let inner = lock(&self.inner);
-        inner
-            .questions
-            .iter()
-            .find(|q| q.id == id)
-            .map(|q| q.request.clone())
+        inner.questions.iter().find(|q| q.id == id).map(|q| Shown {
+            id: q.id,
+            request: q.request.clone(),
+            asked: q.asked,
+            withdrawn: q.withdrawn.map(|(why, _)| why),
+        })
     }
 
-    /// Answers question `id`; false when it no longer waits.
-    pub(crate) fn answer(&self, id: u64, answer: ConsentAnswer) -> bool {
+    /// Answers question `id`. A withdrawn question takes no answer, and neither does one
+    /// whose session ended while the user answered: nothing is granted for a session that
+    /// no longer exists.
+    pub(crate) fn answer(&self, id: u64, answer: ConsentAnswer) -> Answered {
         let reply = {
             let mut inner = lock(&self.inner);
             let Some(i) = inner.questions.iter().position(|q| q.id == id) else {
-                return false;
+                return Answered::Unknown;
             };
+            if let Some((why, _)) = inner.questions[i].withdrawn {
+                return Answered::Withdrawn(why);
+            }
+            if inner.questions[i].request.ended.has_ended() {
+                inner.questions[i].withdrawn = Some((SERVER_LEFT, SystemTime::now()));
+                inner.questions[i].reply = None;
+                drop(inner);
+                self.changed();
+                return Answered::Withdrawn(SERVER_LEFT);
+            }
             inner.questions.remove(i).reply
         };
         self.changed();
         // Its server may have stopped waiting in between: then nothing is granted.
-        reply.is_some_and(|r| r.send(answer).is_ok())
+        match reply.is_some_and(|r| r.send(answer).is_ok()) {
+            true => Answered::Taken,
+            false => Answered::Withdrawn(STOPPED_WAITING),
+        }
     }
 
     /// Takes offer `id` off the board.
@@ -200,17 +262,54 @@ impl Board {
         });
     }
 
-    /// Forgets question `id` (its server stopped waiting).
-    fn withdraw(&self, id: u64) {
-        let gone = {
+    /// Marks question `id` withdrawn (its server stopped waiting, or left) for `why`: the
+    /// page shows it so for a while, and no answer is taken for it.
+    fn withdraw(&self, id: u64, why: &'static str) {
+        let marked = {
             let mut inner = lock(&self.inner);
-            let before = inner.questions.len();
-            inner.questions.retain(|q| q.id != id);
-            inner.questions.len() != before
+            let now = SystemTime::now();
+            let marked = match inner
+                .questions
+                .iter_mut()
+                .find(|q| q.id == id && q.withdrawn.is_none())
+            {
+                Some(q) => {
+                    q.withdrawn = Some((why, now));
+                    q.reply = None;
+                    true
+                }
+                None => false,
+            };
+            inner.forget_withdrawn(now);
+            marked
         };
-        if gone {
+        if marked {
             self.changed();
         }
+    }
+}
+
+impl Inner {
+    /// Drops the withdrawn questions shown long enough, and the oldest past
+    /// [`MAX_WITHDRAWN`].
+    fn forget_withdrawn(&mut self, now: SystemTime) {
+        self.questions.retain(|q| {
+            q.withdrawn.is_none_or(|(_, at)| {
+                now.duration_since(at)
+                    .is_ok_and(|shown| shown < WITHDRAWN_SHOWN)
+            })
+        });
+        let mut excess = self
+            .questions
+            .iter()
+            .filter(|q| q.withdrawn.is_some())
+            .count()
+            .saturating_sub(MAX_WITHDRAWN);
+        self.questions.retain(|q| {
+            let drop = excess > 0 && q.withdrawn.is_some();
+            excess -= usize::from(drop);
+            !drop
+        });
     }
 }
 
@@ -231,7 +330,8 @@ impl ConsentProvider for UiConsent {
             let (reply, answer) = oneshot::channel();
             let id = {
                 let mut inner = lock(&board.inner);
-                if inner.questions.len() >= MAX_QUESTIONS {
+                let open = inner.questions.iter().filter(|q| q.withdrawn.is_none());
+                if open.count() >= MAX_QUESTIONS {
                     tracing::warn!(
                         server = %request.server_id,
                         "consent denied: {MAX_QUESTIONS} questions already wait on the console"
@@ -245,112 +345,42 @@ impl ConsentProvider for UiConsent {
                     request: request.clone(),
                     asked: SystemTime::now(),
                     reply: Some(reply),
+                    withdrawn: None,
                 });
                 id
             };
             board.changed();
             tracing::info!(server = %request.server_id, question = id, "a consent question waits on the console");
-            // Taken off the board however the wait ends, answered or dropped.
-            let _off = Off { board: &board, id };
+            // Marked withdrawn however the wait ends unanswered: the session's end (the
+            // question's request knows of it), the time limit, a cancellation.
+            let _off = Off {
+                board: &board,
+                id,
+                ended: &request.ended,
+            };
             answer.await.unwrap_or_default()
         })
     }
 }
 
-/// Takes a question off the board when dropped.
+/// Marks a question withdrawn when dropped unanswered (an answered one is off the board
+/// already), saying whether its session ended.
 struct Off<'a> {
     board: &'a Board,
     id: u64,
+    ended: &'a crate::consent::SessionEnd,
 }
 
 impl Drop for Off<'_> {
     fn drop(&mut self) {
-        self.board.withdraw(self.id);
+        let why = if self.ended.has_ended() {
+            SERVER_LEFT
+        } else {
+            STOPPED_WAITING
+        };
+        self.board.withdraw(self.id, why);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn request() -> ConsentRequest {
-        ConsentRequest::new("s", ["demo/a".parse().unwrap()], Access::Read)
-    }
-
-    #[tokio::test]
-    async fn a_question_waits_until_answered_and_goes_when_dropped() {
-        let board = Board::new();
-        let ui = UiConsent(board.clone());
-        let r = request();
-        let asking = ui.decide_each(&r);
-        tokio::pin!(asking);
-        assert!(futures_poll(&mut asking).await.is_none());
-        let w = board.waiting();
-        assert_eq!(w.questions.len(), 1);
-        let id = w.questions[0].0;
-        let yes = ConsentAnswer::new([crate::consent::PathChoice::whole(
-            "demo/a".parse().unwrap(),
-            Access::Read,
-        )]);
-        assert!(board.answer(id, yes.clone()));
-        assert_eq!(asking.await, yes);
-        assert!(board.waiting().questions.is_empty());
-        assert!(!board.answer(id, ConsentAnswer::deny()));
-
-        let dropped = ui.decide_each(&r);
-        let mut dropped = Box::pin(dropped);
-        assert!(futures_poll(&mut dropped).await.is_none());
-        assert_eq!(board.waiting().questions.len(), 1);
-        drop(dropped);
-        assert!(board.waiting().questions.is_empty());
-    }
-
-    async fn futures_poll<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
-        tokio::time::timeout(std::time::Duration::from_millis(20), f)
-            .await
-            .ok()
-    }
-
-    #[test]
-    fn refusals_for_want_of_consent_become_offers_one_per_path() {
-        let board = Board::new();
-        let mut e = AuditEvent {
-            time: SystemTime::now(),
-            server_id: "s".into(),
-            method: "files/read".into(),
-            path: Some("demo/a".into()),
-            outcome: "PERMISSION_DENIED".into(),
-            reason: Some(Reason::NoConsent),
-            bytes: 0,
-            cpu: std::time::Duration::ZERO,
-            duration: std::time::Duration::ZERO,
-            consent: None,
-        };
-        board.consider(&e);
-        board.consider(&e);
-        e.method = "files/write".into();
-        e.path = Some("demo/b".into());
-        board.consider(&e);
-        e.reason = Some(Reason::OutsideRoot);
-        e.path = Some("demo/c".into());
-        board.consider(&e);
-        let offers = board.waiting().offers;
-        let seen: Vec<_> = offers
-            .iter()
-            .map(|o| (o.path.to_string(), o.access))
-            .collect();
-        assert_eq!(
-            seen,
-            [
-                ("demo/a".into(), Access::Read),
-                ("demo/b".into(), Access::Write)
-            ]
-        );
-        for i in 0..MAX_OFFERS + 5 {
-            e.reason = Some(Reason::NoConsent);
-            e.path = Some(format!("demo/n{i}"));
-            board.consider(&e);
-        }
-        assert_eq!(board.waiting().offers.len(), MAX_OFFERS);
-    }
-}
+mod tests;

@@ -26,13 +26,13 @@ fn two_restores_of_one_change_at_once_put_it_back_once() {
         std::fs::write(root.join("a.new"), "new").unwrap();
         std::fs::rename(root.join("a.new"), root.join("a.txt")).unwrap();
         let after = fingerprint(&handle.symlink_metadata("a.txt").unwrap());
-        let origin = Origin {
-            server: "s".into(),
-            session: "s@1#0".into(),
-            method: "files/write",
-            path: "demo/a.txt".into(),
-            root: root.clone(),
-        };
+        let origin = Origin::server(
+            "s",
+            "s@1#0",
+            "files/write",
+            "demo/a.txt".into(),
+            root.clone(),
+        );
         store.record(origin, keep, None, Some(after));
         let id = store
             .history(Some("s"), None)
@@ -66,13 +66,13 @@ fn overwrite(store: &RecoveryStore, root: &std::path::Path, name: &str, new: &[u
     std::fs::write(root.join("new.tmp"), new).unwrap();
     std::fs::rename(root.join("new.tmp"), root.join(name)).unwrap();
     let after = fingerprint(&handle.symlink_metadata(name).unwrap());
-    let origin = Origin {
-        server: "s".into(),
-        session: "s@1#0".into(),
-        method: "files/write",
-        path: format!("demo/{name}"),
-        root: root.to_owned(),
-    };
+    let origin = Origin::server(
+        "s",
+        "s@1#0",
+        "files/write",
+        format!("demo/{name}"),
+        root.to_owned(),
+    );
     let mut change = super::super::keep::change_of(origin, keep, None, Some(after));
     // Two hours ago: old enough to be pruned for room.
     change.at -= 2 * 3600 * 1000;
@@ -154,13 +154,13 @@ fn undo_leaves_a_created_directory_that_holds_entries_made_since() {
     std::fs::create_dir(root.join("made")).unwrap();
     let handle = cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority()).unwrap();
     let after = fingerprint(&handle.symlink_metadata("made").unwrap());
-    let origin = Origin {
-        server: "s".into(),
-        session: "s@1#0".into(),
-        method: "files/create",
-        path: "demo/made".into(),
-        root: root.clone(),
-    };
+    let origin = Origin::server(
+        "s",
+        "s@1#0",
+        "files/create",
+        "demo/made".into(),
+        root.clone(),
+    );
     store.record(
         origin,
         super::super::keep::Keep::nothing(),

@@ -107,15 +107,19 @@
     const off = !!data && data.enabled === false;
     const changes = (data && data.changes) || [];
     // One group a session, in the order of their newest change (the list is newest first).
+    // The user's own changes are told apart by `by`, which the broker sets, never by a name:
+    // a server that called itself `user` is a server, with its own group and its Undo.
     const groups = new Map();
     for (const c of changes) {
-      if (!groups.has(c.session)) groups.set(c.session, { session: c.session, server: c.server, items: [] });
-      groups.get(c.session).items.push(c);
+      const user = c.by === 'user';
+      const key = (user ? 'u:' : 's:') + c.session;
+      if (!groups.has(key)) groups.set(key, { key, user, session: c.session, server: c.server, items: [] });
+      groups.get(key).items.push(c);
     }
     // The user's own restores come last: the view is about what servers did.
     const list = Array.from(groups.values());
-    list.sort((a, b) => (a.server === 'user') - (b.server === 'user'));
-    reconcile($('#changes'), list, (g) => g.session,
+    list.sort((a, b) => a.user - b.user);
+    reconcile($('#changes'), list, (g) => g.key,
       (g) => sig(g) + sig(outcomes.get(g.session) || null), groupCard);
     $('#changes-off').hidden = !off;
     $('#changes-empty').hidden = off || !data || changes.length > 0;
@@ -130,8 +134,8 @@
   }
 
   function groupCard(g) {
-    const user = g.server === 'user';
-    const key = 'u:' + g.session;
+    const user = g.user;
+    const key = 'u:' + g.key;
     const open = g.items.filter(restorable).length;
     let undo = null;
     if (!user && open > 0) {
@@ -148,7 +152,7 @@
       });
       undo.setAttribute('aria-label', `Undo this session of ${g.server}`);
     }
-    return h('article', { class: 'card changes-session', dataset: { changes: g.session } },
+    return h('article', { class: 'card changes-session', dataset: { changes: g.session, by: user ? 'user' : 'server' } },
       h('header', { class: 'card-head' },
         h('div', { class: 'card-head-main' },
           h('span', { class: 'server-name big', text: user ? 'Your restores' : g.server, title: user ? null : `session ${g.session}` }),

@@ -23,6 +23,8 @@
   const pausedEvents = [];
   const seenEventKeys = new Set();
   const seenQuestions = new Set();
+  // Withdrawn questions the user dismissed: the daemon shows them a while longer.
+  const dismissedQuestions = new Set();
   const seenOffers = new Set();
   const touched = new Map(); // server -> Set of mounts it has used
   const servers = new Set();
@@ -300,7 +302,7 @@
     for (const q of state.questions || []) {
       if (seenQuestions.has(q.id)) continue;
       seenQuestions.add(q.id);
-      if (firstState) continue;
+      if (firstState || q.withdrawn) continue;
       const n = (q.paths || []).length;
       announce(`${q.server} asks for ${q.access} access to ${n === 1 ? q.paths[0].path : n + ' paths'}.`);
       notify(`${q.server} asks for access`, (q.paths || []).map((p) => p.path).join(', '), 'q-' + q.id);
@@ -369,14 +371,18 @@
   // ---------- Consent ----------
 
   function renderConsent() {
-    const questions = state.questions || [];
+    // A withdrawn question (its server left, or stopped waiting) is shown so until the user
+    // dismisses it or the daemon lets it go; it takes no answer.
+    const questions = (state.questions || []).filter((q) => !dismissedQuestions.has(q.id));
+    const open = questions.filter((q) => !q.withdrawn).length;
     const offers = state.offers || [];
-    reconcile($('#questions'), questions, (q) => q.id, (q) => q.id, questionCard);
+    reconcile($('#questions'), questions, (q) => q.id, (q) => q.id + ':' + (q.withdrawn || ''),
+      (q) => (q.withdrawn ? withdrawnCard(q) : questionCard(q)));
     reconcile($('#offers'), offers, (o) => o.id, (o) => o.id, offerCard);
     $('#offers-block').hidden = offers.length === 0;
     $('#consent-empty').hidden = questions.length + offers.length > 0;
-    setBadge('consent', questions.length + offers.length);
-    document.title = questions.length ? `(${questions.length}) fsbroker console` : 'fsbroker console';
+    setBadge('consent', open + offers.length);
+    document.title = open ? `(${open}) fsbroker console` : 'fsbroker console';
     tickCountdowns();
   }
 
@@ -421,6 +427,30 @@
       errorEl(key),
     ]);
     return card;
+  }
+
+  // A question that no longer waits: what was asked, why it went, and nothing to answer.
+  function withdrawnCard(q) {
+    const paths = q.paths || [];
+    const dismiss = button('btn-ghost btn-small dismiss', 'Dismiss', () => {
+      dismissedQuestions.add(q.id);
+      renderConsent();
+    });
+    return h('article', { class: 'card question withdrawn', dataset: { question: q.id } },
+      h('header', { class: 'card-head' },
+        h('div', { class: 'card-head-main' },
+          h('span', { class: 'server-name', text: q.server }),
+          h('span', { class: 'muted', text: q.purpose === 'roots' ? 'asked to see shared folders' : `asked for ${q.access} access to` }),
+          h('span', { class: 'muted', text: `${paths.length} path${paths.length === 1 ? '' : 's'}` })),
+        h('div', { class: 'card-head-side' },
+          h('span', { class: 'badge state-withdrawn', text: 'Withdrawn' }))),
+      h('p', { class: 'withdrawn-note', role: 'status' },
+        `This question was withdrawn: ${q.withdrawn}. Nothing was granted or remembered; `,
+        'if the server asks again, a new question comes.'),
+      h('div', { class: 'paths' }, paths.map((p) => h('div', { class: 'path-row', dataset: { path: p.path } },
+        h('div', { class: 'path-info' }, h('div', { class: 'path-main' }, pathCode(p.path, 'mount-path')))))),
+      h('footer', { class: 'card-foot' }, h('span', { class: 'muted small' }, 'asked ', timeEl(q.asked)),
+        h('div', { class: 'actions' }, dismiss)));
   }
 
   function pathRow(q, p, i, write, roots) {
