@@ -22,9 +22,9 @@ mod abuse;
 mod access;
 mod attach;
 mod background;
-mod impostor;
 #[allow(dead_code)] // `send` serves the console tests, which share this file.
 mod control;
+mod impostor;
 mod init;
 mod intruder;
 mod library;
