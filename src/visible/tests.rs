@@ -64,7 +64,11 @@ fn every_category_a_reader_cannot_see_is_escaped_by_name() {
         .filter_map(char::from_u32);
     for c in all {
         let s = shown(&c.to_string()).into_owned();
-        assert!(s.starts_with('\\') && s.is_ascii(), "U+{:04X} shown as {s:?}", c as u32);
+        assert!(
+            s.starts_with('\\') && s.is_ascii(),
+            "U+{:04X} shown as {s:?}",
+            c as u32
+        );
         assert_eq!(unescape(&s), c.to_string());
     }
     assert_eq!(shown("\u{1b}]0;owned\u{7}"), "\\u{1b}]0;owned\\u{7}");
@@ -86,7 +90,10 @@ fn ordinary_text_passes_borrowed_and_the_backslash_is_doubled() {
 fn every_character_is_itself_or_an_escape_that_reads_back() {
     let all: String = (0..=0x10FFFFu32).filter_map(char::from_u32).collect();
     let out = shown(&all);
-    assert!(!out.chars().any(|c| escaped(c)), "a hidden character left raw");
+    assert!(
+        !out.chars().any(|c| escaped(c)),
+        "a hidden character left raw"
+    );
     assert_eq!(unescape(&out), all);
 }
 
