@@ -38,6 +38,9 @@ const BIDI: &str = "\u{202e}gpj.exe\u{200b}\u{2028}\u{fe0f}";
 /// [`BIDI`] as the text printers must show it.
 const BIDI_TEXT: &[&str] = &["\\u{202e}gpj.exe\\u{200b}\\u{2028}\\u{fe0f}"];
 
+/// [`BIDI`] as the JSON printers must show it.
+const BIDI_JSON: &[&str] = &["\\u202egpj.exe\\u200b\\u2028\\ufe0f"];
+
 /// Asserts that neither stdout nor stderr of `ran` holds a raw hidden character (a raw line
 /// break only as the end of a line the command printed, never inside the name), and that
 /// stdout shows each of `expected` (none where the verb prints no real path, only requested
@@ -80,8 +83,14 @@ fn every_verb_shows_a_hostile_name_escaped() {
     let consent = json!({"requestedPaths": ["root/link", "root/bidi"], "access": "write"});
     let r = s.request("files/consent", consent.clone());
     assert_eq!(r["result"]["granted"], true, "{r}");
-    for link in ["root/link", "root/bidi"] {
-        let r = s.request("files/write", json!({"path": link, "content": "new"}));
+    // A request path may hold no control character, but it may hold the others: the last
+    // one names the file outright, so the log and the last activity show it.
+    for path in [
+        "root/link".to_owned(),
+        "root/bidi".to_owned(),
+        format!("root/{BIDI}"),
+    ] {
+        let r = s.request("files/write", json!({"path": path, "content": "new"}));
         assert!(r.get("error").is_none(), "{r}");
     }
 
@@ -89,14 +98,19 @@ fn every_verb_shows_a_hostile_name_escaped() {
     let ran = p.verb(&["status"]);
     assert!(ran.success(), "{}", ran.log());
     clean("status", &ran, TEXT);
+    clean("status", &ran, BIDI_TEXT);
     let ran = p.verb(&["status", "--json"]);
     clean("status --json", &ran, JSON);
     let sessions = json_of(&ran)["sessions"].clone();
     let real = format!("root/{HOSTILE}");
     assert_eq!(sessions[0]["grants"][0]["path"], real, "{sessions}");
-    // The log names requested paths, which cannot hold the name; its printer is the same.
-    clean("log", &p.verb(&["log"]), &[]);
-    clean("log --json", &p.verb(&["log", "--json"]), &[]);
+    assert_eq!(
+        sessions[0]["lastActivity"]["path"],
+        format!("root/{BIDI}"),
+        "{sessions}"
+    );
+    clean("log", &p.verb(&["log"]), BIDI_TEXT);
+    clean("log --json", &p.verb(&["log", "--json"]), BIDI_JSON);
 
     // The recovery store's verbs: the change was journaled under the real path.
     let ran = p.verb(&["history"]);
