@@ -6,9 +6,8 @@ use crate::path::MountPath;
 use crate::visible::is_hidden;
 
 /// Replaces every character a user cannot see as it is (see [`is_hidden`], which the
-/// command line's escaper shares) with `?`, so a
-/// server can neither drive the terminal with escape sequences nor disguise what it asks for,
-/// and cuts the text at `max` characters. This is the one sanitiser for everything a consent
+/// command line's escaper shares) with `?`, so a server can neither drive the terminal with
+/// escape sequences nor disguise what it asks for, and cuts the text at `max` characters. This is the one sanitiser for everything a consent
 /// prompt shows. A zero-width joiner is format (Cf), so an emoji ZWJ sequence is shown as its
 /// parts with `?` between them; combining marks, variation selectors and emoji modifiers are
 /// visible categories (M, Sk) and pass.
