@@ -150,6 +150,7 @@ mod session;
 mod state;
 mod turn;
 mod upload;
+mod visible;
 mod watch;
 mod watchdog;
 

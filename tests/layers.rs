@@ -16,6 +16,7 @@ const LAYERS: &[&str] = &[
     // Leaves: types and text, no I/O beyond their own.
     "error",
     "lines",
+    "visible",
     "framing",
     "access",
     "deadline",

@@ -3,6 +3,7 @@
 //! here are refused.
 
 use super::CommonArgs;
+use super::terminal::err;
 use crate::daemon::attached::{self, Attach, Described, Naming};
 use crate::framing::{Frame, next_frame};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
@@ -82,7 +83,7 @@ where
     let described = match described(&socket).await {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("fsbroker: {e}");
+            err!("fsbroker: {e}");
             return ExitCode::FAILURE;
         }
     };

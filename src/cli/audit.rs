@@ -1,6 +1,7 @@
 //! `fsbroker audit verify FILE...`: checks audit files' hash chains and prints one line per
 //! file: whole (with the last hash, to keep), or the first bad line and why.
 
+use super::terminal::{err, out};
 use crate::{AuditLog, AuditVerdict};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +19,7 @@ pub(super) fn verify(files: &[PathBuf]) -> ExitCode {
             match std::fs::File::open(file).and_then(|f| AuditLog::verify(f, before.as_ref())) {
                 Ok(v) => v,
                 Err(e) => {
-                    eprintln!("fsbroker: {name}: cannot read: {e}");
+                    err!("fsbroker: {name}: cannot read: {e}");
                     code = 2;
                     before = None;
                     continue;
@@ -26,17 +27,17 @@ pub(super) fn verify(files: &[PathBuf]) -> ExitCode {
             };
         match &verdict.fault {
             Some(fault) => {
-                println!("{name}: {fault}");
+                out!("{name}: {fault}");
                 for later in &verdict.later_faults {
-                    println!("{name}: also {later}");
+                    out!("{name}: also {later}");
                 }
                 if verdict.later_faults.len() >= crate::audit::MAX_FAULTS {
-                    println!("{name}: and perhaps more after those");
+                    out!("{name}: and perhaps more after those");
                 }
                 code = code.max(1);
             }
             None if verdict.mid_chain => {
-                println!(
+                out!(
                     "{name}: begins mid-chain (its head was removed); from its first line on, {}",
                     summary(&verdict)
                 );
@@ -45,12 +46,10 @@ pub(super) fn verify(files: &[PathBuf]) -> ExitCode {
             // Rotation moves a file aside only to add a line it cannot hold, so only the
             // newest file may be empty: an empty one before it had its lines taken.
             None if verdict.lines == 0 && !last => {
-                println!(
-                    "{name}: empty, though a rotated file always holds lines: they were removed"
-                );
+                out!("{name}: empty, though a rotated file always holds lines: they were removed");
                 code = code.max(1);
             }
-            None => println!("{name}: whole: {}", summary(&verdict)),
+            None => out!("{name}: whole: {}", summary(&verdict)),
         }
         // The next file is checked against the last line of the chain seen so far.
         if verdict.lines > 0 {

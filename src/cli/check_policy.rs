@@ -1,6 +1,7 @@
 //! `fsbroker check-policy`: loads policy files, checks them against the disk as a start would,
 //! and prints what each one puts in force.
 
+use super::terminal::{err, out};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,12 +24,14 @@ pub(super) fn run(files: &[PathBuf]) -> ExitCode {
         match checked {
             Ok(policy) => {
                 if files.len() > 1 {
-                    println!("# {}", file.display());
+                    out!("# {}", file.display());
                 }
-                print!("{}", crate::policy::describe(&policy));
+                // The description quotes its strings (`{:?}`), so its line breaks are its own.
+                let described = crate::policy::describe(&policy);
+                super::terminal::lines(&described.lines().collect::<Vec<_>>());
             }
             Err(e) => {
-                eprintln!("fsbroker: {e}");
+                err!("fsbroker: {e}");
                 code = ExitCode::from(2);
             }
         }

@@ -4,6 +4,7 @@
 //! `--json`).
 
 use super::daemon::socket_path;
+use super::terminal::{self, err, out};
 use super::{ConsoleArgs, ReloadArgs, ResumeArgs, RevokeArgs, StatusArgs};
 use crate::daemon::client;
 use serde_json::{Value, json};
@@ -15,7 +16,7 @@ pub(super) fn status(args: StatusArgs) -> ExitCode {
     match ask(args.daemon, &json!({"op": "status"})) {
         Ok(answer) if args.json => print_json(&answer),
         Ok(answer) => {
-            print!("{}", sessions_table(&answer["sessions"]));
+            terminal::lines(&sessions_table(&answer["sessions"]));
             ExitCode::SUCCESS
         }
         Err(code) => code,
@@ -26,7 +27,7 @@ pub(super) fn status(args: StatusArgs) -> ExitCode {
 /// an error, 2 when nothing says what to revoke.
 pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
     if args.server.is_none() && args.path.is_none() && !args.all {
-        eprintln!(
+        err!(
             "fsbroker: say what to revoke: --server ID, a PATH in mount form, or both; \
              --all revokes every grant of every session"
         );
@@ -47,10 +48,10 @@ pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
         Ok(answer) => {
             let revoked = answer["revoked"].as_array().cloned().unwrap_or_default();
             if revoked.is_empty() {
-                println!("no grant matched: nothing revoked");
+                out!("no grant matched: nothing revoked");
             }
             for g in &revoked {
-                println!(
+                out!(
                     "revoked {} {} from {} ({})",
                     text(&g["access"]),
                     text(&g["path"]),
@@ -71,9 +72,9 @@ pub(super) fn resume(args: ResumeArgs) -> ExitCode {
         Ok(answer) if args.json => print_json(&answer),
         Ok(answer) => {
             if answer["resumed"] == true {
-                println!("resumed {}: its requests are answered again", args.server);
+                out!("resumed {}: its requests are answered again", args.server);
             } else {
-                println!("{} was not suspended: nothing to resume", args.server);
+                out!("{} was not suspended: nothing to resume", args.server);
             }
             ExitCode::SUCCESS
         }
@@ -87,7 +88,7 @@ pub(super) fn reload(args: ReloadArgs) -> ExitCode {
     match ask(args.daemon, &json!({"op": "reload"})) {
         Ok(answer) if args.json => print_json(&answer),
         Ok(answer) => {
-            print!("{}", reload_report(&answer));
+            terminal::lines(&reload_report(&answer));
             ExitCode::SUCCESS
         }
         Err(code) => code,
@@ -100,7 +101,7 @@ pub(super) fn console(args: ConsoleArgs) -> ExitCode {
     let socket = match socket_path(args.daemon.clone()) {
         Ok(s) => s,
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::FAILURE;
         }
     };
@@ -109,15 +110,13 @@ pub(super) fn console(args: ConsoleArgs) -> ExitCode {
         Err(code) => return code,
     };
     let link = text(&answer["url"]);
-    println!("{link}");
+    out!("{link}");
     let desktop = std::env::var_os("DISPLAY")
         .or(std::env::var_os("WAYLAND_DISPLAY"))
         .is_some();
     let opened = !args.no_open && desktop && open_privately(&socket, link);
     if !opened {
-        eprintln!(
-            "fsbroker: open the link above in your browser (it works once, for five minutes)"
-        );
+        err!("fsbroker: open the link above in your browser (it works once, for five minutes)");
     }
     ExitCode::SUCCESS
 }
@@ -142,7 +141,7 @@ fn open_privately(socket: &std::path::Path, link: &str) -> bool {
         crate::daemon::private_file(&page).and_then(|mut f| f.write_all(html.as_bytes()))
     };
     if let Err(e) = written {
-        eprintln!("fsbroker: cannot write {}: {e}", page.display());
+        err!("fsbroker: cannot write {}: {e}", page.display());
         return false;
     }
     std::process::Command::new("xdg-open")
@@ -155,7 +154,7 @@ fn open_privately(socket: &std::path::Path, link: &str) -> bool {
 }
 
 /// What a reload changed, one line a kind.
-fn reload_report(answer: &Value) -> String {
+fn reload_report(answer: &Value) -> Vec<String> {
     let list = |v: &Value| {
         let items: Vec<&str> = v
             .as_array()
@@ -170,22 +169,20 @@ fn reload_report(answer: &Value) -> String {
             items.join(", ")
         }
     };
-    format!(
-        "reloaded {}\n  roots          {}\n  changed        {}\n  removed        {}\n  \
-         sessions told  {}\n  watches ended  {}\n",
-        text(&answer["policy"]),
-        list(&answer["roots"]),
-        list(&answer["rootsChanged"]),
-        list(&answer["rootsRemoved"]),
-        list(&answer["sessionsTold"]),
-        answer["watchesEnded"],
-    )
+    vec![
+        format!("reloaded {}", text(&answer["policy"])),
+        format!("  roots          {}", list(&answer["roots"])),
+        format!("  changed        {}", list(&answer["rootsChanged"])),
+        format!("  removed        {}", list(&answer["rootsRemoved"])),
+        format!("  sessions told  {}", list(&answer["sessionsTold"])),
+        format!("  watches ended  {}", answer["watchesEnded"]),
+    ]
 }
 
 /// Sends `request` and returns a successful answer; prints why otherwise.
 pub(super) fn ask(daemon: Option<PathBuf>, request: &Value) -> Result<Value, ExitCode> {
     let fail = |message: String| {
-        eprintln!("fsbroker: {message}");
+        err!("fsbroker: {message}");
         ExitCode::FAILURE
     };
     let socket = socket_path(daemon).map_err(fail)?;
@@ -199,14 +196,13 @@ pub(super) fn ask(daemon: Option<PathBuf>, request: &Value) -> Result<Value, Exi
     Ok(answer)
 }
 
+/// Prints the daemon's answer as JSON; see [`terminal::json`].
 pub(super) fn print_json(answer: &Value) -> ExitCode {
-    match serde_json::to_string_pretty(answer) {
-        Ok(s) => {
-            println!("{s}");
-            ExitCode::SUCCESS
-        }
+    match terminal::json(answer, true) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fsbroker: {e}");
+            err!("fsbroker: {e}");
             ExitCode::FAILURE
         }
     }
@@ -217,17 +213,17 @@ pub(super) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("-")
 }
 
-/// One block per session.
-fn sessions_table(sessions: &Value) -> String {
+/// One block of lines per session.
+fn sessions_table(sessions: &Value) -> Vec<String> {
     let list = sessions.as_array().map(Vec::as_slice).unwrap_or_default();
     if list.is_empty() {
-        return "no sessions\n".to_owned();
+        return vec!["no sessions".to_owned()];
     }
-    let mut out = String::new();
+    let mut out = Vec::new();
     for s in list {
         let c = &s["counters"];
-        out.push_str(&format!(
-            "session {}  (since {})\n",
+        out.push(format!(
+            "session {}  (since {})",
             text(&s["server"]),
             text(&s["started"])
         ));
@@ -245,14 +241,14 @@ fn sessions_table(sessions: &Value) -> String {
                 Value::Number(n) => n.to_string(),
                 _ => "-".to_owned(),
             };
-            out.push_str(&format!(
-                "  attached   pid {pid}{server}, era {}, {sandbox}\n",
+            out.push(format!(
+                "  attached   pid {pid}{server}, era {}, {sandbox}",
                 text(&s["era"]),
             ));
             let p = &s["process"];
             if p["processes"].as_u64().is_some_and(|n| n > 0) {
-                out.push_str(&format!(
-                    "  process    {} processes, cpu {} s, memory {} MiB\n",
+                out.push(format!(
+                    "  process    {} processes, cpu {} s, memory {} MiB",
                     p["processes"],
                     p["cpuMs"].as_u64().unwrap_or(0) / 1000,
                     p["rssBytes"].as_u64().unwrap_or(0) >> 20,
@@ -261,9 +257,9 @@ fn sessions_table(sessions: &Value) -> String {
         }
         let suspended = &s["suspended"];
         if suspended.is_object() {
-            out.push_str(&format!(
+            out.push(format!(
                 "  SUSPENDED  since {} after {} violations within a minute ({}); \
-                 fsbroker resume --server {} lifts it\n",
+                 fsbroker resume --server {} lifts it",
                 text(&suspended["since"]),
                 suspended["total"],
                 text(&suspended["summary"]),
@@ -272,8 +268,8 @@ fn sessions_table(sessions: &Value) -> String {
         }
         let throttled = &s["throttled"];
         if throttled.is_object() {
-            out.push_str(&format!(
-                "  throttled  {} budget spent, last refused at {}\n",
+            out.push(format!(
+                "  throttled  {} budget spent, last refused at {}",
                 text(&throttled["budget"]),
                 text(&throttled["at"]),
             ));
@@ -283,11 +279,11 @@ fn sessions_table(sessions: &Value) -> String {
             .map(Vec::as_slice)
             .unwrap_or_default();
         if grants.is_empty() {
-            out.push_str("  grants     none\n");
+            out.push("  grants     none".to_owned());
         }
         for g in grants {
-            out.push_str(&format!(
-                "  grant      {:<5} {}  ({}, since {})\n",
+            out.push(format!(
+                "  grant      {:<5} {}  ({}, since {})",
                 text(&g["access"]),
                 text(&g["path"]),
                 text(&g["origin"]),
@@ -304,8 +300,8 @@ fn sessions_table(sessions: &Value) -> String {
             } else {
                 ""
             };
-            out.push_str(&format!(
-                "  watch      {}  ({}{depth})\n",
+            out.push(format!(
+                "  watch      {}  ({}{depth})",
                 text(&w["path"]),
                 text(&w["id"])
             ));
@@ -315,15 +311,15 @@ fn sessions_table(sessions: &Value) -> String {
             .map(Vec::as_slice)
             .unwrap_or_default()
         {
-            out.push_str(&format!(
-                "  upload     {}  ({} bytes staged)\n",
+            out.push(format!(
+                "  upload     {}  ({} bytes staged)",
                 text(&u["path"]),
                 u["stagedBytes"]
             ));
         }
-        out.push_str(&format!(
+        out.push(format!(
             "  requests   {} ({} failed, {} refused, {} cancelled, {} throttled), {} in \
-             flight; {} bytes read, {} written, {} entries listed; cpu {} ms\n",
+             flight; {} bytes read, {} written, {} entries listed; cpu {} ms",
             c["requests"],
             c["failed"],
             c["refused"],
@@ -337,8 +333,8 @@ fn sessions_table(sessions: &Value) -> String {
         ));
         let last = &s["lastActivity"];
         if last.is_object() {
-            out.push_str(&format!(
-                "  last       {} {} -> {}  at {}\n",
+            out.push(format!(
+                "  last       {} {} -> {}  at {}",
                 text(&last["method"]),
                 last["path"].as_str().unwrap_or(""),
                 text(&last["outcome"]),
@@ -355,7 +351,7 @@ mod tests {
 
     #[test]
     fn the_table_shows_each_session_with_its_grants() {
-        assert_eq!(sessions_table(&json!([])), "no sessions\n");
+        assert_eq!(sessions_table(&json!([])), ["no sessions"]);
         let t = sessions_table(&json!([{
             "server": "a", "started": "T0",
             "grants": [{"path": "docs/x", "access": "write", "origin": "consented", "since": "T1"}],
@@ -366,7 +362,8 @@ mod tests {
                          "entriesListed": 0, "cpuMs": 1},
             "suspended": {"since": "T3", "total": 20, "summary": "outside_root 20"},
             "lastActivity": {"at": "T2", "method": "files/read", "path": "docs/x", "outcome": "ok"},
-        }]));
+        }]))
+        .join("\n");
         assert!(t.starts_with("session a  (since T0)\n"), "{t}");
         assert!(
             t.contains("grant      write docs/x  (consented, since T1)"),
@@ -392,11 +389,12 @@ mod tests {
         let t = reload_report(&json!({
             "ok": true, "policy": "/p.toml", "roots": ["a", "b"], "rootsChanged": ["b"],
             "rootsRemoved": [], "sessionsTold": ["s1"], "watchesEnded": 0,
-        }));
+        }))
+        .join("\n");
         assert_eq!(
             t,
             "reloaded /p.toml\n  roots          a, b\n  changed        b\n  removed        none\n  \
-             sessions told  s1\n  watches ended  0\n"
+             sessions told  s1\n  watches ended  0"
         );
     }
 }

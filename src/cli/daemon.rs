@@ -4,6 +4,7 @@
 
 use super::DaemonArgs;
 use super::runtime::{shutdown_signal, start_broker};
+use super::terminal::{err, out};
 use crate::daemon::console::{self, Board, Console, Store, UiConsent};
 use crate::daemon::{
     Attachments, Listening, Reload, Services, autostart, background, client, default_socket,
@@ -21,7 +22,7 @@ pub(super) fn main(args: DaemonArgs) -> ExitCode {
         return super::init::run(&args.common);
     }
     if let Err(message) = usage(&args) {
-        eprintln!("fsbroker: {message}");
+        err!("fsbroker: {message}");
         return ExitCode::from(2);
     }
     if args.ensure {
@@ -52,7 +53,7 @@ async fn run(args: DaemonArgs) -> ExitCode {
     let socket = match socket_path(args.socket) {
         Ok(s) => s,
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::FAILURE;
         }
     };
@@ -61,7 +62,7 @@ async fn run(args: DaemonArgs) -> ExitCode {
     let listening = match Listening::bind(&socket) {
         Ok(l) => l,
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::FAILURE;
         }
     };
@@ -76,7 +77,7 @@ async fn run(args: DaemonArgs) -> ExitCode {
     let layer = match store.as_ref().map(Store::load).transpose() {
         Ok(layer) => layer.unwrap_or_default(),
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::FAILURE;
         }
     };
@@ -120,7 +121,7 @@ async fn run(args: DaemonArgs) -> ExitCode {
         socket: listening.socket().to_owned(),
     });
     let services = services.with_console(console.clone());
-    eprintln!(
+    err!(
         "fsbroker: daemon listening on {} (pid {})",
         listening.socket().display(),
         std::process::id()
@@ -144,9 +145,9 @@ async fn run(args: DaemonArgs) -> ExitCode {
                 })
         };
         match said {
-            Ok(line) => eprintln!("fsbroker: {line}"),
+            Ok(line) => err!("fsbroker: {line}"),
             Err(message) => {
-                eprintln!("fsbroker: {message}");
+                err!("fsbroker: {message}");
                 return ExitCode::FAILURE;
             }
         }
@@ -161,13 +162,13 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
     let socket = match socket_path(args.socket.clone()) {
         Ok(s) => s,
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::FAILURE;
         }
     };
     // Said here rather than in the log: the one that answers is not the one started.
     if client::probe(&socket).is_ok() {
-        eprintln!(
+        err!(
             "fsbroker: a daemon already answers on {}: stop it first, or name another socket \
              with --socket",
             socket.display()
@@ -182,23 +183,23 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
     }
     match background::start(&again, &socket) {
         Ok(()) => {
-            println!("{}", socket.display());
+            out!("{}", socket.display());
             // The console's link goes to the starter's terminal, never to the log.
             if args.ui.is_some() {
                 match client::request(&socket, &serde_json::json!({"op": "console"})) {
-                    Ok(answer) if answer["ok"] == true => eprintln!(
+                    Ok(answer) if answer["ok"] == true => err!(
                         "fsbroker: console at {} (the link works once, for five minutes; \
                          `fsbroker console` makes another)",
                         answer["url"].as_str().unwrap_or_default()
                     ),
-                    Ok(answer) => eprintln!("fsbroker: no console link: {answer}"),
-                    Err(e) => eprintln!("fsbroker: no console link: {e}"),
+                    Ok(answer) => err!("fsbroker: no console link: {answer}"),
+                    Err(e) => err!("fsbroker: no console link: {e}"),
                 }
             }
             ExitCode::SUCCESS
         }
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             ExitCode::FAILURE
         }
     }
@@ -209,11 +210,11 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
 fn ensure(socket: Option<PathBuf>) -> ExitCode {
     match socket_path(socket).and_then(|s| autostart::ensure(&s).map(|()| s)) {
         Ok(socket) => {
-            println!("{}", socket.display());
+            out!("{}", socket.display());
             ExitCode::SUCCESS
         }
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             ExitCode::FAILURE
         }
     }

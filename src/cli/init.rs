@@ -4,6 +4,7 @@
 
 use super::CommonArgs;
 use super::flags::split_root_arg;
+use super::terminal::{err, out};
 use crate::daemon::autostart;
 use crate::policy::{Policy, RootEntry};
 use std::io::{ErrorKind as IoKind, Write};
@@ -20,7 +21,7 @@ pub(super) fn run(common: &CommonArgs) -> ExitCode {
         .filter(|f| !matches!(*f, "--root" | "--writable"))
         .collect();
     if !extra.is_empty() {
-        eprintln!(
+        err!(
             "fsbroker: --init writes a policy with the --root and --writable given, and takes \
              no other options (not {}): edit the file it writes for the rest",
             extra.join(", ")
@@ -30,34 +31,34 @@ pub(super) fn run(common: &CommonArgs) -> ExitCode {
     let path = match autostart::user_policy() {
         Ok(p) => p,
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::FAILURE;
         }
     };
     let text = match starter(common) {
         Ok(t) => t,
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::from(2);
         }
     };
     // Checked as the daemon will load it, before anything is written.
     if let Err(e) = Policy::parse(&text, &path.display().to_string()) {
-        eprintln!("fsbroker: the policy would not load, so it was not written: {e}");
+        err!("fsbroker: the policy would not load, so it was not written: {e}");
         return ExitCode::from(2);
     }
     if let Err(message) = write_new(&path, &text) {
-        eprintln!("fsbroker: {message}");
+        err!("fsbroker: {message}");
         return ExitCode::FAILURE;
     }
     let p = path.display();
-    println!("wrote a starter policy to {p}");
+    out!("wrote a starter policy to {p}");
     if common.roots.is_empty() {
-        println!("it offers no directory yet: add a [[roots]] entry (an example is in it)");
+        out!("it offers no directory yet: add a [[roots]] entry (an example is in it)");
     }
-    println!("check it with:   fsbroker check-policy {p}");
-    println!("start it with:   fsbroker daemon --policy {p}");
-    println!("or let commands start it when they need it (fsbroker daemon --ensure)");
+    out!("check it with:   fsbroker check-policy {p}");
+    out!("start it with:   fsbroker daemon --policy {p}");
+    out!("or let commands start it when they need it (fsbroker daemon --ensure)");
     ExitCode::SUCCESS
 }
 

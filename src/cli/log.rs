@@ -3,11 +3,10 @@
 
 use super::control::{ask, text};
 use super::daemon::socket_path;
-use crate::consent::sanitise;
+use super::terminal::{self, err, out};
 use crate::daemon::client;
 use clap::Args;
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -43,7 +42,7 @@ pub(super) fn run(args: LogArgs) -> ExitCode {
             Ok(answer) => {
                 let events = answer["events"].as_array().cloned().unwrap_or_default();
                 if events.is_empty() && !args.json {
-                    println!("no events");
+                    out!("no events");
                 }
                 // A reader that went (`| head`) is no failure.
                 let _ = print_events(&events, args.json);
@@ -56,7 +55,7 @@ pub(super) fn run(args: LogArgs) -> ExitCode {
     let socket = match socket_path(args.daemon) {
         Ok(s) => s,
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::FAILURE;
         }
     };
@@ -75,51 +74,47 @@ pub(super) fn run(args: LogArgs) -> ExitCode {
         }
         if let Some(n) = line.get("missed") {
             if args.json {
-                return print_line(&line.to_string()).is_ok();
+                return terminal::json(&line, false).is_ok();
             }
-            eprintln!("fsbroker: {n} events missed: this reader fell behind the daemon");
+            err!("fsbroker: {n} events missed: this reader fell behind the daemon");
         }
         true
     });
     match (followed, refused) {
         (_, Some(message)) | (Err(message), None) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             ExitCode::FAILURE
         }
         (Ok(()), None) => ExitCode::SUCCESS,
     }
 }
 
-/// Prints `events`, as JSON lines or as human ones; an `Err` when stdout is gone.
+/// Prints `events`, as JSON lines or as human ones, each flushed as it comes; an `Err` when
+/// stdout is gone, for a follower to stop on.
 fn print_events(events: &[Value], json: bool) -> std::io::Result<()> {
     for e in events {
         if json {
-            print_line(&e.to_string())?;
+            terminal::json(e, false)?;
         } else {
-            print_line(&event_line(e))?;
+            terminal::line(&mut std::io::stdout().lock(), &event_line(e))?;
         }
     }
     Ok(())
 }
 
-/// Writes one line to stdout, flushed: a follower's reader sees each event as it comes, and
-/// a closed pipe is an error to stop on, not a panic.
-fn print_line(line: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}")?;
-    out.flush()
+/// `text` cut at [`FIELD_MAX`] characters, marked when cut.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(FIELD_MAX) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 /// One event as a readable line: time, server, method, path, outcome (and reason), bytes,
 /// duration; for a consent, what it approved and denied. What a server chose (its id, the
-/// paths) is sanitised: it never reaches the terminal as escape sequences.
+/// paths) is escaped when the line is printed, as everything the command line prints is.
 fn event_line(e: &Value) -> String {
-    let shown = |v: &Value| {
-        sanitise(
-            v.as_str().filter(|s| !s.is_empty()).unwrap_or("-"),
-            FIELD_MAX,
-        )
-    };
+    let shown = |v: &Value| clip(v.as_str().filter(|s| !s.is_empty()).unwrap_or("-"));
     let list = |v: &Value| {
         v.as_array()
             .map(Vec::as_slice)
@@ -138,7 +133,7 @@ fn event_line(e: &Value) -> String {
         shown(&e["outcome"]),
     );
     if let Some(r) = e["reason"].as_str() {
-        line.push_str(&format!(" ({})", sanitise(r, FIELD_MAX)));
+        line.push_str(&format!(" ({})", clip(r)));
     }
     line.push_str(&format!("  {} bytes  {} ms", e["bytes"], e["durationMs"]));
     if e.get("approved").is_some() {
@@ -160,14 +155,17 @@ mod tests {
 
     #[test]
     fn an_event_line_is_readable_and_shows_no_escapes() {
+        let mut printed = Vec::new();
         let l = event_line(&json!({
             "time": "T", "server": "s1", "method": "files/read", "path": "demo/f\u{1b}[2J",
             "outcome": "PERMISSION_DENIED", "reason": "no_consent", "bytes": 0,
             "durationMs": 0.25,
         }));
+        terminal::line(&mut printed, &l).unwrap();
         assert_eq!(
-            l,
-            "T  s1  files/read demo/f?[2J -> PERMISSION_DENIED (no_consent)  0 bytes  0.25 ms"
+            String::from_utf8(printed).unwrap(),
+            "T  s1  files/read demo/f\\u{1b}[2J -> PERMISSION_DENIED (no_consent)  0 bytes  \
+             0.25 ms\n"
         );
         let l = event_line(&json!({
             "time": "T", "server": "s1", "method": "files/consent", "path": null,

@@ -9,6 +9,10 @@
 //!
 //! Usage errors exit 2 (clap's own, and the checks clap cannot express), as does a policy
 //! that does not load; a failure after the start exits 1, or with the server's code.
+//!
+//! Everything the command line prints goes through `terminal.rs`, which escapes it: the
+//! printing macros of `std` are refused here, so a new printer cannot forget to.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use crate::policy::{ConsentMode, EraMode};
 use clap::{Args, Parser, Subcommand};
@@ -28,6 +32,7 @@ mod recovery;
 mod runtime;
 mod serve;
 mod stdio;
+mod terminal;
 
 pub use flags::split_root_arg;
 

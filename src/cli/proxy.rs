@@ -2,6 +2,7 @@
 //! sandbox) or a remote URL, answering the server's file requests.
 
 use super::runtime::{shutdown_signal, start_broker};
+use super::terminal::err;
 use super::{ProxyArgs, attach};
 use crate::BrokerBuilder;
 use crate::daemon::attached::Attach;
@@ -28,7 +29,7 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
     let server = match server(&args) {
         Ok(s) => s,
         Err(message) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::from(2);
         }
     };
@@ -37,7 +38,7 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         Some(socket) => match attached(socket, &args, &server, &proxy).await {
             Ok(b) => b,
             Err((message, code)) => {
-                eprintln!("fsbroker: {message}");
+                err!("fsbroker: {message}");
                 return ExitCode::from(code);
             }
         },
@@ -105,7 +106,7 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
     let (link, outcome) = match started {
         Ok(started) => started,
         Err((message, code)) => {
-            eprintln!("fsbroker: {message}");
+            err!("fsbroker: {message}");
             return ExitCode::from(code);
         }
     };
@@ -120,7 +121,7 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         .await;
     super::stdio::restore_blocking();
     if let Some(e) = outcome.and_then(|o| o.take_error()) {
-        eprintln!("fsbroker: {e}");
+        err!("fsbroker: {e}");
     }
     ExitCode::from(code)
 }

@@ -2,6 +2,7 @@
 //! restored from directly (no daemon needed: every process of the user shares the store, and
 //! its journal's lock).
 
+use super::terminal::{self, err, out};
 use crate::policy::Policy;
 use crate::recovery::{Change, RecoveryStore};
 use clap::Args;
@@ -76,20 +77,20 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
     };
     if args.store.json {
         let listed = store.listed(&changes);
-        println!(
-            "{}",
-            serde_json::json!({ "store": store.path(), "changes": listed })
+        let _ = terminal::json(
+            &serde_json::json!({ "store": store.path(), "changes": listed }),
+            false,
         );
         return ExitCode::SUCCESS;
     }
     if changes.is_empty() {
-        println!(
+        out!(
             "no changes in the recovery store ({})",
             store.path().display()
         );
     }
     for c in &changes {
-        println!("{}", line_of(c));
+        out!("{}", line_of(c));
     }
     ExitCode::SUCCESS
 }
@@ -101,21 +102,17 @@ pub(crate) fn restore(args: RestoreArgs) -> ExitCode {
     };
     match store.restore(&args.id, args.to.as_deref()) {
         Ok(r) if args.store.json => {
-            println!("{}", serde_json::json!({ "restored": r }));
+            let _ = terminal::json(&serde_json::json!({ "restored": r }), false);
             ExitCode::SUCCESS
         }
         Ok(r) => {
-            println!("restored {} at {}", r.id, shown(&r.path));
+            out!("restored {} at {}", r.id, r.path);
             for k in &r.kept {
-                println!("  what stood there is kept as {k} (fsbroker restore {k} puts it back)");
+                out!("  what stood there is kept as {k} (fsbroker restore {k} puts it back)");
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&format!(
-            "cannot restore {}: {}",
-            shown(&args.id),
-            shown(e.message())
-        )),
+        Err(e) => fail(&format!("cannot restore {}: {}", args.id, e.message())),
     }
 }
 
@@ -134,16 +131,16 @@ pub(crate) fn undo(args: UndoArgs) -> ExitCode {
         Err(e) => return fail(&format!("cannot undo: {}", e.message())),
     };
     if args.store.json {
-        println!("{}", serde_json::json!(undone));
+        let _ = terminal::json(&serde_json::json!(undone), false);
     } else {
         if undone.restored.is_empty() && undone.conflicts.is_empty() {
-            println!("no changes of {} to undo", args.server);
+            out!("no changes of {} to undo", args.server);
         }
         for r in &undone.restored {
-            println!("undid {} at {}", r.id, shown(&r.path));
+            out!("undid {} at {}", r.id, r.path);
         }
         for c in &undone.conflicts {
-            println!("left {} at {}: {}", c.id, shown(&c.path), shown(&c.why));
+            out!("left {} at {}: {}", c.id, c.path, c.why);
         }
     }
     if undone.conflicts.is_empty() {
@@ -162,14 +159,14 @@ fn open(args: &StoreArgs) -> Option<RecoveryStore> {
     let policy = match policy {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("fsbroker: {e}");
+            err!("fsbroker: {e}");
             return None;
         }
     };
     match RecoveryStore::open(&policy.recovery) {
         Ok(s) => Some(s),
         Err(e) => {
-            eprintln!("fsbroker: cannot open the recovery store: {e}");
+            err!("fsbroker: cannot open the recovery store: {e}");
             None
         }
     }
@@ -178,12 +175,12 @@ fn open(args: &StoreArgs) -> Option<RecoveryStore> {
 /// One change as a line of the listing.
 fn line_of(c: &Change) -> String {
     let target = match &c.to {
-        Some(to) => format!("{} -> {}", shown(&c.path), shown(to)),
-        None => shown(&c.path),
+        Some(to) => format!("{} -> {}", c.path, to),
+        None => c.path.clone(),
     };
     let kept = match (&c.kept, &c.not_kept) {
         (Some(k), _) => format!("kept {} ({})", k.kind, size(k.bytes)),
-        (None, Some(why)) => format!("NOT RECOVERABLE: {}", shown(why)),
+        (None, Some(why)) => format!("NOT RECOVERABLE: {why}"),
         (None, None) => "nothing destroyed".to_owned(),
     };
     let state = match (&c.restored_by, &c.pruned) {
@@ -193,29 +190,8 @@ fn line_of(c: &Change) -> String {
     };
     format!(
         "{}  {}  {:<12} {:<13} {target}  {kept}{state}",
-        shown(&c.id),
-        shown(&c.time),
-        shown(&c.who()),
-        shown(&c.method)
+        c.id, c.time, c.who(), c.method
     )
-}
-
-/// `s` with its control characters escaped (`\n`, `\u{1b}`), for a terminal: journaled paths
-/// are resolved ones, whose names a process writing the root chose, and a newline or an
-/// escape sequence in them used to reach the terminal raw, forging or erasing lines.
-fn shown(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_owned();
-    }
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// A size for people.
@@ -252,11 +228,11 @@ fn parse_time(s: &str) -> Result<u64, String> {
 }
 
 fn usage(message: &str) -> ExitCode {
-    eprintln!("fsbroker: {message}");
+    err!("fsbroker: {message}");
     ExitCode::from(2)
 }
 
 fn fail(message: &str) -> ExitCode {
-    eprintln!("fsbroker: {message}");
+    err!("fsbroker: {message}");
     ExitCode::FAILURE
 }

@@ -2,6 +2,7 @@
 //! built from the flags with its policy reloads, and the signals that end them.
 
 use super::CommonArgs;
+use super::terminal::err;
 use crate::{Broker, BrokerBuilder, Notifications};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,7 +36,7 @@ where
     let runtime = match built {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("fsbroker: cannot start runtime: {e}");
+            err!("fsbroker: cannot start runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -61,7 +62,7 @@ pub(super) fn start_broker(
     configure: impl FnOnce(BrokerBuilder) -> BrokerBuilder,
 ) -> Result<(Broker, Notifications), ExitCode> {
     let policy = args.build_policy(true).map_err(|e| {
-        eprintln!("fsbroker: {e}");
+        err!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
     let (broker, outbound) = configure(
@@ -71,7 +72,7 @@ pub(super) fn start_broker(
     )
     .build()
     .map_err(|e| {
-        eprintln!("fsbroker: {e}");
+        err!("fsbroker: {e}");
         ExitCode::from(2)
     })?;
     let reload_args = args.clone();

@@ -1,6 +1,7 @@
 //! `fsbroker serve`: answers one server session's requests on stdin and stdout.
 
 use super::runtime::{shutdown_signal, start_broker};
+use super::terminal::err;
 use super::{ServeArgs, attach};
 use crate::policy::ConsentMode;
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ pub(super) async fn run(args: ServeArgs) -> ExitCode {
         {
             Ok(s) => s,
             Err(message) => {
-                eprintln!("fsbroker: {message}");
+                err!("fsbroker: {message}");
                 return ExitCode::from(2);
             }
         };
@@ -30,7 +31,7 @@ pub(super) async fn run(args: ServeArgs) -> ExitCode {
     let args = args.common;
     // A value clap accepts for both subcommands, which only the proxy can act on.
     if args.consent == Some(ConsentMode::Elicit) {
-        eprintln!(
+        err!(
             "fsbroker: --consent elicit asks through the host, which only `fsbroker proxy` can do"
         );
         return ExitCode::from(2);
@@ -44,7 +45,7 @@ pub(super) async fn run(args: ServeArgs) -> ExitCode {
     let (session, notifications) = match broker.open_session(server_id) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("fsbroker: {e}");
+            err!("fsbroker: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -60,7 +61,7 @@ pub(super) async fn run(args: ServeArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fsbroker: {e}");
+            err!("fsbroker: {e}");
             ExitCode::FAILURE
         }
     }

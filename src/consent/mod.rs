@@ -23,7 +23,7 @@ pub use command::CommandConsent;
 pub(crate) use ended::SessionEnd;
 pub use grants::GrantOrigin;
 pub(crate) use grants::{Grant, Grants};
-pub(crate) use sanitise::{describe, is_hidden as hidden, sanitise};
+pub(crate) use sanitise::{describe, sanitise};
 pub(crate) use source::ConsentSource;
 pub use tty::TtyConsent;
 

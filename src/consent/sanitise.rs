@@ -3,31 +3,11 @@
 
 use super::ConsentRequest;
 use crate::path::MountPath;
+use crate::visible::is_hidden;
 
-/// Whether `c` must not reach a user's screen as it is: a character of general category
-/// Cc (control), Cf (format: bidirectional overrides and isolates, zero-width characters,
-/// tag characters, the zero-width joiner), Zl or Zp (line and paragraph separators, which
-/// many interfaces show as line breaks), Co (private use: no agreed glyph) or Cn
-/// (unassigned, noncharacters: meaning unknown to this table, so refused). The category
-/// comes from the Unicode tables, never from a hand-written list, so that a whole class is
-/// covered, including what a list forgets.
-pub(crate) fn is_hidden(c: char) -> bool {
-    use unicode_general_category::{GeneralCategory as G, get_general_category};
-    matches!(
-        get_general_category(c),
-        G::Control
-            | G::Format
-            | G::LineSeparator
-            | G::ParagraphSeparator
-            | G::PrivateUse
-            | G::Unassigned
-            | G::Surrogate
-    )
-}
-
-/// Replaces every character a user cannot see as it is (see [`is_hidden`]) with `?`, so a
-/// server can neither drive the terminal with escape sequences nor disguise what it asks for,
-/// and cuts the text at `max` characters. This is the one sanitiser for everything a consent
+/// Replaces every character a user cannot see as it is (see [`is_hidden`], which the
+/// command line's escaper shares) with `?`, so a server can neither drive the terminal with
+/// escape sequences nor disguise what it asks for, and cuts the text at `max` characters. This is the one sanitiser for everything a consent
 /// prompt shows. A zero-width joiner is format (Cf), so an emoji ZWJ sequence is shown as its
 /// parts with `?` between them; combining marks, variation selectors and emoji modifiers are
 /// visible categories (M, Sk) and pass.

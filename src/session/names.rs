@@ -19,7 +19,7 @@ use super::MAX_SERVER_NAME_CHARS;
 pub(crate) fn server_name(raw: &str) -> Option<String> {
     let name: String = raw
         .chars()
-        .filter(|&c| !crate::consent::hidden(c) && !ignorable(c))
+        .filter(|&c| !crate::visible::is_hidden(c) && !crate::visible::is_ignorable(c))
         .take(MAX_SERVER_NAME_CHARS)
         .collect();
     if name.is_empty() {
@@ -62,35 +62,6 @@ pub(crate) fn refuse_reserved(name: &str) -> Option<String> {
              for the user's own actions; choose another"
         )
     })
-}
-
-/// Whether `c` is a default-ignorable code point (Unicode's `Default_Ignorable_Code_Point`,
-/// DerivedCoreProperties 16.0): drawn as nothing though some are marks or letters
-/// (a combining grapheme joiner, variation selectors, the Hangul fillers), so a name that
-/// holds one would pass for the name without it. The general categories that
-/// [`crate::consent::hidden`] reads do not cover them, and no crate of ours carries the
-/// property, hence the table.
-fn ignorable(c: char) -> bool {
-    matches!(
-        c as u32,
-        0x00AD
-            | 0x034F
-            | 0x061C
-            | 0x115F..=0x1160
-            | 0x17B4..=0x17B5
-            | 0x180B..=0x180F
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x206F
-            | 0x3164
-            | 0xFE00..=0xFE0F
-            | 0xFEFF
-            | 0xFFA0
-            | 0xFFF0..=0xFFF8
-            | 0x1BCA0..=0x1BCA3
-            | 0x1D173..=0x1D17A
-            | 0xE0000..=0xE0FFF
-    )
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod init;
 mod intruder;
 mod library;
 mod place;
+mod printing;
 mod recovery;
 mod sandboxed;
 mod start;
