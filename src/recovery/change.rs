@@ -69,6 +69,27 @@ pub struct Change {
     pub pruned: Option<String>,
 }
 
+/// The names the interface uses for itself: `user` names the user's own changes in the
+/// recovery journal (see [`Change::by`]).
+const RESERVED: &[&str] = &["user"];
+
+/// Whether `name` is, or would pass for, a name the interface uses for itself: compared
+/// without surrounding spaces, without an instance suffix (`#2`) and without regard to case,
+/// so that `User`, ` user ` and `user#2` are reserved as `user` is. No session takes one
+/// (the broker refuses to open it); what tells the user's own actions apart is a field the
+/// broker sets, and the reservation keeps the names people read from saying otherwise.
+pub(crate) fn reserved_name(name: &str) -> bool {
+    let mut base = name.trim();
+    if let Some((head, n)) = base.rsplit_once('#')
+        && !n.is_empty()
+        && n.chars().all(|c| c.is_ascii_digit())
+    {
+        base = head.trim();
+    }
+    let base = base.to_lowercase();
+    RESERVED.contains(&base.as_str())
+}
+
 impl Change {
     /// Who made it, for a person: `user` for the user's own changes, else the server's
     /// name, said to be a server's when it is one the interface keeps for itself (a journal
@@ -76,7 +97,7 @@ impl Change {
     pub fn who(&self) -> String {
         match self.by {
             By::User => USER.to_owned(),
-            By::Server if crate::session::reserved(&self.server) => {
+            By::Server if reserved_name(&self.server) => {
                 format!("{} (a server)", self.server)
             }
             By::Server => self.server.clone(),

@@ -19,6 +19,7 @@ mod revert;
 mod store;
 mod walk;
 
+pub(crate) use change::reserved_name;
 pub use change::{By, Change, Conflict, Kept, Restored, Undone};
 pub(crate) use keep::{Keep, Origin, fingerprint};
 

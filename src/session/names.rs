@@ -32,25 +32,10 @@ pub(crate) fn server_name(raw: &str) -> Option<String> {
     })
 }
 
-/// The names the interface uses for itself: `user` names the user's own changes in the
-/// recovery journal (see [`crate::recovery::Change::by`]).
-const RESERVED: &[&str] = &["user"];
-
-/// Whether `name` is, or would pass for, a name the interface uses for itself: compared
-/// without surrounding spaces, without an instance suffix (`#2`) and without regard to case,
-/// so that `User`, ` user ` and `user#2` are reserved as `user` is. No session takes one
-/// (the broker refuses to open it); what tells the user's own actions apart is a field the
-/// broker sets, and the reservation keeps the names people read from saying otherwise.
+/// Whether `name` is, or would pass for, a name the interface uses for itself (the recovery
+/// journal's, which stands below sessions, holds the list).
 pub(crate) fn reserved(name: &str) -> bool {
-    let mut base = name.trim();
-    if let Some((head, n)) = base.rsplit_once('#')
-        && !n.is_empty()
-        && n.chars().all(|c| c.is_ascii_digit())
-    {
-        base = head.trim();
-    }
-    let base = base.to_lowercase();
-    RESERVED.contains(&base.as_str())
+    crate::recovery::reserved_name(name)
 }
 
 /// The refusal of a session name the interface keeps for itself, or `None` for one a
