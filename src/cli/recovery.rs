@@ -190,7 +190,10 @@ fn line_of(c: &Change) -> String {
     };
     format!(
         "{}  {}  {:<12} {:<13} {target}  {kept}{state}",
-        c.id, c.time, c.who(), c.method
+        c.id,
+        c.time,
+        c.who(),
+        c.method
     )
 }
 
