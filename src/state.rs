@@ -42,6 +42,8 @@ pub(crate) struct BrokerState {
     pub(crate) recovery: Option<Arc<crate::recovery::RecoveryStore>>,
     /// The thread that runs small operations' blocking work (see [`crate::lane`]).
     pub(crate) lane: crate::lane::Lane,
+    /// What lifts a suspension in this broker's face, as its refusals and warning say.
+    pub(crate) resumed_by: crate::watchdog::ResumedBy,
 }
 
 impl BrokerState {

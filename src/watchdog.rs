@@ -31,6 +31,35 @@ pub(crate) fn strike_of(e: &Error) -> Option<Reason> {
     STRIKES.contains(&reason).then_some(reason)
 }
 
+/// What lifts a suspension in the face a broker runs in: the user is told what works there,
+/// never a command that reaches nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum ResumedBy {
+    /// An embedder's [`Broker::resume`](crate::Broker::resume): the library's default.
+    #[default]
+    Host,
+    /// The user, through the daemon: `fsbroker resume` or the console.
+    Daemon,
+    /// Nothing but the session's end: a face with no control socket (plain `serve` and
+    /// `proxy`), where `fsbroker resume` reaches nothing.
+    SessionEnd,
+}
+
+impl ResumedBy {
+    /// What the user is told lifts a suspension of `server_id`, after "only the user can".
+    pub(crate) fn hint(self, server_id: &str) -> String {
+        match self {
+            ResumedBy::Host => "resume it (the host's Broker::resume)".to_owned(),
+            ResumedBy::Daemon => {
+                format!("resume it (fsbroker resume --server {server_id}, or the console)")
+            }
+            ResumedBy::SessionEnd => "lift it: end this session and start it again (run it \
+                 attached to a daemon, with --daemon, to resume a session without ending it)"
+                .to_owned(),
+        }
+    }
+}
+
 /// Why a session was suspended: what the user sees, and what lifts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

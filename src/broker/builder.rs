@@ -25,6 +25,7 @@ pub struct BrokerBuilder {
     consent: ConsentSource,
     audit: Option<AuditLog>,
     audit_stderr: bool,
+    resumed_by: crate::watchdog::ResumedBy,
 }
 
 impl Broker {
@@ -36,6 +37,7 @@ impl Broker {
             consent: ConsentSource::default(),
             audit: None,
             audit_stderr: false,
+            resumed_by: crate::watchdog::ResumedBy::default(),
         }
     }
 }
@@ -110,6 +112,14 @@ impl BrokerBuilder {
     /// a host's terminal is its own.
     pub(crate) fn terminal_when_unset(mut self) -> Self {
         self.consent.terminal_when_unset = true;
+        self
+    }
+
+    /// Says what lifts a suspension in the face this broker runs in (the daemon's control
+    /// socket, or only the session's end), for the refusals and the warning.
+    #[cfg(any(feature = "cli", feature = "proxy"))]
+    pub(crate) fn resumed_by(mut self, by: crate::watchdog::ResumedBy) -> Self {
+        self.resumed_by = by;
         self
     }
 
@@ -189,6 +199,7 @@ impl BrokerBuilder {
             reloading: Mutex::new(()),
             recovery,
             lane: crate::lane::Lane::default(),
+            resumed_by: self.resumed_by,
         };
         Ok((
             Broker {

@@ -235,7 +235,7 @@ impl Broker {
             Ok(session) => match session.suspension() {
                 // A suspended session is refused before anything else: it neither spends its
                 // budgets nor learns anything about its paths.
-                Some(s) => Err(suspended(&seat.id, &s)),
+                Some(s) => Err(suspended(&seat.id, &s, self.inner.resumed_by)),
                 None => {
                     // Only requests that move payload wait for a session's byte debt.
                     let moves = req.known.is_some_and(Method::moves_payload);
@@ -280,13 +280,18 @@ impl Broker {
 }
 
 /// The refusal of every request of a suspended session.
-fn suspended(server_id: &str, s: &crate::watchdog::Suspension) -> Error {
+fn suspended(
+    server_id: &str,
+    s: &crate::watchdog::Suspension,
+    by: crate::watchdog::ResumedBy,
+) -> Error {
     Error::new(
         crate::error::ErrorKind::PermissionDenied,
         format!(
             "the session is suspended after {} security violations within a minute; only \
-             the user can resume it (fsbroker resume --server {server_id})",
-            s.total()
+             the user can {}",
+            s.total(),
+            by.hint(server_id)
         ),
     )
     .with_reason(crate::error::Reason::Suspended)

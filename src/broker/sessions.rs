@@ -112,7 +112,9 @@ impl Broker {
 
     /// Revokes the grants of the session `server_id` at or beneath `path`. Operations under
     /// `path` then fail with `PERMISSION_DENIED` `revoked` until consent is given again;
-    /// watches no longer covered end (`unwatched`, `revoked`). Returns the grants removed.
+    /// watches no longer covered end (`unwatched`, `revoked`). Returns the grants removed,
+    /// then the wider grants `path` was carved out of (with [`Revoked::carved_out`] set:
+    /// they stay for the rest).
     ///
     /// Errors: `INVALID_PARAMS` when no session of that id is live.
     pub fn revoke(&self, server_id: &str, path: &MountPath) -> Result<Vec<Revoked>> {
@@ -212,8 +214,11 @@ impl Broker {
         let mut removed = Vec::new();
         for s in sessions {
             s.forgive(crate::error::Reason::Revoked);
-            let gone = s.grants().revoke(path);
-            removed.extend(gone.into_iter().map(|g| Revoked::new(s.server_id(), g)));
+            {
+                let mut grants = s.grants();
+                let taken = grants.revoke(path);
+                removed.extend(Revoked::of(s.server_id(), taken, path, &grants));
+            }
             // A watch whose path is no longer covered ends, and its server is told.
             for w in self.inner.hub.of_session(s) {
                 if s.grants().check(&w.path, Access::Read).is_err() {
@@ -236,8 +241,9 @@ impl Broker {
             server = session.server_id(),
             violations = %s.summary(),
             "suspended a session after {} security violations within a minute; every request \
-             is refused until the user resumes it (fsbroker resume --server ID, or the console)",
-            s.total()
+             is refused until the user does: only the user can {}",
+            s.total(),
+            self.inner.resumed_by.hint(session.server_id())
         );
         self.inner.touch();
     }

@@ -2,6 +2,7 @@
 //! flight, counters and last request, and what a revocation took back.
 
 use crate::access::Access;
+use crate::consent::grants::{Grants, Taken};
 use crate::consent::{Grant, GrantOrigin};
 use crate::path::MountPath;
 use crate::session::{Counters, Session};
@@ -47,6 +48,9 @@ pub struct GrantInfo {
     pub origin: GrantOrigin,
     /// When it was given.
     pub since: SystemTime,
+    /// The parts of it taken back since (revoked paths beneath it): the grant holds for
+    /// everything else.
+    pub except: Vec<MountPath>,
 }
 
 /// One watch.
@@ -85,7 +89,7 @@ pub struct Activity {
     pub outcome: String,
 }
 
-/// A grant a revocation took back.
+/// A grant a revocation took back, whole or in part.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Revoked {
@@ -93,25 +97,43 @@ pub struct Revoked {
     pub server_id: String,
     /// The grant.
     pub grant: GrantInfo,
+    /// When only a part of the grant was taken back, that part: the grant stays for the
+    /// rest. `None` when the whole grant went.
+    pub carved_out: Option<MountPath>,
 }
 
 impl GrantInfo {
-    fn of(g: &Grant) -> GrantInfo {
+    fn of(g: &Grant, grants: &Grants) -> GrantInfo {
         GrantInfo {
             path: g.path.clone(),
             access: g.access,
             origin: g.origin,
             since: g.since,
+            except: grants.carved_out_of(&g.path),
         }
     }
 }
 
 impl Revoked {
-    pub(crate) fn new(server_id: &str, g: Grant) -> Revoked {
-        Revoked {
+    /// What `taken` took from the session `server_id`: the grants gone whole, then those
+    /// `path` was carved out of.
+    pub(crate) fn of(
+        server_id: &str,
+        taken: Taken,
+        path: Option<&MountPath>,
+        grants: &Grants,
+    ) -> Vec<Revoked> {
+        let whole = taken.gone.into_iter().map(|g| Revoked {
             server_id: server_id.to_owned(),
-            grant: GrantInfo::of(&g),
-        }
+            grant: GrantInfo::of(&g, grants),
+            carved_out: None,
+        });
+        let part = taken.carved.into_iter().map(|g| Revoked {
+            server_id: server_id.to_owned(),
+            grant: GrantInfo::of(&g, grants),
+            carved_out: path.cloned(),
+        });
+        whole.chain(part).collect()
     }
 }
 
@@ -138,7 +160,14 @@ impl SessionSnapshot {
         SessionSnapshot {
             server_id: s.server_id().to_owned(),
             started: s.started,
-            grants: s.grants().held().iter().map(GrantInfo::of).collect(),
+            grants: {
+                let grants = s.grants();
+                grants
+                    .held()
+                    .iter()
+                    .map(|g| GrantInfo::of(g, &grants))
+                    .collect()
+            },
             watches,
             uploads,
             in_flight: s.running(),

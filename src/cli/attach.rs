@@ -67,6 +67,9 @@ impl Naming for Fixed {
     fn era(&self) -> Option<String> {
         Some("legacy".into())
     }
+    fn known_at_start(&self) -> bool {
+        true
+    }
 }
 
 /// `fsbroker serve --daemon`: relays the server's lines on stdin to a session on the daemon

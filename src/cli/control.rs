@@ -47,7 +47,8 @@ pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
         Ok(answer) if args.json => print_json(&answer),
         Ok(answer) => {
             let revoked = answer["revoked"].as_array().cloned().unwrap_or_default();
-            if revoked.is_empty() {
+            let carved = answer["carved"].as_array().cloned().unwrap_or_default();
+            if revoked.is_empty() && carved.is_empty() {
                 out!("no grant matched: nothing revoked");
             }
             for g in &revoked {
@@ -56,6 +57,18 @@ pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
                     text(&g["access"]),
                     text(&g["path"]),
                     text(&g["server"]),
+                    text(&g["origin"]),
+                );
+            }
+            // A path under a wider grant is taken back by itself; the grant stays for the rest.
+            for g in &carved {
+                out!(
+                    "revoked {} from {}: carved out of its {} grant on {} ({}), which stays for \
+                     the rest",
+                    text(&g["carvedOut"]),
+                    text(&g["server"]),
+                    text(&g["access"]),
+                    text(&g["path"]),
                     text(&g["origin"]),
                 );
             }
@@ -213,6 +226,22 @@ pub(super) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("-")
 }
 
+/// The parts carved out of a grant, as ` (except A, B)`, or nothing.
+fn except(parts: &Value) -> String {
+    let parts: Vec<&str> = parts
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(text)
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" (except {})", parts.join(", "))
+    }
+}
+
 /// One block of lines per session.
 fn sessions_table(sessions: &Value) -> Vec<String> {
     let list = sessions.as_array().map(Vec::as_slice).unwrap_or_default();
@@ -255,6 +284,17 @@ fn sessions_table(sessions: &Value) -> Vec<String> {
                 ));
             }
         }
+        for mount in s["unavailable"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            out.push(format!(
+                "  UNAVAILABLE {}: its directory is not at its configured path; requests \
+                 under it are refused until it is back",
+                text(mount)
+            ));
+        }
         let suspended = &s["suspended"];
         if suspended.is_object() {
             out.push(format!(
@@ -283,9 +323,10 @@ fn sessions_table(sessions: &Value) -> Vec<String> {
         }
         for g in grants {
             out.push(format!(
-                "  grant      {:<5} {}  ({}, since {})",
+                "  grant      {:<5} {}{}  ({}, since {})",
                 text(&g["access"]),
                 text(&g["path"]),
+                except(&g["except"]),
                 text(&g["origin"]),
                 text(&g["since"])
             ));

@@ -89,7 +89,8 @@ async fn run(args: DaemonArgs) -> ExitCode {
             .elicitation(elicit)
             .default_consent_mode(ConsentMode::Elicit)
             .ui_consent(std::sync::Arc::new(UiConsent(board.clone())))
-            .layer(layer.clone());
+            .layer(layer.clone())
+            .resumed_by(crate::watchdog::ResumedBy::Daemon);
         // A server that may write the console's state could grant itself anything at the
         // daemon's next start.
         let b = match &store {

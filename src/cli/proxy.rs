@@ -48,6 +48,7 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
             let elicit = |b: BrokerBuilder| {
                 b.elicitation(proxy.elicitation())
                     .default_consent_mode(ConsentMode::Elicit)
+                    .resumed_by(crate::watchdog::ResumedBy::SessionEnd)
             };
             match start_broker(&args.common, elicit) {
                 Ok((broker, outbound)) => Backend::Own(broker, outbound),

@@ -36,7 +36,9 @@ pub(super) async fn run(args: ServeArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let (broker, _broker_wide) = match start_broker(&args, |b| b) {
+    let (broker, _broker_wide) = match start_broker(&args, |b| {
+        b.resumed_by(crate::watchdog::ResumedBy::SessionEnd)
+    }) {
         Ok(b) => b,
         Err(code) => return code,
     };

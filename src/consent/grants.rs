@@ -63,6 +63,15 @@ pub(crate) struct Grants {
     revoked: Vec<MountPath>,
 }
 
+/// What one revocation took back.
+#[derive(Debug, Default)]
+pub(crate) struct Taken {
+    /// The grants removed whole.
+    pub gone: Vec<Grant>,
+    /// The wider grants the revoked path was carved out of: they stay, without it.
+    pub carved: Vec<Grant>,
+}
+
 /// Most grants one session may hold; consent requests beyond it replace nothing and fail.
 pub const MAX_GRANTS: usize = 4096;
 
@@ -120,8 +129,9 @@ impl Grants {
     }
 
     /// Revokes grants at or beneath `path` (all grants when `None`) and marks `path` revoked.
-    /// Returns the grants removed.
-    pub(crate) fn revoke(&mut self, path: Option<&MountPath>) -> Vec<Grant> {
+    /// Returns the grants removed, and the wider grants `path` was carved out of (they stay,
+    /// without it).
+    pub(crate) fn revoke(&mut self, path: Option<&MountPath>) -> Taken {
         // A revocation under a wider grant holds only by its mark. With no room left for
         // one, the grants that cover the path go too: less access than asked to take back,
         // never more left.
@@ -131,6 +141,17 @@ impl Grants {
             path.is_none_or(|p| g.path.starts_with(p) || (!marked && p.starts_with(&g.path)))
         });
         self.grants = kept;
+        // The grants kept that cover `path` hold on without it, by its mark: the user is told
+        // what was carved out of what, rather than that nothing matched.
+        let carved = match path {
+            Some(p) if marked => self
+                .grants
+                .iter()
+                .filter(|g| p.starts_with(&g.path))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         match path {
             None => {
                 let mounts: Vec<MountPath> = gone
@@ -152,7 +173,16 @@ impl Grants {
                 }
             }
         }
-        gone
+        Taken { gone, carved }
+    }
+
+    /// The revocation marks strictly beneath `path`: the parts carved out of a grant on it.
+    pub(crate) fn carved_out_of(&self, path: &MountPath) -> Vec<MountPath> {
+        self.revoked
+            .iter()
+            .filter(|r| r.starts_with(path) && *r != path)
+            .cloned()
+            .collect()
     }
 
     /// Removes the standing grants, returning them (a reload puts the new ones in).

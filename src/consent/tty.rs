@@ -163,10 +163,14 @@ fn ask(
         prompt.clear();
     }
     let mut answer = ConsentAnswer::deny();
+    // One path was just listed above the question: it is not shown again.
+    let listed = req.paths.len() == 1;
     for path in &req.paths {
+        if !listed {
+            prompt.push_str(&format!("  {}\n", super::describe(req, path)));
+        }
         prompt.push_str(&format!(
-            "  {}\n  allow? {} / [N]o; or narrow to a place inside it: {} SUB/PATH: ",
-            super::describe(req, path),
+            "  allow? {} / [N]o; or narrow to a place inside it: {} SUB/PATH: ",
             match req.access {
                 Access::Write => "[w]rite / [r]ead only",
                 Access::Read => "[r]ead",

@@ -4,8 +4,9 @@
 //! - `{"op": "status"}` → `{"ok": true, "sessions": [...]}`, every live session as
 //!   [`Broker::snapshot`] shows it;
 //! - `{"op": "revoke", "server": ID?, "path": MOUNTPATH?, "all": BOOL?}` →
-//!   `{"ok": true, "revoked": [...]}`; with neither a server nor a path, only `"all": true`
-//!   revokes everything;
+//!   `{"ok": true, "revoked": [...], "carved": [...]}`: the grants taken back whole, and
+//!   the wider grants the path was carved out of (they stay for the rest); with neither a
+//!   server nor a path, only `"all": true` revokes everything;
 //! - `{"op": "resume", "server": ID}` → `{"ok": true, "resumed": BOOL}`: lifts a suspension.
 //!
 //! `log` and `reload` are answered by `services.rs` before a request gets here, and the
@@ -65,7 +66,7 @@ pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) ->
             request.path.as_deref(),
             request.all,
         ) {
-            Ok(revoked) => json!({"ok": true, "revoked": revoked}),
+            Ok(taken) => taken.answer(),
             Err(message) => error(message),
         },
         "resume" => match (&request.server, &request.path, request.all) {
@@ -98,8 +99,16 @@ pub(crate) fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
                 .filter(|r| r.visible_to(&s.server_id))
                 .map(|r| r.mount().to_string())
                 .collect();
+            // Those whose directory is no longer at its configured path, looked at now: their
+            // requests are refused (`root_unavailable`) until it is back.
+            let unavailable: Vec<String> = roots
+                .iter()
+                .filter(|r| r.visible_to(&s.server_id) && !r.in_place())
+                .map(|r| r.mount().to_string())
+                .collect();
             if let Value::Object(m) = &mut v {
                 m.insert("roots".into(), json!(seen));
+                m.insert("unavailable".into(), json!(unavailable));
             }
             if let (Value::Object(m), Some(Value::Object(facts))) =
                 (&mut v, attachments.facts(&s.server_id))
@@ -118,14 +127,29 @@ pub(crate) fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
         .collect()
 }
 
-/// Revokes what `server`, `path` and `all` name (see the module's comment), returning the
-/// grants revoked as `revoke` shows them.
+/// What a revocation took back, as `revoke` shows it.
+pub(crate) struct Taken {
+    /// The grants taken back whole.
+    pub(crate) revoked: Vec<Value>,
+    /// The parts carved out of wider grants, which stay for the rest.
+    pub(crate) carved: Vec<Value>,
+}
+
+impl Taken {
+    /// The successful answer that carries it.
+    pub(crate) fn answer(self) -> Value {
+        json!({"ok": true, "revoked": self.revoked, "carved": self.carved})
+    }
+}
+
+/// Revokes what `server`, `path` and `all` name (see the module's comment), returning what
+/// was taken back as `revoke` shows it.
 pub(crate) fn revoke(
     broker: &Broker,
     server: Option<&str>,
     path: Option<&str>,
     all: bool,
-) -> Result<Vec<Value>, String> {
+) -> Result<Taken, String> {
     let path = match path {
         Some(p) => Some(
             p.parse::<MountPath>()
@@ -147,13 +171,23 @@ pub(crate) fn revoke(
         (Some(s), Some(p), false) => broker.revoke(s, p).map_err(|e| e.to_string())?,
         (None, Some(p), false) => broker.revoke_path(p),
     };
-    Ok(revoked.iter().map(revoked_grant).collect())
+    let (carved, whole): (Vec<&Revoked>, Vec<&Revoked>) =
+        revoked.iter().partition(|r| r.carved_out.is_some());
+    Ok(Taken {
+        revoked: whole.into_iter().map(revoked_grant).collect(),
+        carved: carved.into_iter().map(revoked_grant).collect(),
+    })
 }
 
+/// A grant taken back: the grant, its server, and for a part carved out of it, that part
+/// (`carvedOut`).
 fn revoked_grant(r: &Revoked) -> Value {
     let mut g = grant(&r.grant);
     if let Value::Object(m) = &mut g {
         m.insert("server".into(), json!(r.server_id));
+        if let Some(part) = &r.carved_out {
+            m.insert("carvedOut".into(), json!(part.to_string()));
+        }
     }
     g
 }
@@ -164,6 +198,7 @@ fn grant(g: &GrantInfo) -> Value {
         "access": g.access.as_str(),
         "origin": serde_json::to_value(g.origin).unwrap_or(Value::Null),
         "since": when(g.since),
+        "except": g.except.iter().map(ToString::to_string).collect::<Vec<_>>(),
     })
 }
 
@@ -258,7 +293,7 @@ mod tests {
             &Attachments::default(),
             br#"{"op":"revoke","all":true}"#,
         );
-        assert_eq!(a, json!({"ok": true, "revoked": []}));
+        assert_eq!(a, json!({"ok": true, "revoked": [], "carved": []}));
         let a = answer(
             &b,
             &Attachments::default(),

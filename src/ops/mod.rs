@@ -19,12 +19,12 @@ use crate::session::Session;
 use crate::state::BrokerState;
 use crate::wire;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use entry::{mime_type, mtime, shown_size, type_name};
+pub(crate) use params::params;
 
 mod consent;
 mod create;
@@ -32,6 +32,7 @@ mod delete;
 mod entry;
 mod list;
 pub use list::MAX_LIST_DEPTH;
+mod params;
 mod read;
 mod rename;
 mod roots_list;
@@ -419,24 +420,4 @@ fn resolve_target(
         need,
         deadline,
     )
-}
-
-/// Parses a method's params; absent params are an empty object.
-pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T> {
-    let value = match value {
-        Value::Null => Value::Object(Default::default()),
-        Value::Array(_) => return Err(Error::invalid_params("params must be an object")),
-        // Any MCP request may carry `_meta`; every other key must be one the method knows.
-        Value::Object(mut fields) => {
-            fields.remove("_meta");
-            Value::Object(fields)
-        }
-        v => v,
-    };
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        // serde quotes the offending value; a peer's value must not make the message long.
-        let field = e.path().to_string();
-        let detail: String = e.inner().to_string().chars().take(100).collect();
-        Error::invalid_params(format!("invalid params: {field}: {detail}"))
-    })
 }

@@ -91,7 +91,12 @@ impl RecoveryStore {
         check: bool,
     ) -> Result<Restored> {
         if let Some(by) = &change.restored_by {
-            return Err(conflict(format!("already restored (by {})", by.join(", "))));
+            // A restore that displaced nothing kept nothing to name.
+            return Err(conflict(if by.is_empty() {
+                "already restored".to_owned()
+            } else {
+                format!("already restored (by {})", by.join(", "))
+            }));
         }
         if change.pruned.is_some() {
             return Err(conflict("its kept content was pruned to make room".into()));

@@ -102,3 +102,22 @@ async fn tty_missing_device_denies() {
     let decision = provider.decide(&request(Access::Read)).await;
     assert!(decision.approved.is_empty());
 }
+
+/// A prompt about one path shows it once, then asks: the path is not printed a second time
+/// above the question. (Review: the single-path prompt printed the path twice.)
+#[tokio::test]
+async fn tty_prompt_about_one_path_shows_it_once() {
+    let (master, slave) = pty();
+    let shown = answer(master, "r\n");
+    let provider = TtyConsent::with_device(slave).with_wait(ANSWERED);
+    let req = request(Access::Read);
+    let decision = provider.decide(&req).await;
+    assert_eq!(decision.approved, req.paths);
+    let (shown, _master) = shown.join().unwrap();
+    assert_eq!(
+        shown.matches("project/src").count(),
+        1,
+        "the path is shown more than once: {shown}"
+    );
+    assert!(shown.contains("allow?"), "{shown}");
+}

@@ -291,3 +291,64 @@ fn two_roots_deriving_the_same_mount_are_an_error() {
     assert!(err.contains("used by another root"), "{err}");
     assert!(err.contains("--root NAME=PATH"), "{err}");
 }
+
+/// Plain `serve` has no daemon for `fsbroker resume` to reach: its suspension says what
+/// works there (ending the session, or running it attached to a daemon), in the refusal the
+/// server gets and in the warning the user reads. (Review: it told the user to run
+/// `fsbroker resume`, which answered "no daemon".)
+#[test]
+fn a_plain_serve_suspension_says_what_lifts_it_there() {
+    let f = Fixture::new();
+    let mut s = Sidecar::serve(&f.root, "auto", &[]);
+    for _ in 0..20 {
+        let r = s.request("files/read", json!({"path": "/etc/passwd"}));
+        assert_eq!(r["error"]["data"]["reason"], "outside_root", "{r}");
+    }
+    let r = s.request("files/read", json!({"path": "project/a.txt"}));
+    assert_eq!(r["error"]["data"]["reason"], "suspended", "{r}");
+    let message = r["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!message.contains("fsbroker resume"), "{r}");
+    assert!(message.contains("end this session"), "{r}");
+    assert!(message.contains("--daemon"), "{r}");
+    let (status, _) = s.finish();
+    assert!(status.success(), "{}", s.stderr());
+    let warned = s
+        .stderr()
+        .lines()
+        .find(|l| l.contains("suspended a session"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no warning: {}", s.stderr()));
+    assert!(!warned.contains("fsbroker resume"), "{warned}");
+    assert!(warned.contains("end this session"), "{warned}");
+}
+
+/// A `-32602` refusal names what was wrong in whole words: a long schema message is cut at
+/// a word's end and says that it was cut. (Review: it was cut after 100 characters, mid-word.)
+#[test]
+fn an_invalid_params_message_is_not_cut_mid_word() {
+    let f = Fixture::new();
+    let mut s = Sidecar::serve(&f.root, "auto", &[]);
+    let r = s.request(
+        "files/write",
+        json!({"path": "project/x.txt", "content": "x", "bogusOption": true}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let message = r["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("bogusOption"), "{r}");
+    // No name is left half-quoted, and a cut message says so at a word's end.
+    assert_eq!(
+        message.matches('`').count() % 2,
+        0,
+        "a name is cut: {message:?}"
+    );
+    assert!(
+        message.ends_with('`') || message.ends_with(" ..."),
+        "the message ends mid-word: {message:?}"
+    );
+}

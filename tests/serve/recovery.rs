@@ -447,3 +447,27 @@ fn a_restore_onto_a_place_changed_since_keeps_the_newer_content_to_restore() {
         "v3, the user's newer edit"
     );
 }
+
+/// A second restore of a change whose first restore displaced nothing says only that it
+/// was restored already. (Review: it said `already restored (by )`.)
+#[test]
+fn a_second_restore_says_already_restored_without_an_empty_by() {
+    let r = Rec::new();
+    std::fs::write(r.root.join("gone.txt"), "kept").unwrap();
+    let mut s = r.serve("t");
+    let d = s.request("files/delete", json!({"path": "w/gone.txt"}));
+    assert!(d.get("error").is_none(), "{d}");
+    s.finish();
+    let changes = r.changes();
+    let deleted = id(change(&changes, "files/delete", "w/gone.txt")).to_owned();
+    r.restore(&deleted);
+    assert_eq!(
+        std::fs::read_to_string(r.root.join("gone.txt")).unwrap(),
+        "kept"
+    );
+    let again = r.run(&["restore", &deleted]);
+    assert_eq!(again.status.unwrap().code(), Some(1), "{}", again.log());
+    let said = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(said.contains("already restored"), "{said}");
+    assert!(!said.contains("(by )"), "{said}");
+}

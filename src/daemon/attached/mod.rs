@@ -77,6 +77,11 @@ pub(crate) trait Naming: Send + Sync {
     fn name(&self) -> String;
     /// The protocol era, when known.
     fn era(&self) -> Option<String>;
+    /// Whether the name and era are known from the start: then the session attaches at
+    /// once, and `status` shows it before its first request.
+    fn known_at_start(&self) -> bool {
+        false
+    }
 }
 
 /// Runs the session: each line of `input` (the server's brokered requests, its cancellations
@@ -99,6 +104,20 @@ pub(crate) async fn run<M: Default + Send + 'static>(
     let mut next_try = Instant::now();
     let mut backoff = BACKOFF_FIRST;
     let mut calls_open = true;
+    // A session whose name is fixed attaches now, so that the user sees it from the start;
+    // one that cannot is tried again at its first request, as after a lost daemon.
+    if naming.known_at_start() {
+        match conn::open(&attach, naming.as_ref(), &pending, &output, &answered).await {
+            Ok(l) => {
+                tracing::info!(session = %l.session(), "attached to the daemon");
+                live = Some(l);
+            }
+            Err(e) => tracing::warn!(
+                "the daemon on {} cannot be reached: {e}; brokered requests fail until it can",
+                attach.socket.display()
+            ),
+        }
+    }
     loop {
         let (line, call) = tokio::select! {
             biased;

@@ -140,9 +140,15 @@ pub(super) async fn revoke(State(console): State<Arc<Console>>, bytes: Bytes) ->
             return Err(bad("revoke needs a server, a path, or both"));
         }
         let (server, path) = (r.server.as_deref(), r.path.as_deref());
-        let revoked = control::revoke(&console.broker, server, path, false).map_err(bad)?;
-        tracing::info!(?server, ?path, count = revoked.len(), "console: revoked");
-        Ok(Json(json!({"ok": true, "revoked": revoked})).into_response())
+        let taken = control::revoke(&console.broker, server, path, false).map_err(bad)?;
+        tracing::info!(
+            ?server,
+            ?path,
+            count = taken.revoked.len(),
+            carved = taken.carved.len(),
+            "console: revoked"
+        );
+        Ok(Json(taken.answer()).into_response())
     };
     run().unwrap_or_else(IntoResponse::into_response)
 }

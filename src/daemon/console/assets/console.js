@@ -689,8 +689,14 @@
           const revoke = button('btn-danger-outline btn-small revoke', 'Revoke', () =>
             post('/api/revoke', { server: s.server, path: g.path }, key, [revoke]));
           revoke.setAttribute('aria-label', `Revoke ${g.path}`);
+          // A part revoked beneath the grant is carved out of it: shown, so that the grant
+          // does not read as whole.
+          const except = (g.except || []).length
+            ? h('span', { class: 'muted small except' }, ' (except ',
+              ...g.except.flatMap((p, i) => (i ? [', ', pathCode(p)] : [pathCode(p)])), ')')
+            : null;
           return h('tr', { dataset: { grant: g.path } },
-            h('td', {}, pathCode(g.path)),
+            h('td', {}, pathCode(g.path), except),
             h('td', {}, accessBadge(g.access)),
             h('td', { class: 'muted', text: g.origin }),
             h('td', {}, timeEl(g.since, 'muted')),
