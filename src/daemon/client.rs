@@ -85,7 +85,7 @@ fn connect(socket: &Path) -> Result<(BufReader<UnixStream>, UnixStream), String>
     let mut writer = stream;
     // The daemon may refuse a peer before reading anything: a failed write still leaves its
     // refusal to read.
-    let sent = secret.and_then(|k| send(&mut writer, &json!({"hello": k.hex()})));
+    let sent = send(&mut writer, &json!({"hello": secret.hex()}));
     let welcome = read_line(&mut reader, socket);
     match (welcome, sent) {
         (Ok(w), _) if w["ok"] == true => Ok((reader, writer)),

@@ -64,7 +64,12 @@ pub(crate) fn trusted_dir(dir: &Path, uid: u32) -> Result<(), String> {
         };
         if let Some(why) = why {
             return Err(format!(
-                "refusing the socket directory {}: {} above it {why}, and whoever may change                  {} can replace what lies below it; every directory above the socket must be                  owned by you (uid {uid}) or root and writable by nobody else (or sticky, as                  /tmp is). Name a socket in a directory of your own with --socket, or set                  XDG_RUNTIME_DIR to yours (after `su`, use `su -`)",
+                "refusing the socket directory {}: {} above it {why}, and whoever may change \
+                 {} can replace what lies below it; every directory above the socket must be \
+                 owned by you (uid {uid}) or root and writable by nobody else (or sticky, as \
+                 /tmp is). Name a socket in a directory of your own (--daemon for the verbs \
+                 and attaching commands, --socket for the daemon), or set XDG_RUNTIME_DIR to \
+                 yours (after `su`, use `su -`)",
                 dir.display(),
                 above.display(),
                 above.display()
@@ -88,6 +93,15 @@ pub(crate) fn real_socket(socket: &Path) -> Result<Option<PathBuf>, String> {
     let real = match std::fs::canonicalize(dir) {
         Ok(r) => r,
         Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == IoKind::PermissionDenied => {
+            return Err(format!(
+                "refusing the socket {}: its directory cannot be entered as you (uid {}), so \
+                 it is not yours; nothing was sent. After `su`, use `su -` (which sets \
+                 XDG_RUNTIME_DIR to yours), or name your own socket with --daemon",
+                socket.display(),
+                rustix::process::getuid().as_raw()
+            ));
+        }
         Err(e) => return Err(format!("cannot inspect {}: {e}", dir.display())),
     };
     let path = real.join(name);
@@ -115,11 +129,10 @@ fn refuse_answerer(socket: &Path, peer: Option<u32>, uid: u32) -> Option<String>
 }
 
 /// Connects to the daemon on `socket` once its place is proven, proves that the process that
-/// answers is this user's, and only then reads the key beside the socket (an `Err` there
-/// still leaves the daemon's own word to read: a busy daemon says so before any key). The
-/// key is sent by the caller, over this stream only. Blocking; an `Err` says what was wrong,
-/// and "no daemon answers on" when nothing listens.
-pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Result<Secret, String>), String> {
+/// answers is this user's, and only then reads the key beside the socket. The key is sent by
+/// the caller, over this stream only. Blocking; an `Err` says what was wrong, and "no daemon
+/// answers on" when nothing listens.
+pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Secret), String> {
     let uid = rustix::process::getuid().as_raw();
     let none = || format!("no daemon answers on {}", socket.display());
     let real = real_socket(socket)?.ok_or_else(none)?;
@@ -142,7 +155,7 @@ pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Result<Secret, Strin
     if let Some(why) = refuse_answerer(socket, peer, uid) {
         return Err(why);
     }
-    let secret = Secret::read(&socket::sibling(&real, "key"), uid);
+    let secret = Secret::read(&socket::sibling(&real, "key"), uid)?;
     Ok((stream, secret))
 }
 
@@ -150,7 +163,7 @@ pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Result<Secret, Strin
 /// blocking pool.
 pub(crate) async fn connect_async(
     socket: &Path,
-) -> Result<(tokio::net::UnixStream, Result<Secret, String>), String> {
+) -> Result<(tokio::net::UnixStream, Secret), String> {
     let path = socket.to_owned();
     let (stream, secret) = tokio::task::spawn_blocking(move || connect(&path))
         .await

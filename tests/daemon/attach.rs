@@ -402,6 +402,9 @@ fn a_daemon_that_answers_but_refuses_is_reported_and_never_replaced() {
     std::fs::create_dir(p.dir()).unwrap();
     std::fs::set_permissions(p.dir(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let listener = std::os::unix::net::UnixListener::bind(p.socket()).unwrap();
+    // A daemon always has its key beside its socket; a client sends nothing without one.
+    std::fs::write(p.key(), format!("{}\n", "0".repeat(64))).unwrap();
+    std::fs::set_permissions(p.key(), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     std::thread::spawn(move || {
         for mut conn in listener.incoming().flatten() {
             use std::io::Write;

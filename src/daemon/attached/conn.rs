@@ -81,14 +81,7 @@ async fn connect(socket: &Path) -> Result<(Reader, OwnedWriteHalf), String> {
     let (stream, secret) = proof::connect_async(socket).await?;
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    let welcome = match secret {
-        Ok(k) => exchange(&mut reader, &mut write, &json!({"hello": k.hex()})).await?,
-        // A daemon that refuses everyone says so before any key: its word is the better one.
-        Err(e) => match next_line(&mut reader).await {
-            Some(w) if w["ok"] == false => w,
-            _ => return Err(e),
-        },
-    };
+    let welcome = exchange(&mut reader, &mut write, &json!({"hello": secret.hex()})).await?;
     if welcome["ok"] != true {
         return Err(said(&welcome));
     }
@@ -113,14 +106,6 @@ async fn exchange(r: &mut Reader, w: &mut OwnedWriteHalf, v: &Value) -> Result<V
             "the daemon did not answer within {} s",
             WELCOME_WAIT.as_secs()
         )),
-    }
-}
-
-/// The first line the daemon sends unasked, if it sends one within [`WELCOME_WAIT`].
-async fn next_line(r: &mut Reader) -> Option<Value> {
-    match tokio::time::timeout(WELCOME_WAIT, next_frame(r, MAX_CONTROL)).await {
-        Ok(Ok(Frame::Line(l))) => serde_json::from_slice(&l).ok(),
-        _ => None,
     }
 }
 
