@@ -8,15 +8,20 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_is_offered_and_grants_only_when_allowed() {
     let site = Site::start();
+    let auth = site.signin();
     let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
     refused(&mut s, "root/notes/n.md");
-    let offer = b.find("[data-offer]").await;
+    let first = site.offer_after(&auth, None);
+    let offer = b.find(&format!("[data-offer=\"{first}\"]")).await;
     let text = offer.text().await.unwrap();
     assert!(text.contains("root/notes/n.md"), "{text}");
-    // Shown, not granted.
+    // Shown, not granted; the refusal's offer is the one allowed, once it is on the page.
     refused(&mut s, "root/notes/n.md");
-    b.click("[data-offer] button.allow").await;
+    let second = site.offer_after(&auth, Some(&first));
+    b.find(&format!("[data-offer=\"{second}\"]")).await;
+    b.click(&format!("[data-offer=\"{second}\"] button.allow"))
+        .await;
     b.gone("[data-offer]").await;
     let r = s.request("files/read", json!({"path": "root/notes/n.md"}));
     assert_eq!(r["result"]["content"], "note", "{r}");
@@ -44,8 +49,7 @@ fn an_offer_to_a_session_that_ended_grants_nothing_to_the_next_of_its_name() {
     let auth = site.signin();
     let mut s = site.server("notes");
     refused(&mut s, "root/notes/n.md");
-    let offers = site.state(&auth)["offers"].clone();
-    let id = offers[0]["id"].as_str().unwrap().to_owned();
+    let id = site.offer_after(&auth, None);
     drop(s);
     // The same name again, as a server restarted by its host would be, once the first
     // session has ended.

@@ -210,6 +210,28 @@ impl Site {
     }
 
     /// `GET /api/state`, signed in as `auth`.
+    /// The id of the newest offer once there is one other than `older`: offers are made
+    /// from the broker's audit events on a task of the console's, after the refusal itself
+    /// has been answered.
+    pub fn offer_after(&self, auth: &Auth, older: Option<&str>) -> String {
+        let deadline = std::time::Instant::now() + crate::sidecar::WAIT;
+        loop {
+            let offers = self.state(auth)["offers"].clone();
+            let newest = offers
+                .as_array()
+                .and_then(|o| o.last())
+                .and_then(|o| o["id"].as_str().map(str::to_owned));
+            if let Some(id) = newest.filter(|id| Some(id.as_str()) != older) {
+                return id;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no new offer: {offers}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     pub fn state(&self, auth: &Auth) -> Value {
         let a = self.http("GET", "/api/state", &auth.headers(), "");
         assert_eq!(a.status, 200, "{a:?}");
