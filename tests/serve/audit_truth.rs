@@ -188,8 +188,9 @@ fn stderr_until(s: &Sidecar, done: impl Fn(&str) -> bool) -> String {
 
 /// Ends the process and returns all it wrote to stderr.
 fn finish(mut s: Sidecar) -> String {
-    s.close_stdin();
-    let status = s.wait_exit(WAIT);
+    // `Sidecar::finish` waits for the reader of stderr to see its end: the process may have
+    // exited with its last lines still in the pipe.
+    let (status, _) = s.finish();
     assert!(status.success(), "{status:?}\n{}", s.stderr());
     s.stderr()
 }
