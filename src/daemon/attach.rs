@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, watch};
 
 /// Most sessions of one name at once (`NAME` and `NAME#2` to `NAME#64`).
@@ -92,13 +92,18 @@ pub(crate) fn follows(line: &[u8]) -> bool {
 }
 
 /// Sends the daemon's description on `output` now and after every policy change, until the
-/// peer or the daemon goes.
-pub(crate) async fn follow<W: AsyncWrite + Unpin>(
+/// peer or the daemon goes. The peer's side (`input`) is read all the while, and what it sends
+/// dropped: its end is the peer gone, so that the connection's slot (and a sandboxing
+/// proxy's registration) goes with the peer rather than at the next change that fails to be
+/// written.
+pub(crate) async fn follow<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     broker: &Broker,
+    mut input: R,
     mut output: W,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut changes = broker.policy_changes();
+    let mut sink = [0u8; 1024];
     loop {
         if super::line::send(&mut output, &describe(broker))
             .await
@@ -106,9 +111,18 @@ pub(crate) async fn follow<W: AsyncWrite + Unpin>(
         {
             return;
         }
-        tokio::select! {
-            changed = changes.changed() => if changed.is_err() { return },
-            _ = stop.wait_for(|s| *s) => return,
+        loop {
+            tokio::select! {
+                changed = changes.changed() => match changed {
+                    Ok(()) => break,
+                    Err(_) => return,
+                },
+                _ = stop.wait_for(|s| *s) => return,
+                read = input.read(&mut sink) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
+            }
         }
     }
 }

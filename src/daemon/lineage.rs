@@ -14,10 +14,28 @@ use std::sync::{Arc, Mutex};
 /// The most parents followed from a peer up to init: deeper than any real process tree.
 const MAX_HOPS: usize = 4096;
 
-/// The process ids of the peers that sandbox, each with how many of its connections say so.
+/// The most processes whose verdict is remembered; past it the memory starts again.
+const MAX_KNOWN: usize = 16384;
+
+/// A process as the kernel names it for as long as it lives: its id and its start time (in
+/// clock ticks since boot), so that an id used again by a later process is another key.
+type Process = (u32, u64);
+
+/// The process ids of the peers that sandbox, each with how many of its connections say so,
+/// and what is known of the processes already placed in the tree.
 #[derive(Debug, Default)]
 pub(crate) struct Sandboxers {
-    pids: Mutex<HashMap<u32, usize>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Sandboxing peers, each with its registrations.
+    pids: HashMap<u32, usize>,
+    /// Processes placed already, each beneath a sandboxer (`true`) or not. Forgotten whenever
+    /// the sandboxers change, so that a verdict is always one against today's set; a process
+    /// and its children cost one read of `/proc` each, however deep the tree they sit in.
+    known: HashMap<Process, bool>,
 }
 
 /// A registration of a sandboxing peer, undone when dropped (its connection ended).
@@ -28,11 +46,12 @@ pub(crate) struct Sandboxing {
 
 impl Drop for Sandboxing {
     fn drop(&mut self) {
-        let mut pids = crate::locks::lock(&self.of.pids);
-        if let Some(n) = pids.get_mut(&self.pid) {
+        let mut state = crate::locks::lock(&self.of.state);
+        if let Some(n) = state.pids.get_mut(&self.pid) {
             *n -= 1;
             if *n == 0 {
-                pids.remove(&self.pid);
+                state.pids.remove(&self.pid);
+                state.known.clear();
             }
         }
     }
@@ -41,7 +60,9 @@ impl Drop for Sandboxing {
 impl Sandboxers {
     /// Counts `pid` as a sandboxing peer until the returned guard is dropped.
     pub(crate) fn register(self: &Arc<Self>, pid: u32) -> Sandboxing {
-        *crate::locks::lock(&self.pids).entry(pid).or_insert(0) += 1;
+        let mut state = crate::locks::lock(&self.state);
+        *state.pids.entry(pid).or_insert(0) += 1;
+        state.known.clear();
         Sandboxing {
             of: self.clone(),
             pid,
@@ -53,8 +74,8 @@ impl Sandboxers {
     /// whose place in the tree cannot be read while some peer sandboxes is refused: it cannot
     /// be shown not to be beneath one.
     pub(crate) fn refuse(&self, peer: Option<u32>) -> Option<String> {
-        let sandboxers: Vec<u32> = crate::locks::lock(&self.pids).keys().copied().collect();
-        if sandboxers.is_empty() {
+        let mut state = crate::locks::lock(&self.state);
+        if state.pids.is_empty() {
             return None;
         }
         let unknown = || {
@@ -64,37 +85,60 @@ impl Sandboxers {
                     .to_owned(),
             )
         };
-        let Some(mut pid) = peer.filter(|p| *p != 0) else {
+        let Some(peer) = peer.filter(|p| *p != 0) else {
             return unknown();
         };
-        for _ in 0..MAX_HOPS {
-            let Some(parent) = parent_of(pid) else {
+        // Walked with the lock held: a verdict and the set it was reached against are one.
+        let mut path: Vec<Process> = Vec::new();
+        let mut pid = peer;
+        let beneath = loop {
+            let Some((parent, start)) = stat_of(pid) else {
                 return unknown();
             };
-            if parent <= 1 {
-                return None;
+            if let Some(&known) = state.known.get(&(pid, start)) {
+                break known;
             }
-            if sandboxers.contains(&parent) {
-                return Some(format!(
-                    "refused: this process descends from {parent}, a proxy that sandboxes its \
-                     server; a sandboxed server's processes may not use the daemon's socket"
-                ));
+            path.push((pid, start));
+            if parent <= 1 {
+                break false;
+            }
+            if state.pids.contains_key(&parent) {
+                break true;
+            }
+            if path.len() >= MAX_HOPS {
+                return unknown();
             }
             pid = parent;
+        };
+        if state.known.len() + path.len() > MAX_KNOWN {
+            state.known.clear();
         }
-        unknown()
+        // The peer itself is a sandboxer's own process, which holds the key: never beneath.
+        for (i, p) in path.into_iter().enumerate() {
+            let me = i == 0 && state.pids.contains_key(&p.0);
+            state.known.insert(p, beneath && !me);
+        }
+        (beneath && !state.pids.contains_key(&peer)).then(|| {
+            "refused: this process descends from a proxy that sandboxes its server; a \
+             sandboxed server's processes may not use the daemon's socket"
+                .to_owned()
+        })
     }
 }
 
-/// The parent of process `pid`, from the fourth field of `/proc/PID/stat` (read past the last
-/// `)`, since the command name between parentheses may hold any byte).
-fn parent_of(pid: u32) -> Option<u32> {
+/// The parent and the start time of process `pid`, from the fourth and twenty-second fields
+/// of `/proc/PID/stat` (read past the last `)`, since the command name between parentheses
+/// may hold any byte).
+fn stat_of(pid: u32) -> Option<(u32, u64)> {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     let after = stat.iter().rposition(|b| *b == b')')?;
     let rest = std::str::from_utf8(stat.get(after + 1..)?).ok()?;
     let mut fields = rest.split_ascii_whitespace();
     let _state = fields.next()?;
-    fields.next()?.parse().ok()
+    let parent = fields.next()?.parse().ok()?;
+    // Fields 5 to 21 lie between; the start time is the 22nd.
+    let start = fields.nth(17)?.parse().ok()?;
+    Some((parent, start))
 }
 
 #[cfg(test)]
@@ -112,7 +156,7 @@ mod tests {
         assert_eq!(s.refuse(Some(child.id())), None, "nobody sandboxes yet");
         let guard = s.register(me);
         let m = s.refuse(Some(child.id())).unwrap_or_default();
-        assert!(m.contains(&me.to_string()), "{m}");
+        assert!(m.contains("sandboxes its server"), "{m}");
         assert_eq!(
             s.refuse(Some(me)),
             None,
@@ -127,9 +171,29 @@ mod tests {
 
     #[test]
     fn the_parent_is_read_from_the_kernel() {
-        assert_eq!(
-            parent_of(std::process::id()),
-            Some(std::os::unix::process::parent_id())
+        let me = stat_of(std::process::id()).map(|(p, _)| p);
+        assert_eq!(me, Some(std::os::unix::process::parent_id()));
+    }
+
+    #[test]
+    fn a_verdict_is_forgotten_when_the_sandboxers_change() {
+        let s = Arc::new(Sandboxers::default());
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Init's registration: every walk ends there, so nothing is beneath it; remembered.
+        let other = s.register(1);
+        assert_eq!(s.refuse(Some(child.id())), None);
+        let me = s.register(std::process::id());
+        assert!(
+            s.refuse(Some(child.id())).is_some(),
+            "a stale verdict was used"
         );
+        drop(me);
+        assert_eq!(s.refuse(Some(child.id())), None, "a stale verdict was used");
+        drop(other);
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }

@@ -39,6 +39,8 @@ pub(crate) mod console;
 #[cfg(feature = "cli")]
 mod control;
 #[cfg(feature = "cli")]
+mod hush;
+#[cfg(feature = "cli")]
 mod idle;
 #[cfg(feature = "cli")]
 mod line;

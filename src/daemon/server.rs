@@ -1,6 +1,7 @@
 //! The daemon's listening socket and each connection to it: the peer check, the hello, then
 //! control requests, a `log` or `describe` follower, or an attached session.
 
+use super::hush::Hush;
 use super::line::{self, send};
 use super::lineage::Sandboxers;
 use super::secret::Secret;
@@ -142,6 +143,7 @@ impl Listening {
         });
         let greeting = Arc::new(Greeting::default());
         let sandboxers = Arc::new(Sandboxers::default());
+        let refusals = Arc::new(Refusals::default());
         let services = Arc::new(services);
         let (stop, stopping) = watch::channel(false);
         tokio::pin!(shutdown);
@@ -171,12 +173,13 @@ impl Listening {
                 .and_then(|c| c.pid())
                 .and_then(|p| u32::try_from(p).ok());
             if let Some(why) = sandboxers.refuse(pid) {
-                tracing::warn!("{why}");
+                refusals.beneath.warn(&why);
                 refuse_now(&stream, &why);
                 continue;
             }
             let daemon = Daemon {
                 sandboxers: sandboxers.clone(),
+                refusals: refusals.clone(),
                 broker: broker.clone(),
                 attachments: attachments.clone(),
                 services: services.clone(),
@@ -201,11 +204,10 @@ impl Listening {
                 && let Some((_, pid, dropped)) = waiting.remove(at)
             {
                 dropped.abort();
-                tracing::warn!(
-                    ?pid,
+                refusals.dropped.warn(&format!(
                     "more than {MAX_GREETING} connections waiting to say hello; dropped the \
-                     oldest of the process with the most"
-                );
+                     oldest of the process with the most (pid {pid:?})"
+                ));
             }
         }
         // Attached sessions end as a sidecar does on SIGTERM: their work in flight gets its
@@ -221,9 +223,23 @@ impl Listening {
     }
 }
 
+/// The refusals a peer can cause by the thousand, each kind logged at most once a second.
+#[derive(Default)]
+struct Refusals {
+    /// Connections from beneath a sandboxing proxy.
+    beneath: Hush,
+    /// Connections that did not prove the key.
+    keyless: Hush,
+    /// Connections of another user.
+    foreign: Hush,
+    /// Connections dropped while waiting to say hello.
+    dropped: Hush,
+}
+
 /// What every connection shares.
 struct Daemon {
     sandboxers: Arc<Sandboxers>,
+    refusals: Arc<Refusals>,
     broker: Broker,
     attachments: Arc<Attachments>,
     services: Arc<Services>,
@@ -255,7 +271,7 @@ async fn connection(
     let cred = stream.peer_cred().ok();
     let peer = cred.map(|c| c.uid());
     if let Some(message) = socket::refuse_peer(peer, daemon.uid) {
-        tracing::warn!("{message}");
+        daemon.refusals.foreign.warn(&message);
         refuse(stream, line::error(message)).await;
         return;
     }
@@ -268,7 +284,10 @@ async fn connection(
         _ => false,
     };
     if !proven {
-        tracing::warn!("refused a connection without the daemon's key");
+        daemon
+            .refusals
+            .keyless
+            .warn("refused a connection without the daemon's key");
         let message = "refused: the first line must be {\"hello\": KEY}, KEY being what the \
                        daemon's key file beside the socket holds";
         let _ = send(&mut write, &line::error(message)).await;
@@ -292,7 +311,7 @@ async fn connection(
             Ok(Frame::Line(line)) if attach::follows(&line) => {
                 // Only a sandboxing proxy follows the description, for its sandbox's roots.
                 let _sandboxing = peer_pid(cred).map(|p| daemon.sandboxers.register(p));
-                attach::follow(&daemon.broker, write, daemon.stop.clone()).await;
+                attach::follow(&daemon.broker, reader, write, daemon.stop.clone()).await;
                 return;
             }
             Ok(Frame::Line(line)) => match daemon.services.answer(&daemon.broker, &line) {

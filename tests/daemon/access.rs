@@ -173,3 +173,36 @@ fn connections_that_never_say_hello_cannot_keep_a_peer_with_the_key_out() {
     assert_eq!(v["ok"], true, "{v}");
     drop(silent);
 }
+
+#[test]
+fn followers_of_the_description_that_leave_give_their_slots_back() {
+    let p = Place::new();
+    let _d = p.start();
+    // Every control slot taken by a follower of the description, as a sandboxing proxy
+    // holds one for its life; then every one of them gone, as proxies end.
+    let followers: Vec<crate::control::Control> = (0..64)
+        .map(|_| {
+            let mut c = crate::control::Control::open(&p);
+            let first = c.ask(&json!({"op": "describe", "follow": true}));
+            assert_eq!(first["ok"], true, "{first}");
+            c
+        })
+        .collect();
+    // This process now counts as a sandboxing proxy, so the 65th connection is its own (a
+    // child of it would be refused as beneath one).
+    let mut c = UnixStream::connect(p.socket()).unwrap();
+    c.set_read_timeout(Some(WAIT)).unwrap();
+    let key = std::fs::read_to_string(p.key()).unwrap();
+    writeln!(c, "{}", json!({"hello": key.trim()})).unwrap();
+    let mut answer = String::new();
+    BufReader::new(&c).read_line(&mut answer).unwrap();
+    assert!(answer.contains("too many connections"), "{answer}");
+    drop(followers);
+    // Their ends are seen as they come, with no change of policy to write: their slots and
+    // their standing as sandboxing proxies go with them, and the user's commands (a child
+    // of this process among them) are served again. The wait only bounds a daemon that
+    // never notices.
+    crate::place::wait_for("the followers' slots to come back", || {
+        p.verb(&["status", "--json"]).success()
+    });
+}
