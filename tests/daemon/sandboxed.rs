@@ -157,12 +157,7 @@ fn a_sandboxed_attached_server_is_refused_the_daemons_policy_file_and_consent_pr
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
     let consent = format!("command:{}", program.display());
-    let _d = p.start_with(&[
-        "--policy",
-        policy.to_str().unwrap(),
-        "--consent",
-        &consent,
-    ]);
+    let _d = p.start_with(&["--policy", policy.to_str().unwrap(), "--consent", &consent]);
     for (allow, what) in [
         (format!("{}:rw", pol.display()), "the broker's policy file"),
         (policy.display().to_string(), "the broker's policy file"),

@@ -1,7 +1,8 @@
 //! The broker's private places stay closed to a sandboxed server, whoever asked for the rule
 //! that would open them: the daemon's socket directory (its key would let the server sign in
 //! to the console and answer its own questions), the state directory, the daemon's log, the
-//! console's grants and the audit file. A script kept above one of them still runs, by
+//! console's grants, the audit file, and the files that decide what a server may do (the
+//! policy file and the consent program). A script kept above one of them still runs, by
 //! itself: its directory is not opened. Each start is the real binary with a real server.
 
 use crate::sandboxed::{CHECKER, Layout, report};
@@ -179,7 +180,11 @@ fn allowing_the_proxys_policy_file_or_its_consent_program_or_a_place_above_is_re
         (format!("{}:rw", path(&pol)), "policy file", "--policy"),
         (path(&policy), "policy file", "--policy"),
         (format!("{}:rw", path(&ask)), "consent program", "command:"),
-        (format!("{}:rw", path(&program)), "consent program", "command:"),
+        (
+            format!("{}:rw", path(&program)),
+            "consent program",
+            "command:",
+        ),
     ];
     for (allow, what, fix) in cases {
         let mut p = l.run(

@@ -202,7 +202,9 @@ fn paths(v: &Value) -> Result<Vec<PathBuf>, String> {
             .iter()
             .map(|i| {
                 path(i).ok_or_else(|| {
-                    format!("the daemon's description names a consent program that is not a path: {i}")
+                    format!(
+                        "the daemon's description names a consent program that is not a path: {i}"
+                    )
                 })
             })
             .collect(),
