@@ -156,10 +156,22 @@ pub(crate) fn describe(broker: &Broker) -> Value {
         // and the console's grants: a proxy's sandbox opens none of them, nor a place above
         // one (the proxy's environment may name other places than the daemon's).
         "recoveryStore": broker.recovery().map(|r| r.path()),
-        "auditFile": policy.audit.file,
+        "auditFile": policy.audit.file.as_deref().map(absolute),
         "daemonLog": super::background::log_path().ok(),
         "consoleFile": super::console::Store::default_place().map(|s| s.file().to_owned()),
+        // The files whose content decides what a server may do: the policy the daemon reloads
+        // on save and the programs that answer its consent questions. A server that could
+        // write one would give itself roots or answer its own questions.
+        "policyFile": policy.source.as_deref().map(absolute),
+        "consentPrograms": policy.consent.programs(),
     })
+}
+
+/// `path` made absolute against the daemon's working directory: a client takes a relative
+/// path against its own, which may be another. As given when the working directory cannot be
+/// told.
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// The attached sessions, by session id: what `status` shows of each beyond the broker's

@@ -96,6 +96,18 @@ impl ConsentPolicy {
         }
         covering.next().map(|_| true)
     }
+
+    /// The `command:` programs that answer consent (the mode's and the fallback's): whoever
+    /// may write one answers the broker's questions, so a sandbox never opens them.
+    pub(crate) fn programs(&self) -> Vec<PathBuf> {
+        [&self.mode, &self.fallback]
+            .into_iter()
+            .filter_map(|m| match m {
+                Some(ConsentMode::Command(p)) => Some(p.clone()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 impl Default for ConsentPolicy {

@@ -138,3 +138,39 @@ fn a_sandboxed_attached_server_is_refused_the_places_the_daemon_keeps() {
         assert!(proxy.stderr().contains(what), "{what}: {}", proxy.stderr());
     }
 }
+
+#[test]
+fn a_sandboxed_attached_server_is_refused_the_daemons_policy_file_and_consent_program() {
+    // The daemon's policy file lies outside its configuration directory (`--policy`), and a
+    // program of the user's answers its consent questions; the proxy's environment names
+    // neither. A server that could write the policy would give itself roots when the daemon
+    // reloads it on save; one that could write the program would answer its own questions.
+    let p = Place::new();
+    let pol = p.tmp.path().join("pol");
+    std::fs::create_dir(&pol).unwrap();
+    let policy = pol.join("policy.toml");
+    std::fs::write(&policy, "[consent]\nmode = \"deny\"\n").unwrap();
+    let ask = p.tmp.path().join("ask");
+    std::fs::create_dir(&ask).unwrap();
+    let program = ask.join("answer.sh");
+    std::fs::write(&program, "#!/bin/sh\necho '{\"granted\": false}'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let consent = format!("command:{}", program.display());
+    let _d = p.start_with(&["--policy", policy.to_str().unwrap(), "--consent", &consent]);
+    for (allow, what) in [
+        (format!("{}:rw", pol.display()), "the broker's policy file"),
+        (policy.display().to_string(), "the broker's policy file"),
+        (format!("{}:rw", ask.display()), "the consent program"),
+    ] {
+        let mut cmd = std::process::Command::new(crate::common::bin());
+        cmd.arg("proxy")
+            .arg(format!("--daemon={}", p.socket().display()))
+            .args(["--sandbox", "--sandbox-allow", &allow])
+            .args(["--", "python3", "-c", "import sys; sys.stdin.read()"]);
+        let mut proxy = Sidecar::start(cmd);
+        let (status, _) = proxy.finish();
+        assert_eq!(status.code(), Some(1), "{allow}: {}", proxy.stderr());
+        assert!(proxy.stderr().contains(what), "{what}: {}", proxy.stderr());
+    }
+}

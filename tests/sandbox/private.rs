@@ -1,7 +1,8 @@
 //! The broker's private places stay closed to a sandboxed server, whoever asked for the rule
 //! that would open them: the daemon's socket directory (its key would let the server sign in
 //! to the console and answer its own questions), the state directory, the daemon's log, the
-//! console's grants and the audit file. A script kept above one of them still runs, by
+//! console's grants, the audit file, and the files that decide what a server may do (the
+//! policy file and the consent program). A script kept above one of them still runs, by
 //! itself: its directory is not opened. Each start is the real binary with a real server.
 
 use crate::sandboxed::{CHECKER, Layout, report};
@@ -156,4 +157,48 @@ fn a_root_that_holds_the_state_directory_is_refused_with_the_way_out() {
         &mut p,
         &["root home", "state directory", "XDG_STATE_HOME", "narrower"],
     );
+}
+
+#[test]
+fn allowing_the_proxys_policy_file_or_its_consent_program_or_a_place_above_is_refused() {
+    // The proxy's own policy file (outside the configuration directory) and the program that
+    // answers its consent questions: a server that could write the first would give itself
+    // roots, one that could write the second would answer its own questions.
+    let l = Layout::new();
+    let pol = l.base.join("pol");
+    std::fs::create_dir_all(&pol).unwrap();
+    let policy = pol.join("policy.toml");
+    std::fs::write(&policy, "[consent]\nmode = \"deny\"\n").unwrap();
+    let ask = l.base.join("ask");
+    std::fs::create_dir_all(&ask).unwrap();
+    let program = ask.join("answer.sh");
+    std::fs::write(&program, "#!/bin/sh\necho '{\"granted\": false}'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let consent = format!("command:{}", path(&program));
+    let cases: [(String, &str, &str); 4] = [
+        (format!("{}:rw", path(&pol)), "policy file", "--policy"),
+        (path(&policy), "policy file", "--policy"),
+        (format!("{}:rw", path(&ask)), "consent program", "command:"),
+        (
+            format!("{}:rw", path(&program)),
+            "consent program",
+            "command:",
+        ),
+    ];
+    for (allow, what, fix) in cases {
+        let mut p = l.run(
+            &[
+                "--policy",
+                &path(&policy),
+                "--consent",
+                &consent,
+                "--sandbox-allow",
+                &allow,
+            ],
+            &l.checker(),
+            &[],
+        );
+        refused(&mut p, &[what, fix]);
+    }
 }

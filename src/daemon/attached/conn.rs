@@ -58,6 +58,10 @@ pub(crate) struct Kept {
     pub(crate) log: Option<PathBuf>,
     /// The console's grant file, as its environment places it.
     pub(crate) console: Option<PathBuf>,
+    /// The policy file it was started on (and reloads on save), when it has one.
+    pub(crate) policy: Option<PathBuf>,
+    /// The `command:` programs that answer its consent questions.
+    pub(crate) consent: Vec<PathBuf>,
 }
 
 /// One of the daemon's roots.
@@ -177,6 +181,8 @@ fn described(d: &Value) -> Result<Described, String> {
             audit: path(&d["auditFile"]),
             log: path(&d["daemonLog"]),
             console: path(&d["consoleFile"]),
+            policy: path(&d["policyFile"]),
+            consent: paths(&d["consentPrograms"])?,
         }),
     })
 }
@@ -184,6 +190,28 @@ fn described(d: &Value) -> Result<Described, String> {
 /// A path the daemon named, if it named one.
 fn path(v: &Value) -> Option<PathBuf> {
     v.as_str().map(PathBuf::from)
+}
+
+/// The paths the daemon named in the list `v` (none when it named no list). A list with
+/// anything but paths in it is refused: a place the sandbox must keep closed that cannot be
+/// read would be left open.
+fn paths(v: &Value) -> Result<Vec<PathBuf>, String> {
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| {
+                path(i).ok_or_else(|| {
+                    format!(
+                        "the daemon's description names a consent program that is not a path: {i}"
+                    )
+                })
+            })
+            .collect(),
+        other => Err(format!(
+            "the daemon's description has consentPrograms that are not a list: {other}"
+        )),
+    }
 }
 
 /// An attached session's live connection.

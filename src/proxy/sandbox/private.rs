@@ -2,7 +2,14 @@
 //! directory (with the key that lets a process sign in to the console and answer its own
 //! consent questions), the state directory (the store, its journal, the daemon's log), the
 //! recovery store wherever it was moved, the configuration directory (the console's grant
-//! file, the policy the daemon starts on), the daemon's log and the audit file.
+//! file, the policy the daemon starts on), the daemon's log, the audit file, and the files
+//! whose content decides what a server may do wherever they lie: the policy file the broker
+//! was started on (and reloads on save) and the `command:` programs that answer consent.
+//!
+//! Such a file is private by itself: a rule on it, or on its directory or any directory
+//! above, is refused, since a directory rule lets the server replace the file by rename as
+//! well as write it. A rule on a file beside it is not: the kernel's rule on a file gives no
+//! right over the names in its directory, so it cannot put another file in its place.
 //!
 //! They are gathered in one place, [`PrivatePlaces::gather`], and every rule of a profile is
 //! judged against all of them by [`PrivatePlaces::refusal`]: a rule that holds one of them, or
@@ -33,6 +40,10 @@ enum Kind {
     DaemonLog,
     /// The audit file (and its rotated files beside it).
     Audit,
+    /// The policy file the broker was started on, which it reloads on save.
+    Policy,
+    /// A `command:` program that answers consent questions.
+    Consent,
 }
 
 impl Kind {
@@ -44,6 +55,8 @@ impl Kind {
             Kind::Config => "the broker's configuration directory (with the console's grant file)",
             Kind::DaemonLog => "the daemon's log",
             Kind::Audit => "the audit file",
+            Kind::Policy => "the broker's policy file",
+            Kind::Consent => "the consent program",
         }
     }
 
@@ -56,6 +69,8 @@ impl Kind {
             Kind::Store => "move the store with recovery.dir",
             Kind::Config => "set XDG_CONFIG_HOME to a directory outside the rule",
             Kind::Audit => "move the audit file with audit.file or --audit-file",
+            Kind::Policy => "keep the policy file (--policy) outside the rule",
+            Kind::Consent => "keep the consent program (command:PROGRAM) outside the rule",
         }
     }
 }
@@ -136,7 +151,8 @@ impl PrivatePlaces {
     /// - the configuration directory, as the state directory, and the directory of the
     ///   daemon's console file as it names it;
     /// - the daemon's log, as this environment and as the daemon names it;
-    /// - the broker's or the daemon's audit file.
+    /// - the broker's or the daemon's audit file;
+    /// - the broker's or the daemon's policy file and consent programs.
     pub(super) fn gather(source: &RootSource, cwd: &Path) -> PrivatePlaces {
         let mut out = PrivatePlaces::default();
         let mut add = |kind: Kind, path: Option<PathBuf>| {
@@ -182,6 +198,10 @@ impl PrivatePlaces {
         add(Kind::Store, kept.store);
         add(Kind::Audit, kept.audit);
         add(Kind::DaemonLog, kept.log);
+        add(Kind::Policy, kept.policy);
+        for program in kept.consent {
+            add(Kind::Consent, Some(program));
+        }
         add(
             Kind::Config,
             kept.console
@@ -238,7 +258,7 @@ impl PrivatePlaces {
             return None;
         }
         Some(format!(
-            "the profile would open {} ({why}), which {}: a sandboxed server must never reach the broker's private places (the key beside the daemon's socket would let it sign in to the console and answer its own questions; the store, the journal, the grants and the logs are kept for the user); choose a narrower path, or {}",
+            "the profile would open {} ({why}), which {}: a sandboxed server must never reach the broker's private places (the key beside the daemon's socket would let it sign in to the console and answer its own questions, and so would the consent program; the policy file would let it give itself roots; the store, the journal, the grants and the logs are kept for the user); choose a narrower path, or {}",
             path.display(),
             met.join(" and "),
             fixes.join(", or ")
@@ -336,6 +356,19 @@ mod tests {
         assert!(p.meets(&base.join("real/state")));
         assert!(p.meets(&base.join("link/../real")));
         assert!(!p.meets(&base.join("real/other")));
+    }
+
+    #[test]
+    fn a_policy_file_is_refused_with_its_directory_but_not_beside_it() {
+        let p = places(Kind::Policy, Path::new("/home/u/pol/policy.toml"));
+        assert!(p.meets(Path::new("/home/u/pol/policy.toml")));
+        assert!(p.meets(Path::new("/home/u")));
+        assert!(!p.meets(Path::new("/home/u/pol/notes.txt")));
+        let why = p
+            .refusal(Path::new("/home/u/pol"), "--sandbox-allow")
+            .unwrap_or_default();
+        assert!(why.contains("holds the broker's policy file"), "{why}");
+        assert!(why.contains("--policy"), "{why}");
     }
 
     #[test]

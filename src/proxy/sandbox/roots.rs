@@ -76,16 +76,21 @@ impl RootSource {
         }
     }
 
-    /// The places the broker keeps for itself: the proxy's own broker's store and audit
-    /// file, or what the daemon named.
+    /// The places the broker keeps for itself: the proxy's own broker's store, audit file,
+    /// policy file and consent programs, or what the daemon named.
     pub(super) fn kept(&self) -> Kept {
         match self {
-            RootSource::Own(broker) => Kept {
-                store: broker.recovery().map(|r| r.path().to_owned()),
-                audit: broker.policy().audit.file,
-                log: None,
-                console: None,
-            },
+            RootSource::Own(broker) => {
+                let policy = broker.policy();
+                Kept {
+                    store: broker.recovery().map(|r| r.path().to_owned()),
+                    consent: policy.consent.programs(),
+                    audit: policy.audit.file,
+                    policy: policy.source,
+                    log: None,
+                    console: None,
+                }
+            }
             RootSource::Daemon { kept, .. } => kept.clone(),
         }
     }
