@@ -257,7 +257,10 @@ impl RecoveryStore {
         // Every level counts, however deep: levels past 128 used to cost nothing, so that a
         // file 131 levels down, deleted again and again, grew the store past its bound.
         let (measured, refused) = match self.store.measure(&id, policy.max_bytes, Some(deadline)) {
-            Ok(bytes) => (Some(bytes), self.room_for(&kept("move", bytes), policy).err()),
+            Ok(bytes) => (
+                Some(bytes),
+                self.room_for(&kept("move", bytes), policy).err(),
+            ),
             Err(Unmeasured::Late(e)) => (None, Some(e)),
             Err(Unmeasured::Io(e)) => (
                 None,
@@ -273,7 +276,9 @@ impl RecoveryStore {
         match refused {
             None => Ok(kept("move", measured.unwrap_or(0))),
             // Refused: the entry goes back, and the delete is refused.
-            Some(e) => self.refuse_moved(kept("move", 0), parent, name, e, measured, origin, policy),
+            Some(e) => {
+                self.refuse_moved(kept("move", 0), parent, name, e, measured, origin, policy)
+            }
         }
     }
 

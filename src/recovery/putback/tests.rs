@@ -100,25 +100,9 @@ fn a_refused_delete_whose_name_is_taken_goes_back_beside_it_and_stays_refused() 
     assert!(s.store.history(None, None).unwrap().is_empty());
 }
 
-/// A refused delete whose entry cannot go back at all (its directory removed meanwhile):
-/// the entry is kept, the user's only copy, and the delete journaled at its measured cost
-/// (past the store's bound), never at nothing, so that the store refuses what comes after.
-#[test]
-fn an_entry_that_cannot_go_back_at_all_costs_its_measured_size() {
-    let s = setup();
-    let gone = s.parent.clone();
-    between(move || std::fs::remove_dir(&gone).unwrap());
-    let deadline = Deadline::at(Instant::now() + Duration::from_secs(60));
-    let keep = s
-        .store
-        .remove_kept(&s.handle, "t", true, deadline, &s.origin)
-        .unwrap_or_else(|e| panic!("the kept entry was not journaled: {e}"));
-    let bytes = keep.kept.as_ref().map_or(0, |k| k.bytes);
-    assert!(bytes > MAX, "kept at {bytes} bytes");
-}
-
-/// As above, with a tree that could not be measured (the deadline passed during the walk):
-/// it costs the whole store, so that nothing more is kept until it is pruned. It used to
+/// A refused delete whose entry cannot go back at all (its directory removed meanwhile), the
+/// tree not measured (the deadline passed): the entry is kept, the user's only copy, and
+/// the delete journaled at the cost of the whole store, so that nothing more is kept until it is pruned. It used to
 /// cost nothing: outside the bound, and never pruned for room.
 #[test]
 fn an_unmeasured_entry_that_cannot_go_back_costs_the_whole_store() {
