@@ -82,6 +82,9 @@ fn moved_aside(refusal: Error, at: &str) -> Error {
     if let Some(l) = refusal.limit() {
         e = e.with_limit(l);
     }
+    if let Some(p) = refusal.path() {
+        e = e.with_path(p);
+    }
     e
 }
 
