@@ -69,7 +69,7 @@ impl Origin {
 /// What was kept for a change about to be journaled.
 #[derive(Debug)]
 pub(crate) struct Keep {
-    id: String,
+    pub(super) id: String,
     pub(super) kept: Option<Kept>,
     not_kept: Option<String>,
     etag_before: Option<String>,
@@ -256,11 +256,14 @@ impl RecoveryStore {
         // bytes, never pruned, not even for its age.
         // Every level counts, however deep: levels past 128 used to cost nothing, so that a
         // file 131 levels down, deleted again and again, grew the store past its bound.
-        let (bytes, refused) = match self.store.measure(&id, policy.max_bytes, Some(deadline)) {
-            Ok(bytes) => (bytes, self.room_for(&kept("move", bytes), policy).err()),
-            Err(Unmeasured::Late(e)) => (0, Some(e)),
+        let (measured, refused) = match self.store.measure(&id, policy.max_bytes, Some(deadline)) {
+            Ok(bytes) => (
+                Some(bytes),
+                self.room_for(&kept("move", bytes), policy).err(),
+            ),
+            Err(Unmeasured::Late(e)) => (None, Some(e)),
             Err(Unmeasured::Io(e)) => (
-                0,
+                None,
                 Some(Error::new(
                     ErrorKind::Io,
                     format!(
@@ -269,23 +272,12 @@ impl RecoveryStore {
                 )),
             ),
         };
-        let Some(e) = refused else {
-            return Ok(kept("move", bytes));
-        };
-        // Refused: the entry goes back where it was, and the delete is refused.
-        match self.store.put_back(&id, parent, name) {
-            Ok(()) => Err(e),
-            Err(back) => {
-                // Its name was taken meanwhile (a process of the server's, another broker):
-                // the entry is gone from the root, and the store's copy is the user's only
-                // one. It used to stay in `objects/` unjournaled, out of `history`'s and
-                // `restore`'s reach and never pruned; now the delete stands, journaled, and
-                // the store is over its bound by this one change.
-                tracing::error!(
-                    store = %self.store.path.display(), id,
-                    "a refused delete's entry could not be put back ({back}): it is kept, and the delete journaled"
-                );
-                Ok(kept("move", bytes))
+        super::putback::between_measure_and_put_back();
+        match refused {
+            None => Ok(kept("move", measured.unwrap_or(0))),
+            // Refused: the entry goes back, and the delete is refused.
+            Some(e) => {
+                self.refuse_moved(kept("move", 0), parent, name, e, measured, origin, policy)
             }
         }
     }

@@ -15,6 +15,7 @@ mod copy;
 mod journal;
 mod keep;
 mod prune;
+mod putback;
 mod revert;
 mod store;
 mod walk;

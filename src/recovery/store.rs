@@ -149,6 +149,30 @@ impl Store {
         }
     }
 
+    /// Puts object `id` back beside `name` in `parent`, under a free name made of `name`, a
+    /// mark, and a random part (never replacing anything), and returns that name: where a
+    /// refused delete's entry goes when a process took its name meanwhile. The random part
+    /// keeps a process from taking every such name ahead; the attempts are bounded.
+    pub(super) fn put_back_beside(
+        &self,
+        id: &str,
+        parent: &Dir,
+        name: &str,
+    ) -> std::io::Result<String> {
+        let mut last = std::io::Error::from(rustix::io::Errno::EXIST);
+        for _ in 0..8 {
+            let beside = beside_name(name, &new_id());
+            match self.put_back(id, parent, &beside) {
+                Ok(()) => return Ok(beside),
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) => {
+                    last = e;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
     /// Puts back a directory of the user's without write permission of its own, which a
     /// rename to another directory needs (for its `..`): it is made writable for the
     /// rename, and gets its mode back after. A deleted read-only directory used to be
@@ -291,6 +315,20 @@ fn purge(objects: &Dir, place: &Path, name: &str) -> bool {
             false
         }
     }
+}
+
+/// The mark of a name a refused delete's entry was put back under, beside its own.
+pub(super) const BESIDE: &str = ".fsbroker-putback-";
+
+/// `name`, the mark and `random`, within the 255 bytes a name may have: a long `name` is cut
+/// (at a character's boundary) rather than the put-back failing for the length.
+pub(super) fn beside_name(name: &str, random: &str) -> String {
+    let room = 255usize.saturating_sub(BESIDE.len() + random.len());
+    let mut cut = name.len().min(room);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{BESIDE}{random}", &name[..cut])
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod recovery_attacks;
 mod recovery_deep;
 mod recovery_history;
 mod recovery_other_fs;
+mod recovery_putback;
 mod reload;
 mod root_paths;
 mod stdout;
