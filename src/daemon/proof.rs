@@ -1,7 +1,7 @@
 //! Proving the other end of the control socket before anything is sent to it. Every client of
 //! the daemon (the command line's verbs, `daemon --ensure`, an attaching `serve` or `proxy`, a
 //! library host's session) connects through [`connect`], and the daemon judges its own place
-//! by [`trusted_dir`]: the socket is found through an environment variable (`XDG_RUNTIME_DIR`,
+//! by the same [`socket::trusted_dir`]: the socket is found through an environment variable (`XDG_RUNTIME_DIR`,
 //! which `su` without `-` keeps), so its path proves nothing by itself.
 //!
 //! What is proven, in order: the socket's directory, by its real path, and every directory
@@ -14,70 +14,8 @@
 use super::secret::Secret;
 use super::socket;
 use std::io::ErrorKind as IoKind;
-use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-
-/// The restricted-deletion ("sticky") bit: in a directory with it, only an entry's owner, the
-/// directory's owner and root may rename or remove the entry.
-const STICKY: u32 = 0o1000;
-
-/// Checks that `dir` (a real path: no component a link) is the user's private directory and
-/// that nobody but the user or root can replace it: `dir` itself is owned by `uid` and closed
-/// to group and others; each directory above it is owned by `uid` or root and writable by
-/// nobody else, unless it is sticky (`/tmp`), where others may write but not move what is not
-/// theirs. An `Err` names the directory and what is wrong with it.
-pub(crate) fn trusted_dir(dir: &Path, uid: u32) -> Result<(), String> {
-    let own = std::fs::symlink_metadata(dir)
-        .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
-    let mode = own.mode() & 0o7777;
-    if !own.file_type().is_dir() {
-        return Err(format!(
-            "the socket directory {} is not a directory (a link or a file); expected a \
-             directory owned by uid {uid} (this user) with mode 0700",
-            dir.display()
-        ));
-    }
-    if own.uid() != uid || mode & 0o077 != 0 {
-        return Err(format!(
-            "refusing the socket directory {}: it is owned by uid {} with mode {mode:04o}; \
-             expected a directory owned by uid {uid} (this user) with mode 0700",
-            dir.display(),
-            own.uid()
-        ));
-    }
-    // Bounded by the path's own components; nothing here recurses.
-    for above in dir.ancestors().skip(1) {
-        let meta = std::fs::symlink_metadata(above)
-            .map_err(|e| format!("cannot inspect {}: {e}", above.display()))?;
-        let mode = meta.mode() & 0o7777;
-        let why = if !meta.file_type().is_dir() {
-            Some("it is not a directory (a link, say)".to_owned())
-        } else if meta.uid() != uid && meta.uid() != 0 {
-            Some(format!("it is owned by uid {}", meta.uid()))
-        } else if mode & 0o022 != 0 && mode & STICKY == 0 {
-            Some(format!(
-                "its mode {mode:04o} lets others than its owner write it"
-            ))
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            return Err(format!(
-                "refusing the socket directory {}: {} above it {why}, and whoever may change \
-                 {} can replace what lies below it; every directory above the socket must be \
-                 owned by you (uid {uid}) or root and writable by nobody else (or sticky, as \
-                 /tmp is). Name a socket in a directory of your own (--daemon for the verbs \
-                 and attaching commands, --socket for the daemon), or set XDG_RUNTIME_DIR to \
-                 yours (after `su`, use `su -`)",
-                dir.display(),
-                above.display(),
-                above.display()
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// The socket's path with its directory's real path: `Ok(None)` when that directory does not
 /// exist (so no daemon answers there).
@@ -117,7 +55,7 @@ fn refuse_answerer(socket: &Path, peer: Option<u32>, uid: u32) -> Option<String>
         Some(p) => Some(format!(
             "refusing what answers on {}: it runs as uid {p}, not as you (uid {uid}), so it \
              is not your daemon; nothing was sent to it. Another user's program listens at \
-             that path (after `su`, use `su -`, or name your socket with --socket)",
+             that path (after `su`, use `su -`, or name your socket with --daemon)",
             socket.display()
         )),
         None => Some(format!(
@@ -141,7 +79,7 @@ pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Secret), String> {
         _ => {}
     }
     let dir = socket::dir_of(&real)?;
-    trusted_dir(dir, uid)?;
+    socket::trusted_dir(dir, uid)?;
     let stream = match UnixStream::connect(&real) {
         Ok(s) => s,
         Err(e) if matches!(e.kind(), IoKind::NotFound | IoKind::ConnectionRefused) => {
@@ -177,35 +115,6 @@ pub(crate) async fn connect_async(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn chmod(p: &Path, mode: u32) {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    #[test]
-    fn a_directory_above_that_others_may_write_is_refused_unless_sticky() {
-        let uid = rustix::process::getuid().as_raw();
-        let top = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let top = std::fs::canonicalize(top.path()).unwrap_or_else(|e| panic!("{e}"));
-        let above = top.join("above");
-        let dir = above.join("fsbroker");
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        chmod(&dir, 0o700);
-        chmod(&above, 0o755);
-        assert_eq!(trusted_dir(&dir, uid), Ok(()));
-        chmod(&above, 0o777);
-        let m = trusted_dir(&dir, uid).err().unwrap_or_default();
-        assert!(
-            m.contains("0777") && m.contains(&above.display().to_string()),
-            "{m}"
-        );
-        chmod(&above, 0o1777);
-        assert_eq!(trusted_dir(&dir, uid), Ok(()));
-        chmod(&dir, 0o750);
-        assert!(trusted_dir(&dir, uid).is_err());
-    }
 
     #[test]
     fn an_answerer_of_another_uid_is_refused() {

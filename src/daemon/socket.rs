@@ -4,7 +4,7 @@
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::ErrorKind as IoKind;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The file name of the socket in its directory.
@@ -62,7 +62,7 @@ pub(crate) fn dir_of(socket: &Path) -> Result<&Path, String> {
 }
 
 /// Makes the socket's directory (mode 0700, its missing parents with the usual mode) if it
-/// is missing, then checks it as every client does ([`super::proof::trusted_dir`]): a real
+/// is missing, then checks it as every client does ([`trusted_dir`]): a real
 /// directory (not a link), owned by `uid`, closed to group and others, below directories that
 /// nobody but the user or root can change. Returns its real path, the one to use from then on
 /// (a link above it, in a place that passed, cannot be changed by another user).
@@ -89,8 +89,69 @@ pub(crate) fn private_dir(dir: &Path, uid: u32) -> Result<PathBuf, String> {
     }
     let real =
         std::fs::canonicalize(dir).map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
-    super::proof::trusted_dir(&real, uid)?;
+    trusted_dir(&real, uid)?;
     Ok(real)
+}
+
+/// The restricted-deletion ("sticky") bit: in a directory with it, only an entry's owner, the
+/// directory's owner and root may rename or remove the entry.
+const STICKY: u32 = 0o1000;
+
+/// Checks that `dir` (a real path: no component a link) is the user's private directory and
+/// that nobody but the user or root can replace it: `dir` itself is owned by `uid` and closed
+/// to group and others; each directory above it is owned by `uid` or root and writable by
+/// nobody else, unless it is sticky (`/tmp`), where others may write but not move what is not
+/// theirs. An `Err` names the directory and what is wrong with it.
+pub(crate) fn trusted_dir(dir: &Path, uid: u32) -> Result<(), String> {
+    let own = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+    let mode = own.mode() & 0o7777;
+    if !own.file_type().is_dir() {
+        return Err(format!(
+            "the socket directory {} is not a directory (a link or a file); expected a \
+             directory owned by uid {uid} (this user) with mode 0700",
+            dir.display()
+        ));
+    }
+    if own.uid() != uid || mode & 0o077 != 0 {
+        return Err(format!(
+            "refusing the socket directory {}: it is owned by uid {} with mode {mode:04o}; \
+             expected a directory owned by uid {uid} (this user) with mode 0700",
+            dir.display(),
+            own.uid()
+        ));
+    }
+    // Bounded by the path's own components; nothing here recurses.
+    for above in dir.ancestors().skip(1) {
+        let meta = std::fs::symlink_metadata(above)
+            .map_err(|e| format!("cannot inspect {}: {e}", above.display()))?;
+        let mode = meta.mode() & 0o7777;
+        let why = if !meta.file_type().is_dir() {
+            Some("it is not a directory (a link, say)".to_owned())
+        } else if meta.uid() != uid && meta.uid() != 0 {
+            Some(format!("it is owned by uid {}", meta.uid()))
+        } else if mode & 0o022 != 0 && mode & STICKY == 0 {
+            Some(format!(
+                "its mode {mode:04o} lets others than its owner write it"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(format!(
+                "refusing the socket directory {}: {} above it {why}, and whoever may change \
+                 {} can replace what lies below it; every directory above the socket must be \
+                 owned by you (uid {uid}) or root and writable by nobody else (or sticky, as \
+                 /tmp is). Name a socket in a directory of your own (--daemon for the verbs \
+                 and attaching commands, --socket for the daemon), or set XDG_RUNTIME_DIR to \
+                 yours (after `su`, use `su -`)",
+                dir.display(),
+                above.display(),
+                above.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Opens (creating it 0600, never through a link) the lock file at `path`.
@@ -196,6 +257,35 @@ pub(crate) fn refuse_peer(peer_uid: Option<u32>, own_uid: u32) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn chmod(p: &Path, mode: u32) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn a_directory_above_that_others_may_write_is_refused_unless_sticky() {
+        let uid = rustix::process::getuid().as_raw();
+        let top = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let top = std::fs::canonicalize(top.path()).unwrap_or_else(|e| panic!("{e}"));
+        let above = top.join("above");
+        let dir = above.join("fsbroker");
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        chmod(&dir, 0o700);
+        chmod(&above, 0o755);
+        assert_eq!(trusted_dir(&dir, uid), Ok(()));
+        chmod(&above, 0o777);
+        let m = trusted_dir(&dir, uid).err().unwrap_or_default();
+        assert!(
+            m.contains("0777") && m.contains(&above.display().to_string()),
+            "{m}"
+        );
+        chmod(&above, 0o1777);
+        assert_eq!(trusted_dir(&dir, uid), Ok(()));
+        chmod(&dir, 0o750);
+        assert!(trusted_dir(&dir, uid).is_err());
+    }
 
     #[test]
     fn peers_of_another_uid_are_refused_root_included() {

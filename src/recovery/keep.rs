@@ -272,7 +272,7 @@ impl RecoveryStore {
                 )),
             ),
         };
-        super::putback::between_measure_and_put_back();
+        super::store::between_measure_and_put_back();
         match refused {
             None => Ok(kept("move", measured.unwrap_or(0))),
             // Refused: the entry goes back, and the delete is refused.

@@ -89,22 +89,4 @@ fn moved_aside(refusal: Error, at: &str) -> Error {
 }
 
 #[cfg(test)]
-thread_local! {
-    /// What a test does between a delete's move into the store and its put-back (take the
-    /// entry's name, remove its directory): the race made deterministic.
-    static BETWEEN: std::cell::RefCell<Option<Box<dyn Fn()>>> = std::cell::RefCell::new(None);
-}
-
-/// The point between a delete's move into the store and its put-back, where a test takes
-/// the name; nothing happens here outside tests.
-pub(super) fn between_measure_and_put_back() {
-    #[cfg(test)]
-    BETWEEN.with(|b| {
-        if let Some(f) = b.borrow().as_ref() {
-            f();
-        }
-    });
-}
-
-#[cfg(test)]
 mod tests;

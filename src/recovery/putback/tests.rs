@@ -3,9 +3,10 @@
 
 use super::super::keep::Origin;
 use super::super::store::BESIDE;
-use super::{BETWEEN, RecoveryStore};
+use super::RecoveryStore;
 use crate::deadline::Deadline;
 use crate::policy::RecoveryPolicy;
+use crate::recovery::store::BETWEEN;
 use cap_std::fs::Dir;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
