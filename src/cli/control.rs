@@ -169,13 +169,7 @@ fn open_privately(socket: &std::path::Path, link: &str) -> bool {
 /// What a reload changed, one line a kind.
 fn reload_report(answer: &Value) -> Vec<String> {
     let list = |v: &Value| {
-        let items: Vec<&str> = v
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(text)
-            .collect();
+        let items = texts(v);
         if items.is_empty() {
             "none".to_owned()
         } else {
@@ -226,15 +220,19 @@ pub(super) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("-")
 }
 
-/// The parts carved out of a grant, as ` (except A, B)`, or nothing.
-fn except(parts: &Value) -> String {
-    let parts: Vec<&str> = parts
-        .as_array()
+/// The strings of the list `v` (none when it is not one).
+fn texts(v: &Value) -> Vec<&str> {
+    v.as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
         .map(text)
-        .collect();
+        .collect()
+}
+
+/// The parts carved out of a grant, as ` (except A, B)`, or nothing.
+fn except(parts: &Value) -> String {
+    let parts = texts(parts);
     if parts.is_empty() {
         String::new()
     } else {
