@@ -435,10 +435,7 @@ fn parse_era(s: &str) -> Result<EraMode, String> {
 }
 
 fn parse_server_id(s: &str) -> Result<String, String> {
-    match crate::session::refuse_reserved(s) {
-        Some(refused) => Err(refused),
-        None => Ok(s.to_owned()),
-    }
+    crate::session::refuse_reserved(s).map_or_else(|| Ok(s.to_owned()), Err)
 }
 
 fn parse_mode(s: &str) -> Result<ConsentMode, String> {

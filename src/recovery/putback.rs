@@ -21,7 +21,10 @@ impl RecoveryStore {
     /// it, its directory gone or made read-only) is it kept, the user's only copy, and the
     /// delete stands: then it costs its measured size, or, unmeasured, the whole store, so
     /// that nothing more is kept until it is pruned; it used to cost nothing when unmeasured.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the moved entry, its place, the refusal and the journal's facts are one refusal's"
+    )]
     pub(super) fn refuse_moved(
         &self,
         mut keep: Keep,
