@@ -130,6 +130,7 @@ pub(crate) mod proxy;
 // visibility honest).
 mod access;
 mod atomic;
+mod attaching;
 mod audit;
 mod config;
 mod deadline;

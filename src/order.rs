@@ -15,8 +15,6 @@ use crate::broker::Broker;
 use crate::jsonrpc::{Message, Response};
 use crate::lines::LineSender;
 use crate::session::Session;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -80,8 +78,7 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
         self.bytes.clone().acquire_many_owned(kib).await.ok()
     }
 
-    /// Hands over one decoded line; `cancelled`, when given, stops it unanswered once it
-    /// completes (the peer cancelled the request), and is held until the answer is queued. A line holding a change (a batch holding one is one
+    /// Hands over one decoded line. A line holding a change (a batch holding one is one
     /// change) waits for every earlier line to be answered and is answered before this
     /// returns; anything else runs concurrently. Returns false once the dispatcher cannot
     /// take more.
@@ -89,7 +86,6 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
         &mut self,
         decoded: std::result::Result<Message, Box<Response>>,
         held: OwnedSemaphorePermit,
-        cancelled: Option<Cancelled>,
     ) -> bool {
         // Reap finished tasks so the set does not grow with the session's length.
         while self.tasks.try_join_next().is_some() {}
@@ -105,15 +101,10 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
             if let Some(t) = &turn {
                 t.ready().await;
             }
-            let answered = unless(
-                cancelled,
-                self.broker.answer_decoded(&seat, decoded, withdrawal),
-            )
-            .await;
+            let answered = self.broker.answer_decoded(&seat, decoded, withdrawal).await;
             drop(held);
-            if let (Some(resp), cancelled) = answered {
+            if let Some(resp) = answered {
                 let _ = self.tx.send(resp).await;
-                drop(cancelled);
             }
             drop(turn);
             return true;
@@ -135,11 +126,8 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
             let Ok(slot) = answers.acquire_owned().await else {
                 return;
             };
-            if let (Some(resp), cancelled) =
-                unless(cancelled, b.answer_decoded(&seat, decoded, withdrawal)).await
-            {
+            if let Some(resp) = b.answer_decoded(&seat, decoded, withdrawal).await {
                 let _ = tx.send(resp).await;
-                drop(cancelled);
             }
             drop((slot, permit, held, turn));
         });
@@ -157,25 +145,5 @@ impl<M: Default + Send + 'static> Dispatcher<M> {
         } else {
             drain.await;
         }
-    }
-}
-
-/// Completes when a request is cancelled (see [`Dispatcher::submit`]).
-pub(crate) type Cancelled = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Runs `work` unless `cancelled` completes first, which drops it where it stands (a consent
-/// question is withdrawn, nothing is recorded) and gives no answer. The cancellation is handed
-/// back with the answer, to be held until the answer is queued.
-async fn unless<F: Future<Output = Option<Vec<u8>>>>(
-    cancelled: Option<Cancelled>,
-    work: F,
-) -> (Option<Vec<u8>>, Option<Cancelled>) {
-    let Some(mut c) = cancelled else {
-        return (work.await, None);
-    };
-    tokio::select! {
-        biased;
-        () = &mut c => (None, None),
-        answer = work => (answer, Some(c)),
     }
 }

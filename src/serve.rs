@@ -191,15 +191,23 @@ where
             drop(line);
             // Only a change holds the session long; anything else is handed over at once.
             let change = decoded.as_ref().is_ok_and(jsonrpc::Message::is_ordered);
-            let submit = lane.submit(decoded, held, None);
+            let submit = lane.submit(decoded, held);
             tokio::pin!(submit);
             let submitted = loop {
                 tokio::select! {
                     biased;
                     () = &mut shutdown => { stopped = true; break false }
                     r = &mut submit => break r,
-                    f = frames.recv(), if change && ahead.has_room() => match f {
+                    f = frames.recv(), if change && (ahead.has_room() || input_is_peer) => match f {
                         Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, &broker, &session) => {}
+                        // A peer's line past the room is refused, not left unread: the answer
+                        // to the consent question that holds the session may come behind it
+                        // on the same stream.
+                        Some(Ok(Frame::Line(l))) if !ahead.has_room() => {
+                            if let Some(busy) = refused_while_held(&l, max_line) {
+                                let _ = tx.send(busy).await;
+                            }
+                        }
                         f => ahead.push(f.unwrap_or(Ok(Frame::Eof))),
                     },
                 }
@@ -269,6 +277,47 @@ impl Ahead {
         self.bytes += Ahead::len(&frame);
         self.frames.push_back(frame);
     }
+}
+
+/// How long a peer refused while a change holds its session is told to wait.
+const HELD_RETRY_AFTER_MS: u64 = 100;
+
+/// The answer to a peer's `line` read while a change holds the session and the lines read
+/// ahead fill their room: its requests refused as too many in flight (a batch's together);
+/// nothing for a notification, which the broker would not act on (a cancellation was taken
+/// before this).
+fn refused_while_held(line: &[u8], max_line: usize) -> Option<Vec<u8>> {
+    let busy = || {
+        crate::error::Error::new(
+            crate::error::ErrorKind::RateLimited,
+            "too many requests in flight while a change holds the session",
+        )
+        .with_retry_after_ms(HELD_RETRY_AFTER_MS)
+    };
+    let refuse = |item: &jsonrpc::Item| match item {
+        jsonrpc::Item::Request(r) => Some(jsonrpc::refusal(Some(&r.id.as_value()), busy())),
+        jsonrpc::Item::Invalid(id, e) => Some(
+            jsonrpc::Response {
+                id: id.clone(),
+                outcome: Err(e.clone()),
+            }
+            .to_json(),
+        ),
+        _ => None,
+    };
+    let answer = match jsonrpc::decode(line, max_line) {
+        Ok(jsonrpc::Message::Single(item)) => refuse(&item)?,
+        Ok(jsonrpc::Message::Batch(items)) => {
+            let all: Vec<serde_json::Value> = items.iter().filter_map(refuse).collect();
+            if all.is_empty() {
+                return None;
+            }
+            serde_json::Value::Array(all)
+        }
+        Err(response) => response.to_json(),
+    };
+    tracing::debug!("refused a request read while a change holds the session");
+    serde_json::to_vec(&answer).ok()
 }
 
 /// Whether `line` is a `notifications/cancelled`; if so it is handed over, which withdraws the

@@ -4,7 +4,8 @@
 
 use super::CommonArgs;
 use super::terminal::err;
-use crate::daemon::attached::{self, Attach, Described, Naming};
+use crate::attaching::{self, Attach, Described, Naming};
+use crate::daemon::proof::SocketDoor;
 use crate::framing::{Frame, next_frame};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
 use std::path::PathBuf;
@@ -54,7 +55,7 @@ pub(super) async fn described(socket: &std::path::Path) -> Result<Described, Str
     tokio::task::spawn_blocking(move || crate::daemon::autostart::ensure(&owned))
         .await
         .map_err(|e| format!("cannot start the daemon: {e}"))??;
-    attached::describe(socket).await
+    attaching::describe(&SocketDoor(socket.to_owned())).await
 }
 
 /// A session name fixed from the start (`serve`'s).
@@ -96,14 +97,14 @@ where
     let writer = tokio::spawn(write_lines(output, out));
     let (_calls, no_calls) = tokio::sync::mpsc::channel(1);
     let attach = Attach {
-        socket,
+        door: Arc::new(SocketDoor(socket)),
         server_pid: None,
         sandbox: None,
         asker: None,
         max_line,
     };
     let name = Fixed(server_id.unwrap_or_else(|| "default".into()));
-    let session = tokio::spawn(attached::run(
+    let session = tokio::spawn(attaching::run(
         attach,
         Arc::new(name),
         input,

@@ -5,7 +5,8 @@ use super::runtime::{shutdown_signal, start_broker};
 use super::terminal::err;
 use super::{ProxyArgs, attach};
 use crate::BrokerBuilder;
-use crate::daemon::attached::Attach;
+use crate::attaching::{Attach, Door};
+use crate::daemon::in_process::InProcess;
 use crate::policy::ConsentMode;
 use crate::proxy::Backend;
 use crate::proxy::remote::{self, RemoteConfig};
@@ -42,19 +43,10 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
                 return ExitCode::from(code);
             }
         },
-        None => {
-            // The proxy asks through the host unless the mode says otherwise: a host launches
-            // it without a terminal, so the host's own interface is where the user is.
-            let elicit = |b: BrokerBuilder| {
-                b.elicitation(proxy.elicitation())
-                    .default_consent_mode(ConsentMode::Elicit)
-                    .resumed_by(crate::watchdog::ResumedBy::SessionEnd)
-            };
-            match start_broker(&args.common, elicit) {
-                Ok((broker, outbound)) => Backend::Own(broker, outbound),
-                Err(code) => return code,
-            }
-        }
+        None => match own_broker(&args, &proxy).await {
+            Ok(b) => b,
+            Err(code) => return code,
+        },
     };
     let max_line = backend.max_line();
     let started: Result<(Link, Option<remote::Outcome>), (String, u8)> = match (server, &backend) {
@@ -70,13 +62,10 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         .map(|(link, outcome)| (link, Some(outcome)))
         .map_err(|e| (e.to_string(), 1)),
         (Server::Local(Some(options)), backend) => {
-            let source = match backend {
-                Backend::Own(broker, _) => RootSource::Own(broker.clone()),
-                Backend::Daemon(d, attach) => RootSource::Daemon {
-                    socket: attach.socket.clone(),
-                    roots: d.roots.clone(),
-                    kept: (*d.kept).clone(),
-                },
+            let source = RootSource {
+                door: backend.attach.door.clone(),
+                roots: backend.described.roots.clone(),
+                kept: (*backend.described.kept).clone(),
             };
             sandbox::spawn_sandboxed(
                 &args.command,
@@ -90,14 +79,12 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
             .map_err(|e| (e.to_string(), e.exit_code()))
         }
         (Server::Local(None), backend) => {
-            let roots: Vec<std::path::PathBuf> = match backend {
-                Backend::Own(broker, _) => broker
-                    .roots()
-                    .iter()
-                    .map(|r| r.host_path_of(&crate::path::RelPath::root()))
-                    .collect(),
-                Backend::Daemon(d, _) => d.roots.iter().map(|r| r.path.clone()).collect(),
-            };
+            let roots: Vec<std::path::PathBuf> = backend
+                .described
+                .roots
+                .iter()
+                .map(|r| r.path.clone())
+                .collect();
             crate::proxy::own_dirs::warn_outside_roots(&args.command, &roots);
             crate::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
                 .map(|link| (link, None))
@@ -149,17 +136,52 @@ async fn attached(
         _ => None,
     };
     let described = attach::described(&socket).await.map_err(|e| (e, 1))?;
+    let door: std::sync::Arc<dyn Door> =
+        std::sync::Arc::new(crate::daemon::proof::SocketDoor(socket));
+    Ok(backend(described, door, sandbox, proxy))
+}
+
+/// A broker of the proxy's own, reached as the daemon is (over an in-memory line pair), or
+/// the code to exit with when it cannot start.
+async fn own_broker(args: &ProxyArgs, proxy: &Proxy) -> Result<Backend, ExitCode> {
+    // The proxy asks through the host unless the mode says otherwise: a host launches it
+    // without a terminal, so the host's own interface is where the user is.
+    let sessions = InProcess::default();
+    let elicit = |b: BrokerBuilder| {
+        b.elicitation(sessions.elicitation())
+            .default_consent_mode(ConsentMode::Elicit)
+            .resumed_by(crate::watchdog::ResumedBy::SessionEnd)
+    };
+    // The broker's own notifications all come on its sessions' connections.
+    let (broker, _notifications) = start_broker(&args.common, elicit)?;
+    let door = sessions.door(broker);
+    let described = crate::attaching::describe(door.as_ref())
+        .await
+        .map_err(|e| {
+            err!("fsbroker: {e}");
+            ExitCode::FAILURE
+        })?;
+    Ok(backend(described, door, None, proxy))
+}
+
+/// The proxy's session on the broker that `described` itself behind `door`.
+fn backend(
+    described: crate::attaching::Described,
+    door: std::sync::Arc<dyn Door>,
+    sandbox: Option<serde_json::Value>,
+    proxy: &Proxy,
+) -> Backend {
     let max_line = described.max_line;
-    Ok(Backend::Daemon(
+    Backend {
         described,
-        Attach {
-            socket,
+        attach: Attach {
+            door,
             server_pid: None,
             sandbox,
             asker: Some(proxy.asker()),
             max_line,
         },
-    ))
+    }
 }
 
 /// The server the flags name, or the usage error to report. What clap cannot check is

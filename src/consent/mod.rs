@@ -369,6 +369,11 @@ pub(crate) async fn ask(
     request: &ConsentRequest,
     wait: std::time::Duration,
 ) -> Option<ConsentAnswer> {
+    // A session whose server is already gone is not asked for: no program is started and no
+    // dialog shown for it (a batch's later questions, after its server left).
+    if request.ended.has_ended() {
+        return None;
+    }
     let mut asking = Asking {
         provider,
         request,

@@ -9,7 +9,7 @@
 //! with the daemon's consent questions beside it when the client said it `asks` (see
 //! `ask.rs`). The session ends with the connection.
 
-use super::ask;
+use crate::attaching::ask;
 use crate::broker::Broker;
 use crate::consent::{
     BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, Elicitation,
@@ -190,6 +190,9 @@ struct Attached {
     asker: Option<mpsc::Sender<Ask>>,
 }
 
+/// The questions put to an attached session and not yet answered, by number.
+type Waiting = Arc<Mutex<HashMap<u64, oneshot::Sender<Option<ConsentAnswer>>>>>;
+
 /// A consent question on its way to an attached proxy.
 struct Ask {
     request: ConsentRequest,
@@ -317,7 +320,7 @@ pub(crate) async fn run<R, W>(
     }
     // Questions go out beside the session's answers; their answers come back beside its
     // requests and are matched by number.
-    let waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Option<ConsentAnswer>>>>> = Arc::default();
+    let waiting: Waiting = Arc::default();
     let (questions, out) = mpsc::channel::<Vec<u8>>(QUESTIONS);
     let asking = {
         let waiting = waiting.clone();
@@ -325,7 +328,8 @@ pub(crate) async fn run<R, W>(
         tokio::spawn(async move {
             while let Some(ask) = asks.recv().await {
                 let n = attachments.questions.fetch_add(1, Ordering::Relaxed);
-                lock(&waiting).insert(n, ask.reply);
+                let (reply, answer) = oneshot::channel();
+                lock(&waiting).insert(n, reply);
                 if questions
                     .send(ask::question(n, &ask.request))
                     .await
@@ -333,6 +337,13 @@ pub(crate) async fn run<R, W>(
                 {
                     break;
                 }
+                tokio::spawn(relay_answer(
+                    n,
+                    ask.reply,
+                    answer,
+                    waiting.clone(),
+                    questions.clone(),
+                ));
             }
         })
     };
@@ -363,9 +374,34 @@ pub(crate) async fn run<R, W>(
     };
     let served = run_beside(session, notifications, input, output, shutdown, beside).await;
     asking.abort();
+    // Questions still open get no answer from this connection: their askers hear so (and ask
+    // their fallback).
+    lock(&waiting).clear();
     attachments.detach(&id, token);
     match served {
         Ok(()) => tracing::info!(session = %id, "detached"),
         Err(e) => tracing::info!(session = %id, error = %e, "detached: the connection failed"),
+    }
+}
+
+/// Waits for the answer to question `n` and passes it to its asker; when the asker gives up
+/// first (the request was cancelled, or its time limit passed), withdraws the question from
+/// the attached side, so that a dialog showing it closes.
+async fn relay_answer(
+    n: u64,
+    mut reply: oneshot::Sender<Option<ConsentAnswer>>,
+    answer: oneshot::Receiver<Option<ConsentAnswer>>,
+    waiting: Waiting,
+    questions: mpsc::Sender<Vec<u8>>,
+) {
+    tokio::select! {
+        answered = answer => {
+            let _ = reply.send(answered.ok().flatten());
+        }
+        () = reply.closed() => {
+            if lock(&waiting).remove(&n).is_some() {
+                let _ = questions.send(ask::withdrawal(n)).await;
+            }
+        }
     }
 }

@@ -8,8 +8,10 @@
 //! the audit ring of `log.rs`, and `reload`, and `recovery.rs` for the recovery store's
 //! `history`, `restore` and `undo`); `client.rs` is the other end, for the command line's
 //! verbs. A connection may instead become a server's session (`attach.rs`, with the
-//! daemon's consent questions beside it: `ask.rs`); `attached/` is that connection's other
-//! end, in an attaching `serve` or `proxy`. `idle.rs` stops a daemon nobody uses
+//! daemon's consent questions beside it); `crate::attaching` is that connection's other
+//! end, in an attaching `serve` or `proxy`, and `in_process.rs` serves the same sessions from
+//! a broker of a proxy's own over an in-memory line pair, so that a proxy reaches every
+//! broker one way. `idle.rs` stops a daemon nobody uses
 //! (`--idle-exit`); `background.rs` starts one in the background, and `autostart.rs` starts
 //! one for attaching commands unless one answers.
 //!
@@ -17,13 +19,11 @@
 //! answers on the socket, removes a socket nobody listens on, and removes its socket and key
 //! when it stops.
 
-// Both ends: the consent questions' wire shape, the key, the socket's place.
-mod ask;
-mod proof;
+// Both ends: the key, the socket's place, the proven connection.
+pub(crate) mod proof;
 mod secret;
 mod socket;
-// The attaching end: `serve --daemon`, `proxy --daemon`, and a library host's session.
-pub(crate) mod attached;
+// A library host's session.
 mod session;
 // The daemon itself and the command line's verbs.
 #[cfg(feature = "cli")]
@@ -42,6 +42,8 @@ mod control;
 mod hush;
 #[cfg(feature = "cli")]
 mod idle;
+#[cfg(feature = "cli")]
+pub(crate) mod in_process;
 #[cfg(feature = "cli")]
 mod line;
 #[cfg(feature = "cli")]

@@ -97,6 +97,32 @@ pub(crate) fn connect(socket: &Path) -> Result<(UnixStream, Secret), String> {
     Ok((stream, secret))
 }
 
+/// The daemon's socket as the door to its sessions: each connection proven as
+/// [`connect_async`] proves it, and its key sent in the first line.
+pub(crate) struct SocketDoor(pub(crate) PathBuf);
+
+impl crate::attaching::Door for SocketDoor {
+    fn open(&self) -> crate::consent::BoxFuture<'_, Result<crate::attaching::Opened, String>> {
+        Box::pin(async move {
+            let (stream, secret) = connect_async(&self.0).await?;
+            let (reader, writer) = stream.into_split();
+            Ok(crate::attaching::Opened {
+                reader: Box::new(reader),
+                writer: Box::new(writer),
+                hello: Some(secret.hex().to_owned()),
+            })
+        })
+    }
+
+    fn name(&self) -> String {
+        format!("the daemon on {}", self.0.display())
+    }
+
+    fn socket(&self) -> Option<&Path> {
+        Some(&self.0)
+    }
+}
+
 /// [`connect`], for a caller on a tokio runtime: the blocking proof runs on the runtime's
 /// blocking pool.
 pub(crate) async fn connect_async(

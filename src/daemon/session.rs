@@ -2,7 +2,8 @@
 //! its proxies: the host relays its server's brokered messages, and the daemon's broker
 //! (its roots, policy, grants, locks and audit log) answers them.
 
-use super::attached::{self, Asker, Attach, Naming};
+use super::proof::SocketDoor;
+use crate::attaching::{self, Asker, Attach, Naming};
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentProvider, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel};
 use serde_json::Value;
@@ -80,19 +81,22 @@ impl DaemonSession {
             Some(s) => s.to_owned(),
             None => super::default_socket().map_err(DaemonError)?,
         };
-        let described = attached::describe(&socket).await.map_err(DaemonError)?;
+        let door = Arc::new(SocketDoor(socket));
+        let described = attaching::describe(door.as_ref())
+            .await
+            .map_err(DaemonError)?;
         let max_line = described.max_line;
         let (to_daemon, input) = line_channel(QUEUE_LINES, budget(max_line));
         let (output, from_daemon) = line_channel(QUEUE_LINES, budget(max_line));
         let (_calls, no_calls) = tokio::sync::mpsc::channel(1);
         let attach = Attach {
-            socket,
+            door,
             server_pid: None,
             sandbox: None,
             asker: consent.map(|c| Arc::new(Provider(c)) as Arc<dyn Asker>),
             max_line,
         };
-        let task = tokio::spawn(attached::run(
+        let task = tokio::spawn(attaching::run(
             attach,
             Arc::new(Named(server_id.to_owned())),
             input,

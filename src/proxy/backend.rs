@@ -1,52 +1,44 @@
-//! Where the proxy's brokered requests go: a broker of its own, or a session on the user's
-//! daemon (`proxy --daemon`). The judge decides what is brokered either way; only the lane
-//! that carries it differs.
+//! Where the proxy's brokered requests go: a session on a broker, reached through its door
+//! (the user's daemon for `proxy --daemon`, else a broker of the proxy's own, in process).
+//! The judge decides what is brokered; the lane carries it, in order, with the proxy's own
+//! roots questions beside it.
 
 use super::elicit::ElicitConsent;
 use super::era::Era;
 use super::host_channel::HostChannel;
 use super::link::{ToServer, Wire};
 use super::relay::Relay;
-use crate::broker::{Broker, Notifications};
+use crate::attaching::{self, Asker, Attach, Call, Described, Naming};
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentProvider, ConsentRequest, DenyConsent};
-use crate::daemon::attached::{self, Asker, Attach, Call, Described, Naming};
 use crate::lines::LineReceiver;
 use crate::policy::EraMode;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
-/// Where brokered requests go.
-pub(crate) enum Backend {
-    /// A broker of the proxy's own, with its stream of notifications.
-    Own(Broker, Notifications),
-    /// A session on the daemon, which described itself as `Described`.
-    Daemon(Described, Attach),
+/// Where brokered requests go: a broker that described itself as `described`, and the
+/// session to open on it.
+pub(crate) struct Backend {
+    /// What the broker said of itself.
+    pub(crate) described: Described,
+    /// The session, before it attaches.
+    pub(crate) attach: Attach,
 }
 
 impl Backend {
     /// The longest line the broker takes.
     pub(crate) fn max_line(&self) -> usize {
-        match self {
-            Backend::Own(b, _) => b.policy().limits.max_line_bytes.get(),
-            Backend::Daemon(d, _) => d.max_line,
-        }
+        self.described.max_line
     }
 
     /// The policy's era rule.
     pub(super) fn era(&self) -> EraMode {
-        match self {
-            Backend::Own(b, _) => b.policy().proxy.era,
-            Backend::Daemon(d, _) => d.era,
-        }
+        self.described.era
     }
 
     /// The client capabilities added to the host's `initialize`.
     pub(super) fn capabilities(&self) -> Value {
-        match self {
-            Backend::Own(b, _) => b.capabilities(),
-            Backend::Daemon(d, _) => d.capabilities.clone(),
-        }
+        self.described.capabilities.clone()
     }
 }
 
@@ -86,9 +78,10 @@ impl Asker for HostAsker {
     }
 }
 
-/// Carries the lane's lines, and the proxy's own roots questions (`calls`), to the daemon,
-/// and what the daemon sends back to the server, until the lane ends or `stop` is raised.
-pub(super) async fn run_daemon_lane(
+/// Carries the lane's lines (the server's brokered requests and its cancellations of them),
+/// and the proxy's own roots questions (`calls`), to the broker, and what the broker sends
+/// back to the server, until the lane ends or `stop` is raised.
+pub(super) async fn run_lane(
     attach: Attach,
     state: Arc<Relay>,
     lane: LineReceiver,
@@ -99,13 +92,11 @@ pub(super) async fn run_daemon_lane(
     let answered_state = state.clone();
     // An answered request is forgotten, and remembered as lately answered: a cancellation
     // that crosses its answer is then not the host's either.
-    let answered = Arc::new(move |id: &Value| {
-        drop(answered_state.brokered.watch(id));
-    });
+    let answered = Arc::new(move |id: &Value| answered_state.brokered.answered(id));
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
-    attached::run::<Option<Wire>>(
+    attaching::run::<Option<Wire>>(
         attach,
         Arc::new(Learned(state)),
         lane,

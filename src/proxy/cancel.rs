@@ -1,21 +1,18 @@
 //! The server's cancellation of the requests the proxy answers itself.
 //!
 //! A `notifications/cancelled` from the server whose `requestId` names a brokered request is
-//! the proxy's to act on, never the host's: the host never saw that id. The request is
-//! stopped where it stands (a consent question withdrawn from the host, which cancels the
-//! host's dialog; no grant recorded; no answer sent). Ids answered a short while ago are
-//! remembered too, so that a cancellation that crossed the answer on the wire does not reach
-//! the host either.
+//! the broker's to act on, never the host's: the host never saw that id. It goes to the
+//! broker's session loop, which stops the request where it stands (a consent question
+//! withdrawn, no grant recorded, no answer sent) or, for a change already under way, answers
+//! it. Ids answered or cancelled a short while ago are remembered, so that a cancellation
+//! that crossed the answer on the wire does not reach the host either, nor an answer to the
+//! host under a brokered id.
 
 use crate::jsonrpc::{id_forms, id_key};
 use crate::locks::lock;
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
+use std::collections::{HashSet, VecDeque};
+use std::sync::Mutex;
 
 /// How many answered brokered ids are remembered, for cancellations that come late.
 const RECENT: usize = 1024;
@@ -31,8 +28,8 @@ pub(super) struct Brokered {
 
 #[derive(Default)]
 struct Inner {
-    /// In flight: the flag their cancellation raises.
-    running: HashMap<String, Arc<Flag>>,
+    /// In flight.
+    running: HashSet<String>,
     /// Answered lately, oldest first.
     recent: VecDeque<String>,
     /// The bytes of `recent`.
@@ -53,39 +50,6 @@ impl Inner {
     }
 }
 
-/// Raised once, when the server cancels the request.
-#[derive(Default)]
-pub(super) struct Flag {
-    raised: AtomicBool,
-    notify: Notify,
-}
-
-impl Flag {
-    fn raise(&self) {
-        self.raised.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    /// Whether the request was cancelled.
-    pub(super) fn is_raised(&self) -> bool {
-        self.raised.load(Ordering::SeqCst)
-    }
-
-    /// Completes once the request is cancelled.
-    async fn raised(&self) {
-        loop {
-            let woken = self.notify.notified();
-            tokio::pin!(woken);
-            // Registered before looking, so a raise in between still wakes us.
-            woken.as_mut().enable();
-            if self.is_raised() {
-                return;
-            }
-            woken.await;
-        }
-    }
-}
-
 impl Brokered {
     /// Notes a brokered request the server sent, before it goes to the broker's lane. An id
     /// the broker cannot echo (not a string or an integer) is not noted: its request is
@@ -94,9 +58,7 @@ impl Brokered {
         if crate::jsonrpc::Id::from_value(id).is_none() {
             return;
         }
-        lock(&self.inner)
-            .running
-            .insert(id_key(id), Arc::new(Flag::default()));
+        lock(&self.inner).running.insert(id_key(id));
     }
 
     /// Forgets a request that never reached the broker (refused, or the session ended).
@@ -113,19 +75,12 @@ impl Brokered {
         }
     }
 
-    /// The cancellation flag of a request in flight, and a guard that forgets it (remembering
-    /// the id as lately answered) when dropped.
-    pub(super) fn watch(self: &Arc<Self>, id: &Value) -> Option<(Arc<Flag>, Done)> {
+    /// Forgets a request the broker answered, remembering it as lately answered.
+    pub(super) fn answered(&self, id: &Value) {
         let k = id_key(id);
-        let flag = lock(&self.inner).running.get(&k).cloned()?;
-        Some((
-            flag.clone(),
-            Done {
-                brokered: self.clone(),
-                key: k,
-                flag,
-            },
-        ))
+        let mut inner = lock(&self.inner);
+        inner.running.remove(&k);
+        inner.remember(k);
     }
 
     /// Whether `id` is (or was lately) a brokered request: the broker answers it, so an
@@ -134,63 +89,20 @@ impl Brokered {
         let inner = lock(&self.inner);
         id_forms(id)
             .iter()
-            .any(|k| inner.running.contains_key(k) || inner.recent.contains(k))
+            .any(|k| inner.running.contains(k) || inner.recent.contains(k))
     }
 
     /// Takes the server's cancellation of `id`: true when `id` is (or was lately) a brokered
-    /// request, which then stops; false when the cancellation is for the host.
+    /// request, whose cancellation goes to the broker (the request is then forgotten here, as
+    /// answered: the broker answers no request it withdraws, and a change it still answers
+    /// passes all the same); false when the cancellation is for the host.
     pub(super) fn cancel(&self, id: &Value) -> bool {
         let k = id_key(id);
-        let inner = lock(&self.inner);
-        if let Some(flag) = inner.running.get(&k) {
-            flag.raise();
+        let mut inner = lock(&self.inner);
+        if inner.running.remove(&k) {
+            inner.remember(k);
             return true;
         }
         inner.recent.contains(&k)
-    }
-}
-
-/// Forgets a request once it has been answered (or given up).
-pub(super) struct Done {
-    brokered: Arc<Brokered>,
-    key: String,
-    flag: Arc<Flag>,
-}
-
-impl Done {
-    /// A future that completes when the request is cancelled, holding this guard until it
-    /// is dropped.
-    pub(super) fn into_cancelled(self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(async move {
-            let flag = self.flag.clone();
-            flag.raised().await;
-            drop(self);
-        })
-    }
-}
-
-impl Done {
-    /// A future that never completes, holding this guard until it is dropped (with the
-    /// answer): for a request that cannot be withdrawn, which is still forgotten once done.
-    pub(super) fn into_held(self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(async move {
-            let _done = self;
-            std::future::pending::<()>().await;
-        })
-    }
-}
-
-impl Drop for Done {
-    fn drop(&mut self) {
-        let mut inner = lock(&self.brokered.inner);
-        // A later request that reused the id has its own flag: leave it.
-        if inner
-            .running
-            .get(&self.key)
-            .is_some_and(|f| Arc::ptr_eq(f, &self.flag))
-        {
-            inner.running.remove(&self.key);
-        }
-        inner.remember(std::mem::take(&mut self.key));
     }
 }

@@ -38,13 +38,9 @@ pub(super) async fn read_server(
             tracing::warn!("{}", notice.text());
         }
         for response in std::mem::take(&mut routed.input) {
-            if let Some(l) = era::intercept(
-                &state.era,
-                || state.session_id(),
-                response,
-                to_host.clone(),
-                to_server.clone(),
-            ) && to_host.send(l).await.is_err()
+            if let Some(l) =
+                era::intercept(&state.era, response, to_host.clone(), to_server.clone())
+                && to_host.send(l).await.is_err()
             {
                 return;
             }

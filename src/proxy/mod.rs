@@ -4,8 +4,9 @@
 //! - the host's `initialize` gains the broker's client capabilities (`roots.listChanged`,
 //!   `roots.filesystemBrokering`, `experimental.filesystemBrokering`), and the proxy notes
 //!   whether the host can elicit;
-//! - the server's `roots/list` and `files/*` requests go to the broker, in a lane with the
-//!   same ordering and bounds as `fsbroker serve`, and their answers go back to the server;
+//! - the server's `roots/list` and `files/*` requests go to the broker, in a lane that runs
+//!   a session of the broker's own session loop (the daemon's, or one in process over an
+//!   in-memory line pair: `crate::attaching`), and their answers go back to the server;
 //! - the broker's notifications (`notifications/files/changed`,
 //!   `notifications/roots/list_changed`) go to the server;
 //! - the host's responses to the proxy's own requests (consent elicitation) stay here, and
@@ -23,7 +24,7 @@
 //! - `judge/`: every decision about a message, one function per direction (`judge::server`,
 //!   `judge::host`), no IO; singles and batch items judged alike;
 //! - `from_server.rs`, `from_host.rs`: the readers, which frame lines, ask the judge and send
-//!   what it says; `lane.rs` answers the brokered requests in order; `link.rs` is the
+//!   what it says; `backend.rs` carries the brokered requests to the broker; `link.rs` is the
 //!   connection to a local server (a child on pipes), `remote/` the one to a remote server;
 //! - `era/`: the protocol era of the session (the `--era` rule in `era/rule.rs`) and the
 //!   brokering of a 2026-07-28 server's roots (`rounds`, `upstream`, `park`, `scan`);
@@ -43,7 +44,6 @@ mod from_host;
 mod from_server;
 mod host_channel;
 mod judge;
-mod lane;
 mod link;
 mod names;
 pub(crate) mod own_dirs;
@@ -59,7 +59,6 @@ pub(crate) use link::Link;
 #[cfg(feature = "cli")]
 pub(crate) use link::spawn_child;
 
-pub(crate) use elicit::ElicitConsent;
 pub(crate) use host_channel::HostChannel;
 pub(crate) use link::QUEUE_LINES;
 // What the fuzz oracles look at.
@@ -68,13 +67,10 @@ pub(crate) use from_server::host_part;
 #[cfg(feature = "fuzzing")]
 pub(crate) use peek::{Kind, peek};
 
-use crate::broker::Notifications;
-use crate::consent::{ConsentProvider, Elicitation};
 use crate::lines::{LineReceiver, budget, line_channel};
 use crate::order::SHUTDOWN_GRACE;
 use crate::policy::EraMode;
 pub(crate) use backend::{Backend, HostAsker};
-use link::ToServer;
 use relay::Relay;
 use std::future::Future;
 use std::pin::Pin;
@@ -115,19 +111,9 @@ impl Proxy {
         self
     }
 
-    /// Consent mode `elicit` for this proxy's broker ([`crate::BrokerBuilder::elicitation`]):
-    /// ask the host's user through `elicitation/create` when the host can, and the fallback
-    /// provider when it cannot.
-    pub(crate) fn elicitation(&self) -> Elicitation {
-        let host = self.host.clone();
-        Arc::new(move |fallback: Arc<dyn ConsentProvider>| {
-            Arc::new(ElicitConsent::new(host.clone(), fallback)) as Arc<dyn ConsentProvider>
-        })
-    }
-
-    /// Who answers the daemon's consent questions for a proxy attached to it: this proxy's
-    /// host, when it can show a form.
-    pub(crate) fn asker(&self) -> Arc<dyn crate::daemon::attached::Asker> {
+    /// Who answers the broker's consent questions for this proxy's session: its host, when
+    /// it can show a form.
+    pub(crate) fn asker(&self) -> Arc<dyn crate::attaching::Asker> {
         Arc::new(HostAsker(self.host.clone()))
     }
 
@@ -160,29 +146,21 @@ impl Proxy {
             mut exit,
             pid,
         } = link;
-        let backend = match backend {
-            Backend::Daemon(d, mut attach) => {
-                attach.server_pid = pid;
-                Backend::Daemon(d, attach)
-            }
-            own => own,
-        };
+        let Backend {
+            described,
+            mut attach,
+        } = backend;
+        attach.server_pid = pid;
+        let backend = Backend { described, attach };
         let max_line = backend.max_line();
-        let relay = Relay::new(server_id.clone());
-        let state = Arc::new(match &backend {
-            Backend::Own(..) => relay,
-            Backend::Daemon(..) => relay.attached(),
-        });
+        let state = Arc::new(Relay::new(server_id.clone()));
         let mode = era.unwrap_or(backend.era());
         tracing::info!(?mode, "protocol era rule");
         let capabilities = backend.capabilities();
         let (calls, calls_rx) = tokio::sync::mpsc::channel(8);
-        let resolver = match &backend {
-            Backend::Own(broker, _) => era::Resolver::Own(broker.clone()),
-            Backend::Daemon(..) => era::Resolver::Daemon {
-                calls,
-                host: host.clone(),
-            },
+        let resolver = era::Resolver {
+            calls,
+            host: host.clone(),
         };
         state.era.configure(mode, resolver);
         // A session that cannot go on in the era asked for ends as a shutdown does.
@@ -197,32 +175,15 @@ impl Proxy {
         let writer = tokio::spawn(write_host(host_out, to_host_rx));
         let (lane_tx, lane_rx) = line_channel(QUEUE_LINES, budget(max_line));
         let (stop_lane, lane_stop) = watch::channel(false);
-        let (lane, notifier, own) = match backend {
-            Backend::Own(broker, outbound) => (
-                tokio::spawn(lane::run_lane(
-                    broker.clone(),
-                    state.clone(),
-                    lane_rx,
-                    to_server.clone(),
-                    lane_stop,
-                )),
-                tokio::spawn(notify_server(outbound, to_server.clone())),
-                Some(broker),
-            ),
-            // The daemon's notifications come on the session's own connection.
-            Backend::Daemon(_, attach) => (
-                tokio::spawn(backend::run_daemon_lane(
-                    attach,
-                    state.clone(),
-                    lane_rx,
-                    calls_rx,
-                    to_server.clone(),
-                    lane_stop,
-                )),
-                tokio::spawn(async {}),
-                None,
-            ),
-        };
+        // The broker's notifications come on the session's own connection.
+        let lane = tokio::spawn(backend::run_lane(
+            backend.attach,
+            state.clone(),
+            lane_rx,
+            calls_rx,
+            to_server.clone(),
+            lane_stop,
+        ));
         let host_reader = tokio::spawn(from_host::read_host(
             host_in,
             max_line,
@@ -243,7 +204,6 @@ impl Proxy {
         let mut tasks = Tasks {
             writer,
             lane,
-            notifier,
             host_reader,
             server_reader,
         };
@@ -261,11 +221,8 @@ impl Proxy {
             }
         };
         tracing::info!(code, "server exited");
+        // The broker's session ends with its connection, which the lane closes.
         tasks.wind_down(ending.server_done, host).await;
-        // A session on the daemon ended with its connection.
-        if let Some(broker) = own {
-            broker.end_session(&state.session_id());
-        }
         if state.era.failure().is_some() {
             return 1;
         }
@@ -277,10 +234,9 @@ impl Proxy {
 struct Tasks {
     /// Writes what is queued for the host.
     writer: JoinHandle<()>,
-    /// Answers the server's brokered requests.
+    /// Carries the server's brokered requests to the broker, and back its answers and
+    /// notifications.
     lane: JoinHandle<()>,
-    /// Relays the broker's notifications to the server.
-    notifier: JoinHandle<()>,
     /// Reads the host.
     host_reader: JoinHandle<()>,
     /// Reads the server.
@@ -345,7 +301,6 @@ impl Tasks {
             }
         }
         self.host_reader.abort();
-        self.notifier.abort();
         if tokio::time::timeout(SHUTDOWN_GRACE + LAST_WORDS, self.lane)
             .await
             .is_err()
@@ -359,19 +314,6 @@ impl Tasks {
         {
             tracing::warn!("host is not reading; its last messages are dropped");
             self.writer.abort();
-        }
-    }
-}
-
-/// Relays the broker's notifications to the server. One broker per proxy serves one session,
-/// so every notification is for it.
-async fn notify_server(mut outbound: Notifications, to_server: ToServer) {
-    while let Some(n) = outbound.recv().await {
-        let Ok(line) = serde_json::to_vec(&n.message) else {
-            continue;
-        };
-        if to_server.send(line).await.is_err() {
-            break;
         }
     }
 }

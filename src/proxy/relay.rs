@@ -24,9 +24,6 @@ pub(super) struct Relay {
     pub(super) era: Arc<EraState>,
     /// Whether the server asked for its roots by the end of its handshake.
     pub(super) roots_asked: RootsAsked,
-    /// Whether the broker is the daemon's: the server's cancellations of brokered requests
-    /// then go to it.
-    pub(super) attached: bool,
 }
 
 /// Whether the server asked for its roots (`roots/list`) by the time its handshake was over.
@@ -76,14 +73,7 @@ impl Relay {
             brokered: Arc::default(),
             era: Arc::new(EraState::new()),
             roots_asked: RootsAsked::default(),
-            attached: false,
         }
-    }
-
-    /// This relay, for a session held by the daemon.
-    pub(super) fn attached(mut self) -> Relay {
-        self.attached = true;
-        self
     }
 
     /// The session's id: the one configured, else the server's name, else the default;

@@ -4,8 +4,7 @@
 use super::park::split;
 use super::scan::{asks_roots, needs_input};
 use super::{EraState, MAX_ROUNDS, error_for};
-use crate::broker::Broker;
-use crate::daemon::attached::Call;
+use crate::attaching::Call;
 use crate::jsonrpc::id_key;
 use crate::lines::LineSender;
 use crate::proxy::host_channel::HostChannel;
@@ -15,42 +14,31 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
-/// What the proxy answers a server's roots questions with: its own broker, or the session
-/// it attached to on the daemon.
+/// What answers a server's roots questions: the broker's session, asked with ids in the
+/// proxy's own space (a server cannot use them) beside the server's own requests.
 #[derive(Clone)]
-pub(crate) enum Resolver {
-    /// The proxy's own broker.
-    Own(Broker),
-    /// The daemon, asked with ids in the proxy's own space (a server cannot use them).
-    Daemon {
-        calls: mpsc::Sender<Call>,
-        host: Arc<HostChannel>,
-    },
+pub(crate) struct Resolver {
+    /// The proxy's own requests to the broker.
+    pub(crate) calls: mpsc::Sender<Call>,
+    /// Where the proxy's own ids come from.
+    pub(crate) host: Arc<HostChannel>,
 }
 
 impl std::fmt::Debug for Resolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Resolver::Own(_) => "Resolver::Own",
-            Resolver::Daemon { .. } => "Resolver::Daemon",
-        })
+        f.write_str("Resolver")
     }
 }
 
 impl Resolver {
-    /// The broker's answer to `request`, a `roots/list` of session `session`.
-    async fn answer(&self, session: &str, mut request: Value) -> Option<Value> {
-        match self {
-            Resolver::Own(broker) => broker.handle_message(session, request).await,
-            Resolver::Daemon { calls, host } => {
-                let id = host.own_id();
-                request["id"] = id.clone();
-                let line = serde_json::to_vec(&request).ok()?;
-                let (answer, answered) = oneshot::channel();
-                calls.send(Call { line, id, answer }).await.ok()?;
-                answered.await.ok()
-            }
-        }
+    /// The broker's answer to `request`, a `roots/list` of this session.
+    async fn answer(&self, mut request: Value) -> Option<Value> {
+        let id = self.host.own_id();
+        request["id"] = id.clone();
+        let line = serde_json::to_vec(&request).ok()?;
+        let (answer, answered) = oneshot::channel();
+        self.calls.send(Call { line, id, answer }).await.ok()?;
+        answered.await.ok()
     }
 }
 
@@ -62,10 +50,8 @@ impl Resolver {
 /// so a flood of them waits for the host. A request whose rounds are under way is claimed:
 /// another `input_required` answer under its id is dropped, so one host request runs at most
 /// one set of rounds (and parks at most one mixed answer) however often the server answers.
-/// `session` names the broker session whose roots answer (asked only when the rounds run).
 pub(crate) fn intercept(
     era: &Arc<EraState>,
-    session: impl FnOnce() -> String,
     response: Value,
     to_host: LineSender,
     to_server: ToServer,
@@ -85,9 +71,8 @@ pub(crate) fn intercept(
         return finish(era, &id, out);
     };
     let era = era.clone();
-    let session = session();
     tokio::spawn(async move {
-        let out = resolve(&era, &session, &id, response, original, &to_server).await;
+        let out = resolve(&era, &id, response, original, &to_server).await;
         era.release(&id);
         if let Some(line) = finish(&era, &id, out) {
             let _ = to_host.send(line).await;
@@ -193,7 +178,6 @@ pub(crate) fn roots_refused(id: &Value) -> Value {
 
 async fn resolve(
     era: &EraState,
-    session: &str,
     host_id: &Value,
     first: Value,
     original: (String, Value),
@@ -226,7 +210,7 @@ async fn resolve(
             Asked::Mixed(r) => (r, true),
         };
         let (method, params) = original.clone();
-        let responses = match broker_roots(resolver, session, roots.clone()).await {
+        let responses = match broker_roots(resolver, roots.clone()).await {
             Ok(r) => r,
             Err(why) => return error_for(host_id, why),
         };
@@ -282,7 +266,6 @@ async fn resolve(
 /// The broker's answers to the server's `roots/list` input requests, by key.
 async fn broker_roots(
     resolver: &Resolver,
-    session: &str,
     roots: Vec<(String, Value)>,
 ) -> Result<Map<String, Value>, String> {
     let mut responses = Map::new();
@@ -291,7 +274,7 @@ async fn broker_roots(
         if !p.is_null() {
             request["params"] = p;
         }
-        let answer = resolver.answer(session, request).await;
+        let answer = resolver.answer(request).await;
         match answer.as_ref().and_then(|a| a.get("result")) {
             Some(r) => {
                 responses.insert(k, r.clone());

@@ -102,8 +102,8 @@ pub(in crate::proxy) fn judge(
             Verdict::Drop
         }
         Kind::Notification { method } if method == CANCELLED => match takes_cancel(state, item) {
-            Cancel::Brokered if state.attached => Verdict::BrokerNote,
-            Cancel::Brokered | Cancel::Retry => Verdict::Drop,
+            Cancel::Brokered => Verdict::BrokerNote,
+            Cancel::Retry => Verdict::Drop,
             Cancel::Host if era::hides_roots(item) => {
                 tracing::warn!("dropped a server notification carrying a roots/list input request");
                 Verdict::Drop
@@ -135,13 +135,8 @@ fn takes_cancel(state: &Relay, item: &[u8]) -> Cancel {
     if state.era.server_cancelled(item) {
         return Cancel::Retry;
     }
-    if let Some(id) = cancelled_id_in(item).filter(|id| state.brokered.cancel(id)) {
-        tracing::debug!("the server cancelled a brokered request; stopped");
-        // The daemon answers no request it withdraws: forgotten here (remembered as lately
-        // answered). A change it still answers is passed on all the same.
-        if state.attached {
-            drop(state.brokered.watch(&id));
-        }
+    if cancelled_id_in(item).is_some_and(|id| state.brokered.cancel(&id)) {
+        tracing::debug!("the server cancelled a brokered request; passed to the broker");
         return Cancel::Brokered;
     }
     Cancel::Host

@@ -1,29 +1,25 @@
 //! The roots a sandboxed server may reach, and the watch that ends it when one is taken
-//! away. They come from the broker that answers the server: the proxy's own, or the user's
-//! daemon (`proxy --daemon --sandbox`), which describes its roots, with each directory's
-//! identity, now and after every policy change.
+//! away. They come from the broker that answers the server (the proxy's own or the user's
+//! daemon, alike), which describes its roots, with each directory's identity, now and after
+//! every policy change.
 
-use crate::broker::Broker;
-use crate::daemon::attached::{DescribedRoot, Following, Kept};
-use crate::path::RelPath;
+use crate::attaching::{DescribedRoot, Door, Following, Kept};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-/// Where the sandbox learns the roots.
+/// Where the sandbox learns the roots: the broker behind `door`, which described its roots
+/// as `roots` when the proxy started.
 #[derive(Clone)]
-pub(crate) enum RootSource {
-    /// The proxy's own broker.
-    Own(Broker),
-    /// The daemon on `socket`, which described its roots as `roots` when the proxy started.
-    Daemon {
-        socket: PathBuf,
-        roots: Vec<DescribedRoot>,
-        /// The places the daemon keeps for itself, as it said.
-        kept: Kept,
-    },
+pub(crate) struct RootSource {
+    /// The broker's door.
+    pub(crate) door: Arc<dyn Door>,
+    /// Its roots as it described them.
+    pub(crate) roots: Vec<DescribedRoot>,
+    /// The places the broker keeps for itself, as it said.
+    pub(crate) kept: Kept,
 }
 
 /// One root the sandbox opens to the server: its real directory, pinned by device and inode.
@@ -48,76 +44,26 @@ fn seen(servers: &[String], server_id: Option<&str>) -> bool {
 impl RootSource {
     /// The roots the server may reach (see [`super::spawn_sandboxed`]).
     pub(super) fn sandbox_roots(&self, server_id: Option<&str>) -> Vec<SandboxRoot> {
-        match self {
-            RootSource::Own(broker) => own_roots(broker, server_id),
-            RootSource::Daemon { roots, .. } => daemon_roots(roots, server_id),
-        }
+        sandbox_roots(&self.roots, server_id)
     }
 
     /// Every root's directory, seen by the server or not.
     pub(super) fn all_roots(&self) -> Vec<PathBuf> {
-        match self {
-            RootSource::Own(broker) => broker
-                .roots()
-                .iter()
-                .map(|r| r.host_path_of(&RelPath::root()))
-                .collect(),
-            RootSource::Daemon { roots, .. } => roots.iter().map(|r| r.path.clone()).collect(),
-        }
+        self.roots.iter().map(|r| r.path.clone()).collect()
     }
-}
 
-impl RootSource {
-    /// The socket of the daemon the proxy attaches to; none for the proxy's own broker.
+    /// The socket the broker is reached through, when it is one.
     pub(super) fn socket(&self) -> Option<&std::path::Path> {
-        match self {
-            RootSource::Own(_) => None,
-            RootSource::Daemon { socket, .. } => Some(socket),
-        }
+        self.door.socket()
     }
 
-    /// The places the broker keeps for itself: the proxy's own broker's store, audit file,
-    /// policy file and consent programs, or what the daemon named.
+    /// The places the broker keeps for itself, as it named them.
     pub(super) fn kept(&self) -> Kept {
-        match self {
-            RootSource::Own(broker) => {
-                let policy = broker.policy();
-                Kept {
-                    store: broker.recovery().map(|r| r.path().to_owned()),
-                    consent: policy.consent.programs(),
-                    audit: policy.audit.file,
-                    policy: policy.source,
-                    log: None,
-                    console: None,
-                }
-            }
-            RootSource::Daemon { kept, .. } => kept.clone(),
-        }
+        self.kept.clone()
     }
 }
 
-fn own_roots(broker: &Broker, server_id: Option<&str>) -> Vec<SandboxRoot> {
-    let mut out = Vec::new();
-    for r in broker.roots().iter() {
-        if !seen(r.servers(), server_id) {
-            left_out(&r.mount().to_string(), server_id);
-            continue;
-        }
-        match r.pin() {
-            Ok(pin) => out.push(SandboxRoot {
-                mount: r.mount().to_string(),
-                path: r.host_path_of(&RelPath::root()),
-                pin,
-                write: r.access() == crate::access::Access::Write,
-            }),
-            // A root whose handle cannot be asked what it is gives the server nothing.
-            Err(e) => tracing::warn!(mount = %r.mount(), error = %e, "sandbox: root left out"),
-        }
-    }
-    out
-}
-
-fn daemon_roots(roots: &[DescribedRoot], server_id: Option<&str>) -> Vec<SandboxRoot> {
+fn sandbox_roots(roots: &[DescribedRoot], server_id: Option<&str>) -> Vec<SandboxRoot> {
     let mut out = Vec::new();
     for r in roots {
         if !seen(&r.servers, server_id) {
@@ -132,7 +78,7 @@ fn daemon_roots(roots: &[DescribedRoot], server_id: Option<&str>) -> Vec<Sandbox
                 write: r.access == crate::access::Access::Write,
             }),
             None => {
-                tracing::warn!(mount = %r.mount, "sandbox: root left out: the daemon cannot say what its directory is")
+                tracing::warn!(mount = %r.mount, "sandbox: root left out: the broker cannot say what its directory is")
             }
         }
     }
@@ -161,42 +107,26 @@ pub(super) async fn police(
     ended: Arc<AtomicBool>,
 ) {
     let id = server_id.as_deref();
-    match source {
-        RootSource::Own(broker) => {
-            let mut changes = broker.policy_changes();
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        if let Ok(mut following) = Following::start(source.door.as_ref()).await {
+            backoff = Duration::from_millis(100);
             loop {
-                tokio::select! {
-                    changed = changes.changed() => if changed.is_err() { return },
+                let next = tokio::select! {
+                    d = following.next() => d,
                     _ = stop.closed() => return,
-                }
-                if taken(&started, &own_roots(&broker, id)) {
+                };
+                let Some(described) = next else { break };
+                if taken(&started, &sandbox_roots(&described.roots, id)) {
                     return end(stop, &ended);
                 }
             }
         }
-        RootSource::Daemon { socket, .. } => {
-            let mut backoff = Duration::from_millis(100);
-            loop {
-                if let Ok(mut following) = Following::start(&socket).await {
-                    backoff = Duration::from_millis(100);
-                    loop {
-                        let next = tokio::select! {
-                            d = following.next() => d,
-                            _ = stop.closed() => return,
-                        };
-                        let Some(described) = next else { break };
-                        if taken(&started, &daemon_roots(&described.roots, id)) {
-                            return end(stop, &ended);
-                        }
-                    }
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(backoff) => {}
-                    _ = stop.closed() => return,
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-            }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            _ = stop.closed() => return,
         }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
     }
 }
 

@@ -1,15 +1,19 @@
-//! The attaching end of a session held by the daemon (`serve --daemon`, `proxy --daemon`):
-//! the server's brokered requests go over the socket in their order, and the daemon's
-//! answers and notifications come back to the server. Nothing is decided here: the daemon's
-//! broker orders, checks and answers, as `fsbroker serve` does on stdio.
+//! The attaching end of a session held by a broker: the daemon's (`serve --daemon`, `proxy
+//! --daemon`, a library host's `DaemonSession`) or a proxy's own. The server's brokered
+//! requests go through the broker's door (`door.rs`: the daemon's socket, or an in-memory
+//! line pair) in their order, and the broker's answers and notifications come back to the
+//! server. Nothing is decided here: the broker's session loop orders, checks and answers, as
+//! `fsbroker serve` does on stdio; a server's cancellation is forwarded, and acted on there.
 //!
-//! When the daemon cannot be reached, every request is answered at once with
+//! When the broker cannot be reached, every request is answered at once with
 //! `INTERNAL_ERROR`, `data.reason` `broker_unavailable`: those waiting for an answer when the
 //! connection was lost, and those sent while it is down. The next request after a bounded
 //! backoff tries again, and a daemon that answers gets a new session (grants given by
 //! consent are not carried over; standing ones come back with the policy).
 
+pub(crate) mod ask;
 mod conn;
+mod door;
 mod pending;
 
 #[cfg(any(feature = "cli", feature = "proxy"))]
@@ -17,13 +21,13 @@ pub(crate) use conn::Described;
 pub(crate) use conn::describe;
 #[cfg(feature = "proxy")]
 pub(crate) use conn::{DescribedRoot, Following, Kept};
+pub(crate) use door::{Door, Opened};
 
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender};
 use conn::Live;
 use pending::{Noted, Pending};
 use serde_json::Value;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -58,8 +62,8 @@ pub(crate) struct Call {
 
 /// One attached session, before it runs.
 pub(crate) struct Attach {
-    /// The daemon's socket.
-    pub(crate) socket: PathBuf,
+    /// Where the broker's sessions open.
+    pub(crate) door: Arc<dyn Door>,
     /// The server's process id, when this side started it.
     pub(crate) server_pid: Option<u32>,
     /// The sandbox the server runs in, for `status`.
@@ -113,8 +117,8 @@ pub(crate) async fn run<M: Default + Send + 'static>(
                 live = Some(l);
             }
             Err(e) => tracing::warn!(
-                "the daemon on {} cannot be reached: {e}; brokered requests fail until it can",
-                attach.socket.display()
+                "{} cannot be reached: {e}; brokered requests fail until it can",
+                attach.door.name()
             ),
         }
     }
@@ -144,8 +148,8 @@ pub(crate) async fn run<M: Default + Send + 'static>(
                 }
                 Err(e) => {
                     tracing::warn!(
-                        "the daemon on {} cannot be reached: {e}; brokered requests fail until it can (next try in {} ms)",
-                        attach.socket.display(),
+                        "{} cannot be reached: {e}; brokered requests fail until it can (next try in {} ms)",
+                        attach.door.name(),
                         backoff.as_millis()
                     );
                     next_try = Instant::now() + backoff;

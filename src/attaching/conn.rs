@@ -1,20 +1,20 @@
 //! One connection to the daemon: the hello, `describe`, `attach`, and then the two tasks of
 //! an attached session (one writes the lines to the daemon, one reads what comes back).
 
+use super::ask;
+use super::door::{Door, Reader as Raw, Writer};
 use super::pending::{Pending, Route};
 use super::{Answered, Attach, Naming};
-use crate::daemon::ask;
-use crate::daemon::proof;
 use crate::framing::{Frame, next_frame};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
+use crate::locks::lock;
 use crate::policy::EraMode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -28,7 +28,7 @@ const ANSWERS: usize = 16;
 /// Longest control answer read (`describe`, `attach`).
 const MAX_CONTROL: usize = 16 * 1024 * 1024;
 
-type Reader = BufReader<OwnedReadHalf>;
+type Reader = BufReader<Raw>;
 
 /// What the daemon says of itself before a session begins.
 #[derive(Debug, Clone)]
@@ -79,21 +79,21 @@ pub(crate) struct DescribedRoot {
     pub(crate) pin: Option<(u64, u64)>,
 }
 
-/// Connects to the daemon on `socket`, once it is proven to be the user's own (see
-/// [`crate::daemon::proof`]), and proves the key beside it.
-async fn connect(socket: &Path) -> Result<(Reader, OwnedWriteHalf), String> {
-    let (stream, secret) = proof::connect_async(socket).await?;
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let welcome = exchange(&mut reader, &mut write, &json!({"hello": secret.hex()})).await?;
-    if welcome["ok"] != true {
-        return Err(said(&welcome));
+/// Opens a connection through `door`, and proves the key when the broker asks for one.
+async fn connect(door: &dyn Door) -> Result<(Reader, Writer), String> {
+    let opened = door.open().await?;
+    let (mut reader, mut write) = (BufReader::new(opened.reader), opened.writer);
+    if let Some(key) = opened.hello {
+        let welcome = exchange(&mut reader, &mut write, &json!({"hello": key})).await?;
+        if welcome["ok"] != true {
+            return Err(said(&welcome));
+        }
     }
     Ok((reader, write))
 }
 
 /// Sends one control line and reads its answer.
-async fn exchange(r: &mut Reader, w: &mut OwnedWriteHalf, v: &Value) -> Result<Value, String> {
+async fn exchange(r: &mut Reader, w: &mut Writer, v: &Value) -> Result<Value, String> {
     let mut line = serde_json::to_vec(v).map_err(|e| e.to_string())?;
     line.push(b'\n');
     let talk = async {
@@ -121,9 +121,9 @@ fn said(answer: &Value) -> String {
     }
 }
 
-/// Asks the daemon on `socket` to describe itself.
-pub(crate) async fn describe(socket: &Path) -> Result<Described, String> {
-    let (mut r, mut w) = connect(socket).await?;
+/// Asks the broker behind `door` to describe itself.
+pub(crate) async fn describe(door: &dyn Door) -> Result<Described, String> {
+    let (mut r, mut w) = connect(door).await?;
     let d = exchange(&mut r, &mut w, &json!({"op": "describe"})).await?;
     described(&d)
 }
@@ -131,13 +131,13 @@ pub(crate) async fn describe(socket: &Path) -> Result<Described, String> {
 /// The daemon's descriptions, now and after every change of its policy.
 pub(crate) struct Following {
     reader: Reader,
-    _writer: OwnedWriteHalf,
+    _writer: Writer,
 }
 
 impl Following {
-    /// Asks the daemon on `socket` for its description now and after every policy change.
-    pub(crate) async fn start(socket: &Path) -> Result<Following, String> {
-        let (reader, mut writer) = connect(socket).await?;
+    /// Asks the broker behind `door` for its description now and after every policy change.
+    pub(crate) async fn start(door: &dyn Door) -> Result<Following, String> {
+        let (reader, mut writer) = connect(door).await?;
         let line = br#"{"op":"describe","follow":true}
 "#;
         writer.write_all(line).await.map_err(|e| e.to_string())?;
@@ -260,7 +260,7 @@ pub(super) async fn open<M: Default + Send + 'static>(
     output: &LineSender<M>,
     answered: &Answered,
 ) -> Result<Live, String> {
-    let (mut r, mut w) = connect(&attach.socket).await?;
+    let (mut r, mut w) = connect(attach.door.as_ref()).await?;
     let request = json!({
         "op": "attach",
         "server": naming.name(),
@@ -290,6 +290,7 @@ pub(super) async fn open<M: Default + Send + 'static>(
             answered: answered.clone(),
             asker: attach.asker.clone(),
             answers,
+            asking: Asking::default(),
         },
     ));
     Ok(Live {
@@ -303,7 +304,7 @@ pub(super) async fn open<M: Default + Send + 'static>(
 
 /// Writes the queued lines, a burst at a time, and the answers to consent questions between
 /// them, until the session's sender is gone.
-async fn write(w: OwnedWriteHalf, mut queued: LineReceiver, mut answers: mpsc::Receiver<Vec<u8>>) {
+async fn write(w: Writer, mut queued: LineReceiver, mut answers: mpsc::Receiver<Vec<u8>>) {
     let mut out = BufWriter::with_capacity(64 * 1024, w);
     let mut answering = true;
     loop {
@@ -338,7 +339,12 @@ struct Reading<M> {
     asker: Option<Arc<dyn super::Asker>>,
     /// For the answers to consent questions.
     answers: mpsc::Sender<Vec<u8>>,
+    /// The questions being asked, by id: a withdrawn one is stopped where it stands.
+    asking: Asking,
 }
+
+/// The tasks asking the broker's questions, by the question's id.
+type Asking = Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>>;
 
 /// Reads the daemon's lines until the connection ends, then answers what it owed.
 async fn read<M: Default + Send + 'static>(mut r: Reader, how: Reading<M>) {
@@ -398,6 +404,13 @@ async fn route<M: Default + Send + 'static>(line: Vec<u8>, how: &Reading<M>) -> 
     let head: Option<Head> = serde_json::from_slice(&line).ok();
     match head {
         Some(Head {
+            id: None,
+            method: Some(m),
+        }) if m == ask::WITHDRAW_METHOD => {
+            withdraw(&line, how);
+            true
+        }
+        Some(Head {
             id: Some(id),
             method: Some(m),
         }) if m == ask::ASK_METHOD => {
@@ -432,11 +445,31 @@ fn ask_user<M>(id: Value, line: &[u8], how: &Reading<M>) {
         .and_then(|v| ask::read_question(&v));
     let answers = how.answers.clone();
     let asker = how.asker.clone();
-    tokio::spawn(async move {
-        let decided = match (question, asker) {
-            (Some((_, request)), Some(asker)) => asker.ask(request).await,
-            _ => None,
-        };
-        let _ = answers.send(ask::answer(&id, decided.as_ref())).await;
+    let key = crate::jsonrpc::id_key(&id);
+    let asking = how.asking.clone();
+    // Held while the task is noted, so that the task's own removal comes after.
+    let mut tasks = lock(&how.asking);
+    let task = tokio::spawn({
+        let key = key.clone();
+        async move {
+            let decided = match (question, asker) {
+                (Some((_, request)), Some(asker)) => asker.ask(request).await,
+                _ => None,
+            };
+            lock(&asking).remove(&key);
+            let _ = answers.send(ask::answer(&id, decided.as_ref())).await;
+        }
     });
+    tasks.insert(key, task.abort_handle());
+}
+
+/// Stops asking the question a withdrawal line names: the asker's future is dropped, which
+/// closes a host's dialog. The broker wants no answer to it.
+fn withdraw<M>(line: &[u8], how: &Reading<M>) {
+    let id = serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|v| ask::read_withdrawal(&v));
+    if let Some(task) = id.and_then(|id| lock(&how.asking).remove(&crate::jsonrpc::id_key(&id))) {
+        task.abort();
+    }
 }

@@ -19,6 +19,29 @@ pub(crate) const ASK_METHOD: &str = "fsbroker/consent";
 /// How a question's id begins.
 pub(crate) const ASK_PREFIX: &str = "fsbroker-ask-";
 
+/// The method of a notification that withdraws a question: the broker no longer waits for
+/// its answer (the server cancelled the request that asked, or its time limit passed), so
+/// whoever shows it closes it.
+pub(crate) const WITHDRAW_METHOD: &str = "fsbroker/consentWithdrawn";
+
+/// The line that withdraws question `n`.
+pub(crate) fn withdrawal(n: u64) -> Vec<u8> {
+    let message = json!({
+        "jsonrpc": "2.0",
+        "method": WITHDRAW_METHOD,
+        "params": {"id": format!("{ASK_PREFIX}{n}")},
+    });
+    serde_json::to_vec(&message).unwrap_or_default()
+}
+
+/// The id of the question a withdrawal line `v` names; `None` when `v` is not one.
+pub(crate) fn read_withdrawal(v: &Value) -> Option<Value> {
+    if v.get("method")?.as_str()? != WITHDRAW_METHOD {
+        return None;
+    }
+    v.get("params")?.get("id").cloned()
+}
+
 /// The line that asks question `n`.
 pub(crate) fn question(n: u64, r: &ConsentRequest) -> Vec<u8> {
     let strings = |ps: &[MountPath]| ps.iter().map(ToString::to_string).collect::<Vec<_>>();
