@@ -99,13 +99,15 @@ where
         let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);
         let mut notifications_open = true;
         loop {
+            // What goes beside the session first: a question's withdrawal, queued in the
+            // step that gave up on it, goes out before the answer that followed.
             let line = tokio::select! {
                 biased;
-                r = rx.recv() => match r { Some(l) => l, None => break },
                 e = next_beside(&mut extra) => match e {
                     Some(l) => l,
                     None => { extra = None; continue }
                 },
+                r = rx.recv() => match r { Some(l) => l, None => break },
                 n = outbound.recv(), if notifications_open => match n {
                     Some(n) => match serde_json::to_vec(&n.message) {
                         Ok(v) => v,
@@ -119,7 +121,7 @@ where
             // Responses that are already queued join this one in the same write: a pipelining
             // peer then costs one system call per burst rather than one per response, and a
             // lone response is still sent at once.
-            while let Some(more) = rx.try_recv() {
+            while let Some(more) = try_beside(&mut extra).or_else(|| rx.try_recv()) {
                 out.write_all(&more).await?;
                 out.write_all(b"\n").await?;
             }
@@ -233,6 +235,11 @@ where
         Ok(r) => r,
         Err(e) => Err(std::io::Error::other(e)),
     }
+}
+
+/// A line to write beside the session's own, when one is waiting.
+fn try_beside(extra: &mut Option<tokio::sync::mpsc::Receiver<Vec<u8>>>) -> Option<Vec<u8>> {
+    extra.as_mut().and_then(|rx| rx.try_recv().ok())
 }
 
 /// The next line to write beside the session's own; pending for ever once there is none.

@@ -49,7 +49,10 @@ const LAYERS: &[&str] = &[
     "order",
     "serve",
     "reload",
-    // One broker for a user: the daemon's socket, and the attaching end every face uses.
+    // The attaching end of a broker's session, the one road from every face to a broker.
+    "attaching",
+    // One broker for a user: the daemon's socket and console, and its sessions served in
+    // process for a proxy of its own.
     "daemon",
     "proxy",
     "fuzzing",
@@ -58,31 +61,30 @@ const LAYERS: &[&str] = &[
     "cli",
 ];
 
-/// Names the crate root re-exports, and the module each comes from.
-const REEXPORTS: &[(&str, &str)] = &[
-    ("Access", "access"),
-    ("AuditLog", "audit"),
-    ("AuditVerdict", "audit"),
-    ("Broker", "broker"),
-    ("BrokerBuilder", "broker"),
-    ("Notification", "broker"),
-    ("Notifications", "broker"),
-    ("ConsentAnswer", "consent"),
-    ("ConsentDecision", "consent"),
-    ("ConsentProvider", "consent"),
-    ("ConsentRequest", "consent"),
-    ("MountPath", "path"),
-    ("Error", "error"),
-    ("ErrorKind", "error"),
-    ("Reason", "error"),
-    ("UnknownReason", "error"),
-    ("Policy", "policy"),
-    ("ReloadReport", "reload"),
-    ("watch_policy", "reload"),
-    ("Root", "root"),
-    ("Roots", "root"),
-    ("serve", "serve"),
-];
+/// Names the crate root re-exports (`pub use module::{A, B};` in `src/lib.rs`), and the
+/// module each comes from: a name the root re-exports stands for that module.
+fn reexports() -> Vec<(String, String)> {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .expect("read lib.rs");
+    let mut out = Vec::new();
+    for line in lib.lines() {
+        let Some(rest) = line.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let Some((module, items)) = rest.trim_end_matches(';').split_once("::") else {
+            continue;
+        };
+        let items = items.trim_start_matches('{').trim_end_matches('}');
+        for item in items.split(',') {
+            // `run as serve` is re-exported as `serve`.
+            let name = item.rsplit(" as ").next().unwrap_or(item).trim();
+            if !name.is_empty() {
+                out.push((name.to_owned(), module.to_owned()));
+            }
+        }
+    }
+    out
+}
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut todo = vec![dir.to_path_buf()];
@@ -110,12 +112,12 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
 
 /// The modules a line of code names through `crate::`, with `crate::{A, b::C}` opened and a
 /// re-exported name taken for the module it comes from.
-fn named(line: &str) -> Vec<String> {
+fn named(line: &str, reexports: &[(String, String)]) -> Vec<String> {
     named_after(line, "crate::")
         .into_iter()
         .map(
-            |word| match REEXPORTS.iter().find(|(name, _)| *name == word) {
-                Some((_, module)) => (*module).to_owned(),
+            |word| match reexports.iter().find(|(name, _)| *name == word) {
+                Some((_, module)) => module.clone(),
                 None => word,
             },
         )
@@ -148,6 +150,14 @@ fn every_import_in_src_runs_downward() {
     rust_files(&src, &mut files);
     files.sort();
     let rank: BTreeMap<&str, usize> = LAYERS.iter().enumerate().map(|(i, m)| (*m, i)).collect();
+    let reexports = reexports();
+    assert!(
+        reexports.iter().any(|(n, m)| n == "serve" && m == "serve")
+            && reexports
+                .iter()
+                .any(|(n, m)| n == "Broker" && m == "broker"),
+        "the re-exports of lib.rs were not read: {reexports:?}"
+    );
     let mut wrong = Vec::new();
     let mut seen = 0;
     for file in &files {
@@ -168,7 +178,7 @@ fn every_import_in_src_runs_downward() {
             if code.starts_with("//") {
                 continue;
             }
-            for other in named(code) {
+            for other in named(code, &reexports) {
                 seen += 1;
                 if other == module {
                     continue;
@@ -240,8 +250,7 @@ const PROXY_LAYERS: &[&str] = &[
     "era",
     "relay",
     "judge",
-    // The tasks: the broker's lane and the two readers; the remote transport.
-    "lane",
+    // The tasks: the lane to the broker and the two readers; the remote transport.
     "backend",
     "from_server",
     "from_host",
@@ -281,21 +290,22 @@ fn named_after(line: &str, prefix: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn every_import_in_the_proxy_runs_downward() {
-    let proxy = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/proxy");
+/// The imports of the modules under `src/{dir}` (named `crate::{path}::` or through
+/// `super::`) that break `table`: a module that uses one after it, or one the table does not
+/// place. With `root_shared`, names the directory's `mod.rs` defines for its modules (shared
+/// types) may be used; otherwise using the root is wrong too. Returns how many names were
+/// read, and what is wrong.
+fn layered(dir: &str, table: &[&str], root_shared: bool) -> (usize, Vec<String>) {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(dir);
     let mut files = Vec::new();
-    rust_files(&proxy, &mut files);
+    rust_files(&base, &mut files);
     files.sort();
-    let rank: BTreeMap<&str, usize> = PROXY_LAYERS
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (*m, i))
-        .collect();
+    let rank: BTreeMap<&str, usize> = table.iter().enumerate().map(|(i, m)| (*m, i)).collect();
+    let by_crate = format!("crate::{}::", dir.replace('/', "::"));
     let mut wrong = Vec::new();
     let mut seen = 0;
     for file in &files {
-        let rel = file.strip_prefix(&proxy).expect("under src/proxy");
+        let rel = file.strip_prefix(&base).expect("under the directory");
         let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
         if parts == ["mod.rs"] {
             continue;
@@ -303,34 +313,34 @@ fn every_import_in_the_proxy_runs_downward() {
         let module = parts[0].trim_end_matches(".rs");
         let Some(&mine) = rank.get(module) else {
             wrong.push(format!(
-                "{}: module `{module}` is not placed in PROXY_LAYERS",
+                "{}: module `{module}` is not placed in the table of src/{dir}",
                 file.display()
             ));
             continue;
         };
-        // How a file names the proxy's own modules: `super::` from a file directly in
-        // `src/proxy/` (or a directory's `mod.rs`), `super::super::` one level down.
+        // How a file names its siblings: `super::` from a file directly in the directory
+        // (or a subdirectory's `mod.rs`), `super::super::` one level down.
         let depth = parts.len() - usize::from(parts.last() == Some(&"mod.rs"));
         let up = "super::".repeat(depth);
         let text = std::fs::read_to_string(file).expect("read file");
         for (n, line) in text.lines().enumerate() {
             let code = line.trim_start();
-            // A file's own test module comes last; its `super::` is the file, not the proxy.
+            // A file's own test module comes last; its `super::` is the file, not the root.
             if code.starts_with("#[cfg(test)]") {
                 break;
             }
             if code.starts_with("//") {
                 continue;
             }
-            let mut names = named_after(code, "crate::proxy::");
+            let mut names = named_after(code, &by_crate);
             if depth == 1 {
                 names.extend(named_after(code, "super::"));
             } else if code.contains(&up) {
-                names.extend(named_after(&code.replace(&up, "PROXY::"), "PROXY::"));
+                names.extend(named_after(&code.replace(&up, "ROOT::"), "ROOT::"));
             }
             for other in names {
                 seen += 1;
-                if other == module {
+                if other == module || (root_shared && !rank.contains_key(other.as_str())) {
                     continue;
                 }
                 let at = format!("{}:{}", file.display(), n + 1);
@@ -340,11 +350,17 @@ fn every_import_in_the_proxy_runs_downward() {
                     &at,
                     module,
                     &other,
-                    "it is the proxy's root",
+                    "it is the directory's root",
                 ));
             }
         }
     }
+    (seen, wrong)
+}
+
+#[test]
+fn every_import_in_the_proxy_runs_downward() {
+    let (seen, wrong) = layered("proxy", PROXY_LAYERS, false);
     assert!(
         seen > 30,
         "too few imports found ({seen}): is src/proxy read?"
@@ -354,4 +370,60 @@ fn every_import_in_the_proxy_runs_downward() {
         "imports in the proxy that run upward:\n{}",
         wrong.join("\n")
     );
+}
+
+/// The modules of `src/proxy/sandbox/`, from the ground up. Its `mod.rs` holds the types
+/// they share (the options, the error, the roots), which they may use.
+const SANDBOX_LAYERS: &[&str] = &[
+    // Facts of the kernel and the system, each on its own.
+    "caps",
+    "home",
+    "privileges",
+    "reaper",
+    "right",
+    "trace",
+    // Where the roots come from, the places kept closed, the program run.
+    "roots",
+    "private",
+    "launcher",
+    "program",
+    // The profile built from them, enforced in the child, and the helper that does it.
+    "profile",
+    "enforce",
+    "helper",
+];
+
+/// The modules of `src/proxy/era/`, from the ground up; its `mod.rs` holds the session's
+/// era state, which they share.
+const ERA_LAYERS: &[&str] = &["park", "rule", "scan", "upstream", "rounds"];
+
+/// The modules of `src/proxy/remote/`, from the ground up; none uses the root.
+const REMOTE_LAYERS: &[&str] = &[
+    // The configuration and what fails.
+    "config", "error",
+    // The wire: events, what waits for an answer, descriptors, parameters.
+    "sse", "pending", "fds", "params", // The session and its HTTP exchanges.
+    "session", "http", "answer", "deliver", "listen",
+    // The two transports, the requests over them, and the driver of it all.
+    "modern", "legacy", "requests", "renew", "driver",
+];
+
+#[test]
+fn every_import_in_the_proxys_sandbox_era_and_remote_runs_downward() {
+    for (dir, table, root_shared) in [
+        ("proxy/sandbox", SANDBOX_LAYERS, true),
+        ("proxy/era", ERA_LAYERS, true),
+        ("proxy/remote", REMOTE_LAYERS, false),
+    ] {
+        let (seen, wrong) = layered(dir, table, root_shared);
+        assert!(
+            seen > 5,
+            "too few imports found ({seen}): is src/{dir} read?"
+        );
+        assert!(
+            wrong.is_empty(),
+            "imports in src/{dir} that run upward:\n{}",
+            wrong.join("\n")
+        );
+    }
 }

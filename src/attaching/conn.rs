@@ -344,7 +344,7 @@ struct Reading<M> {
 }
 
 /// The tasks asking the broker's questions, by the question's id.
-type Asking = Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>>;
+type Asking = Arc<std::sync::Mutex<std::collections::HashMap<String, JoinHandle<()>>>>;
 
 /// Reads the daemon's lines until the connection ends, then answers what it owed.
 async fn read<M: Default + Send + 'static>(mut r: Reader, how: Reading<M>) {
@@ -407,7 +407,7 @@ async fn route<M: Default + Send + 'static>(line: Vec<u8>, how: &Reading<M>) -> 
             id: None,
             method: Some(m),
         }) if m == ask::WITHDRAW_METHOD => {
-            withdraw(&line, how);
+            withdraw(&line, how).await;
             true
         }
         Some(Head {
@@ -460,16 +460,20 @@ fn ask_user<M>(id: Value, line: &[u8], how: &Reading<M>) {
             let _ = answers.send(ask::answer(&id, decided.as_ref())).await;
         }
     });
-    tasks.insert(key, task.abort_handle());
+    tasks.insert(key, task);
 }
 
 /// Stops asking the question a withdrawal line names: the asker's future is dropped, which
-/// closes a host's dialog. The broker wants no answer to it.
-fn withdraw<M>(line: &[u8], how: &Reading<M>) {
+/// closes a host's dialog, before the next line of the broker's is passed on (the answer it
+/// then sends the server comes after the host heard). The broker wants no answer to it.
+async fn withdraw<M>(line: &[u8], how: &Reading<M>) {
     let id = serde_json::from_slice::<Value>(line)
         .ok()
         .and_then(|v| ask::read_withdrawal(&v));
-    if let Some(task) = id.and_then(|id| lock(&how.asking).remove(&crate::jsonrpc::id_key(&id))) {
+    let task = id.and_then(|id| lock(&how.asking).remove(&crate::jsonrpc::id_key(&id)));
+    if let Some(task) = task {
         task.abort();
+        // Ends once the task is dropped, its asker's future with it.
+        let _ = task.await;
     }
 }

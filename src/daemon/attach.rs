@@ -7,28 +7,19 @@
 //! `NAME#2` (then `#3`, ...) while a live session has that name; after its answer the
 //! connection carries the session's JSON-RPC exactly as `fsbroker serve`'s stdio does,
 //! with the daemon's consent questions beside it when the client said it `asks` (see
-//! `ask.rs`). The session ends with the connection.
+//! `questions.rs`). The session ends with the connection.
 
-use crate::attaching::ask;
+use super::questions::Attachments;
 use crate::broker::Broker;
-use crate::consent::{
-    BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, Elicitation,
-};
-use crate::locks::lock;
-use crate::serve::{Beside, run_beside};
+use crate::serve::run_beside;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 
 /// Most sessions of one name at once (`NAME` and `NAME#2` to `NAME#64`).
 const MAX_INSTANCES: u32 = 64;
-
-/// Questions waiting for room on one session's stream; more wait in their own task.
-const QUESTIONS: usize = 8;
 
 /// `{"op": "attach", ...}`: who attaches.
 #[derive(Debug, Deserialize)]
@@ -174,98 +165,6 @@ fn absolute(path: &std::path::Path) -> std::path::PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// The attached sessions, by session id: what `status` shows of each beyond the broker's
-/// snapshot, and where its consent questions go.
-#[derive(Default)]
-pub(crate) struct Attachments {
-    sessions: Mutex<HashMap<String, Attached>>,
-    questions: AtomicU64,
-}
-
-/// One attached session.
-struct Attached {
-    /// Tells this attachment from a later one of the same id.
-    token: u64,
-    facts: Value,
-    asker: Option<mpsc::Sender<Ask>>,
-}
-
-/// The questions put to an attached session and not yet answered, by number.
-type Waiting = Arc<Mutex<HashMap<u64, oneshot::Sender<Option<ConsentAnswer>>>>>;
-
-/// A consent question on its way to an attached proxy.
-struct Ask {
-    request: ConsentRequest,
-    reply: oneshot::Sender<Option<ConsentAnswer>>,
-}
-
-impl Attachments {
-    /// What `status` adds to session `id`'s snapshot: the attached process, the server's
-    /// process, the era and the sandbox; `None` for a session that is not attached.
-    pub(crate) fn facts(&self, id: &str) -> Option<Value> {
-        lock(&self.sessions).get(id).map(|a| a.facts.clone())
-    }
-
-    /// Consent mode `elicit` for the daemon's broker: an attached proxy's host is asked;
-    /// when it cannot be (a sidecar, a host that cannot show a form, a proxy gone), the
-    /// fallback the policy names (`consent.fallback`) decides.
-    pub(crate) fn around(self: &Arc<Self>) -> Elicitation {
-        let me = self.clone();
-        Arc::new(move |fallback: Arc<dyn ConsentProvider>| {
-            Arc::new(Routed {
-                attachments: me.clone(),
-                inner: fallback,
-            }) as Arc<dyn ConsentProvider>
-        })
-    }
-
-    /// Forgets attachment `token` of session `id`; a later one of the same id stays.
-    fn detach(&self, id: &str, token: u64) {
-        let mut sessions = lock(&self.sessions);
-        if sessions.get(id).is_some_and(|a| a.token == token) {
-            sessions.remove(id);
-        }
-    }
-
-    fn asker(&self, id: &str) -> Option<mpsc::Sender<Ask>> {
-        lock(&self.sessions).get(id).and_then(|a| a.asker.clone())
-    }
-}
-
-/// See [`Attachments::around`].
-struct Routed {
-    attachments: Arc<Attachments>,
-    inner: Arc<dyn ConsentProvider>,
-}
-
-impl ConsentProvider for Routed {
-    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
-        Box::pin(async move { self.decide_each(request).await.into() })
-    }
-
-    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
-        Box::pin(async move {
-            if let Some(asker) = self.attachments.asker(&request.server_id) {
-                let (reply, answer) = oneshot::channel();
-                let ask = Ask {
-                    request: request.clone(),
-                    reply,
-                };
-                if asker.send(ask).await.is_ok()
-                    && let Ok(Some(decided)) = answer.await
-                {
-                    return decided;
-                }
-            }
-            self.inner.decide_each(request).await
-        })
-    }
-
-    fn withdrawn(&self, request: &ConsentRequest) {
-        self.inner.withdrawn(request);
-    }
-}
-
 /// Serves the session `request` attaches until the connection or the daemon ends.
 /// `pid` is the attached process, as the kernel says.
 pub(crate) async fn run<R, W>(
@@ -296,112 +195,28 @@ pub(crate) async fn run<R, W>(
         let _ = super::line::send(&mut output, &e).await;
         return;
     };
-    let (asker, mut asks) = mpsc::channel::<Ask>(QUESTIONS);
     let facts = json!({
         "pid": pid,
         "serverPid": request.server_pid,
         "era": request.era,
         "sandbox": request.sandbox,
     });
-    let token = attachments.questions.fetch_add(1, Ordering::Relaxed);
-    lock(&attachments.sessions).insert(
-        id.clone(),
-        Attached {
-            token,
-            facts,
-            asker: request.asks.then_some(asker),
-        },
-    );
+    let mut attachment = attachments.attach(&id, facts, request.asks);
     tracing::info!(session = %id, ?pid, "attached");
     let welcome = json!({"ok": true, "session": id});
     if super::line::send(&mut output, &welcome).await.is_err() {
-        attachments.detach(&id, token);
         return;
     }
     // Questions go out beside the session's answers; their answers come back beside its
     // requests and are matched by number.
-    let waiting: Waiting = Arc::default();
-    let (questions, out) = mpsc::channel::<Vec<u8>>(QUESTIONS);
-    let asking = {
-        let waiting = waiting.clone();
-        let attachments = attachments.clone();
-        tokio::spawn(async move {
-            while let Some(ask) = asks.recv().await {
-                let n = attachments.questions.fetch_add(1, Ordering::Relaxed);
-                let (reply, answer) = oneshot::channel();
-                lock(&waiting).insert(n, reply);
-                if questions
-                    .send(ask::question(n, &ask.request))
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
-                tokio::spawn(relay_answer(
-                    n,
-                    ask.reply,
-                    answer,
-                    waiting.clone(),
-                    questions.clone(),
-                ));
-            }
-        })
-    };
-    let take = {
-        let waiting = waiting.clone();
-        Box::new(move |line: &[u8]| {
-            if !ask::may_be_answer(line) {
-                return false;
-            }
-            match ask::read_answer(line) {
-                Some((n, answer)) => {
-                    if let Some(reply) = lock(&waiting).remove(&n) {
-                        let _ = reply.send(answer);
-                    }
-                    true
-                }
-                None => false,
-            }
-        })
-    };
-    let beside = Beside {
-        out: Some(out),
-        take,
-        input_is_peer: true,
-    };
+    let beside = attachment.beside();
     let shutdown = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
     let served = run_beside(session, notifications, input, output, shutdown, beside).await;
-    asking.abort();
-    // Questions still open get no answer from this connection: their askers hear so (and ask
-    // their fallback).
-    lock(&waiting).clear();
-    attachments.detach(&id, token);
+    drop(attachment);
     match served {
         Ok(()) => tracing::info!(session = %id, "detached"),
         Err(e) => tracing::info!(session = %id, error = %e, "detached: the connection failed"),
-    }
-}
-
-/// Waits for the answer to question `n` and passes it to its asker; when the asker gives up
-/// first (the request was cancelled, or its time limit passed), withdraws the question from
-/// the attached side, so that a dialog showing it closes.
-async fn relay_answer(
-    n: u64,
-    mut reply: oneshot::Sender<Option<ConsentAnswer>>,
-    answer: oneshot::Receiver<Option<ConsentAnswer>>,
-    waiting: Waiting,
-    questions: mpsc::Sender<Vec<u8>>,
-) {
-    tokio::select! {
-        answered = answer => {
-            let _ = reply.send(answered.ok().flatten());
-        }
-        () = reply.closed() => {
-            if lock(&waiting).remove(&n).is_some() {
-                let _ = questions.send(ask::withdrawal(n)).await;
-            }
-        }
     }
 }

@@ -14,8 +14,8 @@
 //!
 //! Anything else is answered `{"ok": false, "error": MESSAGE}`, and the connection goes on.
 
-use super::attach::Attachments;
 use super::line::error;
+use super::questions::Attachments;
 use crate::broker::{Broker, GrantInfo, Revoked, SessionSnapshot};
 use crate::path::MountPath;
 use serde::Deserialize;

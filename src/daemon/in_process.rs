@@ -4,8 +4,9 @@
 //! to a broker, whoever holds it: the same description, the same session loop, the same
 //! consent questions beside the answers, the same cancellation rule.
 
-use super::attach::{self, Attachments};
+use super::attach;
 use super::line;
+use super::questions::Attachments;
 use crate::attaching::{Door, Opened};
 use crate::broker::Broker;
 use crate::consent::{BoxFuture, Elicitation};

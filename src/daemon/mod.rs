@@ -51,6 +51,8 @@ mod lineage;
 #[cfg(feature = "cli")]
 mod log;
 #[cfg(feature = "cli")]
+mod questions;
+#[cfg(feature = "cli")]
 mod recovery;
 #[cfg(feature = "cli")]
 mod server;
@@ -60,7 +62,7 @@ mod services;
 mod usage;
 
 #[cfg(feature = "cli")]
-pub(crate) use attach::Attachments;
+pub(crate) use questions::Attachments;
 #[cfg(feature = "cli")]
 pub(crate) use server::Listening;
 #[cfg(feature = "cli")]

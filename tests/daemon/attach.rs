@@ -335,7 +335,7 @@ fn ten_proxies_started_at_once_make_one_daemon_on_the_users_policy() {
 
 /// The proxy in front of the scripted server, attached to the daemon, in a session of its
 /// own (`setsid`) so that it has no terminal.
-fn attached_proxy(p: &Place, name: &str) -> Sidecar {
+pub(crate) fn attached_proxy(p: &Place, name: &str) -> Sidecar {
     let daemon = format!("--daemon={}", p.socket().display());
     let args = proxy_host::proxy_args(&[daemon.into()]);
     let mut cmd = std::process::Command::new("setsid");

@@ -30,6 +30,7 @@ mod intruder;
 mod library;
 mod place;
 mod printing;
+mod questions;
 mod recovery;
 mod sandboxed;
 mod start;
