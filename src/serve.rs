@@ -74,7 +74,7 @@ impl Beside {
 /// [`run`], with `beside` sharing the stream.
 pub(crate) async fn run_beside<R, W, S>(
     session: ServerSession,
-    mut outbound: Notifications,
+    outbound: Notifications,
     input: R,
     output: W,
     shutdown: S,
@@ -86,48 +86,16 @@ where
     S: Future<Output = ()>,
 {
     let Beside {
-        out: mut extra,
-        mut take,
+        out: extra,
+        take,
         input_is_peer,
     } = beside;
     let broker = session.broker().clone();
     let max_line = broker.policy().limits.max_line_bytes.get();
     // Responses wait here for a host that reads slowly; bounded in bytes, since one read's
     // answer can be 4/3 of the largest chunk.
-    let (tx, mut rx) = line_channel::<()>(256, crate::lines::budget(max_line));
-    let writer = tokio::spawn(async move {
-        let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);
-        let mut notifications_open = true;
-        loop {
-            let line = tokio::select! {
-                biased;
-                r = rx.recv() => match r { Some(l) => l, None => break },
-                e = next_beside(&mut extra) => match e {
-                    Some(l) => l,
-                    None => { extra = None; continue }
-                },
-                n = outbound.recv(), if notifications_open => match n {
-                    Some(n) => match serde_json::to_vec(&n.message) {
-                        Ok(v) => v,
-                        Err(_) => continue,
-                    },
-                    None => { notifications_open = false; continue }
-                },
-            };
-            out.write_all(&line).await?;
-            out.write_all(b"\n").await?;
-            // Responses that are already queued join this one in the same write: a pipelining
-            // peer then costs one system call per burst rather than one per response, and a
-            // lone response is still sent at once.
-            while let Some(more) = rx.try_recv() {
-                out.write_all(&more).await?;
-                out.write_all(b"\n").await?;
-            }
-            out.flush().await?;
-        }
-        out.flush().await
-    });
-
+    let (tx, rx) = line_channel::<()>(256, crate::lines::budget(max_line));
+    let writer = tokio::spawn(write_out(output, rx, extra, outbound));
     let mut lane = Dispatcher::held(broker.clone(), session.session().clone(), tx.clone());
     // The input is read by a future of its own into a queue of one frame, so that while a
     // change holds the session (no later request may start), the next line is still read: a
@@ -135,83 +103,10 @@ where
     // `next` until the change is answered. Backpressure stays on the peer's pipe: at most one
     // frame is read ahead.
     let (frames_tx, mut frames) = tokio::sync::mpsc::channel(1);
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
     let leaving = input_is_peer.then(|| session.session().clone());
-    let reading = async move {
-        loop {
-            let frame = next_frame(&mut reader, max_line).await;
-            if matches!(&frame, Ok(Frame::Line(l)) if take(l)) {
-                continue;
-            }
-            let more = matches!(frame, Ok(Frame::Line(_) | Frame::TooLong(_)));
-            if !more && let Some(s) = &leaving {
-                // Noted as soon as it is read, not when the lines before it are served: a
-                // change that waits for the user holds the session until then.
-                s.input_ended();
-            }
-            if frames_tx.send(frame).await.is_err() || !more {
-                break;
-            }
-        }
-    };
-    tokio::pin!(shutdown);
-    let serving = async {
-        let mut stopped = false;
-        // Lines read while a change held the session, to run after it in their order.
-        let mut ahead = Ahead::default();
-        loop {
-            let frame = match ahead.frames.pop_front() {
-                Some(f) => f,
-                None => tokio::select! {
-                    biased;
-                    () = &mut shutdown => { stopped = true; break }
-                    f = frames.recv() => f.unwrap_or(Ok(Frame::Eof)),
-                },
-            };
-            let line = match frame {
-                Ok(Frame::Eof) => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read input; ending session");
-                    break;
-                }
-                Ok(Frame::TooLong(n)) => {
-                    tracing::warn!(bytes = n, limit = max_line, "skipped an over-long message");
-                    let resp = jsonrpc::too_long(max_line).to_json();
-                    if let Ok(v) = serde_json::to_vec(&resp) {
-                        let _ = tx.send(v).await;
-                    }
-                    continue;
-                }
-                Ok(Frame::Line(line)) => line,
-            };
-            let Some(held) = lane.reserve(line.len()).await else {
-                break;
-            };
-            let decoded = jsonrpc::decode(&line, max_line);
-            drop(line);
-            // Only a change holds the session long; anything else is handed over at once.
-            let change = decoded.as_ref().is_ok_and(jsonrpc::Message::is_ordered);
-            let submit = lane.submit(decoded, held, None);
-            tokio::pin!(submit);
-            let submitted = loop {
-                tokio::select! {
-                    biased;
-                    () = &mut shutdown => { stopped = true; break false }
-                    r = &mut submit => break r,
-                    f = frames.recv(), if change && ahead.has_room() => match f {
-                        Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, &broker, &session) => {}
-                        f => ahead.push(f.unwrap_or(Ok(Frame::Eof))),
-                    },
-                }
-            };
-            if !submitted {
-                break;
-            }
-            ahead.bytes = ahead.frames.iter().map(Ahead::len).sum();
-        }
-        stopped
-    };
+    let reading = read_frames(input, max_line, take, leaving, frames_tx);
     let stopped = {
+        let serving = serve_frames(&mut lane, &mut frames, &session, &tx, shutdown);
         tokio::pin!(serving);
         tokio::select! {
             stopped = &mut serving => stopped,
@@ -224,6 +119,149 @@ where
     match writer.await {
         Ok(r) => r,
         Err(e) => Err(std::io::Error::other(e)),
+    }
+}
+
+/// The writer task: owns `output`, and writes the session's responses (from `rx`), the lines
+/// beside them (`extra`) and the session's notifications (`outbound`), each whole on its own
+/// line, until the responses end.
+async fn write_out<W>(
+    output: W,
+    mut rx: crate::lines::LineReceiver<()>,
+    mut extra: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
+    mut outbound: Notifications,
+) -> std::io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);
+    let mut notifications_open = true;
+    loop {
+        let line = tokio::select! {
+            biased;
+            r = rx.recv() => match r { Some(l) => l, None => break },
+            e = next_beside(&mut extra) => match e {
+                Some(l) => l,
+                None => { extra = None; continue }
+            },
+            n = outbound.recv(), if notifications_open => match n {
+                Some(n) => match serde_json::to_vec(&n.message) {
+                    Ok(v) => v,
+                    Err(_) => continue,
+                },
+                None => { notifications_open = false; continue }
+            },
+        };
+        out.write_all(&line).await?;
+        out.write_all(b"\n").await?;
+        // Responses that are already queued join this one in the same write: a pipelining
+        // peer then costs one system call per burst rather than one per response, and a
+        // lone response is still sent at once.
+        while let Some(more) = rx.try_recv() {
+            out.write_all(&more).await?;
+            out.write_all(b"\n").await?;
+        }
+        out.flush().await?;
+    }
+    out.flush().await
+}
+
+/// The reader: frames from `input` into `frames`, one ahead at most, but for the lines `take`
+/// keeps. At the end of the input, notes it on `leaving` (when the input is the peer) at once.
+async fn read_frames<R>(
+    input: R,
+    max_line: usize,
+    mut take: Taker,
+    leaving: Option<std::sync::Arc<crate::session::Session>>,
+    frames_tx: tokio::sync::mpsc::Sender<std::io::Result<Frame>>,
+) where
+    R: AsyncRead + Unpin,
+{
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    loop {
+        let frame = next_frame(&mut reader, max_line).await;
+        if matches!(&frame, Ok(Frame::Line(l)) if take(l)) {
+            continue;
+        }
+        let more = matches!(frame, Ok(Frame::Line(_) | Frame::TooLong(_)));
+        if !more && let Some(s) = &leaving {
+            // Noted as soon as it is read, not when the lines before it are served: a
+            // change that waits for the user holds the session until then.
+            s.input_ended();
+        }
+        if frames_tx.send(frame).await.is_err() || !more {
+            break;
+        }
+    }
+}
+
+/// Hands the frames read to `lane` in order until the input ends or `shutdown` completes
+/// (then answers true): a change holds the session, while the lines read meanwhile wait in
+/// [`Ahead`], but for a cancellation, which is acted on at once.
+async fn serve_frames<S>(
+    lane: &mut Dispatcher,
+    frames: &mut tokio::sync::mpsc::Receiver<std::io::Result<Frame>>,
+    session: &ServerSession,
+    tx: &crate::lines::LineSender<()>,
+    shutdown: S,
+) -> bool
+where
+    S: Future<Output = ()>,
+{
+    let broker = session.broker();
+    let max_line = broker.policy().limits.max_line_bytes.get();
+    tokio::pin!(shutdown);
+    // Lines read while a change held the session, to run after it in their order.
+    let mut ahead = Ahead::default();
+    loop {
+        let frame = match ahead.frames.pop_front() {
+            Some(f) => f,
+            None => tokio::select! {
+                biased;
+                () = &mut shutdown => return true,
+                f = frames.recv() => f.unwrap_or(Ok(Frame::Eof)),
+            },
+        };
+        let line = match frame {
+            Ok(Frame::Eof) => return false,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read input; ending session");
+                return false;
+            }
+            Ok(Frame::TooLong(n)) => {
+                tracing::warn!(bytes = n, limit = max_line, "skipped an over-long message");
+                let resp = jsonrpc::too_long(max_line).to_json();
+                if let Ok(v) = serde_json::to_vec(&resp) {
+                    let _ = tx.send(v).await;
+                }
+                continue;
+            }
+            Ok(Frame::Line(line)) => line,
+        };
+        let Some(held) = lane.reserve(line.len()).await else {
+            return false;
+        };
+        let decoded = jsonrpc::decode(&line, max_line);
+        drop(line);
+        // Only a change holds the session long; anything else is handed over at once.
+        let change = decoded.as_ref().is_ok_and(jsonrpc::Message::is_ordered);
+        let submit = lane.submit(decoded, held, None);
+        tokio::pin!(submit);
+        let submitted = loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => return true,
+                r = &mut submit => break r,
+                f = frames.recv(), if change && ahead.has_room() => match f {
+                    Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, broker, session) => {}
+                    f => ahead.push(f.unwrap_or(Ok(Frame::Eof))),
+                },
+            }
+        };
+        if !submitted {
+            return false;
+        }
+        ahead.bytes = ahead.frames.iter().map(Ahead::len).sum();
     }
 }
 
