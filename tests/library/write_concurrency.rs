@@ -1,7 +1,8 @@
 //! Concurrent writes through the library handle: readers racing writers see whole versions
 //! only, writers racing with one `ifMatch` etag have exactly one winner, renames, deletes and
 //! writes of one path racing each other answer only documented errors, and an advisory lock
-//! held elsewhere makes a write fail with `locked` until it is released.
+//! held elsewhere makes a write fail with `locked` until it is released. A file cut shorter
+//! by another program while it is read in chunks gives only bytes it held.
 
 use crate::common::fs::assert_no_temporaries;
 use crate::common::write::consent_write;
@@ -358,4 +359,61 @@ async fn advisory_lock_held_elsewhere_makes_write_fail_locked_until_released() {
     // Staged uploads end with their session: nothing is left behind.
     b.end_session("s");
     assert_no_temporaries(&f.root);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_file_cut_shorter_while_it_is_read_in_chunks_gives_only_bytes_it_held() {
+    const SIZE: u64 = 2 << 20;
+    let f = Fixture::new();
+    let b = f.broker_with("write", LIMITS);
+    f.file("t.txt", "A".repeat(SIZE as usize));
+    consent_write(&b, "r").await;
+    // Another program cuts the file shorter and shorter, in place, then puts a whole one
+    // back (renamed over it), again and again: the file never holds anything but `A`s.
+    let done = Arc::new(AtomicBool::new(false));
+    let cutter = {
+        let (done, root) = (done.clone(), f.root.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                let temp = root.join(".t.txt.incoming");
+                std::fs::write(&temp, "A".repeat(SIZE as usize)).unwrap();
+                std::fs::rename(&temp, root.join("t.txt")).unwrap();
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(root.join("t.txt"))
+                    .unwrap();
+                for size in (0..SIZE).rev().step_by(96 << 10) {
+                    file.set_len(size).unwrap();
+                }
+            }
+        })
+    };
+    // Chunks read in place, read through the file's position, and larger than a step; at
+    // the start and further in.
+    for round in 0..150u64 {
+        let length = [(64 << 10) - 1, (64 << 10) + 1, 1 << 20][(round % 3) as usize];
+        let offset = [0u64, 100_000, 1 << 20][(round / 3 % 3) as usize];
+        let r = call(
+            &b,
+            "r",
+            "files/read",
+            json!({"path": "project/t.txt", "offset": offset, "length": length}),
+        )
+        .await;
+        let res = ok(&r);
+        let content = res["content"].as_str().unwrap();
+        assert!(
+            content.len() <= length,
+            "{} bytes for {length}",
+            content.len()
+        );
+        assert_eq!(res["length"].as_u64().unwrap() as usize, content.len());
+        assert_eq!(res["offset"].as_u64().unwrap(), offset);
+        assert!(
+            content.bytes().all(|c| c == b'A'),
+            "a chunk at {offset} holds bytes the file never held"
+        );
+    }
+    done.store(true, Ordering::Release);
+    cutter.join().unwrap();
 }
