@@ -6,11 +6,8 @@
 //!
 //! Making another user's file needs root: elsewhere each test says so and returns early.
 
-use crate::common::*;
 use crate::recovery::*;
 use crate::recovery_other_fs::Tmpfs;
-use crate::sidecar::*;
-use serde_json::json;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
