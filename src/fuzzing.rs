@@ -1,7 +1,6 @@
 //! Fuzz oracles, shared by the cargo-fuzz targets in `fuzz/` and by `cargo test`, which replays
 //! every committed corpus file through them. An oracle fails by assertion: that is its job.
 //! Nothing here runs on a peer's input in the broker itself.
-#![allow(clippy::panic)]
 
 use crate::path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, RequestPath};
 use crate::{Broker, Policy};
@@ -40,6 +39,10 @@ pub fn request_path(data: &[u8]) {
     }
 }
 
+#[expect(
+    clippy::panic,
+    reason = "the oracles cannot run without a runtime, and a fuzzer or a test must see that"
+)]
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
@@ -84,6 +87,10 @@ pub fn jsonrpc(data: &[u8]) {
     jsonrpc_line(&batch);
 }
 
+#[expect(
+    clippy::panic,
+    reason = "an oracle reports a broken promise by panicking: that is how a fuzzer or a test sees it"
+)]
 fn jsonrpc_line(data: &[u8]) {
     static BROKER: OnceLock<Broker> = OnceLock::new();
     let broker = BROKER.get_or_init(|| {
@@ -128,6 +135,10 @@ fn jsonrpc_line(data: &[u8]) {
 /// as a request with some method, the proxy sees as that request. And what the proxy would
 /// relay from a server to its host is UTF-8 JSON that holds no `roots/list` or `files/*`
 /// message, however leniently the host reads it.
+#[expect(
+    clippy::panic,
+    reason = "an oracle reports a broken promise by panicking: that is how a fuzzer or a test sees it"
+)]
 fn proxy_peek(data: &[u8]) {
     proxy_relay(data);
     use crate::jsonrpc::{Item, Message, decode};
@@ -153,6 +164,10 @@ fn proxy_peek(data: &[u8]) {
 /// What the proxy would relay to the host, read twice: by a reader that keeps the first of
 /// two equal keys and by one that keeps the last (serde_json's `Value`). Both must see the
 /// same message, and neither a brokered method in it.
+#[expect(
+    clippy::panic,
+    reason = "an oracle reports a broken promise by panicking: that is how a fuzzer or a test sees it"
+)]
 fn proxy_relay(data: &[u8]) {
     let Some(out) = crate::proxy::host_part(data) else {
         return;

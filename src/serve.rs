@@ -74,7 +74,7 @@ impl Beside {
 /// [`run`], with `beside` sharing the stream.
 pub(crate) async fn run_beside<R, W, S>(
     session: ServerSession,
-    mut outbound: Notifications,
+    outbound: Notifications,
     input: R,
     output: W,
     shutdown: S,
@@ -86,50 +86,16 @@ where
     S: Future<Output = ()>,
 {
     let Beside {
-        out: mut extra,
-        mut take,
+        out: extra,
+        take,
         input_is_peer,
     } = beside;
     let broker = session.broker().clone();
     let max_line = broker.policy().limits.max_line_bytes.get();
     // Responses wait here for a host that reads slowly; bounded in bytes, since one read's
     // answer can be 4/3 of the largest chunk.
-    let (tx, mut rx) = line_channel::<()>(256, crate::lines::budget(max_line));
-    let writer = tokio::spawn(async move {
-        let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);
-        let mut notifications_open = true;
-        loop {
-            // What goes beside the session first: a question's withdrawal, queued in the
-            // step that gave up on it, goes out before the answer that followed.
-            let line = tokio::select! {
-                biased;
-                e = next_beside(&mut extra) => match e {
-                    Some(l) => l,
-                    None => { extra = None; continue }
-                },
-                r = rx.recv() => match r { Some(l) => l, None => break },
-                n = outbound.recv(), if notifications_open => match n {
-                    Some(n) => match serde_json::to_vec(&n.message) {
-                        Ok(v) => v,
-                        Err(_) => continue,
-                    },
-                    None => { notifications_open = false; continue }
-                },
-            };
-            out.write_all(&line).await?;
-            out.write_all(b"\n").await?;
-            // Responses that are already queued join this one in the same write: a pipelining
-            // peer then costs one system call per burst rather than one per response, and a
-            // lone response is still sent at once.
-            while let Some(more) = try_beside(&mut extra).or_else(|| rx.try_recv()) {
-                out.write_all(&more).await?;
-                out.write_all(b"\n").await?;
-            }
-            out.flush().await?;
-        }
-        out.flush().await
-    });
-
+    let (tx, rx) = line_channel::<()>(256, crate::lines::budget(max_line));
+    let writer = tokio::spawn(write_out(output, rx, extra, outbound));
     let mut lane = Dispatcher::held(broker.clone(), session.session().clone(), tx.clone());
     // The input is read by a future of its own into a queue of one frame, so that while a
     // change holds the session (no later request may start), the next line is still read: a
@@ -137,91 +103,17 @@ where
     // `next` until the change is answered. Backpressure stays on the peer's pipe: at most one
     // frame is read ahead.
     let (frames_tx, mut frames) = tokio::sync::mpsc::channel(1);
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
     let leaving = input_is_peer.then(|| session.session().clone());
-    let reading = async move {
-        loop {
-            let frame = next_frame(&mut reader, max_line).await;
-            if matches!(&frame, Ok(Frame::Line(l)) if take(l)) {
-                continue;
-            }
-            let more = matches!(frame, Ok(Frame::Line(_) | Frame::TooLong(_)));
-            if !more && let Some(s) = &leaving {
-                // Noted as soon as it is read, not when the lines before it are served: a
-                // change that waits for the user holds the session until then.
-                s.input_ended();
-            }
-            if frames_tx.send(frame).await.is_err() || !more {
-                break;
-            }
-        }
-    };
-    tokio::pin!(shutdown);
-    let serving = async {
-        let mut stopped = false;
-        // Lines read while a change held the session, to run after it in their order.
-        let mut ahead = Ahead::default();
-        loop {
-            let frame = match ahead.frames.pop_front() {
-                Some(f) => f,
-                None => tokio::select! {
-                    biased;
-                    () = &mut shutdown => { stopped = true; break }
-                    f = frames.recv() => f.unwrap_or(Ok(Frame::Eof)),
-                },
-            };
-            let line = match frame {
-                Ok(Frame::Eof) => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read input; ending session");
-                    break;
-                }
-                Ok(Frame::TooLong(n)) => {
-                    tracing::warn!(bytes = n, limit = max_line, "skipped an over-long message");
-                    let resp = jsonrpc::too_long(max_line).to_json();
-                    if let Ok(v) = serde_json::to_vec(&resp) {
-                        let _ = tx.send(v).await;
-                    }
-                    continue;
-                }
-                Ok(Frame::Line(line)) => line,
-            };
-            let Some(held) = lane.reserve(line.len()).await else {
-                break;
-            };
-            let decoded = jsonrpc::decode(&line, max_line);
-            drop(line);
-            // Only a change holds the session long; anything else is handed over at once.
-            let change = decoded.as_ref().is_ok_and(jsonrpc::Message::is_ordered);
-            let submit = lane.submit(decoded, held);
-            tokio::pin!(submit);
-            let submitted = loop {
-                tokio::select! {
-                    biased;
-                    () = &mut shutdown => { stopped = true; break false }
-                    r = &mut submit => break r,
-                    f = frames.recv(), if change && (ahead.has_room() || input_is_peer) => match f {
-                        Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, &broker, &session) => {}
-                        // A peer's line past the room is refused, not left unread: the answer
-                        // to the consent question that holds the session may come behind it
-                        // on the same stream.
-                        Some(Ok(Frame::Line(l))) if !ahead.has_room() => {
-                            if let Some(busy) = refused_while_held(&l, max_line) {
-                                let _ = tx.send(busy).await;
-                            }
-                        }
-                        f => ahead.push(f.unwrap_or(Ok(Frame::Eof))),
-                    },
-                }
-            };
-            if !submitted {
-                break;
-            }
-            ahead.bytes = ahead.frames.iter().map(Ahead::len).sum();
-        }
-        stopped
-    };
+    let reading = read_frames(input, max_line, take, leaving, frames_tx);
     let stopped = {
+        let serving = serve_frames(
+            &mut lane,
+            &mut frames,
+            &session,
+            &tx,
+            shutdown,
+            input_is_peer,
+        );
         tokio::pin!(serving);
         tokio::select! {
             stopped = &mut serving => stopped,
@@ -234,6 +126,159 @@ where
     match writer.await {
         Ok(r) => r,
         Err(e) => Err(std::io::Error::other(e)),
+    }
+}
+
+/// The writer task: owns `output`, and writes the session's responses (from `rx`), the lines
+/// beside them (`extra`) and the session's notifications (`outbound`), each whole on its own
+/// line, until the responses end.
+async fn write_out<W>(
+    output: W,
+    mut rx: crate::lines::LineReceiver<()>,
+    mut extra: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
+    mut outbound: Notifications,
+) -> std::io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, output);
+    let mut notifications_open = true;
+    loop {
+        // What goes beside the session first: a question's withdrawal, queued in the step
+        // that gave up on it, goes out before the answer that followed.
+        let line = tokio::select! {
+            biased;
+            e = next_beside(&mut extra) => match e {
+                Some(l) => l,
+                None => { extra = None; continue }
+            },
+            r = rx.recv() => match r { Some(l) => l, None => break },
+            n = outbound.recv(), if notifications_open => match n {
+                Some(n) => match serde_json::to_vec(&n.message) {
+                    Ok(v) => v,
+                    Err(_) => continue,
+                },
+                None => { notifications_open = false; continue }
+            },
+        };
+        out.write_all(&line).await?;
+        out.write_all(b"\n").await?;
+        // Responses that are already queued join this one in the same write: a pipelining
+        // peer then costs one system call per burst rather than one per response, and a
+        // lone response is still sent at once.
+        while let Some(more) = try_beside(&mut extra).or_else(|| rx.try_recv()) {
+            out.write_all(&more).await?;
+            out.write_all(b"\n").await?;
+        }
+        out.flush().await?;
+    }
+    out.flush().await
+}
+
+/// The reader: frames from `input` into `frames`, one ahead at most, but for the lines `take`
+/// keeps. At the end of the input, notes it on `leaving` (when the input is the peer) at once.
+async fn read_frames<R>(
+    input: R,
+    max_line: usize,
+    mut take: Taker,
+    leaving: Option<std::sync::Arc<crate::session::Session>>,
+    frames_tx: tokio::sync::mpsc::Sender<std::io::Result<Frame>>,
+) where
+    R: AsyncRead + Unpin,
+{
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    loop {
+        let frame = next_frame(&mut reader, max_line).await;
+        if matches!(&frame, Ok(Frame::Line(l)) if take(l)) {
+            continue;
+        }
+        let more = matches!(frame, Ok(Frame::Line(_) | Frame::TooLong(_)));
+        if !more && let Some(s) = &leaving {
+            // Noted as soon as it is read, not when the lines before it are served: a
+            // change that waits for the user holds the session until then.
+            s.input_ended();
+        }
+        if frames_tx.send(frame).await.is_err() || !more {
+            break;
+        }
+    }
+}
+
+/// Hands the frames read to `lane` in order until the input ends or `shutdown` completes
+/// (then answers true): a change holds the session, while the lines read meanwhile wait in
+/// [`Ahead`], but for a cancellation, which is acted on at once. A `peer`'s lines past the
+/// room of [`Ahead`] are refused rather than left unread: the answer to the consent question
+/// that holds the session may come behind them on the same stream.
+async fn serve_frames<S>(
+    lane: &mut Dispatcher,
+    frames: &mut tokio::sync::mpsc::Receiver<std::io::Result<Frame>>,
+    session: &ServerSession,
+    tx: &crate::lines::LineSender<()>,
+    shutdown: S,
+    peer: bool,
+) -> bool
+where
+    S: Future<Output = ()>,
+{
+    let broker = session.broker();
+    let max_line = broker.policy().limits.max_line_bytes.get();
+    tokio::pin!(shutdown);
+    // Lines read while a change held the session, to run after it in their order.
+    let mut ahead = Ahead::default();
+    loop {
+        let frame = match ahead.frames.pop_front() {
+            Some(f) => f,
+            None => tokio::select! {
+                biased;
+                () = &mut shutdown => return true,
+                f = frames.recv() => f.unwrap_or(Ok(Frame::Eof)),
+            },
+        };
+        let line = match frame {
+            Ok(Frame::Eof) => return false,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read input; ending session");
+                return false;
+            }
+            Ok(Frame::TooLong(n)) => {
+                tracing::warn!(bytes = n, limit = max_line, "skipped an over-long message");
+                let resp = jsonrpc::too_long(max_line).to_json();
+                if let Ok(v) = serde_json::to_vec(&resp) {
+                    let _ = tx.send(v).await;
+                }
+                continue;
+            }
+            Ok(Frame::Line(line)) => line,
+        };
+        let Some(held) = lane.reserve(line.len()).await else {
+            return false;
+        };
+        let decoded = jsonrpc::decode(&line, max_line);
+        drop(line);
+        // Only a change holds the session long; anything else is handed over at once.
+        let change = decoded.as_ref().is_ok_and(jsonrpc::Message::is_ordered);
+        let submit = lane.submit(decoded, held);
+        tokio::pin!(submit);
+        let submitted = loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => return true,
+                r = &mut submit => break r,
+                f = frames.recv(), if change && (ahead.has_room() || peer) => match f {
+                    Some(Ok(Frame::Line(l))) if withdraws(&l, max_line, broker, session) => {}
+                    Some(Ok(Frame::Line(l))) if !ahead.has_room() => {
+                        if let Some(busy) = refused_while_held(&l, max_line) {
+                            let _ = tx.send(busy).await;
+                        }
+                    }
+                    f => ahead.push(f.unwrap_or(Ok(Frame::Eof))),
+                },
+            }
+        };
+        if !submitted {
+            return false;
+        }
+        ahead.bytes = ahead.frames.iter().map(Ahead::len).sum();
     }
 }
 
@@ -292,36 +337,44 @@ const HELD_RETRY_AFTER_MS: u64 = 100;
 /// The answer to a peer's `line` read while a change holds the session and the lines read
 /// ahead fill their room: its requests refused as too many in flight (a batch's together);
 /// nothing for a notification, which the broker would not act on (a cancellation was taken
-/// before this).
+/// before this). Only the ids are read: a long line is skipped through, not built.
 fn refused_while_held(line: &[u8], max_line: usize) -> Option<Vec<u8>> {
-    let busy = || {
-        crate::error::Error::new(
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let busy = |head: &Head| {
+        let id = head.id.as_ref().filter(|_| head.method.is_some())?;
+        let e = crate::error::Error::new(
             crate::error::ErrorKind::RateLimited,
             "too many requests in flight while a change holds the session",
         )
-        .with_retry_after_ms(HELD_RETRY_AFTER_MS)
+        .with_retry_after_ms(HELD_RETRY_AFTER_MS);
+        Some(jsonrpc::refusal(Some(id), e))
     };
-    let refuse = |item: &jsonrpc::Item| match item {
-        jsonrpc::Item::Request(r) => Some(jsonrpc::refusal(Some(&r.id.as_value()), busy())),
-        jsonrpc::Item::Invalid(id, e) => Some(
-            jsonrpc::Response {
-                id: id.clone(),
-                outcome: Err(e.clone()),
-            }
-            .to_json(),
-        ),
-        _ => None,
+    let batch = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let heads = if batch {
+        serde_json::from_slice::<Vec<Head>>(line).ok()
+    } else {
+        serde_json::from_slice::<Head>(line).ok().map(|h| vec![h])
     };
-    let answer = match jsonrpc::decode(line, max_line) {
-        Ok(jsonrpc::Message::Single(item)) => refuse(&item)?,
-        Ok(jsonrpc::Message::Batch(items)) => {
-            let all: Vec<serde_json::Value> = items.iter().filter_map(refuse).collect();
-            if all.is_empty() {
-                return None;
+    let answer = match heads {
+        Some(heads) => {
+            let mut all: Vec<serde_json::Value> = heads.iter().filter_map(busy).collect();
+            match all.len() {
+                0 => return None,
+                1 if !batch => all.pop()?,
+                _ => serde_json::Value::Array(all),
             }
-            serde_json::Value::Array(all)
         }
-        Err(response) => response.to_json(),
+        // A line that is no JSON-RPC we can read is answered as the session answers it.
+        None => match jsonrpc::decode(line, max_line) {
+            Err(response) => response.to_json(),
+            Ok(_) => return None,
+        },
     };
     tracing::debug!("refused a request read while a change holds the session");
     serde_json::to_vec(&answer).ok()

@@ -106,6 +106,9 @@ impl ConsentProvider for TtyConsent {
     }
 }
 
+/// Asks `req` on the terminal `device`: the paths, then one answer for all of them or, when
+/// the user chooses so or there is one path, an answer for each. Every answer must come
+/// within `wait` of the start.
 fn ask(
     device: &std::path::Path,
     req: &ConsentRequest,
@@ -116,6 +119,19 @@ fn ask(
         .read(true)
         .write(true)
         .open(device)?;
+    let mut prompt = heading(req);
+    // Several paths: one answer for all, or each path in turn.
+    if req.paths.len() > 1 {
+        if let Some(decision) = ask_all(&mut tty, req, &prompt, deadline)? {
+            return Ok(decision.into());
+        }
+        prompt.clear();
+    }
+    ask_each(&mut tty, req, prompt, deadline)
+}
+
+/// What a question starts with: who asks for what, the paths, and the reason given.
+fn heading(req: &ConsentRequest) -> String {
     let mut prompt = match req.purpose {
         super::Purpose::SeeRoots => format!(
             "\nfsbroker: server {:?} asks to see these shared folders (their names and \
@@ -138,30 +154,47 @@ fn ask(
             sanitise(m, MAX_MESSAGE_CHARS)
         ));
     }
-    // Several paths: one answer for all, or each path in turn.
-    if req.paths.len() > 1 {
-        prompt.push_str(match req.access {
-            Access::Write => "allow? [w]rite all / [r]ead all / [e]ach path in turn / [N]o: ",
-            Access::Read => "allow? [r]ead all / [e]ach path in turn / [N]o: ",
-        });
-        tty.write_all(prompt.as_bytes())?;
-        tty.flush()?;
-        let line = read_line(&mut tty, deadline)?;
-        let answer = line.trim().to_ascii_lowercase();
-        if answer != "e" && answer != "each" {
-            let access = whole(&answer, req.access);
-            let decision = match access {
-                Some(access) => ConsentDecision {
-                    approved: req.paths.clone(),
-                    access,
-                },
-                None => ConsentDecision::deny(),
-            };
-            tell(&mut tty, !decision.approved.is_empty())?;
-            return Ok(decision.into());
-        }
-        prompt.clear();
+    prompt
+}
+
+/// Asks, after `prompt`, for one answer for all the paths: the decision, or none when the
+/// user chose to answer each path in turn.
+fn ask_all(
+    tty: &mut std::fs::File,
+    req: &ConsentRequest,
+    prompt: &str,
+    deadline: Instant,
+) -> std::io::Result<Option<ConsentDecision>> {
+    let question = match req.access {
+        Access::Write => "allow? [w]rite all / [r]ead all / [e]ach path in turn / [N]o: ",
+        Access::Read => "allow? [r]ead all / [e]ach path in turn / [N]o: ",
+    };
+    tty.write_all(format!("{prompt}{question}").as_bytes())?;
+    tty.flush()?;
+    let line = read_line(tty, deadline)?;
+    let answer = line.trim().to_ascii_lowercase();
+    if answer == "e" || answer == "each" {
+        return Ok(None);
     }
+    let decision = match whole(&answer, req.access) {
+        Some(access) => ConsentDecision {
+            approved: req.paths.clone(),
+            access,
+        },
+        None => ConsentDecision::deny(),
+    };
+    tell(tty, !decision.approved.is_empty())?;
+    Ok(Some(decision))
+}
+
+/// Asks, after `prompt`, for an answer for each path in turn: allow, read only, a narrowing,
+/// or no.
+fn ask_each(
+    tty: &mut std::fs::File,
+    req: &ConsentRequest,
+    mut prompt: String,
+    deadline: Instant,
+) -> std::io::Result<ConsentAnswer> {
     let mut answer = ConsentAnswer::deny();
     // One path was just listed above the question: it is not shown again.
     let listed = req.paths.len() == 1;
@@ -183,13 +216,13 @@ fn ask(
         tty.write_all(prompt.as_bytes())?;
         tty.flush()?;
         prompt.clear();
-        let line = read_line(&mut tty, deadline)?;
+        let line = read_line(tty, deadline)?;
         let choice = choose(path, line.trim(), req.access);
         if let Some(c) = choice.as_ref().filter(|c| c.granted != c.asked) {
             let shown = sanitise(&c.granted.to_string(), 4096);
             tty.write_all(format!("  narrowed to {shown}\n").as_bytes())?;
         }
-        tell(&mut tty, choice.is_some())?;
+        tell(tty, choice.is_some())?;
         answer.approved.extend(choice);
     }
     Ok(answer)

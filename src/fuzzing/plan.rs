@@ -158,21 +158,7 @@ pub fn ops_plan(data: &[u8]) {
         Grant::Areas => t.ungranted_snapshot(),
     };
     let before = snap(&tree);
-    let consent = match grant {
-        Grant::Whole => "[consent]\nmode = \"auto\"\n",
-        Grant::Areas => {
-            "[consent]\nmode = \"deny\"\n[[consent.rules]]\npaths = [\"project/sub\", \"project/w\"]\n\
-             decision = \"allow\"\n"
-        }
-    };
-    let text = format!(
-        "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"write\"\n{consent}\
-         [audit]\nenabled = false\n[limits]\nrequests_per_second = 1000000\nburst = 1000000\ntimeout_ms = 5000\n\
-         max_violations_per_minute = 1000000\n[recovery]\ndir = {:?}\n",
-        tree.base.join("project"),
-        tree.store()
-    );
-    let Ok(policy) = Policy::parse(&text, "fuzz") else {
+    let Ok(policy) = Policy::parse(&policy_text(grant, &tree), "fuzz") else {
         return;
     };
     runtime().block_on(async {
@@ -186,89 +172,70 @@ pub fn ops_plan(data: &[u8]) {
         let consent = json!({"jsonrpc": "2.0", "id": 0, "method": "files/consent",
             "params": {"requestedPaths": asked, "access": "write"}});
         broker.handle_message("fuzz", consent).await;
-        let project = tree.base.join("project");
-        let mut bytes = data.iter().copied();
-        let mut next = move || bytes.next();
+        let mut plan = Plan {
+            bytes: data.iter(),
+            project: tree.base.join("project"),
+        };
+        plan.run(&broker, grant).await;
+        check_notifications(&mut rx, grant);
+        broker.end_session("fuzz");
+    });
+    assert_eq!(snap(&tree), before, "a place without a grant changed");
+    let mut kept = Vec::new();
+    snapshot(&tree.store(), &[], &mut kept);
+    for (path, what) in kept {
+        assert!(
+            !what.contains("CANARY"),
+            "the store kept outside content: {path:?}"
+        );
+    }
+}
+
+/// The policy of a plan: `tree`'s project as the one writable root, consent as `grant` says,
+/// no audit, limits no plan reaches, and the recovery store beside the root.
+fn policy_text(grant: Grant, tree: &Tree) -> String {
+    let consent = match grant {
+        Grant::Whole => "[consent]\nmode = \"auto\"\n",
+        Grant::Areas => {
+            "[consent]\nmode = \"deny\"\n[[consent.rules]]\npaths = [\"project/sub\", \"project/w\"]\n\
+             decision = \"allow\"\n"
+        }
+    };
+    format!(
+        "[[roots]]\npath = {:?}\nmount = \"project\"\naccess = \"write\"\n{consent}\
+         [audit]\nenabled = false\n[limits]\nrequests_per_second = 1000000\nburst = 1000000\ntimeout_ms = 5000\n\
+         max_violations_per_minute = 1000000\n[recovery]\ndir = {:?}\n",
+        tree.base.join("project"),
+        tree.store()
+    )
+}
+
+/// The rest of a plan's bytes, read one at a time as operations and the paths they name; a
+/// plan that runs out of bytes ends (or names shorter paths).
+struct Plan<'a> {
+    bytes: std::slice::Iter<'a, u8>,
+    /// The root on disk, for the moves made behind the broker's back.
+    project: PathBuf,
+}
+
+impl Plan<'_> {
+    fn next(&mut self) -> Option<u8> {
+        self.bytes.next().copied()
+    }
+
+    /// Runs up to 63 operations through `broker`, checking each response.
+    #[expect(
+        clippy::panic,
+        reason = "an oracle reports a broken promise by panicking: that is how a fuzzer or a test sees it"
+    )]
+    async fn run(&mut self, broker: &Broker, grant: Grant) {
         for id in 1..64 {
-            let Some(op) = next() else { break };
-            let mut path = || {
-                let mut p = String::new();
-                if next().is_some_and(|b| b % 4 != 0) {
-                    p.push_str("project/");
-                } else if next().is_some_and(|b| b % 2 == 0) {
-                    p.push_str(&tree.base.join("project").to_string_lossy());
-                    p.push('/');
-                }
-                let n = next().map_or(1, |b| b % 6);
-                for i in 0..n {
-                    if i > 0 {
-                        p.push('/');
-                    }
-                    match next() {
-                        Some(255) => p.push_str(&"x".repeat(300)),
-                        Some(b) => p.push_str(TOKENS[usize::from(b) % TOKENS.len()]),
-                        None => {}
-                    }
-                }
-                p
-            };
+            let Some(op) = self.next() else { break };
             if op % 13 == 12 {
-                // Behind the broker's back, as a server's own tool could: swap a granted
-                // directory with a link to an ungranted one (or back).
-                let a = project.join(if next().is_some_and(|b| b % 2 == 0) {
-                    "sub/tosecret"
-                } else {
-                    "w/up"
-                });
-                let b = project.join(if next().is_some_and(|b| b % 2 == 0) {
-                    "w/d"
-                } else {
-                    "sub/new"
-                });
-                let _ = rustix::fs::renameat_with(
-                    rustix::fs::CWD,
-                    &a,
-                    rustix::fs::CWD,
-                    &b,
-                    rustix::fs::RenameFlags::EXCHANGE,
-                );
+                self.swap_behind();
                 continue;
             }
-            let (method, params) = match op % 13 {
-                0 => ("files/read", json!({"path": path()})),
-                1 => ("files/stat", json!({"path": path()})),
-                2 => (
-                    "files/list",
-                    json!({"path": path(), "recursive": true, "includeHidden": true}),
-                ),
-                3 => ("files/write", json!({"path": path(), "content": "fuzz"})),
-                4 => (
-                    "files/create",
-                    json!({"path": path(), "type": "directory", "parents": true}),
-                ),
-                5 => ("files/delete", json!({"path": path(), "recursive": true})),
-                6 => (
-                    "files/rename",
-                    json!({"oldPath": path(), "newPath": path(), "overwrite": true}),
-                ),
-                7 => (
-                    "files/watch",
-                    json!({"path": path(), "recursive": next().is_some_and(|b| b % 2 == 0)}),
-                ),
-                9 => (
-                    "files/write",
-                    json!({"path": path(), "content": "fuzz", "final": false}),
-                ),
-                10 => (
-                    "files/write",
-                    json!({"path": path(), "content": "more", "offset": 4, "final": true}),
-                ),
-                11 => (
-                    "files/create",
-                    json!({"path": path(), "type": "file", "parents": true}),
-                ),
-                _ => ("files/consent", json!({"requestedPaths": [path()]})),
-            };
+            let (method, params) = self.request(op);
             let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
             let Some(resp) = broker.handle_message("fuzz", req).await else {
                 panic!("a request got no response");
@@ -282,34 +249,120 @@ pub fn ops_plan(data: &[u8]) {
                 "ungranted content leaked: {resp}"
             );
         }
-        // Notifications that arrived meanwhile name only granted places.
-        while let Ok(note) = rx.try_recv() {
-            let text = note.message.to_string();
-            assert!(!text.contains("CANARY"), "canary content notified: {text}");
-            if note.message["method"] != "notifications/files/changed" {
-                continue;
-            }
-            let path = note.message["params"]["path"].as_str().unwrap_or_default();
-            let inside = match grant {
-                Grant::Whole => path == "project" || path.starts_with("project/"),
-                Grant::Areas => ["project/sub", "project/w"]
-                    .iter()
-                    .any(|a| path == *a || path.starts_with(&format!("{a}/"))),
-            };
-            assert!(
-                inside,
-                "a notification names a place without a grant: {text}"
-            );
+    }
+
+    /// Behind the broker's back, as a server's own tool could: swaps a granted directory with
+    /// a link to an ungranted one (or back).
+    fn swap_behind(&mut self) {
+        let a = if self.next().is_some_and(|b| b % 2 == 0) {
+            "sub/tosecret"
+        } else {
+            "w/up"
+        };
+        let b = if self.next().is_some_and(|b| b % 2 == 0) {
+            "w/d"
+        } else {
+            "sub/new"
+        };
+        let (a, b) = (self.project.join(a), self.project.join(b));
+        let _ = rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            &a,
+            rustix::fs::CWD,
+            &b,
+            rustix::fs::RenameFlags::EXCHANGE,
+        );
+    }
+
+    /// The method and params of operation `op`, its paths read from the plan.
+    fn request(&mut self, op: u8) -> (&'static str, serde_json::Value) {
+        match op % 13 {
+            0 => ("files/read", json!({"path": self.path()})),
+            1 => ("files/stat", json!({"path": self.path()})),
+            2 => (
+                "files/list",
+                json!({"path": self.path(), "recursive": true, "includeHidden": true}),
+            ),
+            3 => (
+                "files/write",
+                json!({"path": self.path(), "content": "fuzz"}),
+            ),
+            4 => (
+                "files/create",
+                json!({"path": self.path(), "type": "directory", "parents": true}),
+            ),
+            5 => (
+                "files/delete",
+                json!({"path": self.path(), "recursive": true}),
+            ),
+            6 => (
+                "files/rename",
+                json!({"oldPath": self.path(), "newPath": self.path(), "overwrite": true}),
+            ),
+            7 => (
+                "files/watch",
+                json!({"path": self.path(), "recursive": self.next().is_some_and(|b| b % 2 == 0)}),
+            ),
+            9 => (
+                "files/write",
+                json!({"path": self.path(), "content": "fuzz", "final": false}),
+            ),
+            10 => (
+                "files/write",
+                json!({"path": self.path(), "content": "more", "offset": 4, "final": true}),
+            ),
+            11 => (
+                "files/create",
+                json!({"path": self.path(), "type": "file", "parents": true}),
+            ),
+            _ => ("files/consent", json!({"requestedPaths": [self.path()]})),
         }
-        broker.end_session("fuzz");
-    });
-    assert_eq!(snap(&tree), before, "a place without a grant changed");
-    let mut kept = Vec::new();
-    snapshot(&tree.store(), &[], &mut kept);
-    for (path, what) in kept {
+    }
+
+    /// A path from the plan: mounted (`project/...`), absolute on disk, or bare, then up to
+    /// five tokens (a byte of 255 is a 300-byte name).
+    fn path(&mut self) -> String {
+        let mut p = String::new();
+        if self.next().is_some_and(|b| b % 4 != 0) {
+            p.push_str("project/");
+        } else if self.next().is_some_and(|b| b % 2 == 0) {
+            p.push_str(&self.project.to_string_lossy());
+            p.push('/');
+        }
+        let n = self.next().map_or(1, |b| b % 6);
+        for i in 0..n {
+            if i > 0 {
+                p.push('/');
+            }
+            match self.next() {
+                Some(255) => p.push_str(&"x".repeat(300)),
+                Some(b) => p.push_str(TOKENS[usize::from(b) % TOKENS.len()]),
+                None => {}
+            }
+        }
+        p
+    }
+}
+
+/// Notifications that arrived while the plan ran name only granted places, and carry no
+/// canary content.
+fn check_notifications(rx: &mut crate::Notifications, grant: Grant) {
+    while let Ok(note) = rx.try_recv() {
+        let text = note.message.to_string();
+        assert!(!text.contains("CANARY"), "canary content notified: {text}");
+        if note.message["method"] != "notifications/files/changed" {
+            continue;
+        }
+        let path = note.message["params"]["path"].as_str().unwrap_or_default();
+        let inside = match grant {
+            Grant::Whole => path == "project" || path.starts_with("project/"),
+            Grant::Areas => ["project/sub", "project/w"]
+                .iter()
+                .any(|a| path == *a || path.starts_with(&format!("{a}/"))),
+        };
         assert!(
-            !what.contains("CANARY"),
-            "the store kept outside content: {path:?}"
+            inside,
+            "a notification names a place without a grant: {text}"
         );
     }
 }

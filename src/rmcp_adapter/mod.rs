@@ -32,10 +32,6 @@
 //! # Ok(()) }
 //! ```
 
-// rmcp marks roots deprecated (SEP-2577, which moves them out of the 2026-07-28 revision);
-// answering them for the revisions that have them is what this adapter is for.
-#![allow(deprecated)]
-
 mod registry;
 mod router;
 
@@ -51,9 +47,16 @@ use crate::method::{Method, is_brokered};
 use crate::session::DEFAULT_SERVER_ID;
 use crate::session::server_name;
 use registry::{Refusal, Wanted};
+// rmcp marks roots deprecated (SEP-2577, which moves them out of the 2026-07-28 revision);
+// answering them for the revisions that have them is what this adapter is for.
+#[expect(
+    deprecated,
+    reason = "roots are deprecated from the 2026-07-28 revision on, and answered for the revisions before it"
+)]
+use rmcp::model::ListRootsResult;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CustomRequest, CustomResult, ErrorCode, Implementation,
-    ListRootsResult, ProtocolVersion, RequestId, RootsCapabilities,
+    ProtocolVersion, RequestId, RootsCapabilities,
 };
 use rmcp::service::{RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
@@ -255,6 +258,10 @@ impl ClientHandler for BrokerClientHandler {
             .with_protocol_version(self.protocol_version.clone())
     }
 
+    #[expect(
+        deprecated,
+        reason = "roots are deprecated from the 2026-07-28 revision on, and answered for the revisions before it"
+    )]
     async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,

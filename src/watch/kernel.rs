@@ -17,7 +17,7 @@ use crate::root::Root;
 use cap_std::fs::Dir;
 use rustix::fd::OwnedFd;
 use rustix::fs::inotify::{self, WatchFlags};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -214,12 +214,11 @@ impl Kernel {
         rel: RelPath,
         deadline: crate::deadline::Deadline,
     ) -> Result<(), super::WatchError> {
-        use super::WatchError;
         let root = watch.root.clone();
         let id = watch.id.clone();
         let host = root.host_path_of(&rel);
         let top = self
-            .place(&dir, &root, rel.clone(), host.clone())
+            .place(&dir, &root, rel.clone(), host)
             .map_err(|e| to_watch_error(e, self.max))?;
         self.uses.insert(
             id.clone(),
@@ -230,82 +229,37 @@ impl Kernel {
             },
         );
         self.take(&id, top);
-        let result = (|| {
-            // The handle was verified by the resolver; the watch now exists, so a move from
-            // here on is seen. One that came in between is caught by checking again.
-            let Some(place) = self.nodes.get(&top).map(|n| n.place.clone()) else {
-                return Err(WatchError::Os("watch vanished".into()));
-            };
-            if !at_place(&root, &rel, &place) {
-                return Err(WatchError::Os("the directory moved".into()));
-            }
-            if !watch.recursive {
-                return Ok(());
-            }
-            // Every directory beneath is opened through its parent's verified handle when its
-            // turn comes, never held in the queue: any breadth costs a few descriptors. One
-            // that cannot be watched fails the watch, rather than leave changes unreported.
-            let incomplete =
-                || WatchError::Os("cannot watch every directory beneath this path".into());
-            let mut queue: VecDeque<scan::Pending> = VecDeque::new();
-            let mut cache = Some((top, dir));
-            let mut next = Some(top);
-            loop {
-                if let Some(wd) = next.take() {
-                    let Some((_, d)) = cache.as_ref() else {
-                        return Err(incomplete());
-                    };
-                    let entries = d.entries().map_err(|_| incomplete())?;
-                    let here = self
-                        .nodes
-                        .get(&wd)
-                        .map(|n| n.rel.clone())
-                        .ok_or_else(incomplete)?;
-                    for entry in entries {
-                        let entry = entry.map_err(|_| incomplete())?;
-                        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                            continue;
-                        }
-                        let Ok(name) = entry.file_name().into_string() else {
-                            continue;
-                        };
-                        queue.push_back(scan::Pending {
-                            parent: wd,
-                            rel: here.join(&name),
-                            name,
-                        });
-                    }
-                }
-                let Some(p) = queue.pop_front() else {
-                    break;
-                };
-                deadline
-                    .check()
-                    .map_err(|_| WatchError::Os("timed out".into()))?;
-                let sub = match self.open_child(&mut cache, p.parent, &p.name) {
-                    Ok(Some(d)) => d,
-                    // Opened without following: a name swapped for a link is not entered.
-                    Ok(None) => continue,
-                    Err(()) => return Err(incomplete()),
-                };
-                let sub_host = root.host_path_of(&p.rel);
-                match self.place(&sub, &root, p.rel.clone(), sub_host) {
-                    Ok(child) => {
-                        self.link(p.parent, &p.name, child);
-                        self.take(&id, child);
-                        cache = Some((child, sub));
-                        next = Some(child);
-                    }
-                    Err(PlaceError::Other(_)) => return Err(incomplete()),
-                    Err(e) => return Err(to_watch_error(e, self.max)),
-                }
-            }
-            Ok(())
-        })();
+        let result = self.complete(watch, top, dir, &rel, deadline);
         if result.is_err() {
             self.release(&id);
         }
         result
+    }
+
+    /// Completes the watch `watch` placed on `top` (the directory `dir` at `rel`): checks
+    /// that the directory is still at its place, and, for a recursive watch, watches every
+    /// directory beneath.
+    fn complete(
+        &mut self,
+        watch: &Watch,
+        top: i32,
+        dir: Dir,
+        rel: &RelPath,
+        deadline: crate::deadline::Deadline,
+    ) -> Result<(), super::WatchError> {
+        use super::WatchError;
+        // The handle was verified by the resolver; the watch now exists, so a move from
+        // here on is seen. One that came in between is caught by checking again.
+        let Some(place) = self.nodes.get(&top).map(|n| n.place.clone()) else {
+            return Err(WatchError::Os("watch vanished".into()));
+        };
+        if !at_place(&watch.root, rel, &place) {
+            return Err(WatchError::Os("the directory moved".into()));
+        }
+        if !watch.recursive {
+            return Ok(());
+        }
+        self.watch_beneath(&watch.id, &watch.root, top, dir, deadline)
     }
 
     /// Sends one raw event, or records that events were lost.

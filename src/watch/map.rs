@@ -32,18 +32,7 @@ impl WatchHub {
                 w.owed_overflow.store(true, Ordering::Relaxed);
             }
         }
-        // Our atomic replace is a rename of a temporary over the target; when that write
-        // created the target, it is a creation, once.
-        let fresh: HashSet<PathBuf> = {
-            let mut created = lock(&self.created);
-            raw.iter()
-                .filter(
-                    |ev| matches!(&ev.kind, RawKind::MovedFrom { from, .. } if is_our_temp(from)),
-                )
-                .map(|ev| ev.dir.host.join(&ev.name))
-                .filter(|p| created.remove(p).is_some())
-                .collect()
-        };
+        let fresh = self.fresh(raw);
         let mut at_place_cache: HashMap<(usize, usize), bool> = HashMap::new();
         let mut last: HashMap<(String, String), Change> = HashMap::new();
         for (dir, name, change) in raw.iter().flat_map(|ev| changes(ev, &fresh)) {
@@ -98,6 +87,18 @@ impl WatchHub {
             }
         }
         out
+    }
+
+    /// The targets of the broker's own atomic replaces in `raw` that created them. Our atomic
+    /// replace is a rename of a temporary over the target; when that write created the
+    /// target, it is a creation, once.
+    fn fresh(&self, raw: &[RawEvent]) -> HashSet<PathBuf> {
+        let mut created = lock(&self.created);
+        raw.iter()
+            .filter(|ev| matches!(&ev.kind, RawKind::MovedFrom { from, .. } if is_our_temp(from)))
+            .map(|ev| ev.dir.host.join(&ev.name))
+            .filter(|p| created.remove(p).is_some())
+            .collect()
     }
 }
 

@@ -118,7 +118,6 @@ pub trait Call: Serialize + sealed::Sealed {
 mod sealed {
     // The usual seal: a public trait in a private module, so no type outside this crate
     // can be a `Call`.
-    #[allow(unreachable_pub)]
     pub trait Sealed {}
 }
 

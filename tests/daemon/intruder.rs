@@ -127,7 +127,8 @@ sys.stdin.read()
 #[test]
 fn a_sandboxed_attached_server_is_refused_at_once_and_its_flood_keeps_nobody_out() {
     let p = Place::new();
-    let _d = p.start_with(&["--consent", "auto"]);
+    let started = std::time::Instant::now();
+    let d = p.start_with(&["--consent", "auto"]);
     let mut cmd = std::process::Command::new(crate::common::bin());
     cmd.arg("proxy")
         .arg(format!("--daemon={}", p.socket().display()))
@@ -153,4 +154,16 @@ fn a_sandboxed_attached_server_is_refused_at_once_and_its_flood_keeps_nobody_out
         let ran = p.verb(&["status", "--json", "--daemon", socket.to_str().unwrap()]);
         assert!(ran.success(), "{}", ran.log());
     }
+    // Thousands of refused connections, yet the log says so at most once a second: a flood
+    // that never stops cannot grow the log (beside the recovery store) by a line each.
+    let elapsed = started.elapsed().as_secs();
+    let log = d.stderr();
+    let said = log
+        .lines()
+        .filter(|l| l.contains("a proxy that sandboxes its server"))
+        .count() as u64;
+    assert!(
+        said <= elapsed + 1,
+        "{said} refusal lines in {elapsed} s, more than one a second"
+    );
 }

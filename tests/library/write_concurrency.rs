@@ -1,7 +1,8 @@
 //! Concurrent writes through the library handle: readers racing writers see whole versions
 //! only, writers racing with one `ifMatch` etag have exactly one winner, renames, deletes and
 //! writes of one path racing each other answer only documented errors, and an advisory lock
-//! held elsewhere makes a write fail with `locked` until it is released.
+//! held elsewhere makes a write fail with `locked` until it is released. A file cut shorter
+//! by another program while it is read in chunks gives only bytes it held.
 
 use crate::common::fs::assert_no_temporaries;
 use crate::common::write::consent_write;
@@ -358,4 +359,59 @@ async fn advisory_lock_held_elsewhere_makes_write_fail_locked_until_released() {
     // Staged uploads end with their session: nothing is left behind.
     b.end_session("s");
     assert_no_temporaries(&f.root);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_file_cut_shorter_while_it_is_read_in_chunks_gives_only_bytes_it_held() {
+    use std::os::unix::fs::FileExt;
+    const FULL: u64 = 64 << 10;
+    let f = Fixture::new();
+    let b = f.broker_with("write", LIMITS);
+    f.file("t.txt", "A".repeat(FULL as usize));
+    consent_write(&b, "r").await;
+    // Another program cuts the file shorter in place and writes it back to its length with
+    // more `A`s, again and again: the file never holds anything but `A`s, but a chunk may
+    // find it shorter than it was when the read began.
+    let done = Arc::new(AtomicBool::new(false));
+    let cutter = {
+        let (done, path) = (done.clone(), f.root.join("t.txt"));
+        std::thread::spawn(move || {
+            let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            let fill = vec![b'A'; FULL as usize];
+            let mut round = 0usize;
+            while !done.load(Ordering::Acquire) {
+                let short = [0u64, 1000, 30_000][round % 3];
+                file.set_len(short).unwrap();
+                file.write_all_at(&fill[short as usize..], short).unwrap();
+                round += 1;
+            }
+        })
+    };
+    // Chunks read in place, at the start and further in.
+    for round in 0..2000u64 {
+        let length = [(64 << 10) - 1, 4096, 40_000][(round % 3) as usize];
+        let offset = [0u64, 1000, 20_000][(round / 3 % 3) as usize];
+        let r = call(
+            &b,
+            "r",
+            "files/read",
+            json!({"path": "project/t.txt", "offset": offset, "length": length}),
+        )
+        .await;
+        let res = ok(&r);
+        let content = res["content"].as_str().unwrap();
+        assert!(
+            content.len() <= length,
+            "{} bytes for {length}",
+            content.len()
+        );
+        assert_eq!(res["length"].as_u64().unwrap() as usize, content.len());
+        assert_eq!(res["offset"].as_u64().unwrap(), offset);
+        assert!(
+            content.bytes().all(|c| c == b'A'),
+            "a chunk at {offset} holds bytes the file never held"
+        );
+    }
+    done.store(true, Ordering::Release);
+    cutter.join().unwrap();
 }

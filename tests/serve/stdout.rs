@@ -61,6 +61,35 @@ fn the_stdout_pipe_is_blocking_again_after_the_session() {
 }
 
 #[test]
+fn a_stdout_pipe_the_host_made_non_blocking_is_left_non_blocking() {
+    let f = Fixture::new();
+    let (read_end, write_end) = rustix::pipe::pipe().unwrap();
+    // The host's own choice, on the open file description it shares with the sidecar: what
+    // the sidecar restores is what it found, not a blocking pipe.
+    let flags = rustix::fs::fcntl_getfl(&write_end).unwrap();
+    rustix::fs::fcntl_setfl(&write_end, flags | rustix::fs::OFlags::NONBLOCK).unwrap();
+    let kept = write_end.try_clone().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(read_end), &mut out).unwrap();
+        out
+    });
+    let mut cmd = serve(&f);
+    cmd.stdin(input(&f))
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    let status = wait(&mut child, Duration::from_secs(60));
+    assert!(status.success(), "{status:?}");
+    let flags = rustix::fs::fcntl_getfl(kept.as_fd()).unwrap();
+    assert!(flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+    drop(kept);
+    let out = reader.join().unwrap();
+    assert_eq!(out.lines().count(), 2, "{out}");
+}
+
+#[test]
 fn a_file_as_stdout_gets_every_response() {
     let f = Fixture::new();
     let out_path = f.tmp.path().join("out.jsonl");

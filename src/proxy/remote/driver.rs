@@ -51,77 +51,17 @@ pub(super) async fn drive(
         background: JoinSet::new(),
         answers: JoinSet::new(),
     };
-    // Set when the host leaves: what it sent may still be answered until then.
-    let mut deadline = None;
-    let failed = loop {
-        tokio::select! {
-            biased;
-            () = shared.failed() => break true,
-            _ = &mut end => break false,
-            line = outgoing.recv_marked() => {
-                let Some((line, wire)) = line else { break false };
-                // Sending waits for the server to accept (within the limits): a failure
-                // meanwhile is not kept waiting, and the host leaving starts the grace.
-                let work = d.handle(line, wire);
-                tokio::pin!(work);
-                let interrupted = tokio::select! {
-                    biased;
-                    () = shared.failed() => Some(true),
-                    _ = &mut end => Some(false),
-                    () = &mut work => None,
-                };
-                match interrupted {
-                    None => {}
-                    Some(true) => break true,
-                    Some(false) => {
-                        let by = Instant::now() + shared.cfg.grace;
-                        deadline = Some(by);
-                        let _ = tokio::time::timeout_at(by, work).await;
-                        break false;
-                    }
-                }
-            }
-            Some(()) = d.inflight.join_next(), if !d.inflight.is_empty() => {}
-            Some(r) = d.background.join_next(), if !d.background.is_empty() => log_panic(r),
-            Some(r) = d.answers.join_next(), if !d.answers.is_empty() => log_panic(r),
-        }
-    };
+    let (failed, deadline) = d.send_all(&mut outgoing, &mut end).await;
     if !failed {
         let by = deadline.unwrap_or_else(|| Instant::now() + shared.cfg.grace);
         let _ = tokio::time::timeout_at(by, d.finish(&mut outgoing)).await;
     }
     // A failure while the host's last messages went out still counts.
     let failed = failed || shared.has_failed();
-    d.inflight.abort_all().await;
-    d.background.abort_all();
-    while d.background.join_next().await.is_some() {}
-    shared.abort_readers();
-    shared.drop_replayed();
-    // What is still queued was never sent: its requests are answered here.
-    outgoing.close();
-    let mut left = Vec::new();
-    while let Some(line) = outgoing.try_recv() {
-        left.extend(request_ids(&line));
-    }
-    // The change notifications' streams end with the session and owe no answer.
-    shared.pending.end_listens();
-    // The host gets an answer for every request left, unless it stopped reading: then the
-    // queue towards it stays full, and waiting would keep the proxy from ending.
-    if !failed {
-        left.extend(shared.pending.drain());
-    }
-    let limit = shared.cfg.connect_timeout;
-    if tokio::time::timeout(limit, answer_left(&mut d, &left, failed))
-        .await
-        .is_err()
-    {
-        tracing::warn!("the host is not taking the last answers; they are dropped");
-        d.answers.abort_all();
-    }
+    let left = d.stop(&mut outgoing, failed).await;
     if failed {
         return 1;
     }
-    let left = left.len();
     shared.delete().await;
     let unreached = shared.never_reached();
     if left == 0 && unreached.is_none() {
@@ -162,6 +102,82 @@ fn log_panic(r: Result<(), tokio::task::JoinError>) {
 }
 
 impl Driver {
+    /// Sends the host's lines in order until the host is gone or the session fails (then
+    /// answers true). When the host left while a line was being sent, that line had until
+    /// the end of the grace, which is returned.
+    async fn send_all(
+        &mut self,
+        outgoing: &mut LineReceiver<Option<Wire>>,
+        end: &mut oneshot::Receiver<()>,
+    ) -> (bool, Option<Instant>) {
+        let shared = self.shared.clone();
+        loop {
+            tokio::select! {
+                biased;
+                () = shared.failed() => return (true, None),
+                _ = &mut *end => return (false, None),
+                line = outgoing.recv_marked() => {
+                    let Some((line, wire)) = line else { return (false, None) };
+                    // Sending waits for the server to accept (within the limits): a failure
+                    // meanwhile is not kept waiting, and the host leaving starts the grace.
+                    let work = self.handle(line, wire);
+                    tokio::pin!(work);
+                    let interrupted = tokio::select! {
+                        biased;
+                        () = shared.failed() => Some(true),
+                        _ = &mut *end => Some(false),
+                        () = &mut work => None,
+                    };
+                    match interrupted {
+                        None => {}
+                        Some(true) => return (true, None),
+                        Some(false) => {
+                            let by = Instant::now() + shared.cfg.grace;
+                            let _ = tokio::time::timeout_at(by, work).await;
+                            return (false, Some(by));
+                        }
+                    }
+                }
+                Some(()) = self.inflight.join_next(), if !self.inflight.is_empty() => {}
+                Some(r) = self.background.join_next(), if !self.background.is_empty() => log_panic(r),
+                Some(r) = self.answers.join_next(), if !self.answers.is_empty() => log_panic(r),
+            }
+        }
+    }
+
+    /// Stops every task of the session and answers the host's requests left (what is still
+    /// queued was never sent), unless the host stopped reading. Returns how many were left.
+    async fn stop(&mut self, outgoing: &mut LineReceiver<Option<Wire>>, failed: bool) -> usize {
+        let shared = self.shared.clone();
+        self.inflight.abort_all().await;
+        self.background.abort_all();
+        while self.background.join_next().await.is_some() {}
+        shared.abort_readers();
+        shared.drop_replayed();
+        // What is still queued was never sent: its requests are answered here.
+        outgoing.close();
+        let mut left = Vec::new();
+        while let Some(line) = outgoing.try_recv() {
+            left.extend(request_ids(&line));
+        }
+        // The change notifications' streams end with the session and owe no answer.
+        shared.pending.end_listens();
+        // The host gets an answer for every request left, unless it stopped reading: then the
+        // queue towards it stays full, and waiting would keep the proxy from ending.
+        if !failed {
+            left.extend(shared.pending.drain());
+        }
+        let limit = shared.cfg.connect_timeout;
+        if tokio::time::timeout(limit, answer_left(self, &left, failed))
+            .await
+            .is_err()
+        {
+            tracing::warn!("the host is not taking the last answers; they are dropped");
+            self.answers.abort_all();
+        }
+        left.len()
+    }
+
     /// Sends one line the way its kind and its transport (as the proxy's judge marked it,
     /// see [`Wire`]) need.
     async fn handle(&mut self, line: Vec<u8>, wire: Option<Wire>) {

@@ -193,6 +193,30 @@ impl Finder<'_> {
         }
         Some(real)
     }
+
+    /// The program `named` and the interpreter its `#!` line names: each executable found,
+    /// and the base names of both as named and as real paths. The real path is none when the
+    /// program's route passes through a place the server may write: then only its name is
+    /// known, and nothing about it (its target, its `#!` line, its environment) steers the
+    /// profile.
+    fn programs(&mut self, named: &Path, cwd: &Path) -> (Option<PathBuf>, Vec<String>) {
+        let real = self.executable(named);
+        let mut names = vec![base(named)];
+        names.extend(real.as_deref().map(base));
+        // A script names its interpreter; one level is followed, and only in a file the server
+        // cannot have written (`real` is trusted).
+        let interpreter = real
+            .as_deref()
+            .and_then(shebang)
+            .and_then(|i| resolve(&i, cwd));
+        if let Some(interpreter) = interpreter {
+            names.push(base(&interpreter));
+            if let Some(r) = self.executable(&interpreter) {
+                names.push(base(&r));
+            }
+        }
+        (real, names)
+    }
 }
 
 /// What the server started by `command` (in `cwd`) needs of its installation, and the
@@ -214,42 +238,14 @@ pub(super) fn installation(
     let Some(named) = resolve(program, cwd) else {
         return (f.found, env);
     };
-    // None when the program's route passes through a place the server may write: then only
-    // its name is known, and nothing about it (its target, its `#!` line, its environment)
-    // steers the profile.
-    let real = f.executable(&named);
-    let mut names = vec![base(&named)];
-    names.extend(real.as_deref().map(base));
-    // A script names its interpreter; one level is followed, and only in a file the server
-    // cannot have written (`real` is trusted).
-    let interpreter = real
-        .as_deref()
-        .and_then(shebang)
-        .and_then(|i| resolve(&i, cwd));
-    if let Some(interpreter) = interpreter {
-        names.push(base(&interpreter));
-        if let Some(r) = f.executable(&interpreter) {
-            names.push(base(&r));
-        }
-    }
+    let (real, names) = f.programs(&named, cwd);
     let home = guard.home().map(Path::to_path_buf);
     let is = |pred: &dyn Fn(&str) -> bool| names.iter().any(|n| pred(n));
-    // The script an interpreter runs: its first argument that is no option and names a
-    // script by its extension. Launchers (`npx`, `uvx`, `uv`) name packages, not files, and
-    // an argument such as `-m mod` or `-X dev` is no script: a file a server created under
-    // such a name must not steer the profile.
     let interpreter_runs_script =
         is(&|n| matches!(n, "node" | "nodejs") || n.starts_with("python"));
     let script = script_argument(args)
         .filter(|_| interpreter_runs_script)
-        .filter(|a| {
-            [".py", ".js", ".mjs", ".cjs"]
-                .iter()
-                .any(|ext| a.ends_with(ext))
-        })
-        .map(|a| cwd.join(a))
-        .filter(|p| p.is_file())
-        .and_then(|p| guard.trusted(&p, "the server's script"));
+        .and_then(|a| script_file(a, cwd, guard));
     if let Some(s) = &script {
         f.file_or_dir(s, "the server's script");
     }
@@ -267,17 +263,37 @@ pub(super) fn installation(
     }
     if is(&|n| matches!(n, "uv" | "uvx")) {
         env.push(("UV_CACHE_DIR".to_owned(), private("uv-cache")));
-        // The Pythons and tools uv installed, read and execute: a server must not replace
-        // what the user runs later outside the sandbox.
-        let data = std::env::var_os("XDG_DATA_HOME")
-            .filter(|v| !v.is_empty())
-            .map(|d| PathBuf::from(d).join("uv"))
-            .or_else(|| home.as_ref().map(|h| h.join(".local/share/uv")));
-        if let Some(d) = data.filter(|d| d.is_dir()) {
-            f.dir(&d, Right::Exec, "uv's Pythons and tools");
-        }
+        uv_installs(&mut f, home.as_deref());
     }
     (f.found, env)
+}
+
+/// The script an interpreter runs, from its script argument `arg`: only a file named by a
+/// script's extension, in a place the server cannot have written. Launchers (`npx`, `uvx`,
+/// `uv`) name packages, not files, and an argument such as `-m mod` or `-X dev` is no script:
+/// a file a server created under such a name must not steer the profile.
+fn script_file(arg: &str, cwd: &Path, guard: &Guard) -> Option<PathBuf> {
+    Some(arg)
+        .filter(|a| {
+            [".py", ".js", ".mjs", ".cjs"]
+                .iter()
+                .any(|ext| a.ends_with(ext))
+        })
+        .map(|a| cwd.join(a))
+        .filter(|p| p.is_file())
+        .and_then(|p| guard.trusted(&p, "the server's script"))
+}
+
+/// The Pythons and tools uv installed, read and execute: a server must not replace what the
+/// user runs later outside the sandbox.
+fn uv_installs(f: &mut Finder<'_>, home: Option<&Path>) {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(|d| PathBuf::from(d).join("uv"))
+        .or_else(|| home.map(|h| h.join(".local/share/uv")));
+    if let Some(d) = data.filter(|d| d.is_dir()) {
+        f.dir(&d, Right::Exec, "uv's Pythons and tools");
+    }
 }
 
 /// The script argument of an interpreter's command line: the first argument that is neither

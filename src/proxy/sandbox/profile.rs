@@ -73,6 +73,88 @@ pub(crate) struct Profile {
     tmp: PathBuf,
 }
 
+impl Rule {
+    /// A rule without a pin (the helper opens it as it finds it, without following links).
+    fn unpinned(path: &Path, right: Right, why: &str, required: bool) -> Rule {
+        Rule {
+            path: path.to_path_buf(),
+            right,
+            why: why.to_owned(),
+            pin: None,
+            required,
+        }
+    }
+}
+
+/// What every server runs on: the system's directories (by real path: `/bin` is a link to
+/// `/usr/bin` on most systems, and every rule is opened without following links; these are
+/// the system's own, which the server cannot write), the kernel's interfaces, the common
+/// devices, and `tmp`, its private temporary directory.
+fn runtime_rules(tmp: &Path) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    for d in SYSTEM {
+        if let Ok(real) = std::fs::canonicalize(d) {
+            rules.push(Rule::unpinned(&real, Right::Exec, "system", false));
+        }
+    }
+    for d in KERNEL {
+        rules.push(Rule::unpinned(Path::new(d), Right::Read, "kernel", false));
+    }
+    for d in DEVICES {
+        rules.push(Rule::unpinned(Path::new(d), Right::Device, "device", false));
+    }
+    rules.push(Rule::unpinned(
+        tmp,
+        Right::Write,
+        "private temporary directory",
+        true,
+    ));
+    rules
+}
+
+/// The rules of `roots`, each pinned to the directory the broker opened. Landlock's rules add
+/// up: a read-only root inside a place `rules` (or a writable root) lets the server write is
+/// writable to the server on disk, whatever the broker allows it through `files/*`; its
+/// reason says so, and the log warns.
+fn root_rules(roots: &[SandboxRoot], rules: &[Rule]) -> Vec<Rule> {
+    let writable_places: Vec<(PathBuf, String)> = rules
+        .iter()
+        .filter(|w| w.right == Right::Write)
+        .map(|w| (w.path.clone(), w.why.clone()))
+        .chain(
+            roots
+                .iter()
+                .filter(|w| w.write)
+                .map(|w| (w.path.clone(), format!("root {}", w.mount))),
+        )
+        .collect();
+    let mut out = Vec::new();
+    for r in roots {
+        let inside = (!r.write)
+            .then(|| writable_places.iter().find(|(p, _)| r.path.starts_with(p)))
+            .flatten();
+        let why = match inside {
+            Some((path, what)) => {
+                tracing::warn!(
+                    root = %r.mount,
+                    "sandbox: the read-only root lies inside {} ({what}), which the server may write: the kernel lets it write this root too",
+                    path.display(),
+                );
+                format!("root {} (read-only, but inside {what})", r.mount)
+            }
+            None => format!("root {}", r.mount),
+        };
+        out.push(Rule {
+            path: r.path.clone(),
+            right: if r.write { Right::Write } else { Right::Read },
+            why,
+            pin: Some(r.pin),
+            required: true,
+        });
+    }
+    out
+}
+
 impl Profile {
     /// The profile of `command` with `roots`, the options' additions, and `tmp` as the
     /// private temporary directory. `policy_roots` are the directories of every root of the
@@ -87,30 +169,7 @@ impl Profile {
         tmp: &Path,
         source: &RootSource,
     ) -> Result<Profile, SandboxError> {
-        let mut rules = Vec::new();
-        let mut add = |path: &Path, right: Right, why: &str, required: bool| {
-            rules.push(Rule {
-                path: path.to_path_buf(),
-                right,
-                why: why.to_owned(),
-                pin: None,
-                required,
-            });
-        };
-        // By real path (`/bin` is a link to `/usr/bin` on most systems): every rule is opened
-        // without following links. These are the system's own, which the server cannot write.
-        for d in SYSTEM {
-            if let Ok(real) = std::fs::canonicalize(d) {
-                add(&real, Right::Exec, "system", false);
-            }
-        }
-        for d in KERNEL {
-            add(Path::new(d), Right::Read, "kernel", false);
-        }
-        for d in DEVICES {
-            add(Path::new(d), Right::Device, "device", false);
-        }
-        add(tmp, Right::Write, "private temporary directory", true);
+        let mut rules = runtime_rules(tmp);
         let cwd = std::env::current_dir().map_err(|e| {
             SandboxError::Profile(format!("cannot read the current directory: {e}"))
         })?;
@@ -128,7 +187,7 @@ impl Profile {
         let allowed = allowed_paths(options, &cwd, &writable)?;
         for (path, write) in &allowed {
             let right = if *write { Right::Write } else { Right::Exec };
-            add(path, right, "--sandbox-allow", true);
+            rules.push(Rule::unpinned(path, right, "--sandbox-allow", true));
         }
         writable.extend(allowed.iter().filter(|(_, w)| *w).map(|(p, _)| p.clone()));
         let mut opened: Vec<PathBuf> = roots
@@ -141,44 +200,10 @@ impl Profile {
         let guard = Guard::new(homes, opened, writable, private.clone(), cwd.clone());
         let (found, env) = launcher::installation(command, &cwd, tmp, &guard);
         for f in found {
-            add(&f.path, f.right, &f.why, false);
+            rules.push(Rule::unpinned(&f.path, f.right, &f.why, false));
         }
-        // Landlock's rules add up: a read-only root inside a writable place is writable to the
-        // server on disk, whatever the broker allows it through `files/*`.
-        let writable_places: Vec<(PathBuf, String)> = rules
-            .iter()
-            .filter(|w| w.right == Right::Write)
-            .map(|w| (w.path.clone(), w.why.clone()))
-            .chain(
-                roots
-                    .iter()
-                    .filter(|w| w.write)
-                    .map(|w| (w.path.clone(), format!("root {}", w.mount))),
-            )
-            .collect();
-        for r in roots {
-            let inside = (!r.write)
-                .then(|| writable_places.iter().find(|(p, _)| r.path.starts_with(p)))
-                .flatten();
-            let why = match inside {
-                Some((path, what)) => {
-                    tracing::warn!(
-                        root = %r.mount,
-                        "sandbox: the read-only root lies inside {} ({what}), which the server may write: the kernel lets it write this root too",
-                        path.display(),
-                    );
-                    format!("root {} (read-only, but inside {what})", r.mount)
-                }
-                None => format!("root {}", r.mount),
-            };
-            rules.push(Rule {
-                path: r.path.clone(),
-                right: if r.write { Right::Write } else { Right::Read },
-                why,
-                pin: Some(r.pin),
-                required: true,
-            });
-        }
+        let roots = root_rules(roots, &rules);
+        rules.extend(roots);
         // The broker's private places (the socket's key, the store and its journal, the
         // grants, the logs): no rule may open one, a place that holds one, or a place within
         // one, whoever asked for the rule. An inferred directory that would has already been

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 impl Kernel {
     /// Handles one kernel event. `pending` holds the old name of a rename until its new name
     /// (the next event, with the same cookie) arrives.
-    fn handle(&mut self, ev: Event, pending: &mut Option<(Arc<Place>, String, u32)>) {
+    fn handle(&mut self, mut ev: Event, pending: &mut Option<(Arc<Place>, String, u32)>) {
         let is_to = ev.mask.contains(ReadFlags::MOVED_TO);
         if !is_to {
             self.flush(pending);
@@ -36,61 +36,87 @@ impl Kernel {
             self.detach(ev.wd);
             return;
         }
-        let Some(name) = ev.name else {
+        let Some(name) = ev.name.take() else {
             return;
         };
-        let is_dir = ev.mask.contains(ReadFlags::ISDIR);
         if ev
             .mask
             .intersects(ReadFlags::MOVED_FROM | ReadFlags::DELETE)
         {
-            if let Some(set) = self.scanned.get_mut(&ev.wd) {
-                set.remove(&name);
-            }
-            // The directory that had the name left it, unless it is back already (the second
-            // half of an exchange reports the name it has now).
-            if let Some(c) = child
-                && !self.still_there(c)
-            {
-                self.detach(c);
-            }
-            if ev.mask.contains(ReadFlags::MOVED_FROM) {
-                *pending = Some((place, name, ev.cookie));
-            } else {
-                self.emit(&place, name, RawKind::Deleted);
-            }
+            self.left(&ev, place, name, child, pending);
             return;
         }
         if is_to || ev.mask.contains(ReadFlags::CREATE) {
-            let seen = self
-                .scanned
-                .get_mut(&ev.wd)
-                .is_some_and(|set| set.remove(&name));
-            match pending.take() {
-                Some((from_dir, from, cookie)) if is_to && cookie == ev.cookie => {
-                    self.emit(&place, name.clone(), RawKind::MovedFrom { from_dir, from });
-                }
-                other => {
-                    *pending = other;
-                    self.flush(pending);
-                    if !seen {
-                        self.emit(&place, name.clone(), RawKind::Created);
-                    }
-                }
-            }
-            if let Some(c) = child
-                && !self.still_there(c)
-            {
-                // The name now holds another entry: the old directory is not there.
-                self.detach(c);
-            }
-            if is_dir && !seen {
-                self.grow(ev.wd, &name);
-            }
+            self.arrived(&ev, &place, name, child, pending);
             return;
         }
         if ev.mask.intersects(ReadFlags::MODIFY | ReadFlags::ATTRIB) {
             self.emit(&place, name, RawKind::Modified);
+        }
+    }
+
+    /// The entry `name` (the directory `child`, if it was one being watched) left `place`:
+    /// deleted, or the first half of a rename, which waits in `pending` for its second.
+    fn left(
+        &mut self,
+        ev: &Event,
+        place: Arc<Place>,
+        name: String,
+        child: Option<i32>,
+        pending: &mut Option<(Arc<Place>, String, u32)>,
+    ) {
+        if let Some(set) = self.scanned.get_mut(&ev.wd) {
+            set.remove(&name);
+        }
+        // The directory that had the name left it, unless it is back already (the second
+        // half of an exchange reports the name it has now).
+        if let Some(c) = child
+            && !self.still_there(c)
+        {
+            self.detach(c);
+        }
+        if ev.mask.contains(ReadFlags::MOVED_FROM) {
+            *pending = Some((place, name, ev.cookie));
+        } else {
+            self.emit(&place, name, RawKind::Deleted);
+        }
+    }
+
+    /// The entry `name` appeared in `place`: created, or the second half of the rename in
+    /// `pending`. A directory that a scan has not reported already grows the watch.
+    fn arrived(
+        &mut self,
+        ev: &Event,
+        place: &Arc<Place>,
+        name: String,
+        child: Option<i32>,
+        pending: &mut Option<(Arc<Place>, String, u32)>,
+    ) {
+        let is_to = ev.mask.contains(ReadFlags::MOVED_TO);
+        let seen = self
+            .scanned
+            .get_mut(&ev.wd)
+            .is_some_and(|set| set.remove(&name));
+        match pending.take() {
+            Some((from_dir, from, cookie)) if is_to && cookie == ev.cookie => {
+                self.emit(place, name.clone(), RawKind::MovedFrom { from_dir, from });
+            }
+            other => {
+                *pending = other;
+                self.flush(pending);
+                if !seen {
+                    self.emit(place, name.clone(), RawKind::Created);
+                }
+            }
+        }
+        if let Some(c) = child
+            && !self.still_there(c)
+        {
+            // The name now holds another entry: the old directory is not there.
+            self.detach(c);
+        }
+        if ev.mask.contains(ReadFlags::ISDIR) && !seen {
+            self.grow(ev.wd, &name);
         }
     }
 

@@ -1,9 +1,16 @@
-//! New directories under a recursive watch: watched first, then scanned, so that what was
-//! created in them before their watch existed is reported too; and the scan of every watched
-//! directory after the kernel's queue overflowed.
+//! The directories beneath a new recursive watch, watched level by level; new directories
+//! under a recursive watch: watched first, then scanned, so that what was created in them
+//! before their watch existed is reported too; and the scan of every watched directory after
+//! the kernel's queue overflowed.
 
-use super::{Kernel, RawKind, SCAN_ENTRIES, SCANNED_MEMORY};
+use super::{Kernel, PlaceError, RawKind, SCAN_ENTRIES, SCANNED_MEMORY, to_watch_error};
 use crate::path::RelPath;
+use crate::root::Root;
+use crate::watch::WatchError;
+use cap_fs_ext::DirExt;
+use cap_std::fs::Dir;
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// A directory still to be watched and scanned: the entry `name` of the watched directory
 /// `parent`, at `rel` of its root.
@@ -12,11 +19,64 @@ pub(super) struct Pending {
     pub(super) name: String,
     pub(super) rel: RelPath,
 }
-use cap_fs_ext::DirExt;
-use cap_std::fs::Dir;
-use std::collections::VecDeque;
 
 impl Kernel {
+    /// Watches every directory beneath `top` (the directory `dir`) for the watch `id` on
+    /// `root`, level by level. Every directory beneath is opened through its parent's
+    /// verified handle when its turn comes, never held in the queue: any breadth costs a few
+    /// descriptors. One that cannot be watched fails the watch, rather than leave changes
+    /// unreported.
+    pub(super) fn watch_beneath(
+        &mut self,
+        id: &str,
+        root: &Arc<Root>,
+        top: i32,
+        dir: Dir,
+        deadline: crate::deadline::Deadline,
+    ) -> Result<(), WatchError> {
+        let incomplete = || WatchError::Os("cannot watch every directory beneath this path".into());
+        let mut queue: VecDeque<Pending> = VecDeque::new();
+        let mut cache = Some((top, dir));
+        let mut next = Some(top);
+        loop {
+            if let Some(wd) = next.take() {
+                let Some((_, d)) = cache.as_ref() else {
+                    return Err(incomplete());
+                };
+                let here = self
+                    .nodes
+                    .get(&wd)
+                    .map(|n| n.rel.clone())
+                    .ok_or_else(incomplete)?;
+                queue_subdirectories(d, wd, &here, &mut queue).map_err(|()| incomplete())?;
+            }
+            let Some(p) = queue.pop_front() else {
+                break;
+            };
+            deadline
+                .check()
+                .map_err(|_| WatchError::Os("timed out".into()))?;
+            let sub = match self.open_child(&mut cache, p.parent, &p.name) {
+                Ok(Some(d)) => d,
+                // Opened without following: a name swapped for a link is not entered.
+                Ok(None) => continue,
+                Err(()) => return Err(incomplete()),
+            };
+            let sub_host = root.host_path_of(&p.rel);
+            match self.place(&sub, root, p.rel.clone(), sub_host) {
+                Ok(child) => {
+                    self.link(p.parent, &p.name, child);
+                    self.take(id, child);
+                    cache = Some((child, sub));
+                    next = Some(child);
+                }
+                Err(PlaceError::Other(_)) => return Err(incomplete()),
+                Err(e) => return Err(to_watch_error(e, self.max)),
+            }
+        }
+        Ok(())
+    }
+
     /// A directory `name` appeared in `parent`: under a recursive watch it gets its own
     /// kernel watch first, then it is scanned (its subdirectories likewise), and what the
     /// scan finds is reported as created. A scan that cannot complete owes an `overflow`.
@@ -64,39 +124,7 @@ impl Kernel {
             for id in &growing {
                 self.take(id, wd);
             }
-            let Some(place) = self.nodes.get(&wd).map(|n| n.place.clone()) else {
-                continue;
-            };
-            let Ok(entries) = d.entries() else {
-                complete = false;
-                continue;
-            };
-            for entry in entries {
-                let Ok(entry) = entry else {
-                    complete = false;
-                    break;
-                };
-                if budget == 0 {
-                    complete = false;
-                    break;
-                }
-                budget -= 1;
-                let Ok(child) = entry.file_name().into_string() else {
-                    continue;
-                };
-                self.emit(&place, child.clone(), RawKind::Created);
-                if self.scanned_count < SCANNED_MEMORY {
-                    self.scanned.entry(wd).or_default().insert(child.clone());
-                    self.scanned_count += 1;
-                }
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    queue.push_back(Pending {
-                        parent: wd,
-                        rel: p.rel.join(&child),
-                        name: child,
-                    });
-                }
-            }
+            complete &= self.report_scanned(&d, wd, &p.rel, &mut budget, &mut queue);
         }
         if !complete {
             for id in &growing {
@@ -105,6 +133,50 @@ impl Kernel {
                 }
             }
         }
+    }
+
+    /// Reports every entry of the newly watched directory `d` (kernel watch `wd`, at `rel`)
+    /// as created, within `budget` entries, remembers what it reported, and queues its
+    /// subdirectories. False when the scan could not read everything.
+    fn report_scanned(
+        &mut self,
+        d: &Dir,
+        wd: i32,
+        rel: &RelPath,
+        budget: &mut usize,
+        queue: &mut VecDeque<Pending>,
+    ) -> bool {
+        let Some(place) = self.nodes.get(&wd).map(|n| n.place.clone()) else {
+            return true;
+        };
+        let Ok(entries) = d.entries() else {
+            return false;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else {
+                return false;
+            };
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            let Ok(child) = entry.file_name().into_string() else {
+                continue;
+            };
+            self.emit(&place, child.clone(), RawKind::Created);
+            if self.scanned_count < SCANNED_MEMORY {
+                self.scanned.entry(wd).or_default().insert(child.clone());
+                self.scanned_count += 1;
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push_back(Pending {
+                    parent: wd,
+                    rel: rel.join(&child),
+                    name: child,
+                });
+            }
+        }
+        true
     }
 
     /// Opens the entry `name` of the watched directory `parent` without following it, through
@@ -184,4 +256,30 @@ impl Kernel {
             }
         }
     }
+}
+
+/// Queues the subdirectories of `d` (kernel watch `wd`, at `here`) to be watched in turn.
+/// `Err` when its entries cannot all be read.
+fn queue_subdirectories(
+    d: &Dir,
+    wd: i32,
+    here: &RelPath,
+    queue: &mut VecDeque<Pending>,
+) -> Result<(), ()> {
+    let entries = d.entries().map_err(|_| ())?;
+    for entry in entries {
+        let entry = entry.map_err(|_| ())?;
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        queue.push_back(Pending {
+            parent: wd,
+            rel: here.join(&name),
+            name,
+        });
+    }
+    Ok(())
 }

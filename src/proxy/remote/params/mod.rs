@@ -246,8 +246,10 @@ fn header_text(value: &Value) -> Result<Option<String>, &'static str> {
             }
             match n.as_f64() {
                 Some(f) if f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE as f64 => {
-                    // Exact: a whole f64 within 2^53 is an exact i64.
-                    #[allow(clippy::cast_possible_truncation)]
+                    #[expect(
+                        clippy::cast_possible_truncation,
+                        reason = "exact: the guard admits only whole values within 2^53, each an exact i64"
+                    )]
                     let i = f as i64;
                     Ok(Some(i.to_string()))
                 }

@@ -2,7 +2,7 @@
 //! they may name, and the bounds on the walk that finds them (the schema is the server's).
 
 use reqwest::header::HeaderName;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::HashSet;
 
 /// Declarations one tool may carry at most.
@@ -104,84 +104,106 @@ pub(super) fn scan(schema: &Value) -> Result<Vec<Decl>, String> {
             continue;
         };
         if let Some(raw) = obj.get("x-mcp-header") {
-            let path = match &reach {
-                Reach::Path(p) if !p.is_empty() => p,
-                Reach::Deep => {
-                    return Err(format!(
-                        "x-mcp-header on a property deeper than {MAX_DEPTH} levels, more than the proxy keeps"
-                    ));
-                }
-                _ => {
-                    return Err("x-mcp-header is only permitted on properties reached through a chain of `properties` keys (not the root, items, additionalProperties, oneOf/anyOf/allOf/not, if/then/else or $defs)".into());
-                }
-            };
-            let joined = path.join(".");
-            let at = shown(&joined);
-            let Some(raw) = raw.as_str().filter(|s| !s.is_empty()) else {
-                return Err(format!("{at}: x-mcp-header must be a non-empty string"));
-            };
-            if !raw.bytes().all(is_tchar) {
-                return Err(format!(
-                    "{at}: x-mcp-header {} is not an RFC 9110 token",
-                    shown(raw)
-                ));
-            }
-            if raw.len() > MAX_NAME || joined.len() > MAX_NAME {
-                return Err(format!(
-                    "{at}: the x-mcp-header name or its path is longer than the {MAX_NAME} bytes the proxy keeps"
-                ));
-            }
-            let ty = obj.get("type").and_then(Value::as_str);
-            if !matches!(ty, Some("string" | "integer" | "boolean")) {
-                return Err(format!(
-                    "{at}: x-mcp-header is only permitted on properties of type string, integer or boolean; got {}",
-                    ty.map_or_else(|| "<none>".to_owned(), shown)
-                ));
-            }
-            let lower = raw.to_ascii_lowercase();
-            if !seen.insert(lower.clone()) {
-                return Err(format!(
-                    "x-mcp-header {} is not unique (ignoring case)",
-                    shown(raw)
-                ));
-            }
-            if decls.len() >= MAX_DECLS {
-                return Err(format!("more than {MAX_DECLS} x-mcp-header declarations"));
-            }
-            let header =
-                HeaderName::from_bytes(format!("mcp-param-{lower}").as_bytes()).map_err(|_| {
-                    format!("{at}: x-mcp-header {} cannot be a header name", shown(raw))
-                })?;
-            decls.push(Decl {
-                header,
-                path: path.iter().map(|s| (*s).to_owned()).collect(),
-            });
+            let decl = declaration(obj, raw, &reach, &mut seen, decls.len())?;
+            decls.push(decl);
         }
-        if let Some(props) = obj.get("properties").and_then(Value::as_object) {
-            for (k, child) in props {
-                let next = match &reach {
-                    Reach::Path(p) if p.len() < MAX_DEPTH => {
-                        let mut q = p.clone();
-                        q.push(k.as_str());
-                        Reach::Path(q)
-                    }
-                    // Deeper than the proxy keeps: an annotation there is refused.
-                    Reach::Path(_) | Reach::Deep => Reach::Deep,
-                    Reach::Not => Reach::Not,
-                };
-                stack.push((child, next));
-            }
-        }
-        for kw in UNREACHABLE {
-            match obj.get(kw) {
-                None => {}
-                Some(Value::Array(a)) => stack.extend(a.iter().map(|b| (b, Reach::Not))),
-                Some(Value::Object(o)) if NAMED_SUBSCHEMAS.contains(&kw) => {
-                    stack.extend(o.values().map(|b| (b, Reach::Not)));
-                }
-                Some(sub) => stack.push((sub, Reach::Not)),
-            }
-        }
+        push_children(obj, &reach, &mut stack);
     }
     Ok(decls)
+}
+
+/// The declaration `raw` on the schema node `obj` standing at `reach`, or why the tool is
+/// invalid; `seen` holds the lowercase names of the `declared` declarations so far, this
+/// one's added.
+fn declaration(
+    obj: &Map<String, Value>,
+    raw: &Value,
+    reach: &Reach<'_>,
+    seen: &mut HashSet<String>,
+    declared: usize,
+) -> Result<Decl, String> {
+    let path = match reach {
+        Reach::Path(p) if !p.is_empty() => p,
+        Reach::Deep => {
+            return Err(format!(
+                "x-mcp-header on a property deeper than {MAX_DEPTH} levels, more than the proxy keeps"
+            ));
+        }
+        _ => {
+            return Err("x-mcp-header is only permitted on properties reached through a chain of `properties` keys (not the root, items, additionalProperties, oneOf/anyOf/allOf/not, if/then/else or $defs)".into());
+        }
+    };
+    let joined = path.join(".");
+    let at = shown(&joined);
+    let Some(raw) = raw.as_str().filter(|s| !s.is_empty()) else {
+        return Err(format!("{at}: x-mcp-header must be a non-empty string"));
+    };
+    if !raw.bytes().all(is_tchar) {
+        return Err(format!(
+            "{at}: x-mcp-header {} is not an RFC 9110 token",
+            shown(raw)
+        ));
+    }
+    if raw.len() > MAX_NAME || joined.len() > MAX_NAME {
+        return Err(format!(
+            "{at}: the x-mcp-header name or its path is longer than the {MAX_NAME} bytes the proxy keeps"
+        ));
+    }
+    let ty = obj.get("type").and_then(Value::as_str);
+    if !matches!(ty, Some("string" | "integer" | "boolean")) {
+        return Err(format!(
+            "{at}: x-mcp-header is only permitted on properties of type string, integer or boolean; got {}",
+            ty.map_or_else(|| "<none>".to_owned(), shown)
+        ));
+    }
+    let lower = raw.to_ascii_lowercase();
+    if !seen.insert(lower.clone()) {
+        return Err(format!(
+            "x-mcp-header {} is not unique (ignoring case)",
+            shown(raw)
+        ));
+    }
+    if declared >= MAX_DECLS {
+        return Err(format!("more than {MAX_DECLS} x-mcp-header declarations"));
+    }
+    let header = HeaderName::from_bytes(format!("mcp-param-{lower}").as_bytes())
+        .map_err(|_| format!("{at}: x-mcp-header {} cannot be a header name", shown(raw)))?;
+    Ok(Decl {
+        header,
+        path: path.iter().map(|s| (*s).to_owned()).collect(),
+    })
+}
+
+/// Pushes the subschemas of `obj` (at `reach`) onto the walk's `stack`: its `properties`,
+/// which extend the chain, and those under every keyword of [`UNREACHABLE`], which are off it.
+fn push_children<'a>(
+    obj: &'a Map<String, Value>,
+    reach: &Reach<'a>,
+    stack: &mut Vec<(&'a Value, Reach<'a>)>,
+) {
+    if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+        for (k, child) in props {
+            let next = match reach {
+                Reach::Path(p) if p.len() < MAX_DEPTH => {
+                    let mut q = p.clone();
+                    q.push(k.as_str());
+                    Reach::Path(q)
+                }
+                // Deeper than the proxy keeps: an annotation there is refused.
+                Reach::Path(_) | Reach::Deep => Reach::Deep,
+                Reach::Not => Reach::Not,
+            };
+            stack.push((child, next));
+        }
+    }
+    for kw in UNREACHABLE {
+        match obj.get(kw) {
+            None => {}
+            Some(Value::Array(a)) => stack.extend(a.iter().map(|b| (b, Reach::Not))),
+            Some(Value::Object(o)) if NAMED_SUBSCHEMAS.contains(&kw) => {
+                stack.extend(o.values().map(|b| (b, Reach::Not)));
+            }
+            Some(sub) => stack.push((sub, Reach::Not)),
+        }
+    }
 }
