@@ -1,218 +1,26 @@
-//! One connection to the daemon: the hello, `describe`, `attach`, and then the two tasks of
-//! an attached session (one writes the lines to the daemon, one reads what comes back).
+//! One attached session's connection: `attach`, and then its two tasks (one writes the lines
+//! to the broker, one reads what comes back and routes it: answers to the server or to the
+//! attaching side's own calls, consent questions to its asker).
 
 use super::ask;
-use super::door::{Door, Reader as Raw, Writer};
+use super::control::{Reader, connect, exchange, said};
+use super::door::Writer;
 use super::pending::{Pending, Route};
 use super::{Answered, Attach, Naming};
 use crate::framing::{Frame, next_frame};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
 use crate::locks::lock;
-use crate::policy::EraMode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// How long the daemon may take to welcome a connection, describe itself or attach.
-const WELCOME_WAIT: Duration = Duration::from_secs(10);
-
-/// Answers to consent questions waiting to be written to the daemon (each a few hundred
+/// Answers to consent questions waiting to be written to the broker (each a few hundred
 /// bytes; the requests' own queue is bounded in bytes).
 const ANSWERS: usize = 16;
-
-/// Longest control answer read (`describe`, `attach`).
-const MAX_CONTROL: usize = 16 * 1024 * 1024;
-
-type Reader = BufReader<Raw>;
-
-/// What the daemon says of itself before a session begins.
-#[derive(Debug, Clone)]
-pub(crate) struct Described {
-    /// The longest line its sessions take.
-    pub(crate) max_line: usize,
-    /// The client capabilities a proxy adds to the host's `initialize`.
-    pub(crate) capabilities: Value,
-    /// Its era rule for proxied sessions.
-    pub(crate) era: EraMode,
-    /// Its roots.
-    pub(crate) roots: Vec<DescribedRoot>,
-    /// The places it keeps for itself, as it names them (boxed: a description is carried by
-    /// value beside a broker of the proxy's own, which is one pointer).
-    pub(crate) kept: Box<Kept>,
-}
-
-/// The places a daemon keeps for itself, as it names them in its description: no sandbox
-/// profile opens them (the proxy's own environment may name other places than the daemon's).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Kept {
-    /// Its recovery store, when recovery is on.
-    pub(crate) store: Option<PathBuf>,
-    /// Its audit file, when it writes one.
-    pub(crate) audit: Option<PathBuf>,
-    /// The log of daemons started in the background, as its environment places it.
-    pub(crate) log: Option<PathBuf>,
-    /// The console's grant file, as its environment places it.
-    pub(crate) console: Option<PathBuf>,
-    /// The policy file it was started on (and reloads on save), when it has one.
-    pub(crate) policy: Option<PathBuf>,
-    /// The `command:` programs that answer its consent questions.
-    pub(crate) consent: Vec<PathBuf>,
-}
-
-/// One of the daemon's roots.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct DescribedRoot {
-    /// The mount name.
-    pub(crate) mount: String,
-    /// Its directory.
-    pub(crate) path: PathBuf,
-    /// `read` or `write`.
-    pub(crate) access: crate::access::Access,
-    /// The server ids that see it.
-    pub(crate) servers: Vec<String>,
-    /// The directory's device and inode as the daemon's handle holds it, when known.
-    pub(crate) pin: Option<(u64, u64)>,
-}
-
-/// Opens a connection through `door`, and proves the key when the broker asks for one.
-async fn connect(door: &dyn Door) -> Result<(Reader, Writer), String> {
-    let opened = door.open().await?;
-    let (mut reader, mut write) = (BufReader::new(opened.reader), opened.writer);
-    if let Some(key) = opened.hello {
-        let welcome = exchange(&mut reader, &mut write, &json!({"hello": key})).await?;
-        if welcome["ok"] != true {
-            return Err(said(&welcome));
-        }
-    }
-    Ok((reader, write))
-}
-
-/// Sends one control line and reads its answer.
-async fn exchange(r: &mut Reader, w: &mut Writer, v: &Value) -> Result<Value, String> {
-    let mut line = serde_json::to_vec(v).map_err(|e| e.to_string())?;
-    line.push(b'\n');
-    let talk = async {
-        w.write_all(&line).await.map_err(|e| e.to_string())?;
-        match next_frame(r, MAX_CONTROL).await {
-            Ok(Frame::Line(l)) => serde_json::from_slice(&l).map_err(|e| e.to_string()),
-            Ok(_) => Err("the daemon closed the connection".to_owned()),
-            Err(e) => Err(e.to_string()),
-        }
-    };
-    match tokio::time::timeout(WELCOME_WAIT, talk).await {
-        Ok(r) => r,
-        Err(_) => Err(format!(
-            "the daemon did not answer within {} s",
-            WELCOME_WAIT.as_secs()
-        )),
-    }
-}
-
-/// What an error answer says.
-fn said(answer: &Value) -> String {
-    match answer["error"].as_str() {
-        Some(m) => format!("the daemon refused: {m}"),
-        None => format!("the daemon answered something unexpected: {answer}"),
-    }
-}
-
-/// Asks the broker behind `door` to describe itself.
-pub(crate) async fn describe(door: &dyn Door) -> Result<Described, String> {
-    let (mut r, mut w) = connect(door).await?;
-    let d = exchange(&mut r, &mut w, &json!({"op": "describe"})).await?;
-    described(&d)
-}
-
-/// The daemon's descriptions, now and after every change of its policy.
-pub(crate) struct Following {
-    reader: Reader,
-    _writer: Writer,
-}
-
-impl Following {
-    /// Asks the broker behind `door` for its description now and after every policy change.
-    pub(crate) async fn start(door: &dyn Door) -> Result<Following, String> {
-        let (reader, mut writer) = connect(door).await?;
-        let line = br#"{"op":"describe","follow":true}
-"#;
-        writer.write_all(line).await.map_err(|e| e.to_string())?;
-        Ok(Following {
-            reader,
-            _writer: writer,
-        })
-    }
-
-    /// The next description; `None` once the daemon is gone or said something else.
-    pub(crate) async fn next(&mut self) -> Option<Described> {
-        match next_frame(&mut self.reader, MAX_CONTROL).await {
-            Ok(Frame::Line(l)) => described(&serde_json::from_slice(&l).ok()?).ok(),
-            _ => None,
-        }
-    }
-}
-
-/// A description read from the daemon's answer `d`.
-fn described(d: &Value) -> Result<Described, String> {
-    if d["ok"] != true {
-        return Err(said(d));
-    }
-    let max_line = d["maxLine"]
-        .as_u64()
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or("the daemon's description has no maxLine")?;
-    let era = d["era"]
-        .as_str()
-        .and_then(EraMode::parse)
-        .ok_or("the daemon's description has no era")?;
-    let roots = serde_json::from_value(d["roots"].clone())
-        .map_err(|e| format!("the daemon's description of its roots: {e}"))?;
-    Ok(Described {
-        max_line,
-        capabilities: d["capabilities"].clone(),
-        era,
-        roots,
-        kept: Box::new(Kept {
-            store: path(&d["recoveryStore"]),
-            audit: path(&d["auditFile"]),
-            log: path(&d["daemonLog"]),
-            console: path(&d["consoleFile"]),
-            policy: path(&d["policyFile"]),
-            consent: paths(&d["consentPrograms"])?,
-        }),
-    })
-}
-
-/// A path the daemon named, if it named one.
-fn path(v: &Value) -> Option<PathBuf> {
-    v.as_str().map(PathBuf::from)
-}
-
-/// The paths the daemon named in the list `v` (none when it named no list). A list with
-/// anything but paths in it is refused: a place the sandbox must keep closed that cannot be
-/// read would be left open.
-fn paths(v: &Value) -> Result<Vec<PathBuf>, String> {
-    match v {
-        Value::Null => Ok(Vec::new()),
-        Value::Array(items) => items
-            .iter()
-            .map(|i| {
-                path(i).ok_or_else(|| {
-                    format!(
-                        "the daemon's description names a consent program that is not a path: {i}"
-                    )
-                })
-            })
-            .collect(),
-        other => Err(format!(
-            "the daemon's description has consentPrograms that are not a list: {other}"
-        )),
-    }
-}
 
 /// An attached session's live connection.
 pub(super) struct Live {

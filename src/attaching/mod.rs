@@ -13,14 +13,16 @@
 
 pub(crate) mod ask;
 mod conn;
+mod control;
+mod described;
 mod door;
 mod pending;
 
 #[cfg(any(feature = "cli", feature = "proxy"))]
-pub(crate) use conn::Described;
-pub(crate) use conn::describe;
+pub(crate) use described::Described;
+pub(crate) use described::describe;
 #[cfg(feature = "proxy")]
-pub(crate) use conn::{DescribedRoot, Following, Kept};
+pub(crate) use described::{DescribedRoot, Following, Kept};
 pub(crate) use door::{Door, Opened};
 
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentRequest};
