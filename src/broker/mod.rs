@@ -6,6 +6,7 @@ mod builder;
 mod deadline_tests;
 mod handle;
 mod request;
+mod running;
 mod sessions;
 mod snapshot;
 

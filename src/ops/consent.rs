@@ -243,7 +243,7 @@ async fn resolve(
                         // A path that does not exist yet may still be granted, as the place
                         // it would be: where the walk got to, plus the rest of the path. When
                         // that place is unknown (a `..` was still to come), it is denied.
-                        Err((_, reached)) => reached.map(|r| (r, false)),
+                        Err((_, reached)) => reached.map(|r| (*r, false)),
                     };
                     (root.access(), path, real)
                 })

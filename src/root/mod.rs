@@ -23,8 +23,8 @@ mod walk;
 
 pub(crate) use granted::{Gate, Granted, Said};
 pub(crate) use open::{Zone, absolute, find_program, outside_zones, zone};
-use walk::Plan;
 pub(crate) use walk::{FollowFinal, Parents};
+use walk::{Plan, Reached};
 
 /// Most symlinks expanded while resolving one path, as Linux's `MAXSYMLINKS`.
 pub(crate) const MAX_SYMLINK_HOPS: usize = 40;
@@ -256,23 +256,24 @@ impl Root {
     /// whatever is there.
     ///
     /// On failure, the error and, when it is known, the place the path would name: where the
-    /// walk got to and the rest of the path (`None` when a `..` was still to come).
-    // The error travels once per request; boxing it would only add an allocation.
-    #[allow(clippy::result_large_err)]
+    /// walk got to and the rest of the path (`None` when a `..` was still to come), boxed
+    /// so that the error stays small to move.
     pub(crate) fn real_path(
         &self,
         rel: &RelPath,
         gate: &Gate,
         deadline: Option<Deadline>,
-    ) -> std::result::Result<(MountPath, bool), (Error, Option<MountPath>)> {
+    ) -> std::result::Result<(MountPath, bool), (Error, Option<Box<MountPath>>)> {
         let plan = Plan {
             gate,
             follow: FollowFinal::Yes,
             parents: Parents::Existing,
             deadline,
         };
-        let g = walk::walk(self, rel, &plan)
-            .map_err(|(e, reached)| (e, reached.exact.then_some(reached.path)))?;
+        let g = walk::walk(self, rel, &plan).map_err(|(e, reached)| {
+            let Reached { path, exact } = *reached;
+            (e, exact.then(|| Box::new(path)))
+        })?;
         let folder = g.metadata().is_ok_and(|m| m.is_dir());
         Ok((g.real().clone(), folder))
     }
