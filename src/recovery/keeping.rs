@@ -200,3 +200,6 @@ impl Drop for Keeping<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
