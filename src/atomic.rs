@@ -94,9 +94,9 @@ impl TempFile {
         &self.file
     }
 
-    /// Checks `pre` against the current target `name` in `dir`, then moves the temporary into
-    /// place. The caller holds the in-process lock for the target; the advisory lock is
-    /// waited for within what is left of `wait`.
+    /// Checks `pre` against the current target `name` in `dir` and locks it: the first half of
+    /// the commit, which [`Staged::commit`] completes. The caller holds the in-process lock for
+    /// the target; the advisory lock is waited for within what is left of `wait`.
     ///
     /// Checking, locking and renaming are one critical section against other processes: the
     /// existing target is locked first, the lock is shown to be on the file the name holds
@@ -104,42 +104,71 @@ impl TempFile {
     /// until the new file has replaced it. A writer in another process that compared the same
     /// etag either waits out its wait (`locked`) or, once it gets the lock on the old file,
     /// finds the name holding the new one and fails with `etag_mismatch`.
-    pub(crate) fn commit<K>(
-        mut self,
-        dir: &Dir,
-        name: &str,
+    pub(crate) fn lock<'a>(
+        self,
+        dir: &'a Dir,
+        name: &'a str,
         pre: &Preconditions,
         wait: &mut Wait,
-        keep: impl FnOnce(&Dir, &str, &Metadata) -> Result<K>,
-        kept: &mut Option<K>,
-    ) -> Result<Committed> {
-        let io = |e: std::io::Error| Error::from_io(&e, "");
-        // Held to the end of this function: released only after the rename (and its flush).
+    ) -> Result<Staged<'a>> {
         let target = lock_target(dir, name, pre, wait)?;
-        if let Some(t) = &target {
-            // The file about to be replaced is kept (for recovery) while it is locked, so
-            // that what is kept is what the rename replaces.
-            *kept = Some(keep(dir, name, &t.meta)?);
-            self.file
+        Ok(Staged {
+            temp: self,
+            dir,
+            name,
+            overwrite: pre.overwrite,
+            target,
+        })
+    }
+}
+
+/// A temporary file ready to replace its target, which is locked (when it exists) until the
+/// commit: between the two, the caller keeps what the commit will replace, so that what is
+/// kept is what the rename replaces.
+#[derive(Debug)]
+pub(crate) struct Staged<'a> {
+    temp: TempFile,
+    dir: &'a Dir,
+    name: &'a str,
+    overwrite: bool,
+    /// Held to the end of the commit: released only after the rename (and its flush).
+    target: Option<LockedTarget>,
+}
+
+impl Staged<'_> {
+    /// The metadata of the locked file the commit will replace; `None` when it creates one.
+    pub(crate) fn replaced(&self) -> Option<&Metadata> {
+        self.target.as_ref().map(|t| &t.meta)
+    }
+
+    /// Moves the temporary into place, over the locked target, and flushes the directory.
+    pub(crate) fn commit(mut self) -> Result<Committed> {
+        let io = |e: std::io::Error| Error::from_io(&e, "");
+        let (dir, name) = (self.dir, self.name);
+        if let Some(t) = &self.target {
+            self.temp
+                .file
                 .set_permissions(std::fs::Permissions::from_mode(replacing_mode(
-                    &t.meta, &self.file,
+                    &t.meta,
+                    &self.temp.file,
                 )))
                 .map_err(io)?;
         }
-        self.file.sync_all().map_err(io)?;
-        if pre.overwrite {
-            rustix::fs::renameat(&self.dir, &self.name, dir, name).map_err(|e| io(e.into()))?;
+        self.temp.file.sync_all().map_err(io)?;
+        if self.overwrite {
+            rustix::fs::renameat(&self.temp.dir, &self.temp.name, dir, name)
+                .map_err(|e| io(e.into()))?;
         } else {
-            rename_noreplace(&self.dir, &self.name, dir, name).map_err(io)?;
+            rename_noreplace(&self.temp.dir, &self.temp.name, dir, name).map_err(io)?;
         }
-        self.committed = true;
+        self.temp.committed = true;
         sync_dir(dir).map_err(io)?;
         // The result describes the file we wrote, read from our own descriptor: the name may
         // already have been replaced by someone else, and must not be followed or trusted.
-        let meta = Metadata::from_file(&self.file).map_err(io)?;
+        let meta = Metadata::from_file(&self.temp.file).map_err(io)?;
         Ok(Committed {
             meta,
-            created: target.is_none(),
+            created: self.target.is_none(),
         })
     }
 }
@@ -162,6 +191,7 @@ fn replacing_mode(old: &Metadata, new: &std::fs::File) -> u32 {
 }
 
 /// The existing target, locked, with the metadata of the locked file.
+#[derive(Debug)]
 struct LockedTarget {
     /// Holds the advisory lock until dropped.
     _file: std::fs::File,
@@ -230,7 +260,7 @@ fn gone(e: &std::io::Error) -> bool {
 }
 
 /// Checks `pre` against the current target: its metadata when it exists as a regular file.
-/// This looks at the name only; [`TempFile::commit`] decides again on the locked file.
+/// This looks at the name only; [`TempFile::lock`] decides again on the locked file.
 pub(crate) fn check_target(dir: &Dir, name: &str, pre: &Preconditions) -> Result<Option<Metadata>> {
     let existing = match dir.symlink_metadata(name) {
         Ok(m) => Some(m),

@@ -140,12 +140,30 @@ struct Settled {
 /// `earlier`, those of every policy in force before) and finds its consent programs. With
 /// `lenient` (a reload), a root that cannot be opened is left out rather than refusing it.
 fn settle(policy: Policy, earlier: &[root::Zone], lenient: bool) -> Result<Settled, PolicyError> {
-    let err = |key: String, message: String| PolicyError {
+    let specs = specs_of(&policy)?;
+    let (zones, left_out) = zones_of(&specs, &policy, earlier, lenient)?;
+    let list = open_roots(specs, &policy, &zones, &left_out, lenient)?;
+    narrower_nested(&list).map_err(|(i, m)| err(format!("roots[{i}]"), m))?;
+    let policy = other_paths(policy, &zones)?;
+    Ok(Settled {
+        policy,
+        list,
+        zones,
+    })
+}
+
+/// The refusal of a settled policy, naming the key at fault.
+fn err(key: String, message: String) -> PolicyError {
+    PolicyError {
         file: "<policy>".into(),
         line: None,
         key,
         message,
-    };
+    }
+}
+
+/// What `policy`'s roots are, their mount names decided.
+fn specs_of(policy: &Policy) -> Result<Vec<RootSpec>, PolicyError> {
     let mut specs = Vec::new();
     for (i, r) in policy.roots.iter().enumerate() {
         let mount = Policy::mount_of(r).map_err(|m| err(format!("roots[{i}].mount"), m))?;
@@ -161,11 +179,21 @@ fn settle(policy: Policy, earlier: &[root::Zone], lenient: bool) -> Result<Settl
             servers: r.servers.clone(),
         });
     }
-    // Where the server may have shaped names: the new policy's writable roots, and the
-    // ones in force until now (a reload must not follow what the server made there).
-    // At start a root that cannot be opened refuses the policy. At a reload it is left
-    // out, and so is every root beneath a writable one left out, so that a server which
-    // moved a root's directory away cannot hold the user's narrowing reload back.
+    Ok(specs)
+}
+
+/// Where the server may have shaped names: the new policy's writable roots (`specs`), and
+/// the ones in force until now (`earlier`: a reload must not follow what the server made
+/// there). At start a root that cannot be opened refuses the policy. At a reload it is left
+/// out, and so is every root beneath a writable one left out, so that a server which moved a
+/// root's directory away cannot hold the user's narrowing reload back: the second answer is
+/// the places of those left out.
+fn zones_of(
+    specs: &[RootSpec],
+    policy: &Policy,
+    earlier: &[root::Zone],
+    lenient: bool,
+) -> Result<(Vec<root::Zone>, Vec<PathBuf>), PolicyError> {
     let mut zones = Vec::new();
     let mut left_out: Vec<PathBuf> = Vec::new();
     for (i, (spec, entry)) in specs.iter().zip(&policy.roots).enumerate() {
@@ -192,6 +220,18 @@ fn settle(policy: Policy, earlier: &[root::Zone], lenient: bool) -> Result<Settl
             zones.push(z.clone());
         }
     }
+    Ok((zones, left_out))
+}
+
+/// Opens the roots `specs` (those of `policy`) against `zones`, but none beneath a writable
+/// root `left_out`; with `lenient`, one that cannot be opened is left out too.
+fn open_roots(
+    specs: Vec<RootSpec>,
+    policy: &Policy,
+    zones: &[root::Zone],
+    left_out: &[PathBuf],
+    lenient: bool,
+) -> Result<Vec<Arc<Root>>, PolicyError> {
     let mut list: Vec<Arc<Root>> = Vec::new();
     for (i, (spec, entry)) in specs.into_iter().zip(&policy.roots).enumerate() {
         let beneath_lost =
@@ -200,7 +240,7 @@ fn settle(policy: Policy, earlier: &[root::Zone], lenient: bool) -> Result<Settl
             continue;
         }
         let mount = spec.mount.clone();
-        let root = match Root::open(spec, &zones) {
+        let root = match Root::open(spec, zones) {
             Ok(r) => r,
             Err(e) if lenient => {
                 tracing::warn!(%mount, error = %entry.cannot_open(&e), "reload: root cannot be opened; left out until a reload opens it");
@@ -218,28 +258,27 @@ fn settle(policy: Policy, earlier: &[root::Zone], lenient: bool) -> Result<Settl
         }
         list.push(Arc::new(root));
     }
-    narrower_nested(&list).map_err(|(i, m)| err(format!("roots[{i}]"), m))?;
-    // The policy's other paths: a file the server could replace is refused.
+    Ok(list)
+}
+
+/// Judges the policy's other paths against `zones`: a file the server could replace is
+/// refused, and a consent program is found now (see [`consent_program`]).
+fn other_paths(mut policy: Policy, zones: &[root::Zone]) -> Result<Policy, PolicyError> {
     if let Some(file) = &policy.source {
-        root::outside_zones(file, &zones).map_err(|m| err("policy".into(), m))?;
+        root::outside_zones(file, zones).map_err(|m| err("policy".into(), m))?;
     }
     if let Some(file) = &policy.audit.file {
-        root::outside_zones(file, &zones).map_err(|m| err("audit.file".into(), m))?;
+        root::outside_zones(file, zones).map_err(|m| err("audit.file".into(), m))?;
     }
-    let mut policy = policy;
     for (key, mode) in [
         ("consent.mode", &mut policy.consent.mode),
         ("consent.fallback", &mut policy.consent.fallback),
     ] {
         if let Some(ConsentMode::Command(program)) = mode {
-            *program = consent_program(program, &zones).map_err(|m| err(key.into(), m))?;
+            *program = consent_program(program, zones).map_err(|m| err(key.into(), m))?;
         }
     }
-    Ok(Settled {
-        policy,
-        list,
-        zones,
-    })
+    Ok(policy)
 }
 
 /// The consent program to run: a bare name found on `PATH` now, once, so that what is run is

@@ -7,6 +7,8 @@ use crate::broker::{Broker, standing_grants};
 use crate::config::Config;
 use crate::path::{MountPath, RelPath};
 use crate::policy::{Policy, PolicyError};
+use crate::session::Session;
+use crate::state::BrokerState;
 use crate::watch::Sink;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -105,19 +107,7 @@ impl Broker {
             Some(&old),
         )?);
         inner.set_config(new.clone());
-        let mut report = ReloadReport::default();
-        let all_old = seen(&old, None);
-        let all_new = seen(&new, None);
-        for r in &all_new {
-            if !all_old.contains(r) {
-                report.roots_changed.push(r.mount.clone());
-            }
-        }
-        for r in &all_old {
-            if !all_new.iter().any(|n| n.mount == r.mount) {
-                report.roots_removed.push(r.mount.clone());
-            }
-        }
+        let mut report = compare(&old, &new);
         for session in inner.sessions() {
             let sid = session.server_id().to_owned();
             let before = seen(&old, Some(&sid));
@@ -128,51 +118,8 @@ impl Broker {
             }
             // A reload that takes grants back is the user's choice, as a revocation is.
             session.forgive(crate::error::Reason::Revoked);
-            {
-                let mut grants = session.grants();
-                let old_standing = grants.remove_standing();
-                let fresh = standing_grants(&new, &sid);
-                for g in &old_standing {
-                    if !fresh
-                        .iter()
-                        .any(|f| f.path == g.path && f.access >= g.access)
-                    {
-                        grants.revoke(Some(&g.path));
-                    }
-                }
-                for g in fresh {
-                    grants.add(g);
-                }
-                for gone in before
-                    .iter()
-                    .filter(|b| !after.iter().any(|a| a.mount == b.mount))
-                {
-                    if let Ok(m) = crate::path::MountName::new(&gone.mount) {
-                        grants.revoke(Some(&MountPath {
-                            mount: m,
-                            rel: RelPath::root(),
-                        }));
-                    }
-                }
-            }
-            for w in inner.hub.of_session(&session) {
-                let same_root = new.roots.iter().any(|r| {
-                    r.visible_to(&sid)
-                        && r.mount() == w.root.mount()
-                        && r.host_path_of(&RelPath::root()) == w.root.host_path_of(&RelPath::root())
-                });
-                let reason = if !same_root {
-                    Some("root_removed")
-                } else if session.grants().check(&w.path, Access::Read).is_err() {
-                    Some("revoked")
-                } else {
-                    None
-                };
-                if let Some(reason) = reason {
-                    inner.end_watch(&w.id, reason);
-                    report.watches_ended += 1;
-                }
-            }
+            regrant(&session, &new, &before, &after);
+            report.watches_ended += end_watches(inner, &session, &new);
         }
         tracing::info!(
             changed = ?report.roots_changed,
@@ -182,6 +129,82 @@ impl Broker {
             "policy reloaded"
         );
         Ok(report)
+    }
+}
+
+/// Ends the watches of `session` whose root is gone from `new` (or is another directory now)
+/// or whose grant was revoked, telling its server; answers how many.
+fn end_watches(inner: &BrokerState, session: &Session, new: &Config) -> usize {
+    let sid = session.server_id();
+    let mut ended = 0;
+    for w in inner.hub.of_session(session) {
+        let same_root = new.roots.iter().any(|r| {
+            r.visible_to(sid)
+                && r.mount() == w.root.mount()
+                && r.host_path_of(&RelPath::root()) == w.root.host_path_of(&RelPath::root())
+        });
+        let reason = if !same_root {
+            Some("root_removed")
+        } else if session.grants().check(&w.path, Access::Read).is_err() {
+            Some("revoked")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            inner.end_watch(&w.id, reason);
+            ended += 1;
+        }
+    }
+    ended
+}
+
+/// The report of a reload from `old` to `new` as far as the roots tell it: the mounts that
+/// are new or changed, and those gone.
+fn compare(old: &Config, new: &Config) -> ReloadReport {
+    let mut report = ReloadReport::default();
+    let all_old = seen(old, None);
+    let all_new = seen(new, None);
+    for r in &all_new {
+        if !all_old.contains(r) {
+            report.roots_changed.push(r.mount.clone());
+        }
+    }
+    for r in &all_old {
+        if !all_new.iter().any(|n| n.mount == r.mount) {
+            report.roots_removed.push(r.mount.clone());
+        }
+    }
+    report
+}
+
+/// Replaces `session`'s standing grants with those of `new` (a removed or narrowed one is
+/// revoked), and revokes its grants under the roots it saw `before` and no longer sees
+/// `after`.
+fn regrant(session: &Session, new: &Config, before: &[Seen], after: &[Seen]) {
+    let mut grants = session.grants();
+    let old_standing = grants.remove_standing();
+    let fresh = standing_grants(new, session.server_id());
+    for g in &old_standing {
+        if !fresh
+            .iter()
+            .any(|f| f.path == g.path && f.access >= g.access)
+        {
+            grants.revoke(Some(&g.path));
+        }
+    }
+    for g in fresh {
+        grants.add(g);
+    }
+    for gone in before
+        .iter()
+        .filter(|b| !after.iter().any(|a| a.mount == b.mount))
+    {
+        if let Ok(m) = crate::path::MountName::new(&gone.mount) {
+            grants.revoke(Some(&MountPath {
+                mount: m,
+                rel: RelPath::root(),
+            }));
+        }
     }
 }
 

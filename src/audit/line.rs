@@ -15,11 +15,11 @@ pub(super) struct Line<'a> {
     pub(super) duration_ms: f64,
     pub(super) method: &'a str,
     pub(super) outcome: &'a str,
-    pub(super) path: Option<&'a str>,
+    pub(super) path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) requested: Option<&'a str>,
+    pub(super) requested: Option<String>,
     pub(super) server: &'a str,
     pub(super) time: &'a str,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]

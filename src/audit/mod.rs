@@ -12,12 +12,12 @@
 
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason};
-use crate::locks::lock;
 use crate::policy::AuditPolicy;
 use chain::Head;
 use file::AuditFile;
 use line::{ConsentLine, Line};
 use serde::Serialize;
+use sink::Sink;
 use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -26,6 +26,7 @@ mod chain;
 mod event;
 mod file;
 mod line;
+mod sink;
 mod verify;
 
 pub use event::{AuditEvent, ConsentEvent};
@@ -163,33 +164,6 @@ fn hashed(key: &[u8; 32], text: &str) -> String {
 pub struct AuditLog {
     sink: Option<Sink>,
     redact_key: Option<[u8; 32]>,
-}
-
-/// A callback that takes each audit line (one JSON object, without its newline).
-type LineFn = Box<dyn Fn(&str) + Send + Sync>;
-
-/// Where an enabled log's lines go. Each keeps its place on the hash chain under the lock it
-/// writes under, so that two threads never chain from the same line, and lines reach the sink
-/// in the order they are chained.
-enum Sink {
-    /// Appended to a file that other processes may append to as well (see `file.rs`).
-    File(Mutex<AuditFile>),
-    /// Written, a line at a time, to stderr or a host's writer.
-    Writer(Mutex<(Box<dyn Write + Send>, Head)>),
-    /// Handed to a host's callback.
-    Callback(Mutex<Head>, LineFn),
-    /// Sent as `tracing` events.
-    Tracing(Mutex<Head>),
-}
-
-impl Sink {
-    fn writer(w: Box<dyn Write + Send>) -> Sink {
-        Sink::Writer(Mutex::new((w, Head::new_chain())))
-    }
-
-    fn tracing() -> Sink {
-        Sink::Tracing(Mutex::new(Head::new_chain()))
-    }
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -330,21 +304,37 @@ impl AuditLog {
     /// With the log off, a violation still goes to the tracing log at `warn`.
     pub(crate) fn record(&self, r: &AuditRecord<'_>) {
         let Some(sink) = &self.sink else {
-            if let Some(v) = &r.violation {
-                let requested = v.requested.and_then(|p| self.outside(p));
-                tracing::warn!(
-                    server = r.server_id,
-                    method = r.method,
-                    outcome = r.outcome,
-                    reason = v.reason.as_str(),
-                    requested = requested.as_deref().unwrap_or(""),
-                    "request refused: {}",
-                    v.reason.as_str()
-                );
-            }
+            self.warn_unlogged(r);
             return;
         };
-        let path = r.path.map(|p| self.shown(p));
+        // The line is built whole and written with one call: stderr is unbuffered, and
+        // formatting into it directly cost a write system call per JSON token.
+        match serde_json::to_vec(&self.line_of(r, &now())) {
+            Ok(buf) => sink.write(buf, r.violation.is_some()),
+            Err(e) => tracing::warn!(error = %e, "cannot encode audit record"),
+        }
+    }
+
+    /// With the log off, a violation goes to the tracing log at `warn`, with the fields its
+    /// line would have.
+    fn warn_unlogged(&self, r: &AuditRecord<'_>) {
+        if let Some(v) = &r.violation {
+            let requested = v.requested.and_then(|p| self.outside(p));
+            tracing::warn!(
+                server = r.server_id,
+                method = r.method,
+                outcome = r.outcome,
+                reason = v.reason.as_str(),
+                requested = requested.as_deref().unwrap_or(""),
+                "request refused: {}",
+                v.reason.as_str()
+            );
+        }
+    }
+
+    /// The line of `r`, written at `time`: paths as logged (see [`AuditLog::shown`] and
+    /// [`AuditLog::outside`]).
+    fn line_of<'a>(&self, r: &'a AuditRecord<'a>, time: &'a str) -> Line<'a> {
         let requested = r
             .violation
             .and_then(|v| v.requested)
@@ -360,67 +350,27 @@ impl AuditLog {
                 .chain(c.outside.iter().filter_map(|p| self.outside(p)))
                 .collect(),
         });
-        let time = time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
-        let line = Line {
+        Line {
             bytes: r.bytes,
             cpu_ms: (!r.cpu.is_zero()).then(|| (r.cpu.as_secs_f64() * 1e6).round() / 1e3),
             duration_ms: (r.duration.as_secs_f64() * 1e6).round() / 1e3,
             method: r.method,
             outcome: r.outcome,
-            path: path.as_deref(),
+            path: r.path.map(|p| self.shown(p)),
             reason: r.violation.map(|v| v.reason.as_str()),
-            requested: requested.as_deref(),
+            requested,
             server: r.server_id,
-            time: &time,
+            time,
             consent,
-        };
-        // The line is built whole and written with one call: stderr is unbuffered, and
-        // formatting into it directly cost a write system call per JSON token.
-        let mut buf = match serde_json::to_vec(&line) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot encode audit record");
-                return;
-            }
-        };
-        match sink {
-            Sink::File(f) => {
-                if let Err(e) = lock(f).append(&buf) {
-                    tracing::warn!(error = %e, "cannot write audit log");
-                }
-            }
-            Sink::Writer(w) => {
-                let mut guard = lock(w);
-                let (writer, head) = &mut *guard;
-                let next = head.seal(&mut buf);
-                buf.push(b'\n');
-                match writer.write_all(&buf).and_then(|()| writer.flush()) {
-                    // The chain moves on only with a line written, so that a failed write
-                    // leaves no hole in it.
-                    Ok(()) => *head = next,
-                    Err(e) => tracing::warn!(error = %e, "cannot write audit log"),
-                }
-            }
-            Sink::Callback(head, f) => {
-                let mut head = lock(head);
-                *head = head.seal(&mut buf);
-                f(&String::from_utf8_lossy(&buf));
-            }
-            Sink::Tracing(head) => {
-                let mut head = lock(head);
-                *head = head.seal(&mut buf);
-                let text = String::from_utf8_lossy(&buf);
-                // A violation stays at `warn`, as with the log off.
-                if r.violation.is_some() {
-                    tracing::warn!(target: "mcp_fsbroker::audit", "{text}");
-                } else {
-                    tracing::info!(target: "mcp_fsbroker::audit", "{text}");
-                }
-            }
         }
     }
+}
+
+/// Now, in RFC 3339, for a line.
+fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 fn parse_key(hex: &str) -> Option<[u8; 32]> {

@@ -128,12 +128,6 @@ impl BrokerBuilder {
     /// with its policy key), opens the roots and builds the broker, with the stream of its
     /// outbound notifications.
     pub fn build(self) -> std::result::Result<(Broker, Notifications), PolicyError> {
-        let err = |key: String, message: String| PolicyError {
-            file: "<policy>".into(),
-            line: None,
-            key,
-            message,
-        };
         // A policy built in code is checked as a loaded one was, with the same messages, and
         // with the host's settings in it, which replace the policy's values.
         let applied = self.overrides.apply(self.policy.clone())?;
@@ -144,14 +138,7 @@ impl BrokerBuilder {
         // within it; the store itself is made only once the policy has passed.
         let mut overrides = self.overrides;
         let wanted = applied.recovery;
-        let place = match wanted.store_dir() {
-            _ if !wanted.enabled => None,
-            Some(dir) => Some(dir),
-            None => {
-                let why = crate::recovery::NO_PLACE;
-                return Err(err("recovery.dir".into(), why.into()));
-            }
-        };
+        let place = store_place(&wanted)?;
         if let Some(dir) = &place {
             overrides.keep_store_out(dir);
         }
@@ -160,19 +147,7 @@ impl BrokerBuilder {
         // settings are laid over it there, and it is kept as given for later edits of them.
         let config = Config::open(self.policy, &self.consent, &overrides, None)?;
         let recovery = match place {
-            Some(dir) => Some(Arc::new(
-                crate::recovery::RecoveryStore::open_at(&dir, wanted).map_err(|e| {
-                    err(
-                        "recovery.dir".into(),
-                        format!(
-                            "cannot open the recovery store {}: {e}; set recovery.dir to a \
-                             directory of this user's, or turn recovery off ([recovery] \
-                             enabled = false)",
-                            dir.display()
-                        ),
-                    )
-                })?,
-            )),
+            Some(dir) => Some(Arc::new(open_store(&dir, wanted)?)),
             None => None,
         };
         let audit = match self.audit {
@@ -208,4 +183,47 @@ impl BrokerBuilder {
             rx,
         ))
     }
+}
+
+/// The refusal of a built policy, naming the key at fault.
+fn err(key: String, message: String) -> PolicyError {
+    PolicyError {
+        file: "<policy>".into(),
+        line: None,
+        key,
+        message,
+    }
+}
+
+/// Where the recovery store `wanted` goes: `None` when recovery is off; refused when no place
+/// can be told.
+fn store_place(
+    wanted: &crate::policy::RecoveryPolicy,
+) -> std::result::Result<Option<std::path::PathBuf>, PolicyError> {
+    match wanted.store_dir() {
+        _ if !wanted.enabled => Ok(None),
+        Some(dir) => Ok(Some(dir)),
+        None => {
+            let why = crate::recovery::NO_PLACE;
+            Err(err("recovery.dir".into(), why.into()))
+        }
+    }
+}
+
+/// Opens (making it) the recovery store at `dir`, under `wanted`'s bounds.
+fn open_store(
+    dir: &std::path::Path,
+    wanted: crate::policy::RecoveryPolicy,
+) -> std::result::Result<crate::recovery::RecoveryStore, PolicyError> {
+    crate::recovery::RecoveryStore::open_at(dir, wanted).map_err(|e| {
+        err(
+            "recovery.dir".into(),
+            format!(
+                "cannot open the recovery store {}: {e}; set recovery.dir to a \
+                 directory of this user's, or turn recovery off ([recovery] \
+                 enabled = false)",
+                dir.display()
+            ),
+        )
+    })
 }

@@ -6,6 +6,7 @@ mod builder;
 mod deadline_tests;
 mod handle;
 mod request;
+mod running;
 mod sessions;
 mod snapshot;
 
@@ -87,9 +88,7 @@ impl Broker {
     pub fn recovery(&self) -> Option<&crate::recovery::RecoveryStore> {
         self.inner.recovery.as_deref()
     }
-}
 
-impl Broker {
     /// The client capabilities to merge into the host's `initialize` request.
     ///
     /// The flag is where the wire contract puts it, `roots.filesystemBrokering`, and again as

@@ -2,9 +2,9 @@
 //! order, the signal that withdraws it), run, counted and audited, also when it is withdrawn.
 
 use super::Broker;
-use crate::audit::{AuditRecord, Violation};
+use super::running::Running;
+use crate::audit::AuditRecord;
 use crate::error::{Error, Result};
-use crate::json::Json;
 use crate::jsonrpc::{self, Item, Message, Request, Response};
 use crate::method::Method;
 use crate::ops::{self, Ctx};
@@ -13,17 +13,17 @@ use crate::turn::Turn;
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 use tokio::sync::Notify;
 
 /// The session a message runs in, as it was found when the message was handed over: the
 /// session, or why there is none (the broker holds its most sessions), with the id asked by.
 pub(crate) struct Seat {
-    id: String,
-    session: Result<Arc<Session>>,
+    pub(super) id: String,
+    pub(super) session: Result<Arc<Session>>,
     /// When the message was handed over: a refusal of the user's choice counts against a
     /// request only if it was sent after the server was told of it.
-    sent: Instant,
+    pub(super) sent: Instant,
     /// The message's turn, once taken: the blocking work of its operations holds it too, so
     /// that work which outlives its caller (a dropped future, a timeout) still keeps the
     /// session's later changes waiting until it really ends.
@@ -295,129 +295,4 @@ fn suspended(
         ),
     )
     .with_reason(crate::error::Reason::Suspended)
-}
-
-/// A request being run: when it ends, or is dropped before it ends (its caller withdrew
-/// it), it is counted in its session and audited, with outcome `cancelled` for the latter.
-struct Running<'a> {
-    broker: &'a Broker,
-    seat: &'a Seat,
-    method: String,
-    known: Option<Method>,
-    start: Instant,
-    ctx: Ctx,
-    done: bool,
-}
-
-impl Running<'_> {
-    fn finish(&mut self, outcome: &Result<Json>) {
-        self.done = true;
-        self.record(Some(outcome));
-    }
-
-    /// Audits and counts the request; `None` when it was withdrawn.
-    fn record(&mut self, outcome: Option<&Result<Json>>) {
-        let ops::Noted {
-            path,
-            bytes,
-            requested,
-            consent,
-            entries,
-            cpu,
-        } = self.ctx.take_noted();
-        // The bytes moved are known only now: they are charged after the fact (see `limits`).
-        if let Ok(session) = &self.seat.session {
-            self.ctx
-                .config
-                .rate
-                .charge_bytes(session.budget_key(), bytes);
-        }
-        let err = outcome.and_then(|o| o.as_ref().err());
-        let err_path = err.and_then(|e| e.path().map(str::to_owned));
-        let path = path.or(err_path);
-        let violation = err.and_then(|e| Violation::of(e, requested.as_deref()));
-        let shown = match (outcome, &consent) {
-            // A change dropped by its caller may still complete: its blocking work runs on.
-            (None, _) if self.known.is_some_and(|m| !m.is_cancellable()) => "abandoned",
-            (None, _) => "cancelled",
-            (Some(Ok(_)), Some(note)) => note.outcome(),
-            (Some(Ok(_)), None) => "ok",
-            (Some(Err(e)), _) => e.kind().outcome(),
-        };
-        // A suspended session's refusals say nothing new, and a server that floods them
-        // must not fill the log (or rotate its own violations out of it): at most one a
-        // second is written; `status` counts them all.
-        let quiet = violation.is_some_and(|v| v.reason == crate::error::Reason::Suspended)
-            && self
-                .seat
-                .session
-                .as_ref()
-                .is_ok_and(|s| !s.audit_suspended_now());
-        if !quiet {
-            self.broker.inner.record(&AuditRecord {
-                server_id: &self.seat.id,
-                method: &self.method,
-                path: path.as_deref(),
-                outcome: shown,
-                bytes,
-                cpu,
-                duration: self.start.elapsed(),
-                consent: outcome.and_then(|o| o.as_ref().ok()).and(consent.as_ref()),
-                violation,
-            });
-        }
-        if let Ok(session) = &self.seat.session {
-            let mut stats = session.stats();
-            let counters = &mut stats.counters;
-            counters.requests += 1;
-            counters.failed += u64::from(err.is_some());
-            counters.refused += u64::from(violation.is_some());
-            counters.cancelled += u64::from(outcome.is_none());
-            counters.entries_listed += entries;
-            counters.cpu += cpu;
-            if self.known == Some(Method::Write) {
-                counters.bytes_written += bytes;
-            } else {
-                counters.bytes_read += bytes;
-            }
-            stats.last = Some((
-                SystemTime::now(),
-                self.method.clone(),
-                path,
-                shown.to_owned(),
-            ));
-            drop(stats);
-            let mut strike = err.and_then(crate::watchdog::strike_of);
-            // A probe counts when it was refused, and a consent request (once) when it
-            // asked for a place outside every root or through a link that leads out. A
-            // consent answer is the user's choice: reads sent behind it could not know it.
-            if let Some(c) = &consent {
-                session.forgive(crate::error::Reason::NoConsent);
-                if c.decided_by.contains(&crate::audit::Decider::Confinement) {
-                    strike = Some(crate::error::Reason::OutsideRoot);
-                }
-            }
-            if let Some(reason) = strike {
-                let limit = self
-                    .ctx
-                    .config
-                    .policy
-                    .limits
-                    .max_violations_per_minute
-                    .get();
-                if let Some(s) = session.strike(reason, self.seat.sent, limit) {
-                    self.broker.suspend(session, &s);
-                }
-            }
-        }
-        self.broker.inner.touch();
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            self.record(None);
-        }
-    }
 }

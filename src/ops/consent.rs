@@ -238,12 +238,12 @@ async fn resolve(
                     let gate = Gate::asking(grants.clone(), path.clone(), said.clone());
                     let real = match root.real_path(&path.rel, &gate, Some(deadline)) {
                         Ok(found) => Some(found),
-                        Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => None,
-                        Err((e, _)) if e.reason() == Some(Reason::SymlinkLoop) => None,
+                        Err(u) if u.error.kind() == ErrorKind::PermissionDenied => None,
+                        Err(u) if u.error.reason() == Some(Reason::SymlinkLoop) => None,
                         // A path that does not exist yet may still be granted, as the place
                         // it would be: where the walk got to, plus the rest of the path. When
                         // that place is unknown (a `..` was still to come), it is denied.
-                        Err((_, reached)) => reached.map(|r| (r, false)),
+                        Err(u) => u.place.map(|r| (r, false)),
                     };
                     (root.access(), path, real)
                 })

@@ -1,7 +1,7 @@
 //! `files/create`: a new empty file or directory, exclusively (an existing entry of any kind is
 //! `ALREADY_EXISTS`), optionally creating missing parents. The final name is never followed.
 
-use super::{Ctx, origin, params, resolve_granted};
+use super::{Ctx, keeping, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::root::{FollowFinal, Parents};
@@ -35,23 +35,15 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         }
         let mut wait = crate::locks::Wait::new(lock_wait, deadline);
         let _lock = inner.locks.lock(r.real(), &mut wait)?;
+        let keeping = keeping(&inner, &s, "files/create", &root, &r, deadline);
         let io = |e: std::io::Error| Error::from_io(&e, "");
         match kind {
             CreateKind::Directory => r.create_dir()?,
             CreateKind::File => r.create_file()?.sync_all().map_err(io)?,
         }
         crate::atomic::sync_dir(r.parent()).map_err(io)?;
-        if let Some(rec) = &inner.recovery {
-            let made = r.parent().symlink_metadata(r.name_os()).ok();
-            let after = made.as_ref().map(crate::recovery::fingerprint);
-            let keep = crate::recovery::Keep::nothing();
-            rec.record(
-                origin(&s, "files/create", &root, r.real()),
-                keep,
-                None,
-                after,
-            );
-        }
+        let made = r.parent().symlink_metadata(r.name_os()).ok();
+        keeping.done(None, made.as_ref().map(crate::recovery::fingerprint));
         Ok(())
     })
     .await

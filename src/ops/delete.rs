@@ -3,7 +3,7 @@
 //! [`crate::root::Granted::remove`]). A root is never deleted.
 
 use super::create::root_itself;
-use super::{Ctx, origin, params, resolve_granted};
+use super::{Ctx, keeping, params, resolve_granted};
 use crate::access::Access;
 use crate::error::{Error, Result};
 use crate::root::{FollowFinal, Parents};
@@ -35,24 +35,13 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         // A file another process is writing is not deleted under it, as it is not written.
         let name = r.name().unwrap_or(".");
         let _held = crate::atomic::lock_file_entry(r.parent(), name, &mut wait, None)?;
-        // With recovery on, the entry is moved into the store (a whole tree at once) rather
-        // than removed, and the delete journaled.
-        let change = origin(&s, "files/delete", &root, r.real());
-        let kept = match &inner.recovery {
-            Some(rec) => Some((
-                rec,
-                rec.remove_kept(r.parent(), name, recursive, deadline, &change)?,
-            )),
-            None => {
-                r.remove(recursive, deadline)?;
-                None
-            }
-        };
+        // The entry is moved into the store (a whole tree at once) rather than removed, and
+        // the delete journaled; with recovery off it is removed.
+        let mut keeping = keeping(&inner, &s, "files/delete", &root, &r, deadline);
+        keeping.remove(&r, recursive)?;
         // Journaled before the flush, which may fail: the entry is in the store by now, and
         // an unjournaled one is out of `history`'s and `restore`'s reach, and never pruned.
-        if let Some((rec, keep)) = kept {
-            rec.record(change, keep, None, None);
-        }
+        keeping.done(None, None);
         crate::atomic::sync_dir(r.parent()).map_err(|e| Error::from_io(&e, ""))?;
         Ok(())
     })

@@ -130,92 +130,84 @@ impl Walk {
     }
 
     /// Walks in pre-order with an explicit stack, so depth costs heap, never the call stack.
-    ///
-    /// The current entry is kept three ways, each updated as the walk goes down and up rather
-    /// than rebuilt per entry: its components below the listed directory (`at`, for the
-    /// cursor), its real path (for the grant check) and its path as shown.
+    /// The entry it is at is kept as a [`Here`].
     fn run(&mut self, dir: Dir, session: &Session, deadline: Deadline) -> Result<()> {
         let first = self.sorted_names(&dir, &[])?;
         let mut stack = vec![Frame { dir, names: first }];
-        let mut at: Vec<String> = Vec::new();
-        let mut real = self.real.clone();
-        let mut shown = self.base.to_string();
-        // Lengths of `shown` before each component of `at` was appended.
-        let mut shown_lens: Vec<usize> = Vec::new();
+        let mut here = Here {
+            at: Vec::new(),
+            real: self.real.clone(),
+            shown: self.base.to_string(),
+            shown_lens: Vec::new(),
+        };
         let mut visited = 0usize;
         while let Some(top) = stack.last_mut() {
             let Some(name) = top.names.next() else {
                 stack.pop();
-                at.pop();
-                real.rel.pop();
-                shown.truncate(shown_lens.pop().unwrap_or(0));
+                here.leave();
                 continue;
             };
             visited += 1;
             if visited.is_multiple_of(256) {
                 deadline.check()?;
             }
-            at.push(name);
-            // Resume after the cursor: skip entries before it, descend only into its
-            // ancestors. An entry that is neither is passed over before any I/O.
-            let (emit, may_descend) = match &self.cursor {
-                None => (true, true),
-                Some(c) if at.as_slice() > c.as_slice() => (true, true),
-                Some(c) => (false, c.starts_with(&at)),
-            };
-            let name = at.last().map(String::as_str).unwrap_or_default();
-            let meta = match top.dir.symlink_metadata(name) {
+            here.at.push(name);
+            let (emit, may_descend) = self.resume(&here.at);
+            let meta = match top.dir.symlink_metadata(here.name()) {
                 Ok(m) if emit || may_descend => m,
                 _ => {
-                    at.pop();
+                    here.at.pop();
                     continue;
                 }
             };
-            real.rel.push(name);
-            shown_lens.push(shown.len());
-            shown.push('/');
-            shown.push_str(name);
+            here.enter();
             // Entries under a revoked (or never granted) path are neither shown nor entered.
-            let granted = session.grants().check(&real, Access::Read).is_ok();
+            let granted = session.grants().check(&here.real, Access::Read).is_ok();
             if granted && emit {
                 if self.entries.len() == self.limit {
                     self.more = true;
                     return Ok(());
                 }
-                self.entries.push(|entry| {
-                    entry.str("name", name);
-                    entry.str("path", &shown);
-                    entry.str("type", type_name(&meta.file_type()).wire_name());
-                    entry.u64("size", shown_size(&meta));
-                    entry.opt_str("mtime", mtime(&meta).as_deref());
-                });
-                self.last.clone_from(&at);
+                self.emit(&here, &meta);
             }
-            let descend = granted && may_descend && meta.is_dir() && at.len() < self.max_depth;
+            let descend = granted && may_descend && meta.is_dir() && here.at.len() < self.max_depth;
             let opened = if descend {
-                match top.dir.open_dir_nofollow(name) {
-                    Ok(sub) => Some(sub),
-                    Err(e) => {
-                        tracing::debug!(path = %shown, error = %e, "not descending");
-                        None
-                    }
-                }
+                open_sub(&top.dir, &here)
             } else {
                 None
             };
             match opened {
                 Some(sub) => {
-                    let names = self.sorted_names(&sub, &at)?;
+                    let names = self.sorted_names(&sub, &here.at)?;
                     stack.push(Frame { dir: sub, names });
                 }
-                None => {
-                    at.pop();
-                    real.rel.pop();
-                    shown.truncate(shown_lens.pop().unwrap_or(0));
-                }
+                None => here.leave(),
             }
         }
         Ok(())
+    }
+
+    /// Whether the entry at `at` is shown, and whether the walk may go into it: resuming
+    /// after the cursor, entries before it are skipped, and only its ancestors are entered.
+    /// An entry that is neither is passed over before any I/O.
+    fn resume(&self, at: &[String]) -> (bool, bool) {
+        match &self.cursor {
+            None => (true, true),
+            Some(c) if at > c.as_slice() => (true, true),
+            Some(c) => (false, c.starts_with(at)),
+        }
+    }
+
+    /// Adds the entry the walk is at, `meta` its metadata, to the page.
+    fn emit(&mut self, here: &Here, meta: &cap_std::fs::Metadata) {
+        self.entries.push(|entry| {
+            entry.str("name", here.name());
+            entry.str("path", &here.shown);
+            entry.str("type", type_name(&meta.file_type()).wire_name());
+            entry.u64("size", shown_size(meta));
+            entry.opt_str("mtime", mtime(meta).as_deref());
+        });
+        self.last.clone_from(&here.at);
     }
 
     /// The names in `dir`, sorted by byte value, hidden ones only when asked for.
@@ -244,6 +236,51 @@ impl Walk {
         MountPath {
             mount: base.mount.clone(),
             rel: crate::path::RelPath::from_components(components),
+        }
+    }
+}
+
+/// The entry a walk is at, kept three ways, each updated as the walk goes down and up rather
+/// than rebuilt per entry: its components below the listed directory (`at`, for the cursor),
+/// its real path (for the grant check) and its path as shown.
+struct Here {
+    at: Vec<String>,
+    real: MountPath,
+    shown: String,
+    /// Lengths of `shown` before each component of `at` was appended.
+    shown_lens: Vec<usize>,
+}
+
+impl Here {
+    /// The entry's name: the last of `at`.
+    fn name(&self) -> &str {
+        self.at.last().map(String::as_str).unwrap_or_default()
+    }
+
+    /// Appends the entry last pushed onto `at` to the real and the shown path.
+    fn enter(&mut self) {
+        let name = self.at.last().map(String::as_str).unwrap_or_default();
+        self.real.rel.push(name);
+        self.shown_lens.push(self.shown.len());
+        self.shown.push('/');
+        self.shown.push_str(name);
+    }
+
+    /// Goes back up from the entry entered last.
+    fn leave(&mut self) {
+        self.at.pop();
+        self.real.rel.pop();
+        self.shown.truncate(self.shown_lens.pop().unwrap_or(0));
+    }
+}
+
+/// Opens the directory the walk is at to go into it; one that cannot be opened is not entered.
+fn open_sub(dir: &Dir, here: &Here) -> Option<Dir> {
+    match dir.open_dir_nofollow(here.name()) {
+        Ok(sub) => Some(sub),
+        Err(e) => {
+            tracing::debug!(path = %here.shown, error = %e, "not descending");
+            None
         }
     }
 }

@@ -386,20 +386,25 @@ fn resolve_granted(
     root.resolve(rel, &gate, follow, parents, Some(deadline))
 }
 
-/// Who made a change at `real` (the resolved path) in `root`, for the recovery journal.
-fn origin(
+/// The keep-before-destroy guard for the change `session` makes by `method` at `at` in
+/// `root`: keeps and journals in the broker's recovery store, or does nothing when recovery
+/// is off (see [`Keeping`](crate::recovery::Keeping)).
+fn keeping<'a>(
+    inner: &'a BrokerState,
     session: &Session,
     method: &'static str,
     root: &Root,
-    real: &crate::path::MountPath,
-) -> crate::recovery::Origin {
-    crate::recovery::Origin::server(
+    at: &Granted,
+    deadline: Deadline,
+) -> crate::recovery::Keeping<'a> {
+    let origin = crate::recovery::Origin::server(
         session.server_id(),
         session.label(),
         method,
-        real.to_string(),
+        at.real().to_string(),
         root.host_path_of(&RelPath::root()),
-    )
+    );
+    crate::recovery::Keeping::begin(inner.recovery.as_deref(), origin, deadline)
 }
 
 /// [`resolve_granted`] for the methods that act on what a path leads to: a final symlink is

@@ -3,10 +3,12 @@
 //! could be replaced. Both ends act on names: neither final component is followed.
 
 use super::create::root_itself;
-use super::{Ctx, origin, params, resolve_granted};
+use super::{Ctx, keeping, params, resolve_granted};
 use crate::access::Access;
+use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::root::{FollowFinal, Parents};
+use crate::path::RelPath;
+use crate::root::{FollowFinal, Granted, Parents, Root};
 use crate::session::Session;
 use crate::wire::{RenameParams, RenameResult};
 use serde_json::Value;
@@ -42,77 +44,30 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
     let (overwrite, lock_wait) = (p.overwrite, ctx.lock_wait());
     let shown = old_shown.clone();
     ctx.run(session, move |deadline| {
-        let from = resolve_granted(
-            &root,
-            &s,
-            &old.rel,
-            FollowFinal::No,
-            Parents::Existing,
-            Access::Write,
-            deadline,
-        )?;
-        let to = resolve_granted(
-            &root,
-            &s,
-            &new.rel,
-            FollowFinal::No,
-            Parents::Existing,
-            Access::Write,
-            deadline,
-        )?;
-        if from.name().is_none() || to.name().is_none() {
-            return Err(root_itself());
-        }
-        // Symlinks on the way may make the target lie beneath the source after all.
-        if to.real() != from.real() && to.real().starts_with(from.real()) {
-            return Err(into_itself());
-        }
+        let (from, to) = ends(&root, &s, &old.rel, &new.rel, deadline)?;
         let mut wait = crate::locks::Wait::new(lock_wait, deadline);
         let _locks = inner.locks.lock_two(from.real(), to.real(), &mut wait)?;
-        let io = |e: std::io::Error| Error::from_io(&e, "");
         from.metadata().map_err(io)?;
         if from.real() == to.real() {
             // Renaming an entry onto itself changes nothing, as rename(2) does.
             return Ok(());
         }
-        // Neither the file moved nor one it replaces is taken from under another process
-        // that holds its lock, as a write would not be. They are locked in the order of the
-        // in-process locks, so that two brokers renaming two files in opposite directions
-        // do not each hold one and wait for the other until both give up.
-        let mut ends = vec![&from];
-        if overwrite {
-            ends.push(&to);
-        }
-        ends.sort_by_key(|g| g.real().to_string());
-        let mut held: Vec<std::fs::File> = Vec::new();
-        for g in ends {
-            let name = g.name().unwrap_or(".");
-            let file = crate::atomic::lock_file_entry(g.parent(), name, &mut wait, held.first())?;
-            held.extend(file);
-        }
+        let _held = lock_files(&from, &to, overwrite, &mut wait)?;
         // What the rename replaces is kept first, under the locks, from the locked name.
-        let replaced = match (&inner.recovery, to.metadata()) {
-            (Some(rec), Ok(meta)) if overwrite => {
-                let name = to.name().unwrap_or(".");
-                Some(rec.keep_replaced(to.parent(), name, &meta, deadline)?)
-            }
-            _ => None,
-        };
+        let mut keeping = keeping(&inner, &s, "files/rename", &root, &from, deadline);
+        if overwrite && let Ok(meta) = to.metadata() {
+            keeping.keep_replaced(&to, &meta)?;
+        }
         let moved = from.metadata().ok();
         if let Err(e) = from.rename_to(&to, overwrite) {
-            if let (Some(rec), Some(keep)) = (&inner.recovery, replaced) {
-                rec.discard(keep);
-            }
+            // One system call: it failed, so nothing was replaced.
+            keeping.cancel();
             return Err(e);
         }
         // Journaled before the flushes, which may fail: the rename is done, and what it
         // replaced is in the store.
-        if let Some(rec) = &inner.recovery {
-            let keep = replaced.unwrap_or_else(crate::recovery::Keep::nothing);
-            let after = moved.as_ref().map(crate::recovery::fingerprint);
-            let change = origin(&s, "files/rename", &root, from.real());
-            rec.record(change, keep, Some(to.real().to_string()), after);
-        }
+        let after = moved.as_ref().map(crate::recovery::fingerprint);
+        keeping.done(Some(to.real().to_string()), after);
         crate::atomic::sync_dir(to.parent()).map_err(io)?;
         crate::atomic::sync_dir(from.parent()).map_err(io)?;
         Ok(())
@@ -123,4 +78,64 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Arc<Session>, raw: Value) -> Re
         old_path: old_shown,
         new_path: new_shown,
     })
+}
+
+fn io(e: std::io::Error) -> Error {
+    Error::from_io(&e, "")
+}
+
+/// Resolves both ends of a rename, `old` and `new` in `root`, neither final name followed,
+/// and refuses a root itself or a move into the entry itself.
+fn ends(
+    root: &Root,
+    session: &Session,
+    old: &RelPath,
+    new: &RelPath,
+    deadline: Deadline,
+) -> Result<(Granted, Granted)> {
+    let resolve = |rel: &RelPath| {
+        resolve_granted(
+            root,
+            session,
+            rel,
+            FollowFinal::No,
+            Parents::Existing,
+            Access::Write,
+            deadline,
+        )
+    };
+    let (from, to) = (resolve(old)?, resolve(new)?);
+    if from.name().is_none() || to.name().is_none() {
+        return Err(root_itself());
+    }
+    // Symlinks on the way may make the target lie beneath the source after all.
+    if to.real() != from.real() && to.real().starts_with(from.real()) {
+        return Err(into_itself());
+    }
+    Ok((from, to))
+}
+
+/// Takes the advisory locks of the file moved and, with `overwrite`, of the one it replaces:
+/// neither is taken from under another process that holds its lock, as a write would not be.
+/// They are locked in the order of the in-process locks, so that two brokers renaming two
+/// files in opposite directions do not each hold one and wait for the other until both give
+/// up. Held until the answer is dropped.
+fn lock_files(
+    from: &Granted,
+    to: &Granted,
+    overwrite: bool,
+    wait: &mut crate::locks::Wait,
+) -> Result<Vec<std::fs::File>> {
+    let mut ends = vec![from];
+    if overwrite {
+        ends.push(to);
+    }
+    ends.sort_by_key(|g| g.real().to_string());
+    let mut held: Vec<std::fs::File> = Vec::new();
+    for g in ends {
+        let name = g.name().unwrap_or(".");
+        let file = crate::atomic::lock_file_entry(g.parent(), name, wait, held.first())?;
+        held.extend(file);
+    }
+    Ok(held)
 }

@@ -14,6 +14,7 @@ use crate::atomic::{Committed, Preconditions, TempFile, check_target, etag};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::locks::Wait;
 use crate::path::MountPath;
+use crate::recovery::Keeping;
 use crate::root::Root;
 use crate::session::Session;
 use crate::upload::Upload;
@@ -153,7 +154,8 @@ async fn one_shot(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Out
         if existing.is_none() {
             inner.hub.note_created(root.host_path_of(&r.real().rel));
         }
-        let done = commit(&inner, &s, &root, &r, temp, &pre, &mut wait, deadline)?;
+        let keeping = super::keeping(&inner, &s, "files/write", &root, &r, deadline);
+        let done = commit(&r, temp, &pre, &mut wait, keeping)?;
         Ok(Outcome::committed(&done))
     })
     .await
@@ -169,28 +171,7 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
         end,
         last,
     } = job;
-    let limits = ctx.limits();
-    let existing = {
-        let mut uploads = session.uploads();
-        let existing = uploads.take(&path);
-        let max = limits.max_uploads.get();
-        if offset == 0 && uploads.len() >= max {
-            return Err(Error::quota("too many uploads in progress", max as u64));
-        }
-        existing
-    };
-    // An upload starts (or restarts) at offset 0; any other chunk continues the staged one.
-    let upload = match existing {
-        Some(u) if offset != 0 && u.staged == offset => Some(u),
-        _ if offset != 0 => {
-            return Err(Error::new(
-                ErrorKind::ConcurrencyConflict,
-                "chunk offset does not match the bytes staged",
-            )
-            .with_reason(Reason::UploadOffset));
-        }
-        _ => None,
-    };
+    let upload = continued(session, &path, offset, ctx.limits().max_uploads.get())?;
     let (s, inner, key) = (session.clone(), ctx.inner.clone(), path.clone());
     let lock_wait = ctx.lock_wait();
     let rel = path.rel.clone();
@@ -212,27 +193,7 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
                 };
                 return Ok((staged, Some(up)));
             }
-            // The target is resolved and authorised again: grants may have been revoked, and
-            // its directory may have moved (out of the root, or where no grant reaches) while
-            // the upload was staged. It commits only into the same directory at the same place.
-            let now = resolve_target(&root, &s, &rel, Access::Write, deadline)?;
-            if now.name().is_none() {
-                return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
-            }
-            if !now.same_place(&up.target) {
-                return Err(Error::new(
-                    ErrorKind::ConcurrencyConflict,
-                    "the upload's target moved since its first chunk; start the upload again",
-                ));
-            }
-            let mut wait = Wait::new(lock_wait, deadline);
-            let _lock = inner.locks.lock(now.real(), &mut wait)?;
-            if !now.exists() {
-                inner.hub.note_created(root.host_path_of(&now.real().rel));
-            }
-            let done = commit(
-                &inner, &s, &root, &now, up.temp, &up.pre, &mut wait, deadline,
-            )?;
+            let done = finish(&inner, &s, &root, &rel, up, lock_wait, deadline)?;
             Ok((Outcome::committed(&done), None))
         })
         .await?;
@@ -243,48 +204,85 @@ async fn chunk(ctx: &mut Ctx, session: &Arc<Session>, job: Job) -> Result<Outcom
     Ok(outcome)
 }
 
-/// Commits `temp` at `at` (see [`TempFile::commit`]); with recovery on, the file it replaces
-/// is kept first, and the write journaled.
-#[allow(clippy::too_many_arguments)]
-fn commit(
+/// The upload a chunk at `offset` continues: the one staged for `path`, taken from the
+/// session, when the chunk starts where it ends; `None` for a chunk at 0, which starts (or
+/// restarts) one, within `max` uploads.
+fn continued(
+    session: &Session,
+    path: &MountPath,
+    offset: u64,
+    max: usize,
+) -> Result<Option<Upload>> {
+    let existing = {
+        let mut uploads = session.uploads();
+        let existing = uploads.take(path);
+        if offset == 0 && uploads.len() >= max {
+            return Err(Error::quota("too many uploads in progress", max as u64));
+        }
+        existing
+    };
+    // An upload starts (or restarts) at offset 0; any other chunk continues the staged one.
+    match existing {
+        Some(u) if offset != 0 && u.staged == offset => Ok(Some(u)),
+        _ if offset != 0 => Err(Error::new(
+            ErrorKind::ConcurrencyConflict,
+            "chunk offset does not match the bytes staged",
+        )
+        .with_reason(Reason::UploadOffset)),
+        _ => Ok(None),
+    }
+}
+
+/// Commits the upload `up` with its last chunk. The target is resolved and authorised again:
+/// grants may have been revoked, and its directory may have moved (out of the root, or where
+/// no grant reaches) while the upload was staged. It commits only into the same directory at
+/// the same place.
+fn finish(
     inner: &crate::state::BrokerState,
     session: &Session,
     root: &Root,
-    at: &crate::root::Granted,
+    rel: &crate::path::RelPath,
+    up: Upload,
+    lock_wait: Duration,
+    deadline: crate::deadline::Deadline,
+) -> Result<Committed> {
+    let now = resolve_target(root, session, rel, Access::Write, deadline)?;
+    if now.name().is_none() {
+        return Err(Error::new(ErrorKind::IsADirectory, "is a directory"));
+    }
+    if !now.same_place(&up.target) {
+        return Err(Error::new(
+            ErrorKind::ConcurrencyConflict,
+            "the upload's target moved since its first chunk; start the upload again",
+        ));
+    }
+    let mut wait = Wait::new(lock_wait, deadline);
+    let _lock = inner.locks.lock(now.real(), &mut wait)?;
+    if !now.exists() {
+        inner.hub.note_created(root.host_path_of(&now.real().rel));
+    }
+    let keeping = super::keeping(inner, session, "files/write", root, &now, deadline);
+    commit(&now, up.temp, &up.pre, &mut wait, keeping)
+}
+
+/// Commits `temp` at `at` (see [`TempFile::lock`]), the file it replaces kept first by
+/// `keeping`, and the write journaled.
+fn commit<'a>(
+    at: &'a crate::root::Granted,
     temp: TempFile,
     pre: &Preconditions,
     wait: &mut Wait,
-    deadline: crate::deadline::Deadline,
+    mut keeping: Keeping<'a>,
 ) -> Result<Committed> {
-    let name = at.name().unwrap_or(".");
-    let Some(rec) = &inner.recovery else {
-        return temp.commit(at.parent(), name, pre, wait, |_, _, _| Ok(()), &mut None);
-    };
-    let mut kept = None;
-    let keep = |d: &cap_std::fs::Dir, n: &str, m: &cap_std::fs::Metadata| {
-        rec.keep_replaced(d, n, m, deadline)
-    };
-    match temp.commit(at.parent(), name, pre, wait, keep, &mut kept) {
-        Ok(done) => {
-            let keep = kept.unwrap_or_else(crate::recovery::Keep::nothing);
-            let change = super::origin(session, "files/write", root, at.real());
-            rec.record(change, keep, None, Some(etag(&done.meta)));
-            Ok(done)
-        }
-        Err(e) => {
-            if let Some(keep) = kept {
-                // Kept, then failed: before the rename the old file is still in place and
-                // the copy is dropped; after it, the change happened and is journaled.
-                rec.settle(
-                    keep,
-                    at.parent(),
-                    name,
-                    super::origin(session, "files/write", root, at.real()),
-                );
-            }
-            Err(e)
-        }
+    let staged = temp.lock(at.parent(), at.name().unwrap_or("."), pre, wait)?;
+    // The file about to be replaced is kept while it is locked, so that what is kept is what
+    // the rename replaces. Kept, then failed: the guard settles it (see [`Keeping`]).
+    if let Some(meta) = staged.replaced() {
+        keeping.keep_replaced(at, meta)?;
     }
+    let done = staged.commit()?;
+    keeping.done(None, Some(etag(&done.meta)));
+    Ok(done)
 }
 
 /// Opens a new upload: resolves the target, checks grant and preconditions, stages a temp.

@@ -65,6 +65,36 @@ struct Level {
     mode: Mode,
 }
 
+/// What a copy has spent against its bound, and what it made.
+struct Tally {
+    /// The bound: bytes plus [`ENTRY_COST`] per entry.
+    limit: u64,
+    /// Spent so far against `limit`.
+    spent: u64,
+    /// What the copy made.
+    done: Copied,
+}
+
+impl Tally {
+    /// Spends `cost` more; past the bound, the copy stops.
+    fn spend(&mut self, cost: u64) -> Result<(), CopyFail> {
+        self.spent = self.spent.saturating_add(cost);
+        if self.spent > self.limit {
+            return Err(CopyFail::TooLarge);
+        }
+        Ok(())
+    }
+}
+
+/// One entry to copy: `name` in `src`, as `to` in `dst`, `meta` its metadata.
+struct Entry<'a> {
+    src: &'a Dir,
+    name: &'a OsStr,
+    dst: &'a Dir,
+    to: &'a OsStr,
+    meta: &'a rustix::fs::Stat,
+}
+
 /// Copies `name` in `src` to `to` in `dst` (which must not exist), within `limit` (bytes plus
 /// a cost per entry), keeping modes and times.
 pub(super) fn copy_tree(
@@ -75,11 +105,21 @@ pub(super) fn copy_tree(
     limit: u64,
     deadline: Option<Deadline>,
 ) -> Result<Copied, CopyFail> {
-    let mut done = Copied::default();
-    let mut spent = 0u64;
+    let mut tally = Tally {
+        limit,
+        spent: 0,
+        done: Copied::default(),
+    };
     let meta = rustix::fs::statat(src, name, AtFlags::SYMLINK_NOFOLLOW)?;
-    let Some(level) = copy_entry(src, name, dst, to, &meta, limit, &mut spent, &mut done)? else {
-        return Ok(done);
+    let first = Entry {
+        src,
+        name,
+        dst,
+        to,
+        meta: &meta,
+    };
+    let Some(level) = copy_entry(&first, &mut tally)? else {
+        return Ok(tally.done);
     };
     let mut stack = vec![level];
     while let Some(top) = stack.last_mut() {
@@ -102,116 +142,106 @@ pub(super) fn copy_tree(
             Err(e) => return Err(e.into()),
         };
         let dst = dir_of(&top.dst)?;
-        let made = copy_entry(
-            &top.src, &next, &dst, &next, &meta, limit, &mut spent, &mut done,
-        )?;
-        if let Some(level) = made {
+        let entry = Entry {
+            src: &top.src,
+            name: &next,
+            dst: &dst,
+            to: &next,
+            meta: &meta,
+        };
+        if let Some(level) = copy_entry(&entry, &mut tally)? {
             if stack.len() >= MAX_DEPTH {
                 return Err(CopyFail::TooDeep);
             }
             stack.push(level);
         }
     }
-    Ok(done)
+    Ok(tally.done)
 }
 
 /// Copies one entry; a directory is made (and its mode set) and handed back with its names
 /// to copy.
-#[allow(clippy::too_many_arguments)]
-fn copy_entry(
-    src: &Dir,
-    name: &OsStr,
-    dst: &Dir,
-    to: &OsStr,
-    meta: &rustix::fs::Stat,
-    limit: u64,
-    spent: &mut u64,
-    done: &mut Copied,
-) -> Result<Option<Level>, CopyFail> {
-    let kind = rustix::fs::FileType::from_raw_mode(meta.st_mode);
-    let mode = Mode::from_raw_mode(copied_mode(meta));
+fn copy_entry(e: &Entry<'_>, tally: &mut Tally) -> Result<Option<Level>, CopyFail> {
+    let kind = rustix::fs::FileType::from_raw_mode(e.meta.st_mode);
     let size = if kind == rustix::fs::FileType::RegularFile {
-        meta.st_size.max(0) as u64
+        e.meta.st_size.max(0) as u64
     } else {
         0
     };
-    *spent = spent.saturating_add(ENTRY_COST).saturating_add(size);
-    if *spent > limit {
+    tally.spend(ENTRY_COST.saturating_add(size))?;
+    match kind {
+        rustix::fs::FileType::RegularFile => copy_file(e, size, tally).map(|()| None),
+        rustix::fs::FileType::Symlink => {
+            let target = rustix::fs::readlinkat(e.src, e.name, Vec::new())?;
+            rustix::fs::symlinkat(target.as_c_str(), e.dst, e.to)?;
+            tally.done.entries += 1;
+            Ok(None)
+        }
+        rustix::fs::FileType::Directory => copy_dir(e, tally).map(Some),
+        _ => {
+            tally.done.skipped += 1;
+            Ok(None)
+        }
+    }
+}
+
+/// Copies a regular file of `size` bytes (as its metadata said, and already spent).
+fn copy_file(e: &Entry<'_>, size: u64, tally: &mut Tally) -> Result<(), CopyFail> {
+    let from = rustix::fs::openat(
+        e.src,
+        e.name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let opened = rustix::fs::fstat(&from)?;
+    if rustix::fs::FileType::from_raw_mode(opened.st_mode) != rustix::fs::FileType::RegularFile {
+        // Swapped since the look: copy nothing rather than something else.
+        tally.done.skipped += 1;
+        return Ok(());
+    }
+    let into = rustix::fs::openat(
+        e.dst,
+        e.to,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    let (mut from, mut into) = (std::fs::File::from(from), std::fs::File::from(into));
+    // What the file may hold: what is left of the bound once its stated size is given back.
+    let left = tally.limit.saturating_sub(tally.spent - size);
+    let copied = std::io::copy(&mut std::io::Read::take(&mut from, left + 1), &mut into)?;
+    if copied > left {
         return Err(CopyFail::TooLarge);
     }
-    match kind {
-        rustix::fs::FileType::RegularFile => {
-            let from = rustix::fs::openat(
-                src,
-                name,
-                OFlags::RDONLY
-                    | OFlags::NOFOLLOW
-                    | OFlags::NONBLOCK
-                    | OFlags::NOCTTY
-                    | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
-            let opened = rustix::fs::fstat(&from)?;
-            if rustix::fs::FileType::from_raw_mode(opened.st_mode) != kind {
-                // Swapped since the look: copy nothing rather than something else.
-                done.skipped += 1;
-                return Ok(None);
-            }
-            let into = rustix::fs::openat(
-                dst,
-                to,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
-            )?;
-            let (mut from, mut into) = (std::fs::File::from(from), std::fs::File::from(into));
-            let left = limit.saturating_sub(*spent - size);
-            let copied = std::io::copy(&mut std::io::Read::take(&mut from, left + 1), &mut into)?;
-            if copied > left {
-                return Err(CopyFail::TooLarge);
-            }
-            *spent = spent.saturating_sub(size).saturating_add(copied);
-            rustix::fs::fchmod(&into, mode)?;
-            rustix::fs::futimens(&into, &times(meta))?;
-            done.bytes += copied;
-            done.entries += 1;
-            Ok(None)
-        }
-        rustix::fs::FileType::Symlink => {
-            let target = rustix::fs::readlinkat(src, name, Vec::new())?;
-            rustix::fs::symlinkat(target.as_c_str(), dst, to)?;
-            done.entries += 1;
-            Ok(None)
-        }
-        rustix::fs::FileType::Directory => {
-            rustix::fs::mkdirat(dst, to, Mode::from_raw_mode(0o700))?;
-            let made = open_dir(dst, to)?;
-            let from = open_dir(src, name)?;
-            let src = dir_of(&from)?;
-            let mut names = Vec::new();
-            for entry in src.entries()? {
-                names.push(entry?.file_name());
-                *spent = spent.saturating_add(ENTRY_COST);
-                if *spent > limit {
-                    return Err(CopyFail::TooLarge);
-                }
-            }
-            // The mode is set now that the directory is open: a read-only one still takes
-            // its entries, as the owner of the copy.
-            rustix::fs::fchmod(&made, mode | Mode::RWXU)?;
-            done.entries += 1;
-            let level = Level {
-                src,
-                dst: made,
-                names,
-                mode,
-            };
-            Ok(Some(level))
-        }
-        _ => {
-            done.skipped += 1;
-            Ok(None)
-        }
+    tally.spent = tally.spent.saturating_sub(size).saturating_add(copied);
+    rustix::fs::fchmod(&into, Mode::from_raw_mode(copied_mode(e.meta)))?;
+    rustix::fs::futimens(&into, &times(e.meta))?;
+    tally.done.bytes += copied;
+    tally.done.entries += 1;
+    Ok(())
+}
+
+/// Makes the directory's copy and lists the names to copy into it.
+fn copy_dir(e: &Entry<'_>, tally: &mut Tally) -> Result<Level, CopyFail> {
+    let mode = Mode::from_raw_mode(copied_mode(e.meta));
+    rustix::fs::mkdirat(e.dst, e.to, Mode::from_raw_mode(0o700))?;
+    let made = open_dir(e.dst, e.to)?;
+    let from = open_dir(e.src, e.name)?;
+    let src = dir_of(&from)?;
+    let mut names = Vec::new();
+    for entry in src.entries()? {
+        names.push(entry?.file_name());
+        tally.spend(ENTRY_COST)?;
     }
+    // The mode is set now that the directory is open: a read-only one still takes its
+    // entries, as the owner of the copy.
+    rustix::fs::fchmod(&made, mode | Mode::RWXU)?;
+    tally.done.entries += 1;
+    Ok(Level {
+        src,
+        dst: made,
+        names,
+        mode,
+    })
 }
 
 /// The mode a copy of `meta` gets. The copy is the user's, whoever owned the original: a

@@ -4,13 +4,12 @@
 use super::change::{By, USER};
 use super::copy::CopyFail;
 use super::journal::Line;
+use super::keeping::{Place, Terms};
 use super::store::new_id;
-use super::walk::Unmeasured;
 use super::{Change, Kept, RecoveryStore, now_ms};
-use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::policy::{RecoveryPolicy, Unkept};
-use cap_std::fs::{Dir, Metadata, MetadataExt};
+use crate::policy::Unkept;
+use cap_std::fs::{Metadata, MetadataExt};
 use std::path::PathBuf;
 
 /// Who made a change, and where: what the journal says of it besides what was kept. Made
@@ -68,7 +67,7 @@ impl Origin {
 
 /// What was kept for a change about to be journaled.
 #[derive(Debug)]
-pub(crate) struct Keep {
+pub(super) struct Keep {
     pub(super) id: String,
     pub(super) kept: Option<Kept>,
     not_kept: Option<String>,
@@ -77,7 +76,7 @@ pub(crate) struct Keep {
 
 impl Keep {
     /// For a change that destroys nothing (a creation, a rename onto a free name).
-    pub(crate) fn nothing() -> Keep {
+    pub(super) fn nothing() -> Keep {
         Keep {
             id: new_id(),
             kept: None,
@@ -124,196 +123,54 @@ fn no_room(e: &std::io::Error) -> bool {
 }
 
 impl RecoveryStore {
-    /// Keeps the entry `name` in `parent`, which an overwrite is about to replace (`meta`
-    /// is its metadata, under the operation's lock): a file or link by a hard link, an empty
-    /// directory by its mode, content on another filesystem by a copy.
-    pub(crate) fn keep_replaced(
+    /// Keeps the entry `at`, which an overwrite is about to replace (`meta` is its metadata,
+    /// under the operation's lock): a file or link by a hard link, an empty directory by its
+    /// mode, content on another filesystem by a copy.
+    pub(super) fn keep_replaced(
         &self,
-        parent: &Dir,
-        name: &str,
+        at: Place<'_>,
         meta: &Metadata,
-        deadline: Deadline,
+        terms: &Terms,
     ) -> Result<Keep> {
-        let policy = self.policy();
         let id = new_id();
-        let keep = |how: &str, bytes: u64| Keep {
-            id: id.clone(),
-            kept: Some(Kept {
-                how: how.to_owned(),
-                kind: kind_of(meta).to_owned(),
-                bytes,
-            }),
-            not_kept: None,
-            etag_before: Some(fingerprint(meta)),
-        };
         let kept = if meta.is_dir() {
             self.store
                 .empty_dir(&id, meta.mode())
                 .map_err(|e| self.failed(&e))?;
-            keep("empty", 512)
+            kept_as(id, meta, "empty", 512)
         } else {
-            match self.store.link_in(parent, name, &id) {
-                Ok(()) => keep("link", meta.len() + 512),
-                Err(e) if cannot_link(&e) => {
-                    return self.copy(parent, name, meta, id, &policy, policy.unkept, deadline);
-                }
+            match self.store.link_in(at.parent, at.name, &id) {
+                Ok(()) => kept_as(id, meta, "link", meta.len() + 512),
+                Err(e) if cannot_link(&e) => return self.copy(at, meta, id, terms),
                 Err(e) => return Err(self.failed(&e)),
             }
         };
-        self.room_or_discard(kept, &policy)
+        self.room_or_discard(kept, &terms.policy)
     }
 
-    /// Removes the entry `name` in `parent` for a delete, keeping it: by moving it (a whole
-    /// tree at once) into the store, or across filesystems by a copy, then removing it. An
-    /// empty directory deleted without `recursive` is removed as `rmdir` does, its mode kept.
-    /// A copied tree whose removal stops midway is journaled (as `origin`'s change) before
-    /// the error is returned: part of it is gone, and the copy is all that is left of that.
-    pub(crate) fn remove_kept(
+    /// Keeps `at` by a copy within the policy's bound; past it, nothing is kept and the
+    /// change proceeds marked not recoverable, or is refused, as `terms` say.
+    pub(super) fn copy(
         &self,
-        parent: &Dir,
-        name: &str,
-        recursive: bool,
-        deadline: Deadline,
-        origin: &Origin,
-    ) -> Result<Keep> {
-        let policy = self.policy();
-        self.remove_kept_as(
-            parent,
-            name,
-            recursive,
-            deadline,
-            origin,
-            &policy,
-            policy.unkept,
-        )
-    }
-
-    /// [`RecoveryStore::remove_kept`], with `unkept` deciding what becomes of content past
-    /// `copy_max_bytes`: a restore never lets it go unkept, whatever the policy says.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn remove_kept_as(
-        &self,
-        parent: &Dir,
-        name: &str,
-        recursive: bool,
-        deadline: Deadline,
-        origin: &Origin,
-        policy: &RecoveryPolicy,
-        unkept: Unkept,
-    ) -> Result<Keep> {
-        let io = |e: std::io::Error| Error::from_io(&e, "");
-        let meta = parent.symlink_metadata(name).map_err(io)?;
-        let id = new_id();
-        let kept = |how: &str, bytes: u64| Keep {
-            id: id.clone(),
-            kept: Some(Kept {
-                how: how.to_owned(),
-                kind: kind_of(&meta).to_owned(),
-                bytes,
-            }),
-            not_kept: None,
-            etag_before: Some(fingerprint(&meta)),
-        };
-        if meta.is_dir() && !recursive {
-            self.store
-                .empty_dir(&id, meta.mode())
-                .map_err(|e| self.failed(&e))?;
-            let keep = self.room_or_discard(kept("empty", 512), policy)?;
-            if let Err(e) = parent.remove_dir(name) {
-                self.discard(keep);
-                return Err(io(e));
-            }
-            return Ok(keep);
-        }
-        match self.store.move_in(parent, name, &id) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {
-                let keep = self.copy(parent, name, &meta, id.clone(), policy, unkept, deadline)?;
-                let removed = if meta.is_dir() {
-                    super::super::root::remove_tree(parent, name)
-                } else {
-                    parent.remove_file(name).map_err(io)
-                };
-                if let Err(e) = removed {
-                    if meta.is_dir() {
-                        // The removal may have stopped midway (a read-only directory or a
-                        // mount point in the tree), the entries before it gone: the copy is
-                        // kept and the change journaled. It used to be discarded, so that
-                        // what was removed was lost for good.
-                        let after = parent.symlink_metadata(name).ok().map(|m| fingerprint(&m));
-                        self.record(origin.clone(), keep, None, after);
-                    } else {
-                        self.discard(keep);
-                    }
-                    return Err(e);
-                }
-                return Ok(keep);
-            }
-            Err(e) => return Err(io(e)),
-        }
-        // What the moved entry costs. A tree that cannot be measured (a directory in it the
-        // user cannot read) used to cost nothing: unbounded by `max_bytes`, and, holding no
-        // bytes, never pruned, not even for its age.
-        // Every level counts, however deep: levels past 128 used to cost nothing, so that a
-        // file 131 levels down, deleted again and again, grew the store past its bound.
-        let (measured, refused) = match self.store.measure(&id, policy.max_bytes, Some(deadline)) {
-            Ok(bytes) => (
-                Some(bytes),
-                self.room_for(&kept("move", bytes), policy).err(),
-            ),
-            Err(Unmeasured::Late(e)) => (None, Some(e)),
-            Err(Unmeasured::Io(e)) => (
-                None,
-                Some(Error::new(
-                    ErrorKind::Io,
-                    format!(
-                        "what this would remove cannot be measured for the recovery store ({e}), so nothing was changed"
-                    ),
-                )),
-            ),
-        };
-        super::store::between_measure_and_put_back();
-        match refused {
-            None => Ok(kept("move", measured.unwrap_or(0))),
-            // Refused: the entry goes back, and the delete is refused.
-            Some(e) => {
-                self.refuse_moved(kept("move", 0), parent, name, e, measured, origin, policy)
-            }
-        }
-    }
-
-    /// Keeps `name` by a copy within the policy's bound; past it, nothing is kept and the
-    /// change proceeds marked not recoverable, or is refused, as the policy says.
-    #[allow(clippy::too_many_arguments)]
-    fn copy(
-        &self,
-        parent: &Dir,
-        name: &str,
+        at: Place<'_>,
         meta: &Metadata,
         id: String,
-        policy: &RecoveryPolicy,
-        unkept: Unkept,
-        deadline: Deadline,
+        terms: &Terms,
     ) -> Result<Keep> {
+        let policy = &terms.policy;
         let etag_before = Some(fingerprint(meta));
-        match self
-            .store
-            .copy_in(parent, name, &id, policy.copy_max_bytes, Some(deadline))
-        {
+        match self.store.copy_in(
+            at.parent,
+            at.name,
+            &id,
+            policy.copy_max_bytes,
+            Some(terms.deadline),
+        ) {
             Ok(done) => {
-                let keep = Keep {
-                    id,
-                    kept: Some(Kept {
-                        how: "copy".to_owned(),
-                        kind: kind_of(meta).to_owned(),
-                        bytes: done.bytes + 512 * done.entries.max(1),
-                    }),
-                    not_kept: None,
-                    etag_before,
-                };
-                self.room_or_discard(keep, policy)
+                let bytes = done.bytes + 512 * done.entries.max(1);
+                self.room_or_discard(kept_as(id, meta, "copy", bytes), policy)
             }
-            Err(CopyFail::TooLarge) if unkept == Unkept::Proceed => Ok(Keep {
+            Err(CopyFail::TooLarge) if terms.unkept == Unkept::Proceed => Ok(Keep {
                 id,
                 kept: None,
                 not_kept: Some(format!(
@@ -336,17 +193,21 @@ impl RecoveryStore {
     }
 
     /// Removes what was kept for a change that did not happen after all.
-    pub(crate) fn discard(&self, keep: Keep) {
+    pub(super) fn discard(&self, keep: Keep) {
         if keep.kept.is_some() {
             self.store.remove(&keep.id);
         }
     }
 
-    /// Settles what was kept for an overwrite that failed: when `name` in `dir` still holds
-    /// the kept entry, the change did not happen and the keep is dropped; else it happened
-    /// (the failure came after the rename) and is journaled.
-    pub(crate) fn settle(&self, keep: Keep, dir: &Dir, name: &str, origin: Origin) {
-        let now = dir.symlink_metadata(name).ok().map(|m| fingerprint(&m));
+    /// Settles what was kept for a change that failed: when `at` still holds the kept
+    /// entry, the change did not happen and the keep is dropped; else it happened (the
+    /// failure came after the rename) and is journaled.
+    pub(super) fn settle(&self, keep: Keep, at: Place<'_>, origin: Origin) {
+        let now = at
+            .parent
+            .symlink_metadata(at.name)
+            .ok()
+            .map(|m| fingerprint(&m));
         if now.is_some() && now == keep.etag_before {
             self.discard(keep);
         } else {
@@ -357,7 +218,7 @@ impl RecoveryStore {
     /// Journals a change that happened: `to` is a rename's new path, `after` the entry's
     /// etag now. A journal that cannot be written is logged: the change is done, and its
     /// kept content is in the store under its id.
-    pub(crate) fn record(
+    pub(super) fn record(
         &self,
         origin: Origin,
         keep: Keep,
@@ -398,6 +259,20 @@ impl RecoveryStore {
             ErrorKind::Io,
             "the previous content could not be kept for recovery, so nothing was changed",
         )
+    }
+}
+
+/// What was kept for a change, as `how`, costing `bytes`, of the entry `meta` describes.
+pub(super) fn kept_as(id: String, meta: &Metadata, how: &str, bytes: u64) -> Keep {
+    Keep {
+        id,
+        kept: Some(Kept {
+            how: how.to_owned(),
+            kind: kind_of(meta).to_owned(),
+            bytes,
+        }),
+        not_kept: None,
+        etag_before: Some(fingerprint(meta)),
     }
 }
 

@@ -14,15 +14,18 @@ mod change;
 mod copy;
 mod journal;
 mod keep;
+mod keeping;
 mod prune;
 mod putback;
+mod remove;
 mod revert;
 mod store;
 mod walk;
 
 pub(crate) use change::reserved_name;
 pub use change::{By, Change, Conflict, Kept, Restored, Undone};
-pub(crate) use keep::{Keep, Origin, fingerprint};
+pub(crate) use keep::{Origin, fingerprint};
+pub(crate) use keeping::Keeping;
 
 use crate::policy::RecoveryPolicy;
 use journal::Journal;

@@ -6,13 +6,12 @@
 
 use super::RecoveryStore;
 use super::keep::{Keep, Origin};
+use super::keeping::Place;
 use crate::error::{Error, Result};
 use crate::policy::RecoveryPolicy;
-use cap_std::fs::Dir;
 
 impl RecoveryStore {
-    /// Settles a delete the store refused (`refusal`) after the entry `name` in `parent` was
-    /// moved into it as `keep`'s object, `measured` its cost when it could be measured.
+    /// Settles a delete the store refused (`refusal`) after the entry `at` was moved into it as `keep`'s object, `measured` its cost when it could be measured.
     ///
     /// The entry goes back to `name`, else beside it, and the delete is refused either way:
     /// a taken name used to make the delete stand, kept past the store's bound at any size,
@@ -21,27 +20,22 @@ impl RecoveryStore {
     /// it, its directory gone or made read-only) is it kept, the user's only copy, and the
     /// delete stands: then it costs its measured size, or, unmeasured, the whole store, so
     /// that nothing more is kept until it is pruned; it used to cost nothing when unmeasured.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the moved entry, its place, the refusal and the journal's facts are one refusal's"
-    )]
     pub(super) fn refuse_moved(
         &self,
         mut keep: Keep,
-        parent: &Dir,
-        name: &str,
+        at: Place<'_>,
         refusal: Error,
         measured: Option<u64>,
         origin: &Origin,
         policy: &RecoveryPolicy,
     ) -> Result<Keep> {
         let id = keep.id.clone();
-        let taken = match self.store.put_back(&id, parent, name) {
+        let taken = match self.store.put_back(&id, at.parent, at.name) {
             Ok(()) => return Err(refusal),
             Err(e) => e,
         };
         let store = self.store.path.display().to_string();
-        match self.store.put_back_beside(&id, parent, name) {
+        match self.store.put_back_beside(&id, at.parent, at.name) {
             Ok(beside) => {
                 let at = match origin.path.rsplit_once('/') {
                     Some((dir, _)) => format!("{dir}/{beside}"),

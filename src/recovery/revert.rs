@@ -8,7 +8,8 @@
 //! across filesystems, copied) out of the store.
 
 use super::journal::Line;
-use super::keep::{Keep, Origin, change_of, fingerprint};
+use super::keep::{Origin, fingerprint};
+use super::keeping::Keeping;
 use super::{Change, Conflict, RecoveryStore, Restored, Undone, now_ms};
 use crate::access::Access;
 use crate::error::{Error, ErrorKind, Result};
@@ -90,89 +91,18 @@ impl RecoveryStore {
         to: Option<&str>,
         check: bool,
     ) -> Result<Restored> {
-        if let Some(by) = &change.restored_by {
-            // A restore that displaced nothing kept nothing to name.
-            return Err(conflict(if by.is_empty() {
-                "already restored".to_owned()
-            } else {
-                format!("already restored (by {})", by.join(", "))
-            }));
-        }
-        if change.pruned.is_some() {
-            return Err(conflict("its kept content was pruned to make room".into()));
-        }
-        if let Some(why) = &change.not_kept {
-            return Err(conflict(format!("its content was not kept: {why}")));
-        }
+        revertible(change)?;
         // What this restore puts back is not pruned to make room for what it displaces.
         let _pin = Pin::new(&self.pinned, &change.id);
-        let mut made = Vec::new();
+        let asked = Asked { history, to, check };
         let place = to.unwrap_or(&change.path).to_owned();
-        if let Some(new) = &change.to {
-            // A rename that replaced nothing only goes back to its old name: it used to take
-            // `to` and say the entry was put back there while it went to its old name.
-            if to.is_some() && change.kept.is_none() {
-                return Err(conflict(
-                    "a rename that replaced nothing goes back to its old name only".into(),
-                ));
-            }
-            // A rename: the entry goes back to its old name when it is still where the
-            // rename put it and the old name is free.
-            let (at_new, at_old) = (
-                self.reach(history, change, new)?,
-                self.reach(history, change, &change.path)?,
-            );
-            let moved = at_new.metadata().ok().map(|m| fingerprint(&m));
-            let home = moved.is_some() && moved == change.etag_after && !at_old.exists();
-            // A rename that kept nothing and cannot go home does nothing: it used to be
-            // marked restored all the same, saying it was put back.
-            if (check || change.kept.is_none()) && !home {
-                return Err(conflict(format!("{new} or {} changed since", change.path)));
-            }
-            if home {
-                let (Some(a), Some(b)) = (at_new.name(), at_old.name()) else {
-                    return Err(conflict("a root itself cannot be moved".into()));
-                };
-                crate::atomic::rename_noreplace(at_new.parent(), a, at_old.parent(), b)
-                    .map_err(|e| Error::from_io(&e, ""))?;
-            }
-            if change.kept.is_some() {
-                let place = to.unwrap_or(new);
-                let g = self.reach(history, change, place)?;
-                made.extend(self.displace(history, change, place, &g)?);
-                self.put(change, &g)?;
-            }
+        let made = if let Some(new) = &change.to {
+            self.revert_rename(&asked, change, new)?
         } else if change.kept.is_some() {
-            let g = self.reach(history, change, &place)?;
-            if check {
-                let now = g.metadata().ok().map(|m| fingerprint(&m));
-                if now != change.etag_after {
-                    return Err(conflict(format!("{place} changed since")));
-                }
-            }
-            made.extend(self.displace(history, change, &place, &g)?);
-            self.put(change, &g)?;
+            self.revert_kept(&asked, change, &place)?
         } else {
-            // A creation: what it made is taken away (and kept).
-            if to.is_some() {
-                return Err(conflict("this change kept nothing to put elsewhere".into()));
-            }
-            let g = self.reach(history, change, &place)?;
-            let meta = g.metadata().ok();
-            let now = meta.as_ref().map(fingerprint);
-            if check && now != change.etag_after {
-                return Err(conflict(format!("{place} changed since")));
-            }
-            // A directory's fingerprint is its identity alone: entries made in it since (the
-            // server's own are undone before it, newest first) are someone else's, and undo
-            // does not take them away with it.
-            if check && meta.as_ref().is_some_and(|m| m.is_dir()) && holds_entries(&g) {
-                return Err(conflict(format!(
-                    "{place} holds entries made since it was created"
-                )));
-            }
-            made.extend(self.displace(history, change, &place, &g)?);
-        }
+            self.revert_creation(&asked, change, &place)?
+        };
         let marker = Line::Restored {
             restored: change.id.clone(),
             by: made.clone(),
@@ -188,6 +118,91 @@ impl RecoveryStore {
         })
     }
 
+    /// Takes back a rename (`new` its new path): the entry goes back to its old name when it
+    /// is still where the rename put it and the old name is free, and what the rename
+    /// replaced is put back. Answers what was displaced, kept as the user's changes.
+    fn revert_rename(&self, asked: &Asked<'_>, change: &Change, new: &str) -> Result<Vec<String>> {
+        let (history, to) = (asked.history, asked.to);
+        // A rename that replaced nothing only goes back to its old name: it used to take
+        // `to` and say the entry was put back there while it went to its old name.
+        if to.is_some() && change.kept.is_none() {
+            return Err(conflict(
+                "a rename that replaced nothing goes back to its old name only".into(),
+            ));
+        }
+        let (at_new, at_old) = (
+            self.reach(history, change, new)?,
+            self.reach(history, change, &change.path)?,
+        );
+        let moved = at_new.metadata().ok().map(|m| fingerprint(&m));
+        let home = moved.is_some() && moved == change.etag_after && !at_old.exists();
+        // A rename that kept nothing and cannot go home does nothing: it used to be
+        // marked restored all the same, saying it was put back.
+        if (asked.check || change.kept.is_none()) && !home {
+            return Err(conflict(format!("{new} or {} changed since", change.path)));
+        }
+        if home {
+            let (Some(a), Some(b)) = (at_new.name(), at_old.name()) else {
+                return Err(conflict("a root itself cannot be moved".into()));
+            };
+            crate::atomic::rename_noreplace(at_new.parent(), a, at_old.parent(), b)
+                .map_err(|e| Error::from_io(&e, ""))?;
+        }
+        let mut made = Vec::new();
+        if change.kept.is_some() {
+            let place = to.unwrap_or(new);
+            let g = self.reach(history, change, place)?;
+            made.extend(self.displace(history, change, place, &g)?);
+            self.put(change, &g)?;
+        }
+        Ok(made)
+    }
+
+    /// Takes back a change that kept what it replaced or removed: that is put back at
+    /// `place`, whatever stands there displaced first.
+    fn revert_kept(&self, asked: &Asked<'_>, change: &Change, place: &str) -> Result<Vec<String>> {
+        let g = self.reach(asked.history, change, place)?;
+        if asked.check {
+            let now = g.metadata().ok().map(|m| fingerprint(&m));
+            if now != change.etag_after {
+                return Err(conflict(format!("{place} changed since")));
+            }
+        }
+        let made = self.displace(asked.history, change, place, &g)?;
+        self.put(change, &g)?;
+        Ok(made.into_iter().collect())
+    }
+
+    /// Takes back a creation: what it made is taken away (and kept).
+    fn revert_creation(
+        &self,
+        asked: &Asked<'_>,
+        change: &Change,
+        place: &str,
+    ) -> Result<Vec<String>> {
+        if asked.to.is_some() {
+            return Err(conflict("this change kept nothing to put elsewhere".into()));
+        }
+        let g = self.reach(asked.history, change, place)?;
+        let meta = g.metadata().ok();
+        let now = meta.as_ref().map(fingerprint);
+        if asked.check && now != change.etag_after {
+            return Err(conflict(format!("{place} changed since")));
+        }
+        // A directory's fingerprint is its identity alone: entries made in it since (the
+        // server's own are undone before it, newest first) are someone else's, and undo
+        // does not take them away with it.
+        if asked.check && meta.as_ref().is_some_and(|m| m.is_dir()) && holds_entries(&g) {
+            return Err(conflict(format!(
+                "{place} holds entries made since it was created"
+            )));
+        }
+        Ok(self
+            .displace(asked.history, change, place, &g)?
+            .into_iter()
+            .collect())
+    }
+
     /// Keeps whatever is at `g` (moving it into the store, journaled as the user's change),
     /// so that content can be put back there.
     fn displace(
@@ -197,9 +212,9 @@ impl RecoveryStore {
         place: &str,
         g: &Granted,
     ) -> Result<Option<String>> {
-        let Some(name) = g.name() else {
+        if g.name().is_none() {
             return Err(conflict("a root itself cannot be replaced".into()));
-        };
+        }
         if !g.exists() {
             return Ok(None);
         }
@@ -208,20 +223,11 @@ impl RecoveryStore {
         // What stands in the way is the user's, perhaps their only copy: it is kept, or the
         // restore is refused. Past `copy_max_bytes` it used to be removed unkept when the
         // policy let a server's change proceed so, while the restore said it was kept.
-        let policy = self.policy();
-        let keep: Keep = self.remove_kept_as(
-            g.parent(),
-            name,
-            true,
-            deadline,
-            &origin,
-            &policy,
-            crate::policy::Unkept::Refuse,
-        )?;
-        let entry = change_of(origin, keep, None, None);
-        Ok(Some(
-            self.append(entry).map_err(|e| Error::from_io(&e, ""))?,
-        ))
+        let mut keeping = Keeping::user(self, origin, deadline);
+        keeping.remove(g, true)?;
+        keeping
+            .journal(None, None)
+            .map_err(|e| Error::from_io(&e, ""))
     }
 
     /// Renames (or copies) change's kept content to `g`, which is free.
@@ -302,6 +308,34 @@ impl RecoveryStore {
             _ => e,
         })
     }
+}
+
+/// What a restore or an undo asks of one change: the journal it was read from, the place to
+/// put it back at instead of its own (`to`), and whether its places must be as it left them.
+struct Asked<'a> {
+    history: &'a [Change],
+    to: Option<&'a str>,
+    check: bool,
+}
+
+/// Refuses a change that cannot be taken back: restored already, its content pruned or never
+/// kept.
+fn revertible(change: &Change) -> Result<()> {
+    if let Some(by) = &change.restored_by {
+        // A restore that displaced nothing kept nothing to name.
+        return Err(conflict(if by.is_empty() {
+            "already restored".to_owned()
+        } else {
+            format!("already restored (by {})", by.join(", "))
+        }));
+    }
+    if change.pruned.is_some() {
+        return Err(conflict("its kept content was pruned to make room".into()));
+    }
+    if let Some(why) = &change.not_kept {
+        return Err(conflict(format!("its content was not kept: {why}")));
+    }
+    Ok(())
 }
 
 /// Whether the directory at `g` holds any entry (an error counts as holding some).

@@ -23,8 +23,8 @@ mod walk;
 
 pub(crate) use granted::{Gate, Granted, Said};
 pub(crate) use open::{Zone, absolute, find_program, outside_zones, zone};
-use walk::Plan;
 pub(crate) use walk::{FollowFinal, Parents};
+use walk::{Plan, Stopped};
 
 /// Most symlinks expanded while resolving one path, as Linux's `MAXSYMLINKS`.
 pub(crate) const MAX_SYMLINK_HOPS: usize = 40;
@@ -242,10 +242,10 @@ impl Root {
         };
         match walk::walk(self, rel, &plan) {
             Ok(g) => Ok(g),
-            Err((e, _)) if e.kind() == ErrorKind::PermissionDenied => Err(e),
-            Err((e, reached)) => {
-                gate.check_final(&reached.path)?;
-                Err(e)
+            Err(s) if s.error.kind() == ErrorKind::PermissionDenied => Err(s.error),
+            Err(s) => {
+                gate.check_final(&s.reached.path)?;
+                Err(s.error)
             }
         }
     }
@@ -255,27 +255,39 @@ impl Root {
     /// [`Gate::asking`]) lets it; a link that leads anywhere else stops it with `no_consent`,
     /// whatever is there.
     ///
-    /// On failure, the error and, when it is known, the place the path would name: where the
-    /// walk got to and the rest of the path (`None` when a `..` was still to come).
-    // The error travels once per request; boxing it would only add an allocation.
-    #[allow(clippy::result_large_err)]
+    /// On failure, the error and, when it is known, the place the path would name (see
+    /// [`Unresolved`]), boxed so that the result stays small to move.
     pub(crate) fn real_path(
         &self,
         rel: &RelPath,
         gate: &Gate,
         deadline: Option<Deadline>,
-    ) -> std::result::Result<(MountPath, bool), (Error, Option<MountPath>)> {
+    ) -> std::result::Result<(MountPath, bool), Box<Unresolved>> {
         let plan = Plan {
             gate,
             follow: FollowFinal::Yes,
             parents: Parents::Existing,
             deadline,
         };
-        let g = walk::walk(self, rel, &plan)
-            .map_err(|(e, reached)| (e, reached.exact.then_some(reached.path)))?;
+        let g = walk::walk(self, rel, &plan).map_err(|s| {
+            let Stopped { error, reached } = *s;
+            Box::new(Unresolved {
+                error,
+                place: reached.exact.then_some(reached.path),
+            })
+        })?;
         let folder = g.metadata().is_ok_and(|m| m.is_dir());
         Ok((g.real().clone(), folder))
     }
+}
+
+/// Why [`Root::real_path`] found no real path.
+pub(crate) struct Unresolved {
+    /// What stopped the walk.
+    pub(crate) error: Error,
+    /// The place the path would name, when it is known: where the walk got to and the rest of
+    /// the path (`None` when a `..` was still to come).
+    pub(crate) place: Option<MountPath>,
 }
 
 /// Splits a symlink target into (is absolute, components), keeping `..` for the walk to apply

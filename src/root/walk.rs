@@ -187,6 +187,14 @@ pub(super) struct Plan<'g> {
     pub(super) deadline: Option<Deadline>,
 }
 
+/// A walk that failed: why, and where it got to.
+pub(super) struct Stopped {
+    /// Why it failed.
+    pub(super) error: Error,
+    /// Where it got to.
+    pub(super) reached: Reached,
+}
+
 /// Where a failed walk got to.
 pub(super) struct Reached {
     /// The real path reached, the name the walk failed on, and the plain components after it.
@@ -197,17 +205,22 @@ pub(super) struct Reached {
 
 /// Walks `rel` beneath `root`. On failure it also returns where the walk was: the real path it
 /// had reached (the name it failed on included), followed by the plain components it had not
-/// resolved yet, up to the first `..` (what a `..` would mean there is unknown).
-// The error travels once per operation; boxing it would only add an allocation.
-#[allow(clippy::result_large_err)]
+/// resolved yet, up to the first `..` (what a `..` would mean there is unknown). The failure
+/// is boxed: the error and the place together would make every result of a walk too large to
+/// move cheaply.
 pub(super) fn walk(
     root: &Root,
     rel: &RelPath,
     plan: &Plan<'_>,
-) -> std::result::Result<Granted, (Error, Reached)> {
+) -> std::result::Result<Granted, Box<Stopped>> {
     let mut pending: VecDeque<String> = rel.components().iter().cloned().collect();
     let mut w = Walk::new(root);
-    steps(&mut w, &mut pending, plan).map_err(|e| (e, reached(&w, &pending)))
+    steps(&mut w, &mut pending, plan).map_err(|error| {
+        Box::new(Stopped {
+            error,
+            reached: reached(&w, &pending),
+        })
+    })
 }
 
 /// Where a walk that failed got to: its real path, then the plain components still pending,

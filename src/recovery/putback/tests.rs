@@ -2,6 +2,7 @@
 //! made deterministic by taking the name at that point.
 
 use super::super::keep::Origin;
+use super::super::keeping::{Place, Terms};
 use super::super::store::BESIDE;
 use super::RecoveryStore;
 use crate::deadline::Deadline;
@@ -45,6 +46,16 @@ fn setup() -> Setup {
     }
 }
 
+impl Setup {
+    /// The place of `<root>/d/t`.
+    fn at(&self) -> Place<'_> {
+        Place {
+            parent: &self.handle,
+            name: "t",
+        }
+    }
+}
+
 /// Runs `step` between the move and the put-back of every delete on this thread.
 fn between(step: impl Fn() + 'static) {
     BETWEEN.with(|b| *b.borrow_mut() = Some(Box::new(step)));
@@ -75,9 +86,12 @@ fn a_refused_delete_whose_name_is_taken_goes_back_beside_it_and_stays_refused() 
     let taken = s.parent.join("t");
     between(move || std::fs::create_dir(&taken).unwrap());
     let deadline = Deadline::at(Instant::now() + Duration::from_secs(60));
-    let done = s
-        .store
-        .remove_kept(&s.handle, "t", true, deadline, &s.origin);
+    let done = s.store.remove_kept(
+        s.at(),
+        true,
+        &s.origin,
+        &Terms::now(&s.store, None, deadline),
+    );
     let e = match done {
         Ok(k) => panic!("the refused delete stood: {k:?}"),
         Err(e) => e,
@@ -113,7 +127,7 @@ fn an_unmeasured_entry_that_cannot_go_back_costs_the_whole_store() {
     let late = Deadline::at(Instant::now() - Duration::from_millis(1));
     let keep = s
         .store
-        .remove_kept(&s.handle, "t", true, late, &s.origin)
+        .remove_kept(s.at(), true, &s.origin, &Terms::now(&s.store, None, late))
         .unwrap_or_else(|e| panic!("the kept entry was not journaled: {e}"));
     let bytes = keep.kept.as_ref().map_or(0, |k| k.bytes);
     assert!(bytes >= MAX, "kept at {bytes} bytes");

@@ -1,6 +1,7 @@
 //! Restores against races, a full store, another filesystem and a root moved for a link.
 
 use super::super::keep::{Origin, fingerprint};
+use super::super::keeping::{Place, Terms};
 use super::RecoveryStore;
 use crate::policy::RecoveryPolicy;
 use std::time::{Duration, Instant};
@@ -20,8 +21,12 @@ fn two_restores_of_one_change_at_once_put_it_back_once() {
         std::fs::write(root.join("a.txt"), "old").unwrap();
         let meta = handle.symlink_metadata("a.txt").unwrap();
         let deadline = crate::deadline::Deadline::at(Instant::now() + Duration::from_secs(60));
+        let at = Place {
+            parent: &handle,
+            name: "a.txt",
+        };
         let keep = store
-            .keep_replaced(&handle, "a.txt", &meta, deadline)
+            .keep_replaced(at, &meta, &Terms::now(&store, None, deadline))
             .unwrap();
         std::fs::write(root.join("a.new"), "new").unwrap();
         std::fs::rename(root.join("a.new"), root.join("a.txt")).unwrap();
@@ -62,7 +67,13 @@ fn overwrite(store: &RecoveryStore, root: &std::path::Path, name: &str, new: &[u
     let handle = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap();
     let meta = handle.symlink_metadata(name).unwrap();
     let deadline = crate::deadline::Deadline::at(Instant::now() + Duration::from_secs(60));
-    let keep = store.keep_replaced(&handle, name, &meta, deadline).unwrap();
+    let at = Place {
+        parent: &handle,
+        name,
+    };
+    let keep = store
+        .keep_replaced(at, &meta, &Terms::now(store, None, deadline))
+        .unwrap();
     std::fs::write(root.join("new.tmp"), new).unwrap();
     std::fs::rename(root.join("new.tmp"), root.join(name)).unwrap();
     let after = fingerprint(&handle.symlink_metadata(name).unwrap());
