@@ -7,8 +7,9 @@ use super::runtime::{shutdown_signal, start_broker};
 use super::terminal::{err, out};
 use crate::daemon::console::{self, Board, Console, Store, UiConsent};
 use crate::daemon::{
-    Attachments, Listening, Reload, Services, autostart, background, client, default_socket,
+    Attachments, Listening, Reload, Services, autostart, background, default_socket,
 };
+use crate::daemon::protocol::{ConsoleLink, Nothing, Request, blocking};
 use crate::policy::ConsentMode;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -168,7 +169,7 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
         }
     };
     // Said here rather than in the log: the one that answers is not the one started.
-    if client::probe(&socket).is_ok() {
+    if blocking::probe(&socket).is_ok() {
         err!(
             "fsbroker: a daemon already answers on {}: stop it first, or name another socket \
              with --socket",
@@ -187,13 +188,12 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
             out!("{}", socket.display());
             // The console's link goes to the starter's terminal, never to the log.
             if args.ui.is_some() {
-                match client::request(&socket, &serde_json::json!({"op": "console"})) {
-                    Ok(answer) if answer["ok"] == true => err!(
+                match blocking::ask::<ConsoleLink>(&socket, &Request::Console(Nothing {})) {
+                    Ok(answer) => err!(
                         "fsbroker: console at {} (the link works once, for five minutes; \
                          `fsbroker console` makes another)",
-                        answer["url"].as_str().unwrap_or_default()
+                        answer.url
                     ),
-                    Ok(answer) => err!("fsbroker: no console link: {answer}"),
                     Err(e) => err!("fsbroker: no console link: {e}"),
                 }
             }

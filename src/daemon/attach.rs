@@ -10,13 +10,13 @@
 //! `ask.rs`). The session ends with the connection.
 
 use super::ask;
+use super::protocol::{self, AttachRequest};
 use crate::broker::Broker;
 use crate::consent::{
     BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest, Elicitation,
 };
 use crate::locks::lock;
 use crate::serve::{Beside, run_beside};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,67 +29,6 @@ const MAX_INSTANCES: u32 = 64;
 
 /// Questions waiting for room on one session's stream; more wait in their own task.
 const QUESTIONS: usize = 8;
-
-/// `{"op": "attach", ...}`: who attaches.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct AttachRequest {
-    op: String,
-    /// The session's name as the client knows it (`--server-id`, else the server's name).
-    server: String,
-    /// The server's process id, when the client started it.
-    #[serde(default)]
-    server_pid: Option<u32>,
-    /// The protocol era of the session, when known.
-    #[serde(default)]
-    era: Option<String>,
-    /// The sandbox the server runs in: `{"abi": N}`, or absent for none.
-    #[serde(default)]
-    sandbox: Option<Value>,
-    /// Whether the client answers consent questions (a proxy with a host).
-    #[serde(default)]
-    asks: bool,
-}
-
-impl AttachRequest {
-    /// Whether the attaching client runs its server in a sandbox.
-    pub(crate) fn sandboxed(&self) -> bool {
-        self.sandbox.as_ref().is_some_and(|s| !s.is_null())
-    }
-}
-
-/// The attach request on `line`, if it is one (a line whose `op` is `attach`); `Err` says
-/// what is wrong with one that is.
-pub(crate) fn attach_request(line: &[u8]) -> Option<Result<AttachRequest, String>> {
-    #[derive(Deserialize)]
-    struct Op {
-        op: Option<String>,
-    }
-    let op: Op = serde_json::from_slice(line).ok()?;
-    if op.op.as_deref() != Some("attach") {
-        return None;
-    }
-    Some(
-        serde_json::from_slice::<AttachRequest>(line)
-            .map_err(|e| format!("not an attach request: {e}"))
-            .and_then(|r| match crate::session::server_name(&r.server) {
-                Some(_) if r.op == "attach" => Ok(r),
-                _ => Err("attach needs a server name with a printable character".into()),
-            }),
-    )
-}
-
-/// Whether `line` asks for the daemon's description now and after every policy change
-/// (`{"op": "describe", "follow": true}`: a sandboxing proxy's watch on its roots).
-pub(crate) fn follows(line: &[u8]) -> bool {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Follow {
-        op: String,
-        follow: bool,
-    }
-    serde_json::from_slice::<Follow>(line).is_ok_and(|f| f.op == "describe" && f.follow)
-}
 
 /// Sends the daemon's description on `output` now and after every policy change, until the
 /// peer or the daemon goes. The peer's side (`input`) is read all the while, and what it sends
@@ -310,7 +249,9 @@ pub(crate) async fn run<R, W>(
         },
     );
     tracing::info!(session = %id, ?pid, "attached");
-    let welcome = json!({"ok": true, "session": id});
+    let welcome = protocol::ok(&protocol::Attached {
+        session: id.clone(),
+    });
     if super::line::send(&mut output, &welcome).await.is_err() {
         attachments.detach(&id, token);
         return;

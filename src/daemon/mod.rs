@@ -4,10 +4,10 @@
 //! user's alone (0700, refused otherwise: `socket.rs`); the peer's uid, from `SO_PEERCRED`,
 //! must be the daemon's own, root refused like anyone else; and the first line must prove the
 //! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`).
-//! Then each line is one control request (`control.rs`, `services.rs` for `log`, from
-//! the audit ring of `log.rs`, and `reload`, and `recovery.rs` for the recovery store's
-//! `history`, `restore` and `undo`); `client.rs` is the other end, for the command line's
-//! verbs. A connection may instead become a server's session (`attach.rs`, with the
+//! Then each line is one control request of `protocol/`, read once and answered in one
+//! `match` (`dispatch.rs`), from the broker (`control.rs`), the audit ring of `log.rs`, the
+//! services of `services.rs` (`reload`, `console`) and the recovery store (`recovery.rs`);
+//! `protocol/`'s client is the other end, for the command line's verbs. A connection may instead become a server's session (`attach.rs`, with the
 //! daemon's consent questions beside it: `ask.rs`); `attached/` is that connection's other
 //! end, in an attaching `serve` or `proxy`. `idle.rs` stops a daemon nobody uses
 //! (`--idle-exit`); `background.rs` starts one in the background, and `autostart.rs` starts
@@ -33,11 +33,11 @@ pub(crate) mod autostart;
 #[cfg(feature = "cli")]
 pub(crate) mod background;
 #[cfg(feature = "cli")]
-pub(crate) mod client;
-#[cfg(feature = "cli")]
 pub(crate) mod console;
 #[cfg(feature = "cli")]
 mod control;
+#[cfg(feature = "cli")]
+mod dispatch;
 #[cfg(feature = "cli")]
 mod hush;
 #[cfg(feature = "cli")]
@@ -48,6 +48,8 @@ mod line;
 mod lineage;
 #[cfg(feature = "cli")]
 mod log;
+#[cfg(feature = "cli")]
+pub(crate) mod protocol;
 #[cfg(feature = "cli")]
 mod recovery;
 #[cfg(feature = "cli")]
