@@ -217,37 +217,15 @@ pub(crate) async fn run<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let name = crate::session::server_name(&request.server).unwrap_or_default();
-    let opened = (1..=MAX_INSTANCES).find_map(|n| {
-        let id = if n == 1 {
-            name.clone()
-        } else {
-            format!("{name}#{n}")
-        };
-        broker.open_session(&id).ok().map(|s| (id, s))
-    });
-    let Some((id, (session, notifications))) = opened else {
+    let Some((id, (session, notifications))) = open_named(broker, &name) else {
         let e = super::line::error(format!(
             "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"
         ));
         let _ = super::line::send(&mut output, &e).await;
         return;
     };
-    let (asker, mut asks) = mpsc::channel::<Ask>(QUESTIONS);
-    let facts = json!({
-        "pid": pid,
-        "serverPid": request.server_pid,
-        "era": request.era,
-        "sandbox": request.sandbox,
-    });
-    let token = attachments.questions.fetch_add(1, Ordering::Relaxed);
-    lock(&attachments.sessions).insert(
-        id.clone(),
-        Attached {
-            token,
-            facts,
-            asker: request.asks.then_some(asker),
-        },
-    );
+    let (asker, asks) = mpsc::channel::<Ask>(QUESTIONS);
+    let token = attachments.attach(&id, &request, pid, asker);
     tracing::info!(session = %id, ?pid, "attached");
     let welcome = protocol::ok(&protocol::Attached {
         session: id.clone(),
@@ -256,8 +234,65 @@ pub(crate) async fn run<R, W>(
         attachments.detach(&id, token);
         return;
     }
-    // Questions go out beside the session's answers; their answers come back beside its
-    // requests and are matched by number.
+    let (asking, beside) = questions_beside(attachments, asks);
+    let shutdown = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    let served = run_beside(session, notifications, input, output, shutdown, beside).await;
+    asking.abort();
+    attachments.detach(&id, token);
+    match served {
+        Ok(()) => tracing::info!(session = %id, "detached"),
+        Err(e) => tracing::info!(session = %id, error = %e, "detached: the connection failed"),
+    }
+}
+
+/// A session named `name`, or `NAME#2` (then `#3`, ...) while a live session has that name,
+/// with its id; `None` when all [`MAX_INSTANCES`] are live or the broker holds too many.
+fn open_named(
+    broker: &Broker,
+    name: &str,
+) -> Option<(String, (crate::broker::ServerSession, crate::Notifications))> {
+    (1..=MAX_INSTANCES).find_map(|n| {
+        let id = if n == 1 {
+            name.to_owned()
+        } else {
+            format!("{name}#{n}")
+        };
+        broker.open_session(&id).ok().map(|s| (id, s))
+    })
+}
+
+impl Attachments {
+    /// Notes session `id` attached by `request` from process `pid`, its consent questions
+    /// going to `asker` when the client answers them; the attachment's token.
+    fn attach(&self, id: &str, request: &AttachRequest, pid: Option<i32>, asker: mpsc::Sender<Ask>) -> u64 {
+        let facts = json!({
+            "pid": pid,
+            "serverPid": request.server_pid,
+            "era": request.era,
+            "sandbox": request.sandbox,
+        });
+        let token = self.questions.fetch_add(1, Ordering::Relaxed);
+        lock(&self.sessions).insert(
+            id.to_owned(),
+            Attached {
+                token,
+                facts,
+                asker: request.asks.then_some(asker),
+            },
+        );
+        token
+    }
+}
+
+/// The consent questions of a session, sent beside its answers, and their answers, taken
+/// from beside its requests and matched by number: the task that numbers the questions, and
+/// what the session's loop runs beside it.
+fn questions_beside(
+    attachments: &Arc<Attachments>,
+    mut asks: mpsc::Receiver<Ask>,
+) -> (tokio::task::JoinHandle<()>, Beside) {
     let waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Option<ConsentAnswer>>>>> = Arc::default();
     let (questions, out) = mpsc::channel::<Vec<u8>>(QUESTIONS);
     let asking = {
@@ -277,36 +312,24 @@ pub(crate) async fn run<R, W>(
             }
         })
     };
-    let take = {
-        let waiting = waiting.clone();
-        Box::new(move |line: &[u8]| {
-            if !ask::may_be_answer(line) {
-                return false;
-            }
-            match ask::read_answer(line) {
-                Some((n, answer)) => {
-                    if let Some(reply) = lock(&waiting).remove(&n) {
-                        let _ = reply.send(answer);
-                    }
-                    true
+    let take = Box::new(move |line: &[u8]| {
+        if !ask::may_be_answer(line) {
+            return false;
+        }
+        match ask::read_answer(line) {
+            Some((n, answer)) => {
+                if let Some(reply) = lock(&waiting).remove(&n) {
+                    let _ = reply.send(answer);
                 }
-                None => false,
+                true
             }
-        })
-    };
+            None => false,
+        }
+    });
     let beside = Beside {
         out: Some(out),
         take,
         input_is_peer: true,
     };
-    let shutdown = async move {
-        let _ = stop.wait_for(|s| *s).await;
-    };
-    let served = run_beside(session, notifications, input, output, shutdown, beside).await;
-    asking.abort();
-    attachments.detach(&id, token);
-    match served {
-        Ok(()) => tracing::info!(session = %id, "detached"),
-        Err(e) => tracing::info!(session = %id, error = %e, "detached: the connection failed"),
-    }
+    (asking, beside)
 }

@@ -13,6 +13,7 @@
 //! connection goes on.
 
 use super::attach::Attachments;
+use super::protocol::{self, Resumed};
 use crate::broker::{Broker, GrantInfo, Revoked, SessionSnapshot};
 use crate::path::MountPath;
 use serde_json::{Value, json};
@@ -77,14 +78,10 @@ impl Taken {
     }
 }
 
-/// Revokes what `server`, `path` and `all` name (see the module's comment), returning what
-/// was taken back as `revoke` shows it.
-pub(crate) fn revoke(
-    broker: &Broker,
-    server: Option<&str>,
-    path: Option<&str>,
-    all: bool,
-) -> Result<Taken, String> {
+/// Revokes what `r` names (see the module's comment), returning what was taken back as
+/// `revoke` shows it. The socket's `revoke` and the console's both come here.
+pub(crate) fn revoke(broker: &Broker, r: &protocol::Revoke) -> Result<Taken, String> {
+    let (server, path, all) = (r.server.as_deref(), r.path.as_deref(), r.all);
     let path = match path {
         Some(p) => Some(
             p.parse::<MountPath>()
@@ -112,6 +109,15 @@ pub(crate) fn revoke(
         revoked: whole.into_iter().map(revoked_grant).collect(),
         carved: carved.into_iter().map(revoked_grant).collect(),
     })
+}
+
+/// Lifts the suspension of session `r.server`: whether it was suspended. The socket's
+/// `resume` and the console's both come here.
+pub(crate) fn resume(broker: &Broker, r: &protocol::Resume) -> Result<Resumed, String> {
+    broker
+        .resume(&r.server)
+        .map(|resumed| Resumed { resumed })
+        .map_err(|e| e.to_string())
 }
 
 /// A grant taken back: the grant, its server, and for a part carved out of it, that part

@@ -7,7 +7,7 @@
 use super::attach::{self, Attachments};
 use super::line::error;
 use super::log::Follow;
-use super::protocol::{self, AttachRequest, Request, Resumed};
+use super::protocol::{self, AttachRequest, Request};
 use super::services::Services;
 use super::{control, recovery};
 use crate::broker::Broker;
@@ -54,15 +54,13 @@ pub(crate) async fn answer(at: Served<'_>, request: Request) -> Reply {
         Request::Status(_) => {
             json!({"ok": true, "sessions": control::status(broker, at.attachments)})
         }
-        Request::Revoke(r) => {
-            match control::revoke(broker, r.server.as_deref(), r.path.as_deref(), r.all) {
-                Ok(taken) => taken.answer(),
-                Err(message) => error(message),
-            }
-        }
-        Request::Resume(r) => match broker.resume(&r.server) {
-            Ok(resumed) => protocol::ok(&Resumed { resumed }),
-            Err(e) => error(e.to_string()),
+        Request::Revoke(r) => match control::revoke(broker, &r) {
+            Ok(taken) => taken.answer(),
+            Err(message) => error(message),
+        },
+        Request::Resume(r) => match control::resume(broker, &r) {
+            Ok(resumed) => protocol::ok(&resumed),
+            Err(message) => error(message),
         },
         Request::Describe(d) if d.follow => return Reply::Describing,
         Request::Describe(_) => attach::describe(broker),

@@ -39,6 +39,8 @@ mod control;
 #[cfg(feature = "cli")]
 mod dispatch;
 #[cfg(feature = "cli")]
+mod front;
+#[cfg(feature = "cli")]
 mod hush;
 #[cfg(feature = "cli")]
 mod idle;
@@ -62,9 +64,10 @@ mod usage;
 #[cfg(feature = "cli")]
 pub(crate) use attach::Attachments;
 #[cfg(feature = "cli")]
-pub(crate) use server::Listening;
+pub use front::{ConsoleAt, DaemonConfig, PolicySource, RunError, run};
 #[cfg(feature = "cli")]
-pub(crate) use services::{Reload, Services};
+pub(crate) use server::Listening;
+
 pub use session::{DaemonError, DaemonSession};
 pub use socket::default_socket;
 #[cfg(feature = "cli")]

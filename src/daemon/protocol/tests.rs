@@ -125,6 +125,10 @@ fn an_unknown_op_is_told_every_op_and_a_malformed_line_what_is_wrong() {
         (br#"{"op":"restore"}"#, "not a restore request: missing field `id`"),
         (br#"{"op":"history","since":"yesterday"}"#, "not a history request: "),
         (br#"{"op":"status","op":"revoke"}"#, "not a control request: duplicate field `op`"),
+        (
+            br#"{"op":"revoke","server":"a","server":"b"}"#,
+            "not a revoke request: duplicate field `server`",
+        ),
     ] {
         let refused = Request::parse(line).err().unwrap_or_default();
         assert!(
