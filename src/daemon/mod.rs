@@ -1,17 +1,20 @@
 //! `fsbroker daemon`: one broker for a user, controlled over a Unix socket (never TCP).
+//! `run` (`front.rs`) starts one from a `DaemonConfig`; the command line maps its flags
+//! onto the config.
 //!
 //! What guards the socket, in the order a connection meets it: the socket's directory is the
 //! user's alone (0700, refused otherwise: `socket.rs`); the peer's uid, from `SO_PEERCRED`,
 //! must be the daemon's own, root refused like anyone else; and the first line must prove the
-//! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`).
-//! Then each line is one control request of `protocol/`, read once and answered in one
-//! `match` (`dispatch.rs`), from the broker (`control.rs`), the audit ring of `log.rs`, the
-//! services of `services.rs` (`reload`, `console`) and the recovery store (`recovery.rs`);
-//! `protocol/`'s client is the other end, for the command line's verbs. A connection may instead become a server's session (`attach.rs`, with the
-//! daemon's consent questions beside it: `ask.rs`); `attached/` is that connection's other
-//! end, in an attaching `serve` or `proxy`. `idle.rs` stops a daemon nobody uses
-//! (`--idle-exit`); `background.rs` starts one in the background, and `autostart.rs` starts
-//! one for attaching commands unless one answers.
+//! peer holds the daemon's secret, kept in a 0600 file beside the socket (`secret.rs`), while
+//! at most so many wait to (`greeting.rs`). Then each line is one control request of
+//! `protocol/`, read once and answered in one `match` (`dispatch.rs`), from the broker
+//! (`control.rs`), the audit ring of `log.rs`, the services of `services.rs` (`reload`,
+//! `console`) and the recovery store (`recovery.rs`); `protocol/`'s client is the other end,
+//! for the command line's verbs. A connection may instead become a server's session
+//! (`attach.rs`, with the daemon's consent questions beside it: `ask.rs`); `attached/` is that
+//! connection's other end, in an attaching `serve` or `proxy`. `idle.rs` stops a daemon nobody
+//! uses (`--idle-exit`); `background.rs` starts one in the background, and `autostart.rs`
+//! starts one for attaching commands unless one answers.
 //!
 //! The daemon takes a lock beside the socket for its life, refuses to start when a daemon
 //! answers on the socket, removes a socket nobody listens on, and removes its socket and key
@@ -40,6 +43,8 @@ mod control;
 mod dispatch;
 #[cfg(feature = "cli")]
 mod front;
+#[cfg(feature = "cli")]
+mod greeting;
 #[cfg(feature = "cli")]
 mod hush;
 #[cfg(feature = "cli")]

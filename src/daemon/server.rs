@@ -2,6 +2,7 @@
 //! control requests, a `log` or `describe` follower, or an attached session.
 
 use super::dispatch::{self, Reply, Served};
+use super::greeting::{Greeting, MAX_GREETING, to_drop};
 use super::hush::Hush;
 use super::line::{self, send};
 use super::lineage::Sandboxers;
@@ -38,42 +39,6 @@ const MAX_ATTACHED: usize = crate::broker::MAX_SESSIONS;
 struct Slots {
     control: Arc<Semaphore>,
     attached: Arc<Semaphore>,
-}
-
-/// Most connections waiting to say hello; past it, one is dropped.
-const MAX_GREETING: usize = 64;
-
-/// A connection waiting to say hello: its number, its peer's process id, its task.
-type Waiting = (u64, Option<u32>, tokio::task::AbortHandle);
-
-/// Connections that have not proven the key yet. They hold no slot, and when there are too
-/// many one is dropped: the oldest of the process that has the most waiting. A process
-/// without the key (a sandboxed server may still connect) can neither fill the slots nor push
-/// out a peer that holds it, which says hello at once from a process of its own.
-#[derive(Default)]
-struct Greeting {
-    waiting: std::sync::Mutex<std::collections::VecDeque<Waiting>>,
-    next: std::sync::atomic::AtomicU64,
-}
-
-impl Greeting {
-    /// Connection `id` said hello: it is no longer one to drop.
-    fn done(&self, id: u64) {
-        crate::locks::lock(&self.waiting).retain(|(i, _, _)| *i != id);
-    }
-}
-
-/// Of `waiting`, the place of the one to drop: the oldest connection of the process with the
-/// most connections waiting (the oldest process's, between equals).
-fn to_drop(waiting: &std::collections::VecDeque<Waiting>) -> Option<usize> {
-    let mut counts: std::collections::HashMap<Option<u32>, usize> = Default::default();
-    for (_, pid, _) in waiting {
-        *counts.entry(*pid).or_insert(0) += 1;
-    }
-    let most = counts.values().copied().max()?;
-    waiting
-        .iter()
-        .position(|(_, pid, _)| counts.get(pid) == Some(&most))
 }
 
 /// A daemon's socket, bound, with its key written and its lock held.
