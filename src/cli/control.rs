@@ -3,7 +3,6 @@
 //! the daemon's JSON with `--json`).
 
 use super::daemon::socket_path;
-use sessions::sessions_table;
 use super::terminal::{self, err, out};
 use super::{ConsoleArgs, ReloadArgs, ResumeArgs, RevokeArgs, StatusArgs};
 use crate::daemon::protocol::{
@@ -12,6 +11,7 @@ use crate::daemon::protocol::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use sessions::sessions_table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

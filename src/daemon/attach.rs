@@ -266,7 +266,13 @@ fn open_named(
 impl Attachments {
     /// Notes session `id` attached by `request` from process `pid`, its consent questions
     /// going to `asker` when the client answers them; the attachment's token.
-    fn attach(&self, id: &str, request: &AttachRequest, pid: Option<i32>, asker: mpsc::Sender<Ask>) -> u64 {
+    fn attach(
+        &self,
+        id: &str,
+        request: &AttachRequest,
+        pid: Option<i32>,
+        asker: mpsc::Sender<Ask>,
+    ) -> u64 {
         let facts = json!({
             "pid": pid,
             "serverPid": request.server_pid,

@@ -168,7 +168,9 @@ pub async fn run(config: DaemonConfig, shutdown: impl Future<Output = ()>) -> Re
     if let Some(at) = config.console {
         (config.announce)(&serve_console(&console, at).map_err(RunError::Setup)?);
     }
-    listening.serve(broker, attachments, services, shutdown).await;
+    listening
+        .serve(broker, attachments, services, shutdown)
+        .await;
     Ok(())
 }
 
@@ -246,8 +248,7 @@ fn serve_console(console: &Arc<Console>, at: ConsoleAt) -> Result<String, String
             )
         })
     } else {
-        console::serve(console, Some(at.addr)).map(|at| {
-            format!("console served on http://{at} (sign in with `fsbroker console`)")
-        })
+        console::serve(console, Some(at.addr))
+            .map(|at| format!("console served on http://{at} (sign in with `fsbroker console`)"))
     }
 }

@@ -124,7 +124,10 @@ impl Listening {
             },
         };
         tokio::pin!(shutdown);
-        let idle = admission.daemon.services.idle_expired(&admission.daemon.broker);
+        let idle = admission
+            .daemon
+            .services
+            .idle_expired(&admission.daemon.broker);
         tokio::pin!(idle);
         loop {
             let stream = tokio::select! {
@@ -334,8 +337,9 @@ async fn hello(stream: UnixStream, daemon: &Daemon) -> Option<Greeted> {
     let mut reader = BufReader::new(read);
     let hello = tokio::time::timeout(HELLO_WAIT, next_frame(&mut reader, line::MAX_LINE)).await;
     let proven = match hello {
-        Ok(Ok(Frame::Line(line))) => serde_json::from_slice::<Hello>(&line)
-            .is_ok_and(|h| daemon.secret.matches(&h.hello)),
+        Ok(Ok(Frame::Line(line))) => {
+            serde_json::from_slice::<Hello>(&line).is_ok_and(|h| daemon.secret.matches(&h.hello))
+        }
         _ => false,
     };
     if proven {

@@ -166,7 +166,11 @@ pub(super) async fn resume(State(console): State<Arc<Console>>, bytes: Bytes) ->
         // The socket's `resume` request, the same fields and the same answer.
         let r: protocol::Resume = body(&bytes)?;
         let resumed = control::resume(&console.broker, &r).map_err(bad)?;
-        tracing::info!(server = r.server, resumed = resumed.resumed, "console: resumed");
+        tracing::info!(
+            server = r.server,
+            resumed = resumed.resumed,
+            "console: resumed"
+        );
         Ok(Json(protocol::ok(&resumed)).into_response())
     };
     run().unwrap_or_else(IntoResponse::into_response)

@@ -64,7 +64,10 @@ impl Client {
 
     /// Sends `request` and reads a successful answer as `A`; an error answer is an `Err`
     /// with the daemon's message.
-    pub(crate) async fn ask<A: DeserializeOwned>(&mut self, request: &Request) -> Result<A, String> {
+    pub(crate) async fn ask<A: DeserializeOwned>(
+        &mut self,
+        request: &Request,
+    ) -> Result<A, String> {
         let answer = self.call(request).await?;
         succeeded(answer)
     }
@@ -140,7 +143,10 @@ impl Client {
     }
 
     fn lost(&self, e: &std::io::Error) -> String {
-        format!("no answer from the daemon on {}: {e}", self.socket.display())
+        format!(
+            "no answer from the daemon on {}: {e}",
+            self.socket.display()
+        )
     }
 }
 

@@ -44,7 +44,11 @@ fn every_op() -> Vec<Request> {
 fn every_op_is_listed_and_reads_back_as_written() {
     let ops = every_op();
     let named: Vec<&str> = ops.iter().map(Request::op).collect();
-    assert_eq!(named, Request::OPS, "one request of every op, in the listed order");
+    assert_eq!(
+        named,
+        Request::OPS,
+        "one request of every op, in the listed order"
+    );
     for request in ops {
         let line = request.to_line().unwrap_or_else(|e| panic!("{e}"));
         let read = Request::parse(&line).unwrap_or_else(|e| panic!("{e}"));
@@ -86,8 +90,7 @@ fn every_op_refuses_a_field_it_does_not_know() {
         let line = v.to_string();
         let refused = Request::parse(line.as_bytes()).err().unwrap_or_default();
         assert!(
-            refused.contains(&format!(" {} request: ", request.op()))
-                && refused.contains("bogus"),
+            refused.contains(&format!(" {} request: ", request.op())) && refused.contains("bogus"),
             "{line}: {refused}"
         );
     }
@@ -120,11 +123,26 @@ fn an_unknown_op_is_told_every_op_and_a_malformed_line_what_is_wrong() {
         (b"[]", "not a control request: "),
         (b"{}", "not a control request: missing field `op`"),
         (br#"{"op":5}"#, "not a control request: "),
-        (br#"{"op":"attach"}"#, "not an attach request: missing field `server`"),
-        (br#"{"op":"undo"}"#, "not an undo request: missing field `server`"),
-        (br#"{"op":"restore"}"#, "not a restore request: missing field `id`"),
-        (br#"{"op":"history","since":"yesterday"}"#, "not a history request: "),
-        (br#"{"op":"status","op":"revoke"}"#, "not a control request: duplicate field `op`"),
+        (
+            br#"{"op":"attach"}"#,
+            "not an attach request: missing field `server`",
+        ),
+        (
+            br#"{"op":"undo"}"#,
+            "not an undo request: missing field `server`",
+        ),
+        (
+            br#"{"op":"restore"}"#,
+            "not a restore request: missing field `id`",
+        ),
+        (
+            br#"{"op":"history","since":"yesterday"}"#,
+            "not a history request: ",
+        ),
+        (
+            br#"{"op":"status","op":"revoke"}"#,
+            "not a control request: duplicate field `op`",
+        ),
         (
             br#"{"op":"revoke","server":"a","server":"b"}"#,
             "not a revoke request: duplicate field `server`",
