@@ -5,11 +5,7 @@
 use super::daemon::socket_path;
 use super::terminal::{self, err, out};
 use super::{ConsoleArgs, ReloadArgs, ResumeArgs, RevokeArgs, StatusArgs};
-use crate::daemon::protocol::{
-    self, ConsoleLink, Nothing, Reloaded, Request, Resumed, Revoked, RevokedGrant, Sessions,
-    blocking,
-};
-use serde::de::DeserializeOwned;
+use crate::daemon::protocol::{self, Op, Reloaded, Revoked, RevokedGrant, blocking};
 use serde_json::Value;
 use sessions::sessions_table;
 use std::path::PathBuf;
@@ -19,8 +15,7 @@ mod sessions;
 
 /// `fsbroker status`: 0 with the sessions printed, 1 when no answer came or it was an error.
 pub(super) fn status(args: StatusArgs) -> ExitCode {
-    let request = Request::Status(Nothing {});
-    shown(args.json, args.daemon, &request, |a: Sessions| {
+    shown(args.json, args.daemon, protocol::Status {}, |a| {
         terminal::lines(&sessions_table(&a.sessions));
     })
 }
@@ -35,12 +30,12 @@ pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let request = Request::Revoke(protocol::Revoke {
+    let revoke = protocol::Revoke {
         server: args.server,
         path: args.path,
         all: args.all,
-    });
-    shown(args.json, args.daemon, &request, |a: Revoked| {
+    };
+    shown(args.json, args.daemon, revoke, |a| {
         terminal::lines(&revoked_report(&a));
     })
 }
@@ -79,10 +74,10 @@ fn revoked_report(a: &Revoked) -> Vec<String> {
 /// 1 when no answer came or it was an error (no such session).
 pub(super) fn resume(args: ResumeArgs) -> ExitCode {
     let server = args.server;
-    let request = Request::Resume(protocol::Resume {
+    let resume = protocol::Resume {
         server: server.clone(),
-    });
-    shown(args.json, args.daemon, &request, |a: Resumed| {
+    };
+    shown(args.json, args.daemon, resume, |a| {
         if a.resumed {
             out!("resumed {server}: its requests are answered again");
         } else {
@@ -94,8 +89,7 @@ pub(super) fn resume(args: ResumeArgs) -> ExitCode {
 /// `fsbroker reload`: 0 with what changed printed, 1 when no answer came or the daemon
 /// refused (the new policy does not load, or it has no policy file).
 pub(super) fn reload(args: ReloadArgs) -> ExitCode {
-    let request = Request::Reload(Nothing {});
-    shown(args.json, args.daemon, &request, |a: Reloaded| {
+    shown(args.json, args.daemon, protocol::Reload {}, |a| {
         terminal::lines(&reload_report(&a));
     })
 }
@@ -110,7 +104,7 @@ pub(super) fn console(args: ConsoleArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let link = match ask::<ConsoleLink>(Some(socket.clone()), &Request::Console(Nothing {})) {
+    let link = match ask(Some(socket.clone()), protocol::Console {}) {
         Ok(a) => a.url,
         Err(code) => return code,
     };
@@ -176,22 +170,24 @@ fn reload_report(a: &Reloaded) -> Vec<String> {
     ]
 }
 
-/// Sends `request` and prints its answer: as the daemon's JSON with `json`, else read as
-/// `A` and shown by `show`. 0 then; 1, with why printed, when no answer came or it was an
-/// error.
-fn shown<A: DeserializeOwned>(
+/// Sends `op` and prints its answer: as the daemon's JSON with `json`, else read as its
+/// op's answer and shown by `show`. 0 then; 1, with why printed, when no answer came or it
+/// was an error.
+fn shown<O: Op>(
     json: bool,
     daemon: Option<PathBuf>,
-    request: &Request,
-    show: impl FnOnce(A),
+    op: O,
+    show: impl FnOnce(O::Answer),
 ) -> ExitCode {
     if json {
-        return match ask::<Value>(daemon, request) {
-            Ok(answer) => print_json(&answer),
-            Err(code) => code,
+        let fail = |message: String| {
+            err!("fsbroker: {message}");
+            ExitCode::FAILURE
         };
+        let answer = socket_path(daemon).and_then(|s| blocking::ask::<Value>(&s, &op.into()));
+        return answer.map_or_else(fail, |a| print_json(&a));
     }
-    match ask::<A>(daemon, request) {
+    match ask(daemon, op) {
         Ok(answer) => {
             show(answer);
             ExitCode::SUCCESS
@@ -200,18 +196,14 @@ fn shown<A: DeserializeOwned>(
     }
 }
 
-/// Sends `request` and returns a successful answer, read as `A` (a `Value` for the answer as
-/// it came); prints why otherwise.
-pub(super) fn ask<A: DeserializeOwned>(
-    daemon: Option<PathBuf>,
-    request: &Request,
-) -> Result<A, ExitCode> {
+/// Sends `op` and returns its successful answer; prints why otherwise.
+pub(super) fn ask<O: Op>(daemon: Option<PathBuf>, op: O) -> Result<O::Answer, ExitCode> {
     let fail = |message: String| {
         err!("fsbroker: {message}");
         ExitCode::FAILURE
     };
     let socket = socket_path(daemon).map_err(fail)?;
-    blocking::ask(&socket, request).map_err(fail)
+    blocking::request(&socket, op).map_err(fail)
 }
 
 /// Prints the daemon's answer as JSON; see [`terminal::json`].

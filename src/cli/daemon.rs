@@ -6,7 +6,7 @@ use super::DaemonArgs;
 use super::runtime::shutdown_signal;
 use super::terminal::{err, out};
 use crate::daemon::console;
-use crate::daemon::protocol::{ConsoleLink, Nothing, Request, blocking};
+use crate::daemon::protocol::{self, blocking};
 use crate::daemon::{
     self, ConsoleAt, DaemonConfig, PolicySource, RunError, autostart, background, default_socket,
 };
@@ -127,7 +127,7 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
             out!("{}", socket.display());
             // The console's link goes to the starter's terminal, never to the log.
             if args.ui.is_some() {
-                match blocking::ask::<ConsoleLink>(&socket, &Request::Console(Nothing {})) {
+                match blocking::request(&socket, protocol::Console {}) {
                     Ok(answer) => err!(
                         "fsbroker: console at {} (the link works once, for five minutes; \
                          `fsbroker console` makes another)",

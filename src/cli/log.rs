@@ -38,7 +38,7 @@ pub(super) fn run(args: LogArgs) -> ExitCode {
         follow: false,
     };
     if !args.follow {
-        return match ask::<Events>(args.daemon, &Request::Log(log)) {
+        return match ask(args.daemon, log) {
             Ok(Events { events }) => {
                 if events.is_empty() && !args.json {
                     out!("no events");

@@ -2,7 +2,7 @@
 //! in the background, `daemon --ensure`): each call runs [`Client`] on a runtime of its own,
 //! on the calling thread.
 
-use super::{Client, Request};
+use super::{Client, Op, Request};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::io::ErrorKind as IoKind;
@@ -23,6 +23,12 @@ fn run<T>(work: impl Future<Output = Result<T, String>>) -> Result<T, String> {
 /// refused.
 pub(crate) fn ask<A: DeserializeOwned>(socket: &Path, request: &Request) -> Result<A, String> {
     run(async { Client::connect(socket).await?.ask(request).await })
+}
+
+/// [`Client::request`] on a connection of its own to the daemon on `socket`: `op`'s
+/// successful answer; an `Err` says why no answer came, or what the daemon refused.
+pub(crate) fn request<O: Op>(socket: &Path, op: O) -> Result<O::Answer, String> {
+    run(async { Client::connect(socket).await?.request(op).await })
 }
 
 /// Whether a daemon answers on `socket`: it takes the hello and welcomes it. An `Err` says

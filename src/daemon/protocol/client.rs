@@ -4,7 +4,7 @@
 //! its answer (`log` with `follow`) are waited for without a bound, as events come when
 //! servers work.
 
-use super::{Hello, Request};
+use super::{Hello, Op, Request};
 use crate::daemon::proof;
 use crate::framing::{Frame, next_frame};
 use serde::de::DeserializeOwned;
@@ -70,6 +70,12 @@ impl Client {
     ) -> Result<A, String> {
         let answer = self.call(request).await?;
         succeeded(answer)
+    }
+
+    /// The typed call: sends `op`'s request and reads its successful answer, as its op
+    /// answers; an error answer is an `Err` with the daemon's message.
+    pub(crate) async fn request<O: Op>(&mut self, op: O) -> Result<O::Answer, String> {
+        self.ask(&op.into()).await
     }
 
     /// Sends `request`, without reading anything.

@@ -8,8 +8,8 @@
 //! (`dispatch.rs`); a client builds the same `Request` and sends it (`client.rs`), and reads
 //! the typed answers of `answer.rs`.
 //!
-//! Adding an op: a line in the list below (its name, its variant, its fields' struct), and its
-//! arm in `dispatch.rs`, which the compiler asks for.
+//! Adding an op: a line in the list below (its name, its variant, its fields' struct, its
+//! answer), and its arm in `dispatch.rs`, which the compiler asks for.
 
 mod answer;
 pub(crate) mod blocking;
@@ -20,6 +20,7 @@ pub(crate) use answer::{
 };
 pub(crate) use client::Client;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -31,10 +32,18 @@ pub(crate) struct Hello {
     pub(crate) hello: String,
 }
 
-/// Declares [`Request`] and the list of its ops' names from one list, so that the op a line
-/// names, the variant it is read into and the names an unknown op is told cannot disagree.
+/// What an op's fields are sent as, and what its successful answer is read as: a client's
+/// typed call is `Client::request(fields)`, and gets `Answer` back.
+pub(crate) trait Op: Into<Request> {
+    /// The op's successful answer.
+    type Answer: DeserializeOwned;
+}
+
+/// Declares [`Request`], the list of its ops' names, and each op's answer, from one list, so
+/// that the op a line names, the variant it is read into, the answer a client reads and the
+/// names an unknown op is told cannot disagree.
 macro_rules! requests {
-    ($( $(#[$doc:meta])* $name:literal => $variant:ident($fields:ty), )*) => {
+    ($( $(#[$doc:meta])* $name:literal => $variant:ident($fields:ty) -> $answer:ty, )*) => {
         /// One control request: a line after the hello, tagged by its `op`.
         #[derive(Debug, Clone, Serialize, Deserialize)]
         #[serde(tag = "op")]
@@ -53,43 +62,65 @@ macro_rules! requests {
                 }
             }
         }
+
+        $(
+            impl From<$fields> for Request {
+                fn from(fields: $fields) -> Request {
+                    Request::$variant(fields)
+                }
+            }
+
+            impl Op for $fields {
+                type Answer = $answer;
+            }
+        )*
     };
 }
 
 requests! {
     /// `{"op": "status"}` → `{"ok": true, "sessions": [...]}`: every live session.
-    "status" => Status(Nothing),
+    "status" => Status(Status) -> Sessions,
     /// `{"op": "revoke", "server": ID?, "path": MOUNTPATH?, "all": BOOL?}` →
     /// `{"ok": true, "revoked": [...], "carved": [...]}`.
-    "revoke" => Revoke(Revoke),
+    "revoke" => Revoke(Revoke) -> Revoked,
     /// `{"op": "resume", "server": ID}` → `{"ok": true, "resumed": BOOL}`.
-    "resume" => Resume(Resume),
+    "resume" => Resume(Resume) -> Resumed,
     /// `{"op": "describe", "follow": BOOL?}` → the daemon's description, once or after every
     /// policy change.
-    "describe" => Describe(Describe),
+    "describe" => Describe(Describe) -> Value,
     /// `{"op": "attach", "server": NAME, ...}` → `{"ok": true, "session": ID}`, then the
     /// session's JSON-RPC.
-    "attach" => Attach(AttachRequest),
+    "attach" => Attach(AttachRequest) -> Attached,
     /// `{"op": "log", "server": ID?, "follow": BOOL?}` → `{"ok": true, "events": [...]}`,
     /// then with `follow` one line per new event.
-    "log" => Log(Log),
+    "log" => Log(Log) -> Events,
     /// `{"op": "reload"}` → what the policy's reload changed.
-    "reload" => Reload(Nothing),
+    "reload" => Reload(Reload) -> Reloaded,
     /// `{"op": "console"}` → `{"ok": true, "url": LINK}`, a fresh one-time sign-in link.
-    "console" => Console(Nothing),
+    "console" => Console(Console) -> ConsoleLink,
     /// `{"op": "history", "server": ID?, "since": MS?}` → `{"ok": true, "changes": [...]}`.
-    "history" => History(History),
+    "history" => History(History) -> Value,
     /// `{"op": "restore", "id": ID, "to": MOUNTPATH?}` → `{"ok": true, "restored": {...}}`.
-    "restore" => Restore(Restore),
+    "restore" => Restore(Restore) -> Value,
     /// `{"op": "undo", "server": ID, "since": MS?}` → `{"ok": true, "restored": [...],
     /// "conflicts": [...]}`.
-    "undo" => Undo(Undo),
+    "undo" => Undo(Undo) -> Value,
 }
 
-/// The fields of an op that takes nothing but its name.
+/// `status`'s fields: none.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Nothing {}
+pub(crate) struct Status {}
+
+/// `reload`'s fields: none.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Reload {}
+
+/// `console`'s fields: none.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Console {}
 
 /// `revoke`'s fields: with neither a server nor a path, only `all` revokes everything.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

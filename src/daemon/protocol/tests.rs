@@ -4,7 +4,7 @@ use serde_json::json;
 /// One request of every op, with every field it takes.
 fn every_op() -> Vec<Request> {
     vec![
-        Request::Status(Nothing {}),
+        Request::Status(Status {}),
         Request::Revoke(Revoke {
             server: Some("s".into()),
             path: Some("root/a".into()),
@@ -23,8 +23,8 @@ fn every_op() -> Vec<Request> {
             server: Some("s".into()),
             follow: true,
         }),
-        Request::Reload(Nothing {}),
-        Request::Console(Nothing {}),
+        Request::Reload(Reload {}),
+        Request::Console(Console {}),
         Request::History(History {
             server: Some("s".into()),
             since: Some(1),
@@ -65,7 +65,7 @@ fn every_op_is_listed_and_reads_back_as_written() {
 #[test]
 fn the_lines_clients_send_are_the_ones_they_sent_before() {
     let line = |r: Request| String::from_utf8(r.to_line().unwrap_or_default()).unwrap_or_default();
-    assert_eq!(line(Request::Status(Nothing {})), r#"{"op":"status"}"#);
+    assert_eq!(line(Request::Status(Status {})), r#"{"op":"status"}"#);
     assert_eq!(
         line(Request::Revoke(Revoke {
             all: true,
