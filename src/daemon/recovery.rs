@@ -108,23 +108,15 @@ pub(crate) async fn history(
     .await
 }
 
-/// Puts back what change `id` replaced or removed, at its path or at `to` (mount form).
-pub(crate) async fn restore(
-    broker: &Broker,
-    id: String,
-    to: Option<String>,
-) -> Result<Restored, Refused> {
-    blocking(broker, move |store| store.restore(&id, to.as_deref())).await
+/// Puts back what change `r.id` replaced or removed, at its path or at `r.to` (mount form).
+pub(crate) async fn restore(broker: &Broker, r: protocol::Restore) -> Result<Restored, Refused> {
+    blocking(broker, move |store| store.restore(&r.id, r.to.as_deref())).await
 }
 
-/// Takes back the changes of `server` (a server id or a session): those at or after `since`,
-/// else those of its latest session.
-pub(crate) async fn undo(
-    broker: &Broker,
-    server: String,
-    since: Option<u64>,
-) -> Result<Undone, Refused> {
-    blocking(broker, move |store| store.undo(&server, since)).await
+/// Takes back the changes of `r.server` (a server id or a session): those at or after
+/// `r.since`, else those of its latest session.
+pub(crate) async fn undo(broker: &Broker, r: protocol::Undo) -> Result<Undone, Refused> {
+    blocking(broker, move |store| store.undo(&r.server, r.since)).await
 }
 
 /// Runs `f` on the daemon's store on a blocking thread.
@@ -160,7 +152,7 @@ pub(crate) async fn history_answer(broker: &Broker, r: protocol::History) -> Val
 
 /// `restore`'s answer: what was put back, and where.
 pub(crate) async fn restore_answer(broker: &Broker, r: protocol::Restore) -> Value {
-    match restore(broker, r.id, r.to).await {
+    match restore(broker, r).await {
         Ok(done) => {
             tracing::info!(change = %done.id, path = %done.path, "restored on request");
             json!({"ok": true, "restored": done})
@@ -171,7 +163,7 @@ pub(crate) async fn restore_answer(broker: &Broker, r: protocol::Restore) -> Val
 
 /// `undo`'s answer: what was put back, and what could not be.
 pub(crate) async fn undo_answer(broker: &Broker, r: protocol::Undo) -> Value {
-    match undo(broker, r.server, r.since).await {
+    match undo(broker, r).await {
         Ok(undone) => {
             tracing::info!(
                 restored = undone.restored.len(),
