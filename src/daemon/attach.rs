@@ -10,6 +10,7 @@
 //! `ask.rs`). The session ends with the connection.
 
 use super::ask;
+use super::line;
 use super::protocol::{self, AttachRequest};
 use crate::broker::Broker;
 use crate::consent::{
@@ -227,7 +228,7 @@ pub(crate) async fn run<R, W>(
     let (asker, asks) = mpsc::channel::<Ask>(QUESTIONS);
     let token = attachments.attach(&id, &request, pid, asker);
     tracing::info!(session = %id, ?pid, "attached");
-    let welcome = protocol::ok(&protocol::Attached {
+    let welcome = line::ok(&protocol::Attached {
         session: id.clone(),
     });
     if super::line::send(&mut output, &welcome).await.is_err() {

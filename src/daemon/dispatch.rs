@@ -5,9 +5,9 @@
 //! (`server.rs`) carries on.
 
 use super::attach::{self, Attachments};
-use super::line::error;
+use super::line::{self, error};
 use super::log::Follow;
-use super::protocol::{self, AttachRequest, Request};
+use super::protocol::{AttachRequest, Request};
 use super::services::Services;
 use super::{control, recovery};
 use crate::broker::Broker;
@@ -59,7 +59,7 @@ pub(crate) async fn answer(at: Served<'_>, request: Request) -> Reply {
             Err(message) => error(message),
         },
         Request::Resume(r) => match control::resume(broker, &r) {
-            Ok(resumed) => protocol::ok(&resumed),
+            Ok(resumed) => line::ok(&resumed),
             Err(message) => error(message),
         },
         Request::Describe(d) if d.follow => return Reply::Describing,

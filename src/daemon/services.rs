@@ -10,9 +10,9 @@
 
 use super::console::Console;
 use super::idle::{Busy, Idle};
-use super::line::error;
+use super::line::{self, error};
 use super::log::Ring;
-use super::protocol::{self, ConsoleLink, Reloaded};
+use super::protocol::{ConsoleLink, Reloaded};
 use crate::broker::Broker;
 use crate::policy::{Policy, PolicyError};
 use serde_json::Value;
@@ -104,7 +104,7 @@ impl Services {
             return error("this daemon has no console");
         };
         match super::console::link(console, None) {
-            Ok(url) => protocol::ok(&ConsoleLink { url }),
+            Ok(url) => line::ok(&ConsoleLink { url }),
             Err(e) => error(e),
         }
     }
@@ -127,7 +127,7 @@ impl Services {
                     .iter()
                     .map(|r| r.mount().to_string())
                     .collect();
-                protocol::ok(&Reloaded {
+                line::ok(&Reloaded {
                     policy: reload.file.clone(),
                     roots,
                     roots_changed: r.roots_changed,

@@ -171,7 +171,7 @@ pub(super) async fn resume(State(console): State<Arc<Console>>, bytes: Bytes) ->
             resumed = resumed.resumed,
             "console: resumed"
         );
-        Ok(Json(protocol::ok(&resumed)).into_response())
+        Ok(Json(crate::daemon::line::ok(&resumed)).into_response())
     };
     run().unwrap_or_else(IntoResponse::into_response)
 }

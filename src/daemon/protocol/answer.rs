@@ -86,16 +86,3 @@ pub(crate) struct Attached {
     /// name is live.
     pub(crate) session: String,
 }
-
-/// `answer` as the control protocol sends a success: its fields, with `"ok": true`.
-pub(crate) fn ok(answer: &impl Serialize) -> Value {
-    let mut v = serde_json::to_value(answer).unwrap_or(Value::Null);
-    match &mut v {
-        Value::Object(m) => {
-            m.insert("ok".into(), Value::Bool(true));
-            v
-        }
-        // Every answer type here is a struct: anything else is a bug, said as an error.
-        _ => crate::daemon::line::error("the daemon could not write its answer"),
-    }
-}

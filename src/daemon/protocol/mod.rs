@@ -16,7 +16,7 @@ pub(crate) mod blocking;
 mod client;
 
 pub(crate) use answer::{
-    Attached, ConsoleLink, Events, Reloaded, Resumed, Revoked, RevokedGrant, Sessions, ok,
+    Attached, ConsoleLink, Events, Reloaded, Resumed, Revoked, RevokedGrant, Sessions,
 };
 pub(crate) use client::Client;
 
