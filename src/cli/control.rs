@@ -1,26 +1,23 @@
 //! `fsbroker status`, `fsbroker revoke`, `fsbroker resume`, `fsbroker reload` and
-//! `fsbroker console`: one
-//! request to a running daemon, its answer printed (as a table, or as the daemon's JSON with
-//! `--json`).
+//! `fsbroker console`: one request to a running daemon, its answer printed (as a table, or as
+//! the daemon's JSON with `--json`).
 
 use super::daemon::socket_path;
 use super::terminal::{self, err, out};
 use super::{ConsoleArgs, ReloadArgs, ResumeArgs, RevokeArgs, StatusArgs};
-use crate::daemon::client;
-use serde_json::{Value, json};
+use crate::daemon::protocol::{self, Op, Reloaded, Revoked, RevokedGrant, blocking};
+use serde_json::Value;
+use sessions::sessions_table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod sessions;
+
 /// `fsbroker status`: 0 with the sessions printed, 1 when no answer came or it was an error.
 pub(super) fn status(args: StatusArgs) -> ExitCode {
-    match ask(args.daemon, &json!({"op": "status"})) {
-        Ok(answer) if args.json => print_json(&answer),
-        Ok(answer) => {
-            terminal::lines(&sessions_table(&answer["sessions"]));
-            ExitCode::SUCCESS
-        }
-        Err(code) => code,
-    }
+    shown(args.json, args.daemon, protocol::Status {}, |a| {
+        terminal::lines(&sessions_table(&a.sessions));
+    })
 }
 
 /// `fsbroker revoke`: 0 with the grants taken back printed, 1 when no answer came or it was
@@ -33,79 +30,68 @@ pub(super) fn revoke(args: RevokeArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let mut request = json!({"op": "revoke"});
-    if let Some(s) = &args.server {
-        request["server"] = json!(s);
+    let revoke = protocol::Revoke {
+        server: args.server,
+        path: args.path,
+        all: args.all,
+    };
+    shown(args.json, args.daemon, revoke, |a| {
+        terminal::lines(&revoked_report(&a));
+    })
+}
+
+/// What a revocation took back, one line a grant.
+fn revoked_report(a: &Revoked) -> Vec<String> {
+    if a.revoked.is_empty() && a.carved.is_empty() {
+        return vec!["no grant matched: nothing revoked".to_owned()];
     }
-    if let Some(p) = &args.path {
-        request["path"] = json!(p);
-    }
-    if args.all {
-        request["all"] = json!(true);
-    }
-    match ask(args.daemon, &request) {
-        Ok(answer) if args.json => print_json(&answer),
-        Ok(answer) => {
-            let revoked = answer["revoked"].as_array().cloned().unwrap_or_default();
-            let carved = answer["carved"].as_array().cloned().unwrap_or_default();
-            if revoked.is_empty() && carved.is_empty() {
-                out!("no grant matched: nothing revoked");
-            }
-            for g in &revoked {
-                out!(
-                    "revoked {} {} from {} ({})",
-                    text(&g["access"]),
-                    text(&g["path"]),
-                    text(&g["server"]),
-                    text(&g["origin"]),
-                );
-            }
-            // A path under a wider grant is taken back by itself; the grant stays for the rest.
-            for g in &carved {
-                out!(
-                    "revoked {} from {}: carved out of its {} grant on {} ({}), which stays for \
-                     the rest",
-                    text(&g["carvedOut"]),
-                    text(&g["server"]),
-                    text(&g["access"]),
-                    text(&g["path"]),
-                    text(&g["origin"]),
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(code) => code,
-    }
+    let or_dash = |s: &Option<String>| s.as_deref().unwrap_or("-").to_owned();
+    let whole = a.revoked.iter().map(|g: &RevokedGrant| {
+        format!(
+            "revoked {} {} from {} ({})",
+            g.access,
+            g.path,
+            g.server,
+            or_dash(&g.origin),
+        )
+    });
+    // A path under a wider grant is taken back by itself; the grant stays for the rest.
+    let carved = a.carved.iter().map(|g| {
+        format!(
+            "revoked {} from {}: carved out of its {} grant on {} ({}), which stays for the \
+             rest",
+            or_dash(&g.carved_out),
+            g.server,
+            g.access,
+            g.path,
+            or_dash(&g.origin),
+        )
+    });
+    whole.chain(carved).collect()
 }
 
 /// `fsbroker resume`: 0 when the session is no longer suspended (also when it was not),
 /// 1 when no answer came or it was an error (no such session).
 pub(super) fn resume(args: ResumeArgs) -> ExitCode {
-    match ask(args.daemon, &json!({"op": "resume", "server": args.server})) {
-        Ok(answer) if args.json => print_json(&answer),
-        Ok(answer) => {
-            if answer["resumed"] == true {
-                out!("resumed {}: its requests are answered again", args.server);
-            } else {
-                out!("{} was not suspended: nothing to resume", args.server);
-            }
-            ExitCode::SUCCESS
+    let server = args.server;
+    let resume = protocol::Resume {
+        server: server.clone(),
+    };
+    shown(args.json, args.daemon, resume, |a| {
+        if a.resumed {
+            out!("resumed {server}: its requests are answered again");
+        } else {
+            out!("{server} was not suspended: nothing to resume");
         }
-        Err(code) => code,
-    }
+    })
 }
 
 /// `fsbroker reload`: 0 with what changed printed, 1 when no answer came or the daemon
 /// refused (the new policy does not load, or it has no policy file).
 pub(super) fn reload(args: ReloadArgs) -> ExitCode {
-    match ask(args.daemon, &json!({"op": "reload"})) {
-        Ok(answer) if args.json => print_json(&answer),
-        Ok(answer) => {
-            terminal::lines(&reload_report(&answer));
-            ExitCode::SUCCESS
-        }
-        Err(code) => code,
-    }
+    shown(args.json, args.daemon, protocol::Reload {}, |a| {
+        terminal::lines(&reload_report(&a));
+    })
 }
 
 /// `fsbroker console`: 0 with a fresh sign-in link printed (and opened, unless
@@ -118,16 +104,15 @@ pub(super) fn console(args: ConsoleArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let answer = match ask(Some(socket.clone()), &json!({"op": "console"})) {
-        Ok(a) => a,
+    let link = match ask(Some(socket.clone()), protocol::Console {}) {
+        Ok(a) => a.url,
         Err(code) => return code,
     };
-    let link = text(&answer["url"]);
     out!("{link}");
     let desktop = std::env::var_os("DISPLAY")
         .or(std::env::var_os("WAYLAND_DISPLAY"))
         .is_some();
-    let opened = !args.no_open && desktop && open_privately(&socket, link);
+    let opened = !args.no_open && desktop && open_privately(&socket, &link);
     if !opened {
         err!("fsbroker: open the link above in your browser (it works once, for five minutes)");
     }
@@ -167,9 +152,8 @@ fn open_privately(socket: &std::path::Path, link: &str) -> bool {
 }
 
 /// What a reload changed, one line a kind.
-fn reload_report(answer: &Value) -> Vec<String> {
-    let list = |v: &Value| {
-        let items = texts(v);
+fn reload_report(a: &Reloaded) -> Vec<String> {
+    let list = |items: &[String]| {
         if items.is_empty() {
             "none".to_owned()
         } else {
@@ -177,30 +161,49 @@ fn reload_report(answer: &Value) -> Vec<String> {
         }
     };
     vec![
-        format!("reloaded {}", text(&answer["policy"])),
-        format!("  roots          {}", list(&answer["roots"])),
-        format!("  changed        {}", list(&answer["rootsChanged"])),
-        format!("  removed        {}", list(&answer["rootsRemoved"])),
-        format!("  sessions told  {}", list(&answer["sessionsTold"])),
-        format!("  watches ended  {}", answer["watchesEnded"]),
+        format!("reloaded {}", a.policy.display()),
+        format!("  roots          {}", list(&a.roots)),
+        format!("  changed        {}", list(&a.roots_changed)),
+        format!("  removed        {}", list(&a.roots_removed)),
+        format!("  sessions told  {}", list(&a.sessions_told)),
+        format!("  watches ended  {}", a.watches_ended),
     ]
 }
 
-/// Sends `request` and returns a successful answer; prints why otherwise.
-pub(super) fn ask(daemon: Option<PathBuf>, request: &Value) -> Result<Value, ExitCode> {
+/// Sends `op` and prints its answer: as the daemon's JSON with `json`, else read as its
+/// op's answer and shown by `show`. 0 then; 1, with why printed, when no answer came or it
+/// was an error.
+fn shown<O: Op>(
+    json: bool,
+    daemon: Option<PathBuf>,
+    op: O,
+    show: impl FnOnce(O::Answer),
+) -> ExitCode {
+    if json {
+        let fail = |message: String| {
+            err!("fsbroker: {message}");
+            ExitCode::FAILURE
+        };
+        let answer = socket_path(daemon).and_then(|s| blocking::ask::<Value>(&s, &op.into()));
+        return answer.map_or_else(fail, |a| print_json(&a));
+    }
+    match ask(daemon, op) {
+        Ok(answer) => {
+            show(answer);
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// Sends `op` and returns its successful answer; prints why otherwise.
+pub(super) fn ask<O: Op>(daemon: Option<PathBuf>, op: O) -> Result<O::Answer, ExitCode> {
     let fail = |message: String| {
         err!("fsbroker: {message}");
         ExitCode::FAILURE
     };
     let socket = socket_path(daemon).map_err(fail)?;
-    let answer = client::request(&socket, request).map_err(fail)?;
-    if answer["ok"] != true {
-        return Err(fail(match answer["error"].as_str() {
-            Some(m) => m.to_owned(),
-            None => format!("unexpected answer: {answer}"),
-        }));
-    }
-    Ok(answer)
+    blocking::request(&socket, op).map_err(fail)
 }
 
 /// Prints the daemon's answer as JSON; see [`terminal::json`].
@@ -220,220 +223,53 @@ pub(super) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("-")
 }
 
-/// The strings of the list `v` (none when it is not one).
-fn texts(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .map(text)
-        .collect()
-}
-
-/// The parts carved out of a grant, as ` (except A, B)`, or nothing.
-fn except(parts: &Value) -> String {
-    let parts = texts(parts);
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" (except {})", parts.join(", "))
-    }
-}
-
-/// One block of lines per session.
-fn sessions_table(sessions: &Value) -> Vec<String> {
-    let list = sessions.as_array().map(Vec::as_slice).unwrap_or_default();
-    if list.is_empty() {
-        return vec!["no sessions".to_owned()];
-    }
-    let mut out = Vec::new();
-    for s in list {
-        let c = &s["counters"];
-        out.push(format!(
-            "session {}  (since {})",
-            text(&s["server"]),
-            text(&s["started"])
-        ));
-        if s["attached"] == true {
-            let server = match &s["serverPid"] {
-                Value::Number(n) => format!(", server pid {n}"),
-                _ => String::new(),
-            };
-            let sandbox = match (s["sandbox"]["mode"].as_str(), s["sandbox"]["caps"].as_str()) {
-                (Some(mode), Some(caps)) => format!("sandboxed ({mode}; caps {caps})"),
-                (Some(mode), None) => format!("sandboxed ({mode})"),
-                (None, _) => "not sandboxed".to_owned(),
-            };
-            let pid = match &s["pid"] {
-                Value::Number(n) => n.to_string(),
-                _ => "-".to_owned(),
-            };
-            out.push(format!(
-                "  attached   pid {pid}{server}, era {}, {sandbox}",
-                text(&s["era"]),
-            ));
-            let p = &s["process"];
-            if p["processes"].as_u64().is_some_and(|n| n > 0) {
-                out.push(format!(
-                    "  process    {} processes, cpu {} s, memory {} MiB",
-                    p["processes"],
-                    p["cpuMs"].as_u64().unwrap_or(0) / 1000,
-                    p["rssBytes"].as_u64().unwrap_or(0) >> 20,
-                ));
-            }
-        }
-        for mount in s["unavailable"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            out.push(format!(
-                "  UNAVAILABLE {}: its directory is not at its configured path; requests \
-                 under it are refused until it is back",
-                text(mount)
-            ));
-        }
-        let suspended = &s["suspended"];
-        if suspended.is_object() {
-            out.push(format!(
-                "  SUSPENDED  since {} after {} violations within a minute ({}); \
-                 fsbroker resume --server {} lifts it",
-                text(&suspended["since"]),
-                suspended["total"],
-                text(&suspended["summary"]),
-                text(&s["server"]),
-            ));
-        }
-        let throttled = &s["throttled"];
-        if throttled.is_object() {
-            out.push(format!(
-                "  throttled  {} budget spent, last refused at {}",
-                text(&throttled["budget"]),
-                text(&throttled["at"]),
-            ));
-        }
-        let grants = s["grants"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        if grants.is_empty() {
-            out.push("  grants     none".to_owned());
-        }
-        for g in grants {
-            out.push(format!(
-                "  grant      {:<5} {}{}  ({}, since {})",
-                text(&g["access"]),
-                text(&g["path"]),
-                except(&g["except"]),
-                text(&g["origin"]),
-                text(&g["since"])
-            ));
-        }
-        for w in s["watches"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            let depth = if w["recursive"] == true {
-                ", recursive"
-            } else {
-                ""
-            };
-            out.push(format!(
-                "  watch      {}  ({}{depth})",
-                text(&w["path"]),
-                text(&w["id"])
-            ));
-        }
-        for u in s["uploads"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            out.push(format!(
-                "  upload     {}  ({} bytes staged)",
-                text(&u["path"]),
-                u["stagedBytes"]
-            ));
-        }
-        out.push(format!(
-            "  requests   {} ({} failed, {} refused, {} cancelled, {} throttled), {} in \
-             flight; {} bytes read, {} written, {} entries listed; cpu {} ms",
-            c["requests"],
-            c["failed"],
-            c["refused"],
-            c["cancelled"],
-            c["throttled"],
-            s["inFlight"],
-            c["bytesRead"],
-            c["bytesWritten"],
-            c["entriesListed"],
-            c["cpuMs"],
-        ));
-        let last = &s["lastActivity"];
-        if last.is_object() {
-            out.push(format!(
-                "  last       {} {} -> {}  at {}",
-                text(&last["method"]),
-                last["path"].as_str().unwrap_or(""),
-                text(&last["outcome"]),
-                text(&last["at"])
-            ));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_table_shows_each_session_with_its_grants() {
-        assert_eq!(sessions_table(&json!([])), ["no sessions"]);
-        let t = sessions_table(&json!([{
-            "server": "a", "started": "T0",
-            "grants": [{"path": "docs/x", "access": "write", "origin": "consented", "since": "T1"}],
-            "watches": [{"id": "w1", "path": "docs", "recursive": true}],
-            "uploads": [], "inFlight": 0,
-            "counters": {"requests": 3, "failed": 1, "refused": 1, "cancelled": 0,
-                         "bytesRead": 10, "bytesWritten": 0, "throttled": 0,
-                         "entriesListed": 0, "cpuMs": 1},
-            "suspended": {"since": "T3", "total": 20, "summary": "outside_root 20"},
-            "lastActivity": {"at": "T2", "method": "files/read", "path": "docs/x", "outcome": "ok"},
-        }]))
-        .join("\n");
-        assert!(t.starts_with("session a  (since T0)\n"), "{t}");
-        assert!(
-            t.contains("grant      write docs/x  (consented, since T1)"),
-            "{t}"
-        );
-        assert!(t.contains("watch      docs  (w1, recursive)"), "{t}");
-        assert!(
-            t.contains("requests   3 (1 failed, 1 refused, 0 cancelled, 0 throttled)"),
-            "{t}"
-        );
-        assert!(
-            t.contains(
-                "SUSPENDED  since T3 after 20 violations within a minute (outside_root 20); \
-                 fsbroker resume --server a lifts it"
-            ),
-            "{t}"
-        );
-        assert!(t.contains("last       files/read docs/x -> ok"), "{t}");
-    }
-
-    #[test]
     fn the_reload_report_names_what_changed() {
-        let t = reload_report(&json!({
-            "ok": true, "policy": "/p.toml", "roots": ["a", "b"], "rootsChanged": ["b"],
-            "rootsRemoved": [], "sessionsTold": ["s1"], "watchesEnded": 0,
-        }))
+        let t = reload_report(&Reloaded {
+            policy: "/p.toml".into(),
+            roots: vec!["a".into(), "b".into()],
+            roots_changed: vec!["b".into()],
+            roots_removed: vec![],
+            sessions_told: vec!["s1".into()],
+            watches_ended: 0,
+        })
         .join("\n");
         assert_eq!(
             t,
             "reloaded /p.toml\n  roots          a, b\n  changed        b\n  removed        none\n  \
              sessions told  s1\n  watches ended  0"
+        );
+    }
+
+    #[test]
+    fn the_revoke_report_names_each_grant_and_each_part_carved_out() {
+        let grant = |carved: Option<&str>| RevokedGrant {
+            path: "docs".into(),
+            access: "write".into(),
+            origin: Some("consented".into()),
+            server: "s1".into(),
+            carved_out: carved.map(str::to_owned),
+        };
+        let none = Revoked {
+            revoked: vec![],
+            carved: vec![],
+        };
+        assert_eq!(revoked_report(&none), ["no grant matched: nothing revoked"]);
+        let some = Revoked {
+            revoked: vec![grant(None)],
+            carved: vec![grant(Some("docs/x"))],
+        };
+        assert_eq!(
+            revoked_report(&some),
+            [
+                "revoked write docs from s1 (consented)",
+                "revoked docs/x from s1: carved out of its write grant on docs (consented), \
+                 which stays for the rest",
+            ]
         );
     }
 }

@@ -3,13 +3,13 @@
 //! (`--init` writes the user's policy).
 
 use super::DaemonArgs;
-use super::runtime::{shutdown_signal, start_broker};
+use super::runtime::shutdown_signal;
 use super::terminal::{err, out};
-use crate::daemon::console::{self, Board, Console, Store, UiConsent};
+use crate::daemon::console;
+use crate::daemon::protocol::{self, blocking};
 use crate::daemon::{
-    Attachments, Listening, Reload, Services, autostart, background, client, default_socket,
+    self, ConsoleAt, DaemonConfig, PolicySource, RunError, autostart, background, default_socket,
 };
-use crate::policy::ConsentMode;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,111 +50,51 @@ async fn run(args: DaemonArgs) -> ExitCode {
     // Listened for from here on: a SIGTERM while the daemon starts (or right after it says it
     // listens) still stops it cleanly, removing its socket and key.
     let stop = shutdown_signal();
-    let socket = match socket_path(args.socket) {
-        Ok(s) => s,
+    let config = match config(args) {
+        Ok(c) => c,
         Err(message) => {
             err!("fsbroker: {message}");
             return ExitCode::FAILURE;
         }
     };
-    // The socket first: a daemon refused (another one runs, a directory open to others)
-    // builds no broker and starts no watcher.
-    let listening = match Listening::bind(&socket) {
-        Ok(l) => l,
-        Err(message) => {
-            err!("fsbroker: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // Consent mode `elicit` (the daemon's default, as the proxy's) asks an attached proxy's
-    // host; the fallback answers when there is none, or it cannot show a form.
-    let attachments = std::sync::Arc::new(Attachments::default());
-    let elicit = attachments.around();
-    // The console's board: consent mode `ui`, and who answers where nobody else is chosen
-    // and there is no terminal. The user's edits from it lie over every policy.
-    let board = Board::new();
-    let store = Store::default_place();
-    let layer = match store.as_ref().map(Store::load).transpose() {
-        Ok(layer) => layer.unwrap_or_default(),
-        Err(message) => {
-            err!("fsbroker: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // No root may hold the socket's directory, now or after a reload: its key would be a
-    // file a server with consent could read, or a sandbox open.
-    let socket_dir = listening.socket().parent().map(std::path::Path::to_owned);
-    let configure = |b: crate::BrokerBuilder| {
-        let b = b
-            .elicitation(elicit)
-            .default_consent_mode(ConsentMode::Elicit)
-            .ui_consent(std::sync::Arc::new(UiConsent(board.clone())))
-            .layer(layer.clone())
-            .resumed_by(crate::watchdog::ResumedBy::Daemon);
-        // A server that may write the console's state could grant itself anything at the
-        // daemon's next start.
-        let b = match &store {
-            Some(store) => b.steer_from(store.file()),
-            None => b,
-        };
-        match &socket_dir {
-            Some(dir) => b.keep_out_of_roots(dir),
-            None => b,
-        }
-    };
-    let (broker, _broker_wide) = match start_broker(&args.common, configure) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
-    let reload = args.common.policy.clone().map(|file| {
-        let common = args.common.clone();
-        Reload::new(file, Box::new(move || common.build_policy_for_reload(true)))
-    });
-    let services = Services::new(&broker, reload, args.idle_exit.map(Duration::from_secs));
-    board.watch_refusals(&broker);
-    let console = Console::new(console::Parts {
-        broker: broker.clone(),
-        attachments: attachments.clone(),
-        board,
-        log: services.ring(),
-        store,
-        layer,
-        socket: listening.socket().to_owned(),
-    });
-    let services = services.with_console(console.clone());
-    err!(
-        "fsbroker: daemon listening on {} (pid {})",
-        listening.socket().display(),
-        std::process::id()
-    );
-    if let Some(addr) = &args.ui {
-        let addr = console::parse_addr(addr);
-        // In the background this output is a log file, where a link would wait for anyone
-        // who can read it: the starter asks for one over the socket instead.
-        let said = if args.detached {
-            addr.and_then(|a| console::serve(&console, Some(a)))
-                .map(|at| {
-                    format!("console served on http://{at} (sign in with `fsbroker console`)")
-                })
-        } else {
-            addr.and_then(|a| console::link(&console, Some(a)))
-                .map(|link| {
-                    format!(
-                        "console at {link} (the link works once, for five minutes; `fsbroker \
-                     console` makes another)"
-                    )
-                })
-        };
-        match said {
-            Ok(line) => err!("fsbroker: {line}"),
-            Err(message) => {
-                err!("fsbroker: {message}");
-                return ExitCode::FAILURE;
+    match daemon::run(config, stop).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            err!("fsbroker: {e}");
+            match e {
+                RunError::Policy(_) => ExitCode::from(2),
+                RunError::Setup(_) => ExitCode::FAILURE,
             }
         }
     }
-    listening.serve(broker, attachments, services, stop).await;
-    ExitCode::SUCCESS
+}
+
+/// The daemon's config, as its flags set it.
+fn config(args: DaemonArgs) -> Result<DaemonConfig, String> {
+    let socket = socket_path(args.socket)?;
+    let (common, again) = (args.common.clone(), args.common);
+    let file = common.policy.clone();
+    let policy = PolicySource::rebuilt(
+        move || common.build_policy(true),
+        move || again.build_policy_for_reload(true),
+        file,
+    );
+    // In the background this output is a log file, where a link would wait for anyone who
+    // can read it: the starter asks for one over the socket instead.
+    let console = match &args.ui {
+        Some(addr) => Some(ConsoleAt {
+            addr: console::parse_addr(addr)?,
+            link: !args.detached,
+        }),
+        None => None,
+    };
+    Ok(DaemonConfig {
+        socket,
+        policy,
+        idle_exit: args.idle_exit.map(Duration::from_secs),
+        console,
+        announce: Box::new(|line: &str| err!("fsbroker: {line}")),
+    })
 }
 
 /// `fsbroker daemon` without `--foreground`: the same daemon started in the background; 0
@@ -168,7 +108,7 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
         }
     };
     // Said here rather than in the log: the one that answers is not the one started.
-    if client::probe(&socket).is_ok() {
+    if blocking::probe(&socket).is_ok() {
         err!(
             "fsbroker: a daemon already answers on {}: stop it first, or name another socket \
              with --socket",
@@ -187,13 +127,12 @@ fn in_background(args: &DaemonArgs) -> ExitCode {
             out!("{}", socket.display());
             // The console's link goes to the starter's terminal, never to the log.
             if args.ui.is_some() {
-                match client::request(&socket, &serde_json::json!({"op": "console"})) {
-                    Ok(answer) if answer["ok"] == true => err!(
+                match blocking::request(&socket, protocol::Console {}) {
+                    Ok(answer) => err!(
                         "fsbroker: console at {} (the link works once, for five minutes; \
                          `fsbroker console` makes another)",
-                        answer["url"].as_str().unwrap_or_default()
+                        answer.url
                     ),
-                    Ok(answer) => err!("fsbroker: no console link: {answer}"),
                     Err(e) => err!("fsbroker: no console link: {e}"),
                 }
             }

@@ -4,9 +4,9 @@
 use super::control::{ask, text};
 use super::daemon::socket_path;
 use super::terminal::{self, err, out};
-use crate::daemon::client;
+use crate::daemon::protocol::{self, Events, Request, blocking};
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,14 +33,13 @@ const FIELD_MAX: usize = 512;
 /// 0 with the events printed, 1 when no answer came, it was an error, or a followed daemon
 /// stopped.
 pub(super) fn run(args: LogArgs) -> ExitCode {
-    let mut request = json!({"op": "log"});
-    if let Some(s) = &args.server {
-        request["server"] = json!(s);
-    }
+    let mut log = protocol::Log {
+        server: args.server,
+        follow: false,
+    };
     if !args.follow {
-        return match ask(args.daemon, &request) {
-            Ok(answer) => {
-                let events = answer["events"].as_array().cloned().unwrap_or_default();
+        return match ask(args.daemon, log) {
+            Ok(Events { events }) => {
                 if events.is_empty() && !args.json {
                     out!("no events");
                 }
@@ -51,7 +50,8 @@ pub(super) fn run(args: LogArgs) -> ExitCode {
             Err(code) => code,
         };
     }
-    request["follow"] = json!(true);
+    log.follow = true;
+    let request = Request::Log(log);
     let socket = match socket_path(args.daemon) {
         Ok(s) => s,
         Err(message) => {
@@ -60,7 +60,7 @@ pub(super) fn run(args: LogArgs) -> ExitCode {
         }
     };
     let mut refused = None;
-    let followed = client::follow(&socket, &request, |line| {
+    let followed = blocking::follow(&socket, &request, |line| {
         if line.get("ok").is_some() {
             if line["ok"] != true {
                 refused = Some(text(&line["error"]).to_owned());
@@ -152,6 +152,7 @@ fn event_line(e: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn an_event_line_is_readable_and_shows_no_escapes() {

@@ -9,10 +9,11 @@
 //! with the daemon's consent questions beside it when the client said it `asks` (see
 //! `questions.rs`). The session ends with the connection.
 
+use super::line;
+use super::protocol::{self, AttachRequest};
 use super::questions::Attachments;
 use crate::broker::Broker;
 use crate::serve::run_beside;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
@@ -20,67 +21,6 @@ use tokio::sync::watch;
 
 /// Most sessions of one name at once (`NAME` and `NAME#2` to `NAME#64`).
 const MAX_INSTANCES: u32 = 64;
-
-/// `{"op": "attach", ...}`: who attaches.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct AttachRequest {
-    op: String,
-    /// The session's name as the client knows it (`--server-id`, else the server's name).
-    server: String,
-    /// The server's process id, when the client started it.
-    #[serde(default)]
-    server_pid: Option<u32>,
-    /// The protocol era of the session, when known.
-    #[serde(default)]
-    era: Option<String>,
-    /// The sandbox the server runs in: `{"abi": N}`, or absent for none.
-    #[serde(default)]
-    sandbox: Option<Value>,
-    /// Whether the client answers consent questions (a proxy with a host).
-    #[serde(default)]
-    asks: bool,
-}
-
-impl AttachRequest {
-    /// Whether the attaching client runs its server in a sandbox.
-    pub(crate) fn sandboxed(&self) -> bool {
-        self.sandbox.as_ref().is_some_and(|s| !s.is_null())
-    }
-}
-
-/// The attach request on `line`, if it is one (a line whose `op` is `attach`); `Err` says
-/// what is wrong with one that is.
-pub(crate) fn attach_request(line: &[u8]) -> Option<Result<AttachRequest, String>> {
-    #[derive(Deserialize)]
-    struct Op {
-        op: Option<String>,
-    }
-    let op: Op = serde_json::from_slice(line).ok()?;
-    if op.op.as_deref() != Some("attach") {
-        return None;
-    }
-    Some(
-        serde_json::from_slice::<AttachRequest>(line)
-            .map_err(|e| format!("not an attach request: {e}"))
-            .and_then(|r| match crate::session::server_name(&r.server) {
-                Some(_) if r.op == "attach" => Ok(r),
-                _ => Err("attach needs a server name with a printable character".into()),
-            }),
-    )
-}
-
-/// Whether `line` asks for the daemon's description now and after every policy change
-/// (`{"op": "describe", "follow": true}`: a sandboxing proxy's watch on its roots).
-pub(crate) fn follows(line: &[u8]) -> bool {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Follow {
-        op: String,
-        follow: bool,
-    }
-    serde_json::from_slice::<Follow>(line).is_ok_and(|f| f.op == "describe" && f.follow)
-}
 
 /// Sends the daemon's description on `output` now and after every policy change, until the
 /// peer or the daemon goes. The peer's side (`input`) is read all the while, and what it sends
@@ -180,15 +120,7 @@ pub(crate) async fn run<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let name = crate::session::server_name(&request.server).unwrap_or_default();
-    let opened = (1..=MAX_INSTANCES).find_map(|n| {
-        let id = if n == 1 {
-            name.clone()
-        } else {
-            format!("{name}#{n}")
-        };
-        broker.open_session(&id).ok().map(|s| (id, s))
-    });
-    let Some((id, (session, notifications))) = opened else {
+    let Some((id, (session, notifications))) = open_named(broker, &name) else {
         let e = super::line::error(format!(
             "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"
         ));
@@ -203,7 +135,9 @@ pub(crate) async fn run<R, W>(
     });
     let mut attachment = attachments.attach(&id, facts, request.asks);
     tracing::info!(session = %id, ?pid, "attached");
-    let welcome = json!({"ok": true, "session": id});
+    let welcome = line::ok(&protocol::Attached {
+        session: id.clone(),
+    });
     if super::line::send(&mut output, &welcome).await.is_err() {
         return;
     }
@@ -219,4 +153,20 @@ pub(crate) async fn run<R, W>(
         Ok(()) => tracing::info!(session = %id, "detached"),
         Err(e) => tracing::info!(session = %id, error = %e, "detached: the connection failed"),
     }
+}
+
+/// A session named `name`, or `NAME#2` (then `#3`, ...) while a live session has that name,
+/// with its id; `None` when all [`MAX_INSTANCES`] are live or the broker holds too many.
+fn open_named(
+    broker: &Broker,
+    name: &str,
+) -> Option<(String, (crate::broker::ServerSession, crate::Notifications))> {
+    (1..=MAX_INSTANCES).find_map(|n| {
+        let id = if n == 1 {
+            name.to_owned()
+        } else {
+            format!("{name}#{n}")
+        };
+        broker.open_session(&id).ok().map(|s| (id, s))
+    })
 }

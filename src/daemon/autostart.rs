@@ -4,7 +4,8 @@
 //! turns under a lock beside the socket (not the daemon's own lock, which a daemon holds for
 //! its life), and each looks again once it holds it.
 
-use super::{client, socket};
+use super::protocol::blocking;
+use super::socket;
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -31,10 +32,10 @@ pub(crate) fn user_policy() -> Result<PathBuf, String> {
 /// background and returns once it answers. Blocking, with every wait bounded. An `Err` says
 /// why no daemon answers, such as the user's policy file missing (and how to write one).
 pub(crate) fn ensure(socket: &Path) -> Result<(), String> {
-    match client::probe(socket) {
+    match blocking::probe(socket) {
         Ok(()) => return Ok(()),
         // A daemon that is there but refuses (too busy, say) is reported, never replaced.
-        Err(why) if client::listened_on(socket) => return Err(why),
+        Err(why) if blocking::listened_on(socket) => return Err(why),
         Err(_) => {}
     }
     let policy = user_policy()?;
@@ -53,7 +54,7 @@ pub(crate) fn ensure(socket: &Path) -> Result<(), String> {
     let name = socket.file_name().unwrap_or_default();
     let _turn = turn(&socket::sibling(&dir.join(name), "start.lock"))?;
     // Another caller may have started it while this one waited.
-    if client::probe(socket).is_ok() {
+    if blocking::probe(socket).is_ok() {
         return Ok(());
     }
     let args: Vec<OsString> = vec![
@@ -67,7 +68,7 @@ pub(crate) fn ensure(socket: &Path) -> Result<(), String> {
     ];
     // A daemon started by hand at the same moment (its key written, its socket not yet
     // bound when this one looked) makes this start fail: it answers, which is what was asked.
-    start(&args).or_else(|why| client::probe(socket).map_err(|_| why))
+    start(&args).or_else(|why| blocking::probe(socket).map_err(|_| why))
 }
 
 /// Runs `<this executable> ARGS` (a start in the background) to its end, which comes within

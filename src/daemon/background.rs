@@ -2,7 +2,8 @@
 //! session of its own (`--detached`: no terminal to stop it or to ask consent on), its output
 //! appended to a log file, and a wait until it answers on its socket.
 
-use super::{client, socket};
+use super::protocol::blocking;
+use super::socket;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -73,7 +74,7 @@ pub(crate) fn start(args: &[OsString], socket: &Path) -> Result<(), String> {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(failed(format!("the daemon did not start ({status})")));
         }
-        if client::probe(socket).is_ok() {
+        if blocking::probe(socket).is_ok() {
             return Ok(());
         }
         if Instant::now() >= deadline {

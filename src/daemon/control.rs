@@ -1,5 +1,5 @@
-//! The control protocol: newline-delimited JSON, one request a line after the hello, one
-//! answer a line. Requests read state, narrow access, or lift what only the user may lift:
+//! The answers of the control ops that read the broker's sessions or narrow their access
+//! (the protocol itself is `protocol/`, and each op is dispatched in `dispatch.rs`):
 //!
 //! - `{"op": "status"}` → `{"ok": true, "sessions": [...]}`, every live session as
 //!   [`Broker::snapshot`] shows it;
@@ -9,79 +9,15 @@
 //!   server nor a path, only `"all": true` revokes everything;
 //! - `{"op": "resume", "server": ID}` → `{"ok": true, "resumed": BOOL}`: lifts a suspension.
 //!
-//! `log` and `reload` are answered by `services.rs` before a request gets here, and the
-//! recovery store's `history`, `restore` and `undo` by `recovery.rs`.
-//!
-//! Anything else is answered `{"ok": false, "error": MESSAGE}`, and the connection goes on.
+//! A request that is refused is answered `{"ok": false, "error": MESSAGE}`, and the
+//! connection goes on.
 
-use super::line::error;
+use super::protocol::{self, Resumed};
 use super::questions::Attachments;
 use crate::broker::{Broker, GrantInfo, Revoked, SessionSnapshot};
 use crate::path::MountPath;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::SystemTime;
-
-/// The first line of every connection.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Hello {
-    /// The daemon's secret, in hex, as its key file holds it.
-    pub(crate) hello: String,
-}
-
-/// One control request.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Request {
-    op: String,
-    #[serde(default)]
-    server: Option<String>,
-    #[serde(default)]
-    path: Option<String>,
-    #[serde(default)]
-    all: bool,
-}
-
-/// The answer to one request line.
-pub(crate) fn answer(broker: &Broker, attachments: &Attachments, line: &[u8]) -> Value {
-    let request: Request = match serde_json::from_slice(line) {
-        Ok(r) => r,
-        Err(e) => return error(format!("not a control request: {e}")),
-    };
-    match request.op.as_str() {
-        "status" => match (&request.server, &request.path, request.all) {
-            (None, None, false) => {
-                json!({"ok": true, "sessions": status(broker, attachments)})
-            }
-            _ => error("status takes no server, path or all"),
-        },
-        "describe" => match (&request.server, &request.path, request.all) {
-            (None, None, false) => super::attach::describe(broker),
-            _ => error("describe takes no server, path or all"),
-        },
-        "revoke" => match revoke(
-            broker,
-            request.server.as_deref(),
-            request.path.as_deref(),
-            request.all,
-        ) {
-            Ok(taken) => taken.answer(),
-            Err(message) => error(message),
-        },
-        "resume" => match (&request.server, &request.path, request.all) {
-            (Some(server), None, false) => match broker.resume(server) {
-                Ok(resumed) => json!({"ok": true, "resumed": resumed}),
-                Err(e) => error(e.to_string()),
-            },
-            _ => error("resume takes a server, and no path or all"),
-        },
-        other => error(format!(
-            "unknown op {other:?}: the ops are status, revoke, resume, describe, attach, log, \
-             reload, console, history, restore and undo"
-        )),
-    }
-}
 
 /// Every live session as `status` shows it.
 pub(crate) fn status(broker: &Broker, attachments: &Attachments) -> Vec<Value> {
@@ -142,14 +78,10 @@ impl Taken {
     }
 }
 
-/// Revokes what `server`, `path` and `all` name (see the module's comment), returning what
-/// was taken back as `revoke` shows it.
-pub(crate) fn revoke(
-    broker: &Broker,
-    server: Option<&str>,
-    path: Option<&str>,
-    all: bool,
-) -> Result<Taken, String> {
+/// Revokes what `r` names (see the module's comment), returning what was taken back as
+/// `revoke` shows it. The socket's `revoke` and the console's both come here.
+pub(crate) fn revoke(broker: &Broker, r: &protocol::Revoke) -> Result<Taken, String> {
+    let (server, path, all) = (r.server.as_deref(), r.path.as_deref(), r.all);
     let path = match path {
         Some(p) => Some(
             p.parse::<MountPath>()
@@ -177,6 +109,15 @@ pub(crate) fn revoke(
         revoked: whole.into_iter().map(revoked_grant).collect(),
         carved: carved.into_iter().map(revoked_grant).collect(),
     })
+}
+
+/// Lifts the suspension of session `r.server`: whether it was suspended. The socket's
+/// `resume` and the console's both come here.
+pub(crate) fn resume(broker: &Broker, r: &protocol::Resume) -> Result<Resumed, String> {
+    broker
+        .resume(&r.server)
+        .map(|resumed| Resumed { resumed })
+        .map_err(|e| e.to_string())
 }
 
 /// A grant taken back: the grant, its server, and for a part carved out of it, that part
@@ -252,73 +193,4 @@ pub(crate) fn when(t: SystemTime) -> String {
     time::OffsetDateTime::from(t)
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::{ConsentMode, Policy, RootEntry};
-
-    fn broker() -> (Broker, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let policy = Policy::new()
-            .root(RootEntry::new("demo", dir.path()))
-            .consent_mode(ConsentMode::Auto);
-        let (broker, _n) = Broker::builder(policy).build().unwrap();
-        (broker, dir)
-    }
-
-    #[tokio::test]
-    async fn garbage_and_unknown_ops_get_errors() {
-        let (b, _d) = broker();
-        for line in [
-            &b"{"[..],
-            b"[]",
-            b"{\"op\":\"grant\"}",
-            b"{\"op\":\"status\",\"x\":1}",
-        ] {
-            let a = answer(&b, &Attachments::default(), line);
-            assert_eq!(a["ok"], false, "{a}");
-            assert!(a["error"].as_str().is_some_and(|m| !m.is_empty()), "{a}");
-        }
-    }
-
-    #[tokio::test]
-    async fn revoke_needs_a_target_or_all() {
-        let (b, _d) = broker();
-        let a = answer(&b, &Attachments::default(), br#"{"op":"revoke"}"#);
-        assert_eq!(a["ok"], false, "{a}");
-        let a = answer(
-            &b,
-            &Attachments::default(),
-            br#"{"op":"revoke","all":true}"#,
-        );
-        assert_eq!(a, json!({"ok": true, "revoked": [], "carved": []}));
-        let a = answer(
-            &b,
-            &Attachments::default(),
-            br#"{"op":"revoke","path":"/etc"}"#,
-        );
-        assert_eq!(a["ok"], false, "{a}");
-    }
-
-    #[tokio::test]
-    async fn status_shows_a_session_and_revoke_takes_its_grant() {
-        let (b, _d) = broker();
-        let consent = json!({"jsonrpc": "2.0", "id": 1, "method": "files/consent",
-            "params": {"requestedPaths": ["demo"]}});
-        let r = b.handle_message("s1", consent).await.unwrap();
-        assert_eq!(r["result"]["granted"], true, "{r}");
-        let a = answer(&b, &Attachments::default(), br#"{"op":"status"}"#);
-        assert_eq!(a["sessions"][0]["server"], "s1", "{a}");
-        assert_eq!(a["sessions"][0]["grants"][0]["path"], "demo", "{a}");
-        let a = answer(
-            &b,
-            &Attachments::default(),
-            br#"{"op":"revoke","server":"s1","path":"demo"}"#,
-        );
-        assert_eq!(a["revoked"][0]["server"], "s1", "{a}");
-        let a = answer(&b, &Attachments::default(), br#"{"op":"status"}"#);
-        assert_eq!(a["sessions"][0]["grants"], json!([]), "{a}");
-    }
 }

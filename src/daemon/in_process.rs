@@ -6,15 +6,15 @@
 
 use super::attach;
 use super::line;
+use super::protocol::Request;
 use super::questions::Attachments;
 use crate::attaching::{Door, Opened};
 use crate::broker::Broker;
 use crate::consent::{BoxFuture, Elicitation};
 use crate::framing::{Frame, next_frame};
-use serde::Deserialize;
 use std::path::Path;
 use std::sync::Arc;
-use tokio::io::{AsyncWrite, BufReader, DuplexStream};
+use tokio::io::{BufReader, DuplexStream};
 use tokio::sync::watch;
 
 /// The bytes each direction of an in-memory pair holds before its writer waits: room for a
@@ -95,29 +95,23 @@ async fn serve(
         Ok(Frame::Line(l)) => l,
         _ => return,
     };
-    match attach::attach_request(&first) {
-        Some(Ok(request)) => {
+    let answer = match Request::parse(&first) {
+        Ok(Request::Attach(request)) if crate::session::server_name(&request.server).is_some() => {
             let pid = i32::try_from(std::process::id()).ok();
-            attach::run(&broker, &attachments, request, pid, reader, write, stop).await;
+            return attach::run(&broker, &attachments, request, pid, reader, write, stop).await;
         }
-        Some(Err(message)) => {
-            let _ = line::send(&mut write, &line::error(message)).await;
+        Ok(Request::Attach(_)) => {
+            line::error("attach needs a server name with a printable character")
         }
-        None if attach::follows(&first) => attach::follow(&broker, reader, write, stop).await,
-        None => answer(&broker, &first, write).await,
-    }
-}
-
-/// Answers a first line that opens no session: `describe`, or an error.
-async fn answer(broker: &Broker, first: &[u8], mut write: impl AsyncWrite + Unpin) {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Describe {
-        op: String,
-    }
-    let answer = match serde_json::from_slice::<Describe>(first) {
-        Ok(d) if d.op == "describe" => attach::describe(broker),
-        _ => line::error("a broker in process takes describe and attach only"),
+        Ok(Request::Describe(d)) if d.follow => {
+            return attach::follow(&broker, reader, write, stop).await;
+        }
+        Ok(Request::Describe(_)) => attach::describe(&broker),
+        Ok(other) => line::error(format!(
+            "a broker in process takes describe and attach, not {}",
+            other.op()
+        )),
+        Err(message) => line::error(message),
     };
     let _ = line::send(&mut write, &answer).await;
 }

@@ -14,7 +14,6 @@ use crate::audit::AuditEvent;
 use crate::broker::Broker;
 use crate::framing::{Frame, next_frame};
 use crate::locks::lock;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -27,18 +26,6 @@ pub(crate) const RECENT: usize = 1000;
 
 /// Events a follower may fall behind before it misses the oldest.
 pub(crate) const FOLLOW_QUEUE: usize = 1024;
-
-/// A `log` request.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Request {
-    #[allow(dead_code)] // Always "log": the dispatch read it.
-    op: String,
-    #[serde(default)]
-    server: Option<String>,
-    #[serde(default)]
-    follow: bool,
-}
 
 /// What a follower reads: an event, or how many it (or the ring) missed.
 #[derive(Debug, Clone)]
@@ -127,13 +114,7 @@ impl Ring {
 
     /// The answer to a `log` request: its first (or only) line, and for `follow` what streams
     /// the rest.
-    pub(crate) fn answer(&self, line: &[u8]) -> (Value, Option<Follow>) {
-        let request: Request = match serde_json::from_slice(line) {
-            Ok(r) => r,
-            Err(e) => {
-                return (super::line::error(format!("not a log request: {e}")), None);
-            }
-        };
+    pub(crate) fn answer(&self, request: super::protocol::Log) -> (Value, Option<Follow>) {
         if !request.follow {
             let events = self.recent(request.server.as_deref());
             return (json!({"ok": true, "events": events}), None);

@@ -1,6 +1,6 @@
 //! The daemon's recovery store, for the user: the control ops `history`, `restore` and
-//! `undo` (answered here, before `control.rs`), and the calls the console's Changes view
-//! makes. Both faces go through the same functions, so that they say the same.
+//! `undo` (their answers are here; `dispatch.rs` calls them), and the calls the console's
+//! Changes view makes. Both faces go through the same functions, so that they say the same.
 //!
 //! - `{"op": "history", "server": ID?, "since": MS?}` → `{"ok": true, "changes": [...]}`,
 //!   oldest first, as `fsbroker history --json` lists them;
@@ -17,10 +17,10 @@
 //! connection's task, nor the console's, waits on it.
 
 use super::line::error;
+use super::protocol;
 use crate::broker::Broker;
 use crate::error::{Error, ErrorKind};
 use crate::recovery::{Change, RecoveryStore, Restored, Undone};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -108,23 +108,15 @@ pub(crate) async fn history(
     .await
 }
 
-/// Puts back what change `id` replaced or removed, at its path or at `to` (mount form).
-pub(crate) async fn restore(
-    broker: &Broker,
-    id: String,
-    to: Option<String>,
-) -> Result<Restored, Refused> {
-    blocking(broker, move |store| store.restore(&id, to.as_deref())).await
+/// Puts back what change `r.id` replaced or removed, at its path or at `r.to` (mount form).
+pub(crate) async fn restore(broker: &Broker, r: protocol::Restore) -> Result<Restored, Refused> {
+    blocking(broker, move |store| store.restore(&r.id, r.to.as_deref())).await
 }
 
-/// Takes back the changes of `server` (a server id or a session): those at or after `since`,
-/// else those of its latest session.
-pub(crate) async fn undo(
-    broker: &Broker,
-    server: String,
-    since: Option<u64>,
-) -> Result<Undone, Refused> {
-    blocking(broker, move |store| store.undo(&server, since)).await
+/// Takes back the changes of `r.server` (a server id or a session): those at or after
+/// `r.since`, else those of its latest session.
+pub(crate) async fn undo(broker: &Broker, r: protocol::Undo) -> Result<Undone, Refused> {
+    blocking(broker, move |store| store.undo(&r.server, r.since)).await
 }
 
 /// Runs `f` on the daemon's store on a blocking thread.
@@ -150,130 +142,36 @@ async fn blocking<T: Send + 'static>(
     })
 }
 
-/// Only the op, to tell whether a request is one of these.
-#[derive(Deserialize)]
-struct Op {
-    op: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HistoryRequest {
-    #[allow(dead_code)] // The dispatch read it.
-    op: String,
-    #[serde(default)]
-    server: Option<String>,
-    #[serde(default)]
-    since: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RestoreRequest {
-    #[allow(dead_code)] // The dispatch read it.
-    op: String,
-    id: String,
-    #[serde(default)]
-    to: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UndoRequest {
-    #[allow(dead_code)] // The dispatch read it.
-    op: String,
-    server: String,
-    #[serde(default)]
-    since: Option<u64>,
-}
-
-/// The answer to `line` when its op is `history`, `restore` or `undo`; `None` for the
-/// others.
-pub(crate) async fn answer(broker: &Broker, line: &[u8]) -> Option<Value> {
-    let op = serde_json::from_slice::<Op>(line).ok()?.op?;
-    let malformed = |e: serde_json::Error| error(format!("not a {op} request: {e}"));
-    Some(match op.as_str() {
-        "history" => match serde_json::from_slice::<HistoryRequest>(line) {
-            Ok(r) => match history(broker, r.server, r.since, true).await {
-                Ok(listing) => json!({"ok": true, "changes": listing.listed}),
-                Err(e) => e.line(),
-            },
-            Err(e) => malformed(e),
-        },
-        "restore" => match serde_json::from_slice::<RestoreRequest>(line) {
-            Ok(r) => match restore(broker, r.id, r.to).await {
-                Ok(done) => {
-                    tracing::info!(change = %done.id, path = %done.path, "restored on request");
-                    json!({"ok": true, "restored": done})
-                }
-                Err(e) => e.line(),
-            },
-            Err(e) => malformed(e),
-        },
-        "undo" => match serde_json::from_slice::<UndoRequest>(line) {
-            Ok(r) => match undo(broker, r.server, r.since).await {
-                Ok(undone) => {
-                    tracing::info!(
-                        restored = undone.restored.len(),
-                        conflicts = undone.conflicts.len(),
-                        "undone on request"
-                    );
-                    json!({"ok": true, "restored": undone.restored, "conflicts": undone.conflicts})
-                }
-                Err(e) => e.line(),
-            },
-            Err(e) => malformed(e),
-        },
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::{ConsentMode, Policy, RecoveryPolicy, RootEntry};
-
-    fn broker(recovery: bool) -> (Broker, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        let rec = RecoveryPolicy {
-            enabled: recovery,
-            dir: Some(dir.path().join("store")),
-            ..RecoveryPolicy::default()
-        };
-        let mut policy = Policy::new()
-            .root(RootEntry::new("demo", &root).writable())
-            .consent_mode(ConsentMode::Auto);
-        policy.recovery = rec;
-        let (broker, _n) = Broker::builder(policy).build().unwrap();
-        (broker, dir)
+/// `history`'s answer: the changes as `fsbroker history --json` lists them.
+pub(crate) async fn history_answer(broker: &Broker, r: protocol::History) -> Value {
+    match history(broker, r.server, r.since, true).await {
+        Ok(listing) => json!({"ok": true, "changes": listing.listed}),
+        Err(e) => e.line(),
     }
+}
 
-    #[tokio::test]
-    async fn malformed_requests_and_a_store_that_is_off_are_refused_with_why() {
-        let (b, _d) = broker(false);
-        let a = answer(&b, br#"{"op":"history"}"#).await.unwrap();
-        assert_eq!(a["ok"], false, "{a}");
-        assert!(
-            a["error"].as_str().unwrap().contains("recovery is off"),
-            "{a}"
-        );
-        let (b, _d) = broker(true);
-        for line in [
-            &br#"{"op":"restore"}"#[..],
-            br#"{"op":"restore","id":"x","all":true}"#,
-            br#"{"op":"undo"}"#,
-            br#"{"op":"history","since":"yesterday"}"#,
-        ] {
-            let a = answer(&b, line).await.unwrap();
-            assert_eq!(a["ok"], false, "{a}");
+/// `restore`'s answer: what was put back, and where.
+pub(crate) async fn restore_answer(broker: &Broker, r: protocol::Restore) -> Value {
+    match restore(broker, r).await {
+        Ok(done) => {
+            tracing::info!(change = %done.id, path = %done.path, "restored on request");
+            json!({"ok": true, "restored": done})
         }
-        let a = answer(&b, br#"{"op":"restore","id":"nope"}"#)
-            .await
-            .unwrap();
-        assert_eq!(a["code"], "FILE_NOT_FOUND", "{a}");
-        assert!(answer(&b, br#"{"op":"status"}"#).await.is_none());
-        assert!(answer(&b, b"{").await.is_none());
+        Err(e) => e.line(),
+    }
+}
+
+/// `undo`'s answer: what was put back, and what could not be.
+pub(crate) async fn undo_answer(broker: &Broker, r: protocol::Undo) -> Value {
+    match undo(broker, r).await {
+        Ok(undone) => {
+            tracing::info!(
+                restored = undone.restored.len(),
+                conflicts = undone.conflicts.len(),
+                "undone on request"
+            );
+            json!({"ok": true, "restored": undone.restored, "conflicts": undone.conflicts})
+        }
+        Err(e) => e.line(),
     }
 }

@@ -1,12 +1,15 @@
 //! The daemon's listening socket and each connection to it: the peer check, the hello, then
 //! control requests, a `log` or `describe` follower, or an attached session.
 
+use super::dispatch::{self, Reply, Served};
+use super::greeting::{Greeting, MAX_GREETING, to_drop};
 use super::hush::Hush;
 use super::line::{self, send};
 use super::lineage::Sandboxers;
+use super::protocol::{AttachRequest, Hello};
 use super::secret::Secret;
-use super::services::{self, Services};
-use super::{attach, control, socket};
+use super::services::Services;
+use super::{attach, socket};
 use crate::broker::Broker;
 use crate::daemon::Attachments;
 use crate::framing::{Frame, next_frame};
@@ -17,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, watch};
 
@@ -35,42 +39,6 @@ const MAX_ATTACHED: usize = crate::broker::MAX_SESSIONS;
 struct Slots {
     control: Arc<Semaphore>,
     attached: Arc<Semaphore>,
-}
-
-/// Most connections waiting to say hello; past it, one is dropped.
-const MAX_GREETING: usize = 64;
-
-/// A connection waiting to say hello: its number, its peer's process id, its task.
-type Waiting = (u64, Option<u32>, tokio::task::AbortHandle);
-
-/// Connections that have not proven the key yet. They hold no slot, and when there are too
-/// many one is dropped: the oldest of the process that has the most waiting. A process
-/// without the key (a sandboxed server may still connect) can neither fill the slots nor push
-/// out a peer that holds it, which says hello at once from a process of its own.
-#[derive(Default)]
-struct Greeting {
-    waiting: std::sync::Mutex<std::collections::VecDeque<Waiting>>,
-    next: std::sync::atomic::AtomicU64,
-}
-
-impl Greeting {
-    /// Connection `id` said hello: it is no longer one to drop.
-    fn done(&self, id: u64) {
-        crate::locks::lock(&self.waiting).retain(|(i, _, _)| *i != id);
-    }
-}
-
-/// Of `waiting`, the place of the one to drop: the oldest connection of the process with the
-/// most connections waiting (the oldest process's, between equals).
-fn to_drop(waiting: &std::collections::VecDeque<Waiting>) -> Option<usize> {
-    let mut counts: std::collections::HashMap<Option<u32>, usize> = Default::default();
-    for (_, pid, _) in waiting {
-        *counts.entry(*pid).or_insert(0) += 1;
-    }
-    let most = counts.values().copied().max()?;
-    waiting
-        .iter()
-        .position(|(_, pid, _)| counts.get(pid) == Some(&most))
 }
 
 /// A daemon's socket, bound, with its key written and its lock held.
@@ -137,17 +105,29 @@ impl Listening {
         services: Services,
         shutdown: impl Future<Output = ()>,
     ) {
-        let slots = Arc::new(Slots {
-            control: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
-            attached: Arc::new(Semaphore::new(MAX_ATTACHED)),
-        });
-        let greeting = Arc::new(Greeting::default());
-        let sandboxers = Arc::new(Sandboxers::default());
-        let refusals = Arc::new(Refusals::default());
-        let services = Arc::new(services);
         let (stop, stopping) = watch::channel(false);
+        let admission = Admission {
+            slots: Arc::new(Slots {
+                control: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+                attached: Arc::new(Semaphore::new(MAX_ATTACHED)),
+            }),
+            greeting: Arc::new(Greeting::default()),
+            daemon: Daemon {
+                sandboxers: Arc::new(Sandboxers::default()),
+                refusals: Arc::new(Refusals::default()),
+                broker,
+                attachments,
+                services: Arc::new(services),
+                secret: self.secret.clone(),
+                uid: self.uid,
+                stop: stopping,
+            },
+        };
         tokio::pin!(shutdown);
-        let idle = services.idle_expired(&broker);
+        let idle = admission
+            .daemon
+            .services
+            .idle_expired(&admission.daemon.broker);
         tokio::pin!(idle);
         loop {
             let stream = tokio::select! {
@@ -166,58 +146,67 @@ impl Listening {
                     }
                 },
             };
-            // A sandboxed server's process is refused before it waits among the user's.
-            let pid = stream
-                .peer_cred()
-                .ok()
-                .and_then(|c| c.pid())
-                .and_then(|p| u32::try_from(p).ok());
-            if let Some(why) = sandboxers.refuse(pid) {
-                refusals.beneath.warn(&why);
-                refuse_now(&stream, &why);
-                continue;
-            }
-            let daemon = Daemon {
-                sandboxers: sandboxers.clone(),
-                refusals: refusals.clone(),
-                broker: broker.clone(),
-                attachments: attachments.clone(),
-                services: services.clone(),
-                secret: self.secret.clone(),
-                uid: self.uid,
-                stop: stopping.clone(),
-            };
-            let id = greeting
-                .next
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let busy = daemon.services.busy();
-            let (slots, greeted) = (slots.clone(), greeting.clone());
-            // Registered under the lock it is spawned under, so that its `done` comes after.
-            let mut waiting = crate::locks::lock(&greeting.waiting);
-            let task = tokio::spawn(async move {
-                connection(stream, &daemon, (id, &greeted), &slots).await;
-                drop(busy);
-            });
-            waiting.push_back((id, pid, task.abort_handle()));
-            if waiting.len() > MAX_GREETING
-                && let Some(at) = to_drop(&waiting)
-                && let Some((_, pid, dropped)) = waiting.remove(at)
-            {
-                dropped.abort();
-                refusals.dropped.warn(&format!(
-                    "more than {MAX_GREETING} connections waiting to say hello; dropped the \
-                     oldest of the process with the most (pid {pid:?})"
-                ));
-            }
+            admission.admit(stream);
         }
-        // Attached sessions end as a sidecar does on SIGTERM: their work in flight gets its
-        // grace, then the connections close.
         let _ = stop.send(true);
+        admission.slots.wind_down().await;
+    }
+}
+
+/// What the accepting loop hands each connection.
+struct Admission {
+    slots: Arc<Slots>,
+    greeting: Arc<Greeting>,
+    daemon: Daemon,
+}
+
+impl Admission {
+    /// Starts serving `stream` on a task of its own, among those waiting to say hello; when
+    /// too many wait, one is dropped (see [`Greeting`]).
+    fn admit(&self, stream: UnixStream) {
+        let daemon = &self.daemon;
+        // A sandboxed server's process is refused before it waits among the user's.
+        let pid = peer_pid(stream.peer_cred().ok());
+        if let Some(why) = daemon.sandboxers.refuse(pid) {
+            daemon.refusals.beneath.warn(&why);
+            refuse_now(&stream, &why);
+            return;
+        }
+        let id = self
+            .greeting
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let busy = daemon.services.busy();
+        let (daemon, slots, greeted) = (daemon.clone(), self.slots.clone(), self.greeting.clone());
+        // Registered under the lock it is spawned under, so that its `done` comes after.
+        let mut waiting = crate::locks::lock(&self.greeting.waiting);
+        let task = tokio::spawn(async move {
+            connection(stream, &daemon, (id, &greeted), &slots).await;
+            drop(busy);
+        });
+        waiting.push_back((id, pid, task.abort_handle()));
+        if waiting.len() > MAX_GREETING
+            && let Some(at) = to_drop(&waiting)
+            && let Some((_, pid, dropped)) = waiting.remove(at)
+        {
+            dropped.abort();
+            self.daemon.refusals.dropped.warn(&format!(
+                "more than {MAX_GREETING} connections waiting to say hello; dropped the \
+                 oldest of the process with the most (pid {pid:?})"
+            ));
+        }
+    }
+}
+
+impl Slots {
+    /// Waits for the connections to end, as a sidecar does on SIGTERM: attached sessions'
+    /// work in flight gets its grace, then the connections close.
+    async fn wind_down(&self) {
         let grace = crate::order::SHUTDOWN_GRACE + Duration::from_secs(1);
         let all = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         let ended = async {
-            let _ = slots.control.acquire_many(all(MAX_CONNECTIONS)).await;
-            let _ = slots.attached.acquire_many(all(MAX_ATTACHED)).await;
+            let _ = self.control.acquire_many(all(MAX_CONNECTIONS)).await;
+            let _ = self.attached.acquire_many(all(MAX_ATTACHED)).await;
         };
         let _ = tokio::time::timeout(grace, ended).await;
     }
@@ -237,6 +226,7 @@ struct Refusals {
 }
 
 /// What every connection shares.
+#[derive(Clone)]
 struct Daemon {
     sandboxers: Arc<Sandboxers>,
     refusals: Arc<Refusals>,
@@ -260,6 +250,20 @@ impl Drop for Listening {
     }
 }
 
+impl Daemon {
+    /// What a request is served with.
+    fn served(&self) -> Served<'_> {
+        Served {
+            broker: &self.broker,
+            attachments: &self.attachments,
+            services: &self.services,
+        }
+    }
+}
+
+/// A connection that has said hello: its two ends.
+type Greeted = (BufReader<OwnedReadHalf>, OwnedWriteHalf);
+
 /// One connection: the peer check, the hello, a slot, then one answer per request line.
 /// `greeting` is its number among those waiting to say hello, and where they wait.
 async fn connection(
@@ -269,31 +273,9 @@ async fn connection(
     slots: &Slots,
 ) {
     let cred = stream.peer_cred().ok();
-    let peer = cred.map(|c| c.uid());
-    if let Some(message) = socket::refuse_peer(peer, daemon.uid) {
-        daemon.refusals.foreign.warn(&message);
-        refuse(stream, line::error(message)).await;
+    let Some((mut reader, mut write)) = hello(stream, daemon).await else {
         return;
-    }
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let hello = tokio::time::timeout(HELLO_WAIT, next_frame(&mut reader, line::MAX_LINE)).await;
-    let proven = match hello {
-        Ok(Ok(Frame::Line(line))) => serde_json::from_slice::<control::Hello>(&line)
-            .is_ok_and(|h| daemon.secret.matches(&h.hello)),
-        _ => false,
     };
-    if !proven {
-        daemon
-            .refusals
-            .keyless
-            .warn("refused a connection without the daemon's key");
-        let message = "refused: the first line must be {\"hello\": KEY}, KEY being what the \
-                       daemon's key file beside the socket holds";
-        let _ = send(&mut write, &line::error(message)).await;
-        let _ = write.shutdown().await;
-        return;
-    }
     greeting.1.done(greeting.0);
     let Ok(slot) = slots.control.clone().try_acquire_owned() else {
         let e = line::error(format!(
@@ -307,59 +289,97 @@ async fn connection(
         return;
     }
     loop {
-        let answer = match next_frame(&mut reader, line::MAX_LINE).await {
-            Ok(Frame::Line(line)) if attach::follows(&line) => {
+        let reply = match next_frame(&mut reader, line::MAX_LINE).await {
+            Ok(Frame::Line(line)) => dispatch::answer_line(daemon.served(), &line).await,
+            Ok(Frame::TooLong(n)) => Reply::Line(line::error(format!(
+                "a line of {n} bytes is over the limit of {} bytes",
+                line::MAX_LINE
+            ))),
+            Ok(Frame::Eof) | Err(_) => return,
+        };
+        match reply {
+            Reply::Line(answer) => {
+                if send(&mut write, &answer).await.is_err() {
+                    return;
+                }
+            }
+            Reply::Log(first, follow) => {
+                if send(&mut write, &first).await.is_ok() {
+                    follow.run(&mut reader, &mut write).await;
+                }
+                return;
+            }
+            Reply::Describing => {
                 // Only a sandboxing proxy follows the description, for its sandbox's roots.
                 let _sandboxing = peer_pid(cred).map(|p| daemon.sandboxers.register(p));
                 attach::follow(&daemon.broker, reader, write, daemon.stop.clone()).await;
                 return;
             }
-            Ok(Frame::Line(line)) => match daemon.services.answer(&daemon.broker, &line) {
-                Some(services::Reply::Line(answer)) => answer,
-                Some(services::Reply::Follow(first, follow)) => {
-                    if send(&mut write, &first).await.is_ok() {
-                        follow.run(&mut reader, &mut write).await;
-                    }
-                    break;
-                }
-                None => match attach::attach_request(&line) {
-                    Some(Ok(request)) => {
-                        drop(slot);
-                        let Ok(_session) = slots.attached.clone().try_acquire_owned() else {
-                            let e = line::error(format!(
-                                "too many attached sessions (at most {MAX_ATTACHED})"
-                            ));
-                            let _ = send(&mut write, &e).await;
-                            return;
-                        };
-                        let pid = cred.and_then(|c| c.pid());
-                        let _sandboxing = request
-                            .sandboxed()
-                            .then(|| peer_pid(cred))
-                            .flatten()
-                            .map(|p| daemon.sandboxers.register(p));
-                        let (b, a, stop) =
-                            (&daemon.broker, &daemon.attachments, daemon.stop.clone());
-                        attach::run(b, a, request, pid, reader, write, stop).await;
-                        return;
-                    }
-                    Some(Err(message)) => line::error(message),
-                    None => match super::recovery::answer(&daemon.broker, &line).await {
-                        Some(answer) => answer,
-                        None => control::answer(&daemon.broker, &daemon.attachments, &line),
-                    },
-                },
-            },
-            Ok(Frame::TooLong(n)) => line::error(format!(
-                "a line of {n} bytes is over the limit of {} bytes",
-                line::MAX_LINE
-            )),
-            Ok(Frame::Eof) | Err(_) => break,
-        };
-        if send(&mut write, &answer).await.is_err() {
-            break;
+            Reply::Attach(request) => {
+                drop(slot);
+                attached(daemon, cred, request, (reader, write), slots).await;
+                return;
+            }
         }
     }
+}
+
+/// The peer check and the hello: the connection's two ends once the peer is this user and
+/// has proven the key; `None` once it has been told why not.
+async fn hello(stream: UnixStream, daemon: &Daemon) -> Option<Greeted> {
+    let peer = stream.peer_cred().ok().map(|c| c.uid());
+    if let Some(message) = socket::refuse_peer(peer, daemon.uid) {
+        daemon.refusals.foreign.warn(&message);
+        refuse(stream, line::error(message)).await;
+        return None;
+    }
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let hello = tokio::time::timeout(HELLO_WAIT, next_frame(&mut reader, line::MAX_LINE)).await;
+    let proven = match hello {
+        Ok(Ok(Frame::Line(line))) => {
+            serde_json::from_slice::<Hello>(&line).is_ok_and(|h| daemon.secret.matches(&h.hello))
+        }
+        _ => false,
+    };
+    if proven {
+        return Some((reader, write));
+    }
+    daemon
+        .refusals
+        .keyless
+        .warn("refused a connection without the daemon's key");
+    let message = "refused: the first line must be {\"hello\": KEY}, KEY being what the \
+                   daemon's key file beside the socket holds";
+    let _ = send(&mut write, &line::error(message)).await;
+    let _ = write.shutdown().await;
+    None
+}
+
+/// Serves the session `request` attaches on the connection, in an attached session's slot
+/// (its control slot already given back); refused when there is none.
+async fn attached(
+    daemon: &Daemon,
+    cred: Option<tokio::net::unix::UCred>,
+    request: AttachRequest,
+    (reader, mut write): Greeted,
+    slots: &Slots,
+) {
+    let Ok(_session) = slots.attached.clone().try_acquire_owned() else {
+        let e = line::error(format!(
+            "too many attached sessions (at most {MAX_ATTACHED})"
+        ));
+        let _ = send(&mut write, &e).await;
+        return;
+    };
+    let pid = cred.and_then(|c| c.pid());
+    let _sandboxing = request
+        .sandboxed()
+        .then(|| peer_pid(cred))
+        .flatten()
+        .map(|p| daemon.sandboxers.register(p));
+    let (b, a, stop) = (&daemon.broker, &daemon.attachments, daemon.stop.clone());
+    attach::run(b, a, request, pid, reader, write, stop).await;
 }
 
 /// The process id of a peer, from its credentials.

@@ -1,7 +1,6 @@
-//! What the daemon serves beside `status` and `revoke` (`control.rs`): the audit stream of
-//! `log` (`log.rs`), the `reload` of its policy, links to its console (`console/`), and the
-//! idle timer of `--idle-exit` (`idle.rs`). Their ops are answered here; the others go on to
-//! `control.rs`.
+//! What the daemon serves beside its broker: the audit ring `log` reads (`log.rs`), the
+//! `reload` of its policy, links to its console (`console/`), and the idle timer of
+//! `--idle-exit` (`idle.rs`). `dispatch.rs` answers their ops with what is here.
 //!
 //! - `{"op": "console"}` → `{"ok": true, "url": LINK}`, a fresh one-time sign-in link;
 //! - `{"op": "reload"}` → `{"ok": true, "rootsChanged": [...], "rootsRemoved": [...],
@@ -11,12 +10,12 @@
 
 use super::console::Console;
 use super::idle::{Busy, Idle};
-use super::line::error;
-use super::log::{Follow, Ring};
+use super::line::{self, error};
+use super::log::Ring;
+use super::protocol::{ConsoleLink, Reloaded};
 use crate::broker::Broker;
 use crate::policy::{Policy, PolicyError};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,21 +59,6 @@ pub(crate) struct Services {
     console: Option<Arc<Console>>,
 }
 
-/// An answer of these services.
-#[derive(Debug)]
-pub(crate) enum Reply {
-    /// One line, and the connection goes on.
-    Line(Value),
-    /// A first line, then the stream of new events until the client goes.
-    Follow(Value, Follow),
-}
-
-/// Only the op, to tell whose a request is.
-#[derive(Deserialize)]
-struct Op {
-    op: Option<String>,
-}
-
 impl Services {
     /// The services of a daemon whose broker is `broker`: its audit ring filled from now on,
     /// `reload` when it has a policy file, and an idle timer of `idle_exit`. Must run on a
@@ -103,21 +87,6 @@ impl Services {
         self
     }
 
-    /// The answer to `line` when its op is one of these services' (`log`, `reload`); `None`
-    /// for the others.
-    pub(crate) fn answer(&self, broker: &Broker, line: &[u8]) -> Option<Reply> {
-        let op = serde_json::from_slice::<Op>(line).ok()?.op?;
-        match op.as_str() {
-            "log" => Some(match self.log.answer(line) {
-                (first, Some(follow)) => Reply::Follow(first, follow),
-                (only, None) => Reply::Line(only),
-            }),
-            "reload" => Some(Reply::Line(self.reload(broker, line))),
-            "console" => Some(Reply::Line(self.console_link(line))),
-            _ => None,
-        }
-    }
-
     /// Marks the daemon in use, for its idle timer, until the guard is dropped.
     pub(crate) fn busy(&self) -> Busy {
         self.idle.busy()
@@ -130,23 +99,19 @@ impl Services {
 
     /// `{"op": "console"}` → `{"ok": true, "url": LINK}`: a fresh sign-in link to the
     /// console, served from now on if it was not.
-    fn console_link(&self, line: &[u8]) -> Value {
-        if let Err(refused) = only_op(line, "console") {
-            return refused;
-        }
+    pub(crate) fn console_link(&self) -> Value {
         let Some(console) = &self.console else {
             return error("this daemon has no console");
         };
         match super::console::link(console, None) {
-            Ok(url) => json!({"ok": true, "url": url}),
+            Ok(url) => line::ok(&ConsoleLink { url }),
             Err(e) => error(e),
         }
     }
 
-    fn reload(&self, broker: &Broker, line: &[u8]) -> Value {
-        if let Err(refused) = only_op(line, "reload") {
-            return refused;
-        }
+    /// `{"op": "reload"}`: the policy built anew from the policy file, and what changed; a
+    /// refusal, with why, when it does not load or validate (the old one stays in force).
+    pub(crate) fn reload(&self, broker: &Broker) -> Value {
         let Some(reload) = &self.reload else {
             return error(
                 "this daemon has no policy file to reload: its roots come from its flags \
@@ -162,14 +127,13 @@ impl Services {
                     .iter()
                     .map(|r| r.mount().to_string())
                     .collect();
-                json!({
-                    "ok": true,
-                    "policy": reload.file,
-                    "rootsChanged": r.roots_changed,
-                    "rootsRemoved": r.roots_removed,
-                    "sessionsTold": r.sessions_told,
-                    "watchesEnded": r.watches_ended,
-                    "roots": roots,
+                line::ok(&Reloaded {
+                    policy: reload.file.clone(),
+                    roots,
+                    roots_changed: r.roots_changed,
+                    roots_removed: r.roots_removed,
+                    sessions_told: r.sessions_told,
+                    watches_ended: r.watches_ended,
                 })
             }
             Err(e) => {
@@ -183,89 +147,5 @@ impl Services {
                 ))
             }
         }
-    }
-}
-
-/// Nothing, when `line` holds no field but its op; else the answer that says so (`what` is
-/// the op, for the message).
-fn only_op(line: &[u8], what: &str) -> Result<(), Value> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Request {
-        #[allow(dead_code)] // The dispatch read it.
-        op: String,
-    }
-    serde_json::from_slice::<Request>(line)
-        .map(drop)
-        .map_err(|e| {
-            error(format!(
-                "not a {what} request (it takes nothing but op): {e}"
-            ))
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::RootEntry;
-
-    fn line(s: &Services, b: &Broker, req: &str) -> Value {
-        match s.answer(b, req.as_bytes()) {
-            Some(Reply::Line(v)) => v,
-            other => panic!("{req}: {other:?}"),
-        }
-    }
-
-    #[tokio::test]
-    async fn reload_reports_what_changed_and_refuses_a_bad_policy() {
-        let dir = tempfile::tempdir().unwrap();
-        let (one, two) = (dir.path().join("one"), dir.path().join("two"));
-        std::fs::create_dir(&one).unwrap();
-        std::fs::create_dir(&two).unwrap();
-        let file = dir.path().join("policy.toml");
-        std::fs::write(&file, "[[roots]]\npath = \"one\"\n").unwrap();
-        let (broker, _n) = Broker::builder(Policy::load(&file).unwrap())
-            .build()
-            .unwrap();
-        let from = file.clone();
-        let rebuild: Rebuild = Box::new(move || Policy::load_for_reload(&from));
-        let s = Services::new(&broker, Some(Reload::new(file.clone(), rebuild)), None);
-        std::fs::write(&file, "[[roots]]\npath = \"two\"\n").unwrap();
-        let a = line(&s, &broker, r#"{"op":"reload"}"#);
-        assert_eq!(a["ok"], true, "{a}");
-        assert_eq!(a["rootsChanged"], json!(["two"]), "{a}");
-        assert_eq!(a["rootsRemoved"], json!(["one"]), "{a}");
-        assert_eq!(a["roots"], json!(["two"]), "{a}");
-        std::fs::write(&file, "[[roots]]\npath = \"two\"\nbogus = 1\n").unwrap();
-        let a = line(&s, &broker, r#"{"op":"reload"}"#);
-        assert_eq!(a["ok"], false, "{a}");
-        let why = a["error"].as_str().unwrap();
-        assert!(
-            why.contains("old one stays") && why.contains("bogus"),
-            "{a}"
-        );
-        assert_eq!(broker.roots().iter().count(), 1);
-        let a = line(&s, &broker, r#"{"op":"reload","all":true}"#);
-        assert_eq!(a["ok"], false, "{a}");
-    }
-
-    #[tokio::test]
-    async fn without_a_policy_file_reload_says_so_and_other_ops_pass_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let policy = Policy::new().root(RootEntry::new("demo", dir.path()));
-        let (broker, _n) = Broker::builder(policy).build().unwrap();
-        let s = Services::new(&broker, None, None);
-        let a = line(&s, &broker, r#"{"op":"reload"}"#);
-        assert_eq!(a["ok"], false, "{a}");
-        assert!(
-            a["error"].as_str().unwrap().contains("no policy file"),
-            "{a}"
-        );
-        assert!(s.answer(&broker, br#"{"op":"status"}"#).is_none());
-        assert!(s.answer(&broker, b"{").is_none());
-        assert!(matches!(
-            s.answer(&broker, br#"{"op":"log","follow":true}"#),
-            Some(Reply::Follow(..))
-        ));
     }
 }

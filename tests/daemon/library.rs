@@ -98,3 +98,61 @@ async fn more_sessions_attach_than_there_are_control_connections() {
         sessions.push(s);
     }
 }
+
+/// A library starts a daemon through its front door (`mcp_fsbroker::daemon::run`), as
+/// `fsbroker daemon` does: the command line's verbs and a host's session reach it on its
+/// socket, a policy fixed in code has no file to reload, and the daemon removes its socket
+/// and key when its shutdown resolves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_runs_a_daemon_through_its_front_door() {
+    use mcp_fsbroker::daemon::{DaemonConfig, PolicySource, run};
+    use mcp_fsbroker::policy::{Policy, RootEntry};
+    let p = Place::new();
+    std::fs::write(p.root.join("a.txt"), "from the library's daemon").unwrap();
+    let policy = Policy::new().root(RootEntry::new("root", &p.root));
+    let config = DaemonConfig::new(p.socket(), PolicySource::fixed(policy));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(run(config, async {
+        let _ = stopped.await;
+    }));
+    // A hang guard only: the key is written before the daemon listens.
+    let began = std::time::Instant::now();
+    while !(p.key().exists() && p.socket().exists()) {
+        assert!(
+            began.elapsed() < crate::sidecar::WAIT,
+            "the daemon did not start"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let socket = p.socket();
+    let mut s = DaemonSession::attach(Some(&socket), "library-host", None)
+        .await
+        .unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"});
+    s.send(&list).await.unwrap();
+    let r = answer(&mut s, 1).await;
+    let roots = r["result"]["roots"].as_array().map_or(0, Vec::len);
+    assert_eq!(roots, 1, "{r}");
+
+    let (status, reload, p) = tokio::task::spawn_blocking(move || {
+        let status = p.verb(&["status", "--json"]);
+        let reload = p.verb(&["reload"]);
+        (status, reload, p)
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{}", status.log());
+    let status: Value = serde_json::from_str(&status.out()).unwrap();
+    assert_eq!(status["sessions"][0]["server"], "library-host", "{status}");
+    assert!(!reload.success(), "{}", reload.log());
+    assert!(reload.log().contains("no policy file"), "{}", reload.log());
+
+    drop(s);
+    stop.send(()).unwrap();
+    let ran = tokio::time::timeout(crate::sidecar::WAIT, daemon)
+        .await
+        .expect("the daemon did not stop in time")
+        .unwrap();
+    assert_eq!(ran, Ok(()));
+    assert!(!p.socket().exists() && !p.key().exists());
+}

@@ -3,16 +3,17 @@
 //! grants and revocations are in `edits.rs`.
 //!
 
-use super::board::Answered;
+use super::board::{Answered, Offer, Shown};
 use super::edits::remember;
 use super::reply::Refusal;
 use super::reply::{bad, body, ok};
 use super::shared::Console;
 use crate::access::Access;
-use crate::consent::{ConsentAnswer, PathChoice, Purpose, narrowed, sanitise};
+use crate::consent::{ConsentAnswer, ConsentRequest, PathChoice, Purpose, narrowed, sanitise};
 use crate::daemon::control::{status, when};
 use crate::locks::lock;
 use crate::path::{MountPath, RelPath};
+use crate::policy::Layer;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -36,9 +37,26 @@ pub(super) fn picture(c: &Console) -> Value {
     let policy = c.broker.policy();
     let timeout = Duration::from_secs(policy.consent.timeout_secs.get());
     let layer = lock(&c.layer).clone();
+    let waiting = c.board.waiting();
+    json!({
+        "daemon": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "socket": c.socket,
+            "policy": policy.source,
+            "consentTimeoutSecs": timeout.as_secs(),
+        },
+        "sessions": status(&c.broker, &c.attachments),
+        "roots": roots_shown(c, &layer),
+        "questions": waiting.questions.iter().map(|q| question_shown(q, timeout)).collect::<Vec<_>>(),
+        "offers": offers_shown(c, &waiting.offers),
+        "remembered": remembered_shown(&layer),
+    })
+}
+
+/// The roots in force, each marked when the console added it.
+fn roots_shown(c: &Console, layer: &Layer) -> Vec<Value> {
     let added: Vec<String> = layer.added.iter().filter_map(|a| a.mount()).collect();
-    let roots: Vec<Value> = c
-        .broker
+    c.broker
         .roots()
         .iter()
         .map(|r| {
@@ -51,42 +69,42 @@ pub(super) fn picture(c: &Console) -> Value {
                 "fromConsole": added.contains(&mount),
             })
         })
-        .collect();
-    let waiting = c.board.waiting();
-    let questions: Vec<Value> = waiting
-        .questions
+        .collect()
+}
+
+/// A consent question as the page shows it, answered within `timeout` of being asked.
+fn question_shown(q: &Shown, timeout: Duration) -> Value {
+    let (r, asked) = (&q.request, q.asked);
+    let paths: Vec<Value> = r
+        .paths
         .iter()
-        .map(|q| {
-            let (r, asked) = (&q.request, q.asked);
-            let paths: Vec<Value> = r
-                .paths
-                .iter()
-                .map(|p| {
-                    json!({
-                        "path": p.to_string(),
-                        "hostPath": r.host_path(p),
-                        "folder": r.folders.contains(p),
-                    })
-                })
-                .collect();
+        .map(|p| {
             json!({
-                "id": format!("q{}", q.id),
-                "server": r.server_id,
-                "message": r.message.as_deref().map(|m| sanitise(m, MAX_MESSAGE)),
-                "access": r.access.as_str(),
-                "purpose": r.purpose.as_str(),
-                "asked": when(asked),
-                "expires": when(asked + timeout),
-                // Why it no longer waits: it is shown so, and takes no answer.
-                "withdrawn": q.withdrawn,
-                "paths": paths,
+                "path": p.to_string(),
+                "hostPath": r.host_path(p),
+                "folder": r.folders.contains(p),
             })
         })
         .collect();
-    // An offer to a session that has ended can no longer be taken up.
+    json!({
+        "id": format!("q{}", q.id),
+        "server": r.server_id,
+        "message": r.message.as_deref().map(|m| sanitise(m, MAX_MESSAGE)),
+        "access": r.access.as_str(),
+        "purpose": r.purpose.as_str(),
+        "asked": when(asked),
+        "expires": when(asked + timeout),
+        // Why it no longer waits: it is shown so, and takes no answer.
+        "withdrawn": q.withdrawn,
+        "paths": paths,
+    })
+}
+
+/// The offers to sessions still live: one to a session that has ended can no longer be
+/// taken up.
+fn offers_shown(c: &Console, offers: &[Offer]) -> Vec<Value> {
     let live = c.broker.sessions();
-    let offers: Vec<Value> = waiting
-        .offers
+    offers
         .iter()
         .filter(|o| live.contains(&o.server))
         .map(|o| {
@@ -99,8 +117,12 @@ pub(super) fn picture(c: &Console) -> Value {
                 "at": when(o.at),
             })
         })
-        .collect();
-    let remembered: Vec<Value> = layer
+        .collect()
+}
+
+/// The grants the console remembers.
+fn remembered_shown(layer: &Layer) -> Vec<Value> {
+    layer
         .remembered
         .iter()
         .map(|r| {
@@ -108,20 +130,7 @@ pub(super) fn picture(c: &Console) -> Value {
             json!({"server": r.server, "path": r.path, "access": r.access.as_str(),
                    "since": when(since)})
         })
-        .collect();
-    json!({
-        "daemon": {
-            "version": env!("CARGO_PKG_VERSION"),
-            "socket": c.socket,
-            "policy": policy.source,
-            "consentTimeoutSecs": timeout.as_secs(),
-        },
-        "sessions": status(&c.broker, &c.attachments),
-        "roots": roots,
-        "questions": questions,
-        "offers": offers,
-        "remembered": remembered,
-    })
+        .collect()
 }
 
 /// The number of an item the page names `PREFIX` and a number (`q7`, `o3`).
@@ -162,16 +171,22 @@ pub(super) async fn answer(
     }
 }
 
+/// Why a question no longer takes an answer: it was withdrawn, for `why`.
+fn withdrawn(why: &str) -> Refusal {
+    Refusal::new(
+        StatusCode::GONE,
+        format!("this question was withdrawn ({why}): nothing was granted or remembered"),
+    )
+}
+
+/// A question that no longer waits.
+fn gone() -> Refusal {
+    Refusal::new(StatusCode::NOT_FOUND, "this question no longer waits")
+}
+
 fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal> {
     let n = number(id, 'q')?;
     let a: Answer = body(bytes)?;
-    let gone = || Refusal::new(StatusCode::NOT_FOUND, "this question no longer waits");
-    let withdrawn = |why: &str| {
-        Refusal::new(
-            StatusCode::GONE,
-            format!("this question was withdrawn ({why}): nothing was granted or remembered"),
-        )
-    };
     let question = c.board.question(n).ok_or_else(gone)?;
     if let Some(why) = question.withdrawn {
         return Err(withdrawn(why));
@@ -182,8 +197,43 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
             "only access is remembered: a question about seeing roots is asked once a session",
         ));
     }
+    let choices = choices(&request, &a.answers)?;
+    match c.board.answer(n, ConsentAnswer::new(choices.clone())) {
+        Answered::Taken => {}
+        Answered::Withdrawn(why) => return Err(withdrawn(why)),
+        Answered::Unknown => return Err(gone()),
+    }
+    tracing::info!(
+        server = %request.server_id,
+        approved = choices.len(),
+        asked = request.paths.len(),
+        "console: consent question answered"
+    );
+    if a.remember && !choices.is_empty() {
+        // Remembered only for the very session that asked, still live: a grant to the name
+        // of one that has ended would go to whichever process claims that name next.
+        c.broker
+            .live_since(&request.server_id, question.asked)
+            .map_err(|e| {
+                Refusal::new(
+                    StatusCode::GONE,
+                    format!("answered for this session only, not remembered: {e}"),
+                )
+            })?;
+        let kept: Vec<(MountPath, Access)> =
+            choices.into_iter().map(|c| (c.granted, c.access)).collect();
+        remember(c, &request.server_id, &kept).inspect_err(|_| {
+            tracing::warn!("console: the answer was given but could not be remembered");
+        })?;
+    }
+    Ok(ok())
+}
+
+/// What the user approved of `request`, path by path: each path one that was asked for,
+/// narrowed only beneath itself, its access lowered and never raised.
+fn choices(request: &ConsentRequest, answers: &[PathAnswer]) -> Result<Vec<PathChoice>, Refusal> {
     let mut choices = Vec::new();
-    for p in &a.answers {
+    for p in answers {
         let asked: MountPath = p
             .path
             .parse()
@@ -216,35 +266,7 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
         }
         choices.push(PathChoice::new(asked, granted, access));
     }
-    match c.board.answer(n, ConsentAnswer::new(choices.clone())) {
-        Answered::Taken => {}
-        Answered::Withdrawn(why) => return Err(withdrawn(why)),
-        Answered::Unknown => return Err(gone()),
-    }
-    tracing::info!(
-        server = %request.server_id,
-        approved = choices.len(),
-        asked = request.paths.len(),
-        "console: consent question answered"
-    );
-    if a.remember && !choices.is_empty() {
-        // Remembered only for the very session that asked, still live: a grant to the name
-        // of one that has ended would go to whichever process claims that name next.
-        c.broker
-            .live_since(&request.server_id, question.asked)
-            .map_err(|e| {
-                Refusal::new(
-                    StatusCode::GONE,
-                    format!("answered for this session only, not remembered: {e}"),
-                )
-            })?;
-        let kept: Vec<(MountPath, Access)> =
-            choices.into_iter().map(|c| (c.granted, c.access)).collect();
-        remember(c, &request.server_id, &kept).inspect_err(|_| {
-            tracing::warn!("console: the answer was given but could not be remembered");
-        })?;
-    }
-    Ok(ok())
+    Ok(choices)
 }
 
 #[derive(Deserialize)]

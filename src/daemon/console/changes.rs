@@ -9,6 +9,7 @@
 
 use super::reply::{Refusal, body};
 use super::shared::Console;
+use crate::daemon::protocol;
 use crate::daemon::recovery::{self, Refused};
 use crate::error::ErrorKind;
 use axum::Json;
@@ -16,7 +17,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -59,21 +59,14 @@ pub(super) async fn list(State(console): State<Arc<Console>>) -> Response {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Restore {
-    id: String,
-    #[serde(default)]
-    to: Option<String>,
-}
-
 /// `POST /api/restore`: puts back what one change replaced or removed.
 pub(super) async fn restore(State(console): State<Arc<Console>>, bytes: Bytes) -> Response {
-    let r: Restore = match body(&bytes) {
+    // The socket's `restore` request: the same fields, the same store call.
+    let r: protocol::Restore = match body(&bytes) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    match recovery::restore(&console.broker, r.id, r.to).await {
+    match recovery::restore(&console.broker, r).await {
         Ok(done) => {
             tracing::info!(change = %done.id, path = %done.path, "console: restored");
             Json(json!({"ok": true, "restored": done})).into_response()
@@ -82,25 +75,19 @@ pub(super) async fn restore(State(console): State<Arc<Console>>, bytes: Bytes) -
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Undo {
-    server: String,
-    #[serde(default)]
-    since: Option<u64>,
-}
-
 /// `POST /api/undo`: takes back a server's (or a session's) changes, newest first; those
 /// whose place changed since are left alone and listed as conflicts.
 pub(super) async fn undo(State(console): State<Arc<Console>>, bytes: Bytes) -> Response {
-    let u: Undo = match body(&bytes) {
+    // The socket's `undo` request: the same fields, the same store call.
+    let u: protocol::Undo = match body(&bytes) {
         Ok(u) => u,
         Err(e) => return e.into_response(),
     };
-    match recovery::undo(&console.broker, u.server.clone(), u.since).await {
+    let server = u.server.clone();
+    match recovery::undo(&console.broker, u).await {
         Ok(undone) => {
             tracing::info!(
-                server = %u.server,
+                server = %server,
                 restored = undone.restored.len(),
                 conflicts = undone.conflicts.len(),
                 "console: undone"

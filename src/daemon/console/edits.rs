@@ -10,7 +10,7 @@ use super::reply::Refusal;
 use super::reply::{bad, body, ok};
 use super::shared::Console;
 use crate::access::Access;
-use crate::daemon::control;
+use crate::daemon::{control, protocol};
 use crate::locks::lock;
 use crate::path::{MountName, MountPath};
 use crate::policy::{AddedRoot, Layer, PolicyRoot, Remembered};
@@ -139,8 +139,15 @@ pub(super) async fn revoke(State(console): State<Arc<Console>>, bytes: Bytes) ->
         if r.server.is_none() && r.path.is_none() {
             return Err(bad("revoke needs a server, a path, or both"));
         }
-        let (server, path) = (r.server.as_deref(), r.path.as_deref());
-        let taken = control::revoke(&console.broker, server, path, false).map_err(bad)?;
+        // What the socket's `revoke` takes, but never `all`: the page takes grants back one
+        // server or one path at a time.
+        let request = protocol::Revoke {
+            server: r.server,
+            path: r.path,
+            all: false,
+        };
+        let taken = control::revoke(&console.broker, &request).map_err(bad)?;
+        let (server, path) = (&request.server, &request.path);
         tracing::info!(
             ?server,
             ?path,
@@ -153,22 +160,18 @@ pub(super) async fn revoke(State(console): State<Arc<Console>>, bytes: Bytes) ->
     run().unwrap_or_else(IntoResponse::into_response)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Resume {
-    server: String,
-}
-
 /// `POST /api/resume`: lifts a session's suspension.
 pub(super) async fn resume(State(console): State<Arc<Console>>, bytes: Bytes) -> Response {
     let run = || -> Result<Response, Refusal> {
-        let r: Resume = body(&bytes)?;
-        let resumed = console
-            .broker
-            .resume(&r.server)
-            .map_err(|e| bad(e.to_string()))?;
-        tracing::info!(server = r.server, resumed, "console: resumed");
-        Ok(Json(json!({"ok": true, "resumed": resumed})).into_response())
+        // The socket's `resume` request, the same fields and the same answer.
+        let r: protocol::Resume = body(&bytes)?;
+        let resumed = control::resume(&console.broker, &r).map_err(bad)?;
+        tracing::info!(
+            server = r.server,
+            resumed = resumed.resumed,
+            "console: resumed"
+        );
+        Ok(Json(crate::daemon::line::ok(&resumed)).into_response())
     };
     run().unwrap_or_else(IntoResponse::into_response)
 }
