@@ -408,12 +408,47 @@ const REMOTE_LAYERS: &[&str] = &[
     "modern", "legacy", "requests", "renew", "driver",
 ];
 
+/// The modules of `src/daemon/`, from the ground up. Its `mod.rs` only re-exports what the
+/// command line takes (the front door, the attached sessions, the listener).
+const DAEMON_LAYERS: &[&str] = &[
+    // The socket's place, the key, the proven connection; lines and small helpers.
+    "socket",
+    "secret",
+    "proof",
+    "line",
+    "hush",
+    "idle",
+    "lineage",
+    "greeting",
+    "usage",
+    // The attached sessions' questions, the protocol and its clients.
+    "questions",
+    "protocol",
+    // What the requests are answered from: the audit ring, the store, the broker, the console.
+    "log",
+    "recovery",
+    "control",
+    "console",
+    "background",
+    // Sessions served (over the socket, or in process), the services, the one dispatch.
+    "attach",
+    "in_process",
+    "services",
+    "dispatch",
+    // The server, its front door, a library host's session, the start for attaching commands.
+    "server",
+    "front",
+    "session",
+    "autostart",
+];
+
 #[test]
-fn every_import_in_the_proxys_sandbox_era_and_remote_runs_downward() {
+fn every_import_in_the_daemon_and_the_proxys_sandbox_era_and_remote_runs_downward() {
     for (dir, table, root_shared) in [
         ("proxy/sandbox", SANDBOX_LAYERS, true),
         ("proxy/era", ERA_LAYERS, true),
         ("proxy/remote", REMOTE_LAYERS, false),
+        ("daemon", DAEMON_LAYERS, true),
     ] {
         let (seen, wrong) = layered(dir, table, root_shared);
         assert!(

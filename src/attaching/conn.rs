@@ -6,12 +6,13 @@ use super::ask;
 use super::control::{Reader, connect, exchange, said};
 use super::door::Writer;
 use super::pending::{Pending, Route};
+use super::protocol::{AttachRequest, Attached, Request};
 use super::{Answered, Attach, Naming};
 use crate::framing::{Frame, next_frame};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
 use crate::locks::lock;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufWriter};
@@ -69,17 +70,16 @@ pub(super) async fn open<M: Default + Send + 'static>(
     answered: &Answered,
 ) -> Result<Live, String> {
     let (mut r, mut w) = connect(attach.door.as_ref()).await?;
-    let request = json!({
-        "op": "attach",
-        "server": naming.name(),
-        "serverPid": attach.server_pid,
-        "era": naming.era(),
-        "sandbox": attach.sandbox,
-        "asks": attach.asker.is_some(),
+    let request = Request::Attach(AttachRequest {
+        server: naming.name(),
+        server_pid: attach.server_pid,
+        era: naming.era(),
+        sandbox: attach.sandbox.clone(),
+        asks: attach.asker.is_some(),
     });
     let welcome = exchange(&mut r, &mut w, &request).await?;
-    let session = match welcome["session"].as_str() {
-        Some(s) if welcome["ok"] == true => s.to_owned(),
+    let session = match serde_json::from_value::<Attached>(welcome.clone()) {
+        Ok(a) if welcome["ok"] == true => a.session,
         _ => return Err(said(&welcome)),
     };
     let epoch = pending.begin();

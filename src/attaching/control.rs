@@ -2,8 +2,9 @@
 //! key proven when the broker asks for one, and one request answered at a time.
 
 use super::door::{Door, Reader as Raw, Writer};
+use super::protocol::Hello;
 use crate::framing::{Frame, next_frame};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
 
@@ -21,7 +22,7 @@ pub(super) async fn connect(door: &dyn Door) -> Result<(Reader, Writer), String>
     let opened = door.open().await?;
     let (mut reader, mut write) = (BufReader::new(opened.reader), opened.writer);
     if let Some(key) = opened.hello {
-        let welcome = exchange(&mut reader, &mut write, &json!({"hello": key})).await?;
+        let welcome = exchange(&mut reader, &mut write, &Hello { hello: key }).await?;
         if welcome["ok"] != true {
             return Err(said(&welcome));
         }
@@ -29,8 +30,12 @@ pub(super) async fn connect(door: &dyn Door) -> Result<(Reader, Writer), String>
     Ok((reader, write))
 }
 
-/// Sends one control line and reads its answer.
-pub(super) async fn exchange(r: &mut Reader, w: &mut Writer, v: &Value) -> Result<Value, String> {
+/// Sends one control line (a request of the protocol, or the hello) and reads its answer.
+pub(super) async fn exchange(
+    r: &mut Reader,
+    w: &mut Writer,
+    v: &impl serde::Serialize,
+) -> Result<Value, String> {
     let mut line = serde_json::to_vec(v).map_err(|e| e.to_string())?;
     line.push(b'\n');
     let talk = async {

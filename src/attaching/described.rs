@@ -3,10 +3,11 @@
 
 use super::control::{MAX_CONTROL, Reader, connect, exchange, said};
 use super::door::{Door, Writer};
+use super::protocol::{Describe, Request};
 use crate::framing::{Frame, next_frame};
 use crate::policy::EraMode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use tokio::io::AsyncWriteExt;
 
@@ -62,7 +63,7 @@ pub(crate) struct DescribedRoot {
 /// Asks the broker behind `door` to describe itself.
 pub(crate) async fn describe(door: &dyn Door) -> Result<Described, String> {
     let (mut r, mut w) = connect(door).await?;
-    let d = exchange(&mut r, &mut w, &json!({"op": "describe"})).await?;
+    let d = exchange(&mut r, &mut w, &Request::Describe(Describe::default())).await?;
     described(&d)
 }
 
@@ -76,9 +77,9 @@ impl Following {
     /// Asks the broker behind `door` for its description now and after every policy change.
     pub(crate) async fn start(door: &dyn Door) -> Result<Following, String> {
         let (reader, mut writer) = connect(door).await?;
-        let line = br#"{"op":"describe","follow":true}
-"#;
-        writer.write_all(line).await.map_err(|e| e.to_string())?;
+        let mut line = Request::Describe(Describe { follow: true }).to_line()?;
+        line.push(b'\n');
+        writer.write_all(&line).await.map_err(|e| e.to_string())?;
         Ok(Following {
             reader,
             _writer: writer,
