@@ -89,6 +89,9 @@ pub(crate) trait Naming: Send + Sync {
     fn known_at_start(&self) -> bool {
         false
     }
+    /// Told the session's id on the broker each time it attaches (the name asked for, or
+    /// `NAME#2`, ... while one of that name is live; a new session after a lost broker).
+    fn attached(&self, _session: &str) {}
 }
 
 /// Runs the session: each line of `input` (the server's brokered requests, its cancellations
@@ -117,6 +120,7 @@ pub(crate) async fn run<M: Default + Send + 'static>(
         match conn::open(&attach, naming.as_ref(), &pending, &output, &answered).await {
             Ok(l) => {
                 tracing::info!(session = %l.session(), "attached to the daemon");
+                naming.attached(l.session());
                 live = Some(l);
             }
             Err(e) => tracing::warn!(
@@ -146,6 +150,7 @@ pub(crate) async fn run<M: Default + Send + 'static>(
             match fresh {
                 Ok(l) => {
                     tracing::info!(session = %l.session(), "attached to the daemon");
+                    naming.attached(l.session());
                     live = Some(l);
                     backoff = BACKOFF_FIRST;
                 }

@@ -6,9 +6,10 @@ use super::proof::SocketDoor;
 use crate::attaching::{self, Asker, Attach, Naming};
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentProvider, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel};
+use crate::locks::lock;
 use serde_json::Value;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::task::JoinHandle;
 
 /// Why a [`DaemonSession`] could not be opened or used.
@@ -33,6 +34,7 @@ pub struct DaemonError(String);
 /// # Ok(()) }
 /// ```
 pub struct DaemonSession {
+    id: Arc<Mutex<Option<String>>>,
     to_daemon: LineSender,
     from_daemon: LineReceiver,
     task: JoinHandle<()>,
@@ -44,8 +46,8 @@ impl std::fmt::Debug for DaemonSession {
     }
 }
 
-/// A session name fixed from the start.
-struct Named(String);
+/// A session name fixed from the start, and the id the daemon gave it.
+struct Named(String, Arc<Mutex<Option<String>>>);
 
 impl Naming for Named {
     fn name(&self) -> String {
@@ -53,6 +55,9 @@ impl Naming for Named {
     }
     fn era(&self) -> Option<String> {
         None
+    }
+    fn attached(&self, session: &str) {
+        *lock(&self.1) = Some(session.to_owned());
     }
 }
 
@@ -96,9 +101,10 @@ impl DaemonSession {
             asker: consent.map(|c| Arc::new(Provider(c)) as Arc<dyn Asker>),
             max_line,
         };
+        let id: Arc<Mutex<Option<String>>> = Arc::default();
         let task = tokio::spawn(attaching::run(
             attach,
-            Arc::new(Named(server_id.to_owned())),
+            Arc::new(Named(server_id.to_owned(), id.clone())),
             input,
             no_calls,
             output,
@@ -106,10 +112,19 @@ impl DaemonSession {
             std::future::pending(),
         ));
         Ok(DaemonSession {
+            id,
             to_daemon,
             from_daemon,
             task,
         })
+    }
+
+    /// The session's id on the daemon, once it attached (at the first message sent): the
+    /// name asked for, or `NAME#2`, ... while a session of that name was live; the id of the
+    /// new session after the daemon was lost and answered again. What `fsbroker status` and
+    /// `fsbroker revoke --server` name it by.
+    pub fn session_id(&self) -> Option<String> {
+        lock(&self.id).clone()
     }
 
     /// Sends one message of the server's: a request, a batch, or a `notifications/cancelled`.

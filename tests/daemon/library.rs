@@ -156,3 +156,43 @@ async fn a_library_runs_a_daemon_through_its_front_door() {
     assert_eq!(ran, Ok(()));
     assert!(!p.socket().exists() && !p.key().exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_learns_the_session_id_the_daemon_chose() {
+    let p = Place::new();
+    let _d = p.start_with(&["--consent", "auto"]);
+    let socket = p.socket();
+    let roots = json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"});
+    let mut first = DaemonSession::attach(Some(&socket), "twin", None)
+        .await
+        .unwrap();
+    assert_eq!(
+        first.session_id(),
+        None,
+        "no session before the first message"
+    );
+    first.send(&roots).await.unwrap();
+    answer(&mut first, 1).await;
+    let mut second = DaemonSession::attach(Some(&socket), "twin", None)
+        .await
+        .unwrap();
+    second.send(&roots).await.unwrap();
+    answer(&mut second, 1).await;
+    assert_eq!(first.session_id().as_deref(), Some("twin"));
+    // A second live session of the name is numbered, and the host is told which it is: the
+    // name `fsbroker status` and `revoke --server` know it by.
+    assert_eq!(second.session_id().as_deref(), Some("twin#2"));
+    let status = tokio::task::spawn_blocking(move || {
+        let ran = p.verb(&["status", "--json"]);
+        serde_json::from_str::<Value>(&ran.out()).unwrap()
+    })
+    .await
+    .unwrap();
+    let names: Vec<&str> = status["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["server"].as_str())
+        .collect();
+    assert!(names.contains(&"twin#2"), "{status}");
+}
