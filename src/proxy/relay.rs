@@ -89,21 +89,17 @@ impl Relay {
             .clone()
     }
 
-    /// Takes the session's name from the server's answer to `initialize` (or to a forwarded
-    /// `server/discover`).
-    pub(super) fn note_server_name(&self, line: &[u8]) {
-        let name = serde_json::from_slice::<Value>(line)
-            .ok()
-            .and_then(|v| server_name_in(&v));
-        if let Some(name) = name {
+    /// Takes the session's name, and the agreed revision, from the server's answer `v` to
+    /// `initialize` (or to a forwarded `server/discover`), read once by the caller.
+    pub(super) fn note_server_name(&self, v: &Value) {
+        if let Some(name) = server_name_in(v) {
             tracing::info!(server = %name, "server initialized");
             let _ = self.server_name.set(name);
         }
-        let version = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
-            v.pointer("/result/protocolVersion")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
+        let version = v
+            .pointer("/result/protocolVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         if let Some(v) = version {
             self.era.facts().version = Some(v);
         }
@@ -130,7 +126,9 @@ impl Relay {
         {
             return;
         }
-        self.note_server_name(line);
+        if let Ok(v) = serde_json::from_slice::<Value>(line) {
+            self.note_server_name(&v);
+        }
     }
 
     /// The agreed protocol revision when it has no JSON-RPC batches (2025-06-18 and later,

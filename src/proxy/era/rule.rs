@@ -114,14 +114,11 @@ impl EraState {
 
     /// Notes the server's answer to the host's `initialize`: a `-32022` naming only modern
     /// versions means the server is modern-only.
-    pub(crate) fn note_init_answer(&self, line: &[u8]) {
-        let Ok(v) = serde_json::from_slice::<Value>(line) else {
-            return;
-        };
+    pub(crate) fn note_init_answer(&self, v: &Value) {
         if v.get("result").is_some() && self.era() == Some(Era::Legacy) {
             self.announce(Era::Legacy);
         }
-        let Some(supported) = only_modern(&v) else {
+        let Some(supported) = only_modern(v) else {
             return;
         };
         match self.mode() {

@@ -159,8 +159,11 @@ fn answer(state: &Relay, item: &[u8], id: Value) -> Verdict {
         hit
     };
     if answers_init {
-        state.note_server_name(item);
-        state.era.note_init_answer(item);
+        // Read once, for the name, the revision and the era.
+        if let Ok(v) = serde_json::from_slice::<Value>(item) {
+            state.note_server_name(&v);
+            state.era.note_init_answer(&v);
+        }
     } else {
         state.learn_modern_name(item);
     }

@@ -156,7 +156,7 @@ fn a_server_message_becomes_the_same_alone_and_in_a_batch() {
 #[test]
 fn a_server_batch_is_refused_whole_in_a_revision_without_batches() {
     let (state, host) = session();
-    state.note_server_name(br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":"s"}}}"#);
+    state.note_server_name(&serde_json::json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":"s"}}}));
     let batch =
         br#"[{"jsonrpc":"2.0","id":1,"method":"roots/list"},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
     let mut routed = server::route(batch.to_vec(), &host, &state);
