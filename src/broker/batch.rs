@@ -8,7 +8,7 @@
 //! single request, however many large reads it asks for.
 
 use super::Broker;
-use super::request::Seat;
+use super::running::Seat;
 use crate::error::Error;
 use crate::jsonrpc::{Id, Item, Response};
 

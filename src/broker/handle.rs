@@ -1,7 +1,7 @@
 //! [`ServerSession`]: a session a host opened, whose drop ends it.
 
 use super::Broker;
-use super::request::Seat;
+use super::running::Seat;
 use crate::error::Result;
 use crate::path::MountPath;
 use crate::session::Session;

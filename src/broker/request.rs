@@ -2,9 +2,9 @@
 //! order, the signal that withdraws it), run, counted and audited, also when it is withdrawn.
 
 use super::Broker;
-use super::running::Running;
+use super::running::{Running, Seat};
 use crate::audit::AuditRecord;
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::jsonrpc::{self, Item, Message, Request, Response};
 use crate::method::Method;
 use crate::ops::{self, Ctx};
@@ -16,20 +16,6 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-/// The session a message runs in, as it was found when the message was handed over: the
-/// session, or why there is none (the broker holds its most sessions), with the id asked by.
-pub(crate) struct Seat {
-    pub(super) id: String,
-    pub(super) session: Result<Arc<Session>>,
-    /// When the message was handed over: a refusal of the user's choice counts against a
-    /// request only if it was sent after the server was told of it.
-    pub(super) sent: Instant,
-    /// The message's turn, once taken: the blocking work of its operations holds it too, so
-    /// that work which outlives its caller (a dropped future, a timeout) still keeps the
-    /// session's later changes waiting until it really ends.
-    turn: std::sync::OnceLock<Arc<Turn>>,
-}
-
 /// What handing a message over gave it: its turn in the session's order, and for a single
 /// request the signal that withdraws it.
 #[derive(Default)]
@@ -39,15 +25,6 @@ pub(crate) struct Handed {
 }
 
 impl Seat {
-    pub(super) fn of(session: Arc<Session>) -> Seat {
-        Seat {
-            id: session.server_id().to_owned(),
-            session: Ok(session),
-            sent: Instant::now(),
-            turn: std::sync::OnceLock::new(),
-        }
-    }
-
     /// Hands `message` over: acts at once on the cancellations it holds, and takes its
     /// turn. Nothing for a message that could not be decoded or a session that cannot be had:
     /// there is nothing to order, and it fails on its own.

@@ -1,14 +1,15 @@
 //! A request being run, and what is done with it when it ends: its audit line, its session's
-//! counters, and the watchdog's count of its refusals.
+//! counters, and the watchdog's count of its refusals; and the seat it runs in.
 
 use super::Broker;
-use super::request::Seat;
 use crate::audit::{AuditRecord, Violation};
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::method::Method;
 use crate::ops::Ctx;
 use crate::session::Session;
+use crate::turn::Turn;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 /// A request being run: when it ends, or is dropped before it ends (its caller withdrew
@@ -184,6 +185,31 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         if !self.done {
             self.record(None);
+        }
+    }
+}
+
+/// The session a message runs in, as it was found when the message was handed over: the
+/// session, or why there is none (the broker holds its most sessions), with the id asked by.
+pub(crate) struct Seat {
+    pub(super) id: String,
+    pub(super) session: Result<Arc<Session>>,
+    /// When the message was handed over: a refusal of the user's choice counts against a
+    /// request only if it was sent after the server was told of it.
+    pub(super) sent: Instant,
+    /// The message's turn, once taken: the blocking work of its operations holds it too, so
+    /// that work which outlives its caller (a dropped future, a timeout) still keeps the
+    /// session's later changes waiting until it really ends.
+    pub(super) turn: std::sync::OnceLock<Arc<Turn>>,
+}
+
+impl Seat {
+    pub(super) fn of(session: Arc<Session>) -> Seat {
+        Seat {
+            id: session.server_id().to_owned(),
+            session: Ok(session),
+            sent: Instant::now(),
+            turn: std::sync::OnceLock::new(),
         }
     }
 }

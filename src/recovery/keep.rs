@@ -4,7 +4,7 @@
 use super::change::{By, USER};
 use super::copy::CopyFail;
 use super::journal::Line;
-use super::keeping::{Place, Terms};
+use super::place::{Place, Terms};
 use super::store::new_id;
 use super::{Change, Kept, RecoveryStore, now_ms};
 use crate::error::{Error, ErrorKind, Reason, Result};

@@ -15,6 +15,7 @@ mod copy;
 mod journal;
 mod keep;
 mod keeping;
+mod place;
 mod prune;
 mod putback;
 mod remove;

@@ -6,7 +6,7 @@
 
 use super::RecoveryStore;
 use super::keep::{Keep, Origin};
-use super::keeping::Place;
+use super::place::Place;
 use crate::error::{Error, Result};
 use crate::policy::RecoveryPolicy;
 

@@ -4,7 +4,7 @@
 
 use super::RecoveryStore;
 use super::keep::{Keep, Origin, fingerprint, kept_as};
-use super::keeping::{Place, Terms};
+use super::place::{Place, Terms};
 use super::store::new_id;
 use super::walk::Unmeasured;
 use crate::error::{Error, ErrorKind, Result};

@@ -2,7 +2,7 @@
 //! made deterministic by taking the name at that point.
 
 use super::super::keep::Origin;
-use super::super::keeping::{Place, Terms};
+use super::super::place::{Place, Terms};
 use super::super::store::BESIDE;
 use super::RecoveryStore;
 use crate::deadline::Deadline;

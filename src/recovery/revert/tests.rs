@@ -1,7 +1,7 @@
 //! Restores against races, a full store, another filesystem and a root moved for a link.
 
 use super::super::keep::{Origin, fingerprint};
-use super::super::keeping::{Place, Terms};
+use super::super::place::{Place, Terms};
 use super::RecoveryStore;
 use crate::policy::RecoveryPolicy;
 use std::time::{Duration, Instant};
