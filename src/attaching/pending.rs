@@ -7,7 +7,6 @@ use crate::error::{Error, ErrorKind, Reason};
 use crate::jsonrpc::{CANCELLED, id_key, refusal};
 use crate::locks::lock;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -40,16 +39,14 @@ struct Inner {
     batches: u64,
 }
 
-/// One message of a line, as far as this needs to read it.
+/// One message of a line, as far as this needs to read it: the rest (its `params`) is
+/// skipped through unread.
 #[derive(Deserialize)]
 struct Item {
     #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
     method: Option<String>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    params: Option<IgnoredAny>,
 }
 
 /// One request awaiting its answer.

@@ -153,7 +153,8 @@ impl Proxy {
         attach.server_pid = pid;
         let backend = Backend { described, attach };
         let max_line = backend.max_line();
-        let state = Arc::new(Relay::new(server_id.clone()));
+        // A link without a process of ours is a remote server's.
+        let state = Arc::new(Relay::new(server_id.clone()).remote(pid.is_none()));
         let mode = era.unwrap_or(backend.era());
         tracing::info!(?mode, "protocol era rule");
         let capabilities = backend.capabilities();

@@ -24,6 +24,9 @@ pub(super) struct Relay {
     pub(super) era: Arc<EraState>,
     /// Whether the server asked for its roots by the end of its handshake.
     pub(super) roots_asked: RootsAsked,
+    /// Whether the server is a remote one (`--url`): what it opens on its own is on its own
+    /// machine, which no flag here confines.
+    pub(super) remote: bool,
 }
 
 /// Whether the server asked for its roots (`roots/list`) by the time its handshake was over.
@@ -47,9 +50,18 @@ impl RootsAsked {
         self.handshake_over.store(true, Ordering::SeqCst);
     }
 
-    /// The server asked for its roots.
+    /// The server asked for its roots. One that was said not to have, and asks now, is said
+    /// to, once: from here on it is told the broker's roots.
     pub(super) fn note_asked(&self) {
-        self.asked.store(true, Ordering::SeqCst);
+        let first = !self.asked.swap(true, Ordering::SeqCst);
+        if first
+            && self.settled.load(Ordering::SeqCst)
+            && self.handshake_over.load(Ordering::SeqCst)
+        {
+            tracing::info!(
+                "the server asked for its roots after all: from here on it works from the broker's roots, and what it did before came from its own command line"
+            );
+        }
     }
 
     /// The server answers the host, other than the answer to `initialize` (which a host that
@@ -73,7 +85,14 @@ impl Relay {
             brokered: Arc::default(),
             era: Arc::new(EraState::new()),
             roots_asked: RootsAsked::default(),
+            remote: false,
         }
+    }
+
+    /// This relay, for a remote server.
+    pub(super) fn remote(mut self, remote: bool) -> Relay {
+        self.remote = remote;
+        self
     }
 
     /// The session's id: the one configured, else the server's name, else the default;

@@ -37,3 +37,4 @@ mod stalls;
 mod tls;
 mod unreachable;
 mod unreadable;
+mod unrooted;

@@ -48,6 +48,8 @@ pub(in crate::proxy) enum Verdict {
 pub(in crate::proxy) enum Notice {
     /// The server answered the host after its handshake without asking for its roots.
     RootsUnasked,
+    /// The same, of a remote server (`--url`).
+    RemoteRootsUnasked,
 }
 
 impl Notice {
@@ -59,6 +61,12 @@ impl Notice {
                  works from what its own command line names, not from the broker's roots, so \
                  --root does not confine it (consent and the audit log cover only what it asks \
                  for with files/*); only --sandbox confines what it opens itself"
+            }
+            Notice::RemoteRootsUnasked => {
+                "the remote server ended its handshake without asking for its roots \
+                 (roots/list): it works from its own data on its own machine, which --root \
+                 does not reach; the broker's roots, consent and audit log cover only what it \
+                 asks for with files/*"
             }
         }
     }
@@ -173,7 +181,11 @@ fn answer(state: &Relay, item: &[u8], id: Value) -> Verdict {
         None => {
             state.era.forget(&id);
             if !answers_init && state.roots_asked.unasked_at_answer() {
-                return Verdict::HostNoting(Notice::RootsUnasked);
+                return Verdict::HostNoting(if state.remote {
+                    Notice::RemoteRootsUnasked
+                } else {
+                    Notice::RootsUnasked
+                });
             }
             Verdict::Host
         }
