@@ -94,8 +94,9 @@
 // here, not in Cargo.toml's `[lints]`, which would reach the tests' and benches' own crates.)
 #![deny(unreachable_pub)]
 // Dead code is judged on the build with every feature (CI's clippy): what only a face uses
-// (the proxy's queue operations, the rmcp adapter's session naming) is not dead when that
-// face is left out.
+// (the proxy's queue operations, the rmcp adapter's session naming, the control protocol's
+// answers only the command line reads) is not dead, nor its import unused, when that face is
+// left out.
 #![cfg_attr(
     not(all(
         feature = "cli",
@@ -103,7 +104,7 @@
         feature = "fuzzing",
         feature = "rmcp"
     )),
-    allow(dead_code)
+    allow(dead_code, unused_imports)
 )]
 
 // The embedder's surface: these modules are public, and so are the items re-exported below.
