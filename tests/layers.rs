@@ -51,10 +51,12 @@ const LAYERS: &[&str] = &[
     "reload",
     // The attaching end of a broker's session, the one road from every face to a broker.
     "attaching",
+    // The faces. The proxy stands below the daemon: it reaches every broker through
+    // `attaching`, and never names the daemon (the command line hands it the door).
+    "proxy",
     // One broker for a user: the daemon's socket and console, and its sessions served in
     // process for a proxy of its own.
     "daemon",
-    "proxy",
     "fuzzing",
     "rmcp_adapter",
     // The command line, which runs the faces.

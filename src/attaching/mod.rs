@@ -17,6 +17,7 @@ mod control;
 mod described;
 mod door;
 mod pending;
+pub(crate) mod places;
 pub(crate) mod protocol;
 
 #[cfg(any(feature = "cli", feature = "proxy"))]

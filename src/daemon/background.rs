@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,14 +25,8 @@ const LOG_ROTATE: u64 = 1024 * 1024;
 /// Lines of the log shown when a daemon does not come up.
 const TAIL_LINES: usize = 20;
 
-/// The log of daemons started in the background: `$XDG_STATE_HOME/fsbroker/daemon.log`, else
-/// `~/.local/state/fsbroker/daemon.log`.
-pub(crate) fn log_path() -> Result<PathBuf, String> {
-    let base = crate::policy::xdg_dir("XDG_STATE_HOME", ".local/state").ok_or_else(|| {
-        "no place for the daemon's log: XDG_STATE_HOME and HOME are both unset".to_owned()
-    })?;
-    Ok(base.join("fsbroker").join("daemon.log"))
-}
+/// The log of daemons started in the background (see [`crate::attaching::places`]).
+pub(crate) use crate::attaching::places::daemon_log as log_path;
 
 /// Starts `<this executable> ARGS --foreground --detached` (ARGS beginning with `daemon`) with
 /// its output appended to [`log_path`], and waits until it answers on `socket`. An `Err` says

@@ -77,7 +77,7 @@ pub(crate) use questions::Attachments;
 #[cfg(feature = "cli")]
 pub(crate) use server::Listening;
 
+pub use crate::attaching::places::default_socket;
 pub use session::{DaemonError, DaemonSession};
-pub use socket::default_socket;
 #[cfg(feature = "cli")]
 pub(crate) use socket::private_file;

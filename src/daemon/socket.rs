@@ -7,9 +7,6 @@ use std::io::ErrorKind as IoKind;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-/// The file name of the socket in its directory.
-pub(crate) const SOCKET_NAME: &str = "broker.sock";
-
 /// The longest socket path this platform's `sockaddr_un` holds, without its terminating NUL
 /// (`sun_path` is 108 bytes on Linux, 104 on the BSDs and macOS).
 #[cfg(target_os = "linux")]
@@ -17,23 +14,6 @@ pub(crate) const MAX_SOCKET_PATH: usize = 107;
 /// The longest socket path this platform's `sockaddr_un` holds, without its terminating NUL.
 #[cfg(not(target_os = "linux"))]
 pub(crate) const MAX_SOCKET_PATH: usize = 103;
-
-/// The default socket: `$XDG_RUNTIME_DIR/fsbroker/broker.sock`, else
-/// `$XDG_STATE_HOME/fsbroker/broker.sock` (`~/.local/state` when that is unset). Empty or
-/// relative values count as unset, as the XDG base directory specification says.
-pub fn default_socket() -> Result<PathBuf, String> {
-    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute());
-    let base = runtime
-        .or_else(|| crate::policy::xdg_dir("XDG_STATE_HOME", ".local/state"))
-        .ok_or_else(|| {
-            "no place for the socket: XDG_RUNTIME_DIR, XDG_STATE_HOME and HOME are all unset; \
-             name one with --socket"
-                .to_owned()
-        })?;
-    Ok(base.join("fsbroker").join(SOCKET_NAME))
-}
 
 /// Checks that `socket` fits in `sun_path`.
 pub(crate) fn check_length(socket: &Path) -> Result<(), String> {

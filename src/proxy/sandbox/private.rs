@@ -163,7 +163,7 @@ impl PrivatePlaces {
         add(Kind::Socket, source.socket().and_then(socket_dir));
         add(
             Kind::Socket,
-            crate::daemon::default_socket()
+            crate::attaching::places::default_socket()
                 .ok()
                 .and_then(|s| socket_dir(&s)),
         );
@@ -191,7 +191,7 @@ impl PrivatePlaces {
             crate::policy::RecoveryPolicy::default().store_dir(),
         );
         #[cfg(feature = "cli")]
-        add(Kind::DaemonLog, crate::daemon::background::log_path().ok());
+        add(Kind::DaemonLog, crate::attaching::places::daemon_log().ok());
         // What the broker names itself: the daemon's environment may place them elsewhere
         // than the proxy's.
         let kept = source.kept();
