@@ -5,13 +5,12 @@
 use super::ask;
 use super::control::{Reader, connect, exchange, said};
 use super::door::Writer;
-use super::pending::{Pending, Route};
+use super::pending::{Head, Pending, Route, heads};
 use super::protocol::{AttachRequest, Attached, Request};
 use super::{Answered, Attach, Naming};
 use crate::framing::{Frame, next_frame};
 use crate::lines::{LineReceiver, LineSender, QUEUE_LINES, budget, line_channel, write_queued};
 use crate::locks::lock;
-use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,20 +187,11 @@ async fn read<M: Default + Send + 'static>(mut r: Reader, how: Reading<M>) {
     }
 }
 
-/// One message of a daemon's line, as far as routing needs it.
-#[derive(Deserialize)]
-struct Head {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    method: Option<String>,
-}
-
 /// Sends one line of the daemon where it goes; false when the server's side is gone.
 async fn route<M: Default + Send + 'static>(line: Vec<u8>, how: &Reading<M>) -> bool {
-    let batch = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let (messages, batch) = heads(&line);
     if batch {
-        for head in serde_json::from_slice::<Vec<Head>>(&line).unwrap_or_default() {
+        for head in messages {
             if let Some(id) = head.id {
                 how.pending.answered(&id);
                 (how.answered)(&id);
@@ -209,8 +199,7 @@ async fn route<M: Default + Send + 'static>(line: Vec<u8>, how: &Reading<M>) -> 
         }
         return how.output.send(line).await.is_ok();
     }
-    let head: Option<Head> = serde_json::from_slice(&line).ok();
-    match head {
+    match messages.into_iter().next() {
         Some(Head {
             id: None,
             method: Some(m),

@@ -39,14 +39,14 @@ struct Inner {
     batches: u64,
 }
 
-/// One message of a line, as far as this needs to read it: the rest (its `params`) is
-/// skipped through unread.
+/// One message of a line, as far as noting and routing it needs: its id and method, the rest
+/// (its `params`, its `result`) skipped through unread.
 #[derive(Deserialize)]
-struct Item {
+pub(super) struct Head {
     #[serde(default)]
-    id: Option<Value>,
+    pub(super) id: Option<Value>,
     #[serde(default)]
-    method: Option<String>,
+    pub(super) method: Option<String>,
 }
 
 /// One request awaiting its answer.
@@ -76,12 +76,12 @@ pub(super) enum Route {
 
 /// The messages of `line`: one, or a batch's; the ids read loosely where the line is no
 /// JSON-RPC at all (the daemon then answers it as it answers any bad line).
-fn items(line: &[u8]) -> (Vec<Item>, bool) {
+pub(super) fn heads(line: &[u8]) -> (Vec<Head>, bool) {
     let batch = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     let items = if batch {
-        serde_json::from_slice::<Vec<Item>>(line).unwrap_or_default()
+        serde_json::from_slice::<Vec<Head>>(line).unwrap_or_default()
     } else {
-        serde_json::from_slice::<Item>(line).map_or_else(|_| Vec::new(), |i| vec![i])
+        serde_json::from_slice::<Head>(line).map_or_else(|_| Vec::new(), |i| vec![i])
     };
     (items, batch)
 }
@@ -146,7 +146,7 @@ impl Pending {
     /// Notes the requests of `line` before it goes on connection `epoch`; a cancellation
     /// forgets the request it names when the daemon withdraws it (and so never answers it).
     pub(super) fn note(&self, epoch: u64, line: &[u8]) -> Noted {
-        let (items, batch) = items(line);
+        let (items, batch) = heads(line);
         let cancels = if items
             .iter()
             .any(|i| i.id.is_none() && i.method.as_deref() == Some(CANCELLED))
@@ -277,7 +277,7 @@ impl Pending {
     }
 
     fn refuse(&self, line: &[u8], answer: impl Fn(&Value) -> Value) -> Vec<Value> {
-        let (items, batch) = items(line);
+        let (items, batch) = heads(line);
         let ids: Vec<Value> = items
             .into_iter()
             .filter(|i| i.method.is_some())

@@ -119,7 +119,7 @@ pub(crate) async fn run<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let name = crate::session::server_name(&request.server).unwrap_or_default();
+    let name = request.name().unwrap_or_default();
     let Some((id, (session, notifications))) = open_named(broker, &name) else {
         let e = super::line::error(format!(
             "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"

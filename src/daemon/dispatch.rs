@@ -65,9 +65,9 @@ pub(crate) async fn answer(at: Served<'_>, request: Request) -> Reply {
         },
         Request::Describe(d) if d.follow => return Reply::Describing,
         Request::Describe(_) => attach::describe(broker),
-        Request::Attach(request) => match crate::session::server_name(&request.server) {
-            Some(_) => return Reply::Attach(request),
-            None => error("attach needs a server name with a printable character"),
+        Request::Attach(request) => match request.name() {
+            Ok(_) => return Reply::Attach(request),
+            Err(message) => error(message),
         },
         Request::Log(log) => match at.services.ring().answer(log) {
             (first, Some(follow)) => return Reply::Log(first, follow),

@@ -96,13 +96,13 @@ async fn serve(
         _ => return,
     };
     let answer = match Request::parse(&first) {
-        Ok(Request::Attach(request)) if crate::session::server_name(&request.server).is_some() => {
-            let pid = i32::try_from(std::process::id()).ok();
-            return attach::run(&broker, &attachments, request, pid, reader, write, stop).await;
-        }
-        Ok(Request::Attach(_)) => {
-            line::error("attach needs a server name with a printable character")
-        }
+        Ok(Request::Attach(request)) => match request.name() {
+            Ok(_) => {
+                let pid = i32::try_from(std::process::id()).ok();
+                return attach::run(&broker, &attachments, request, pid, reader, write, stop).await;
+            }
+            Err(message) => line::error(message),
+        },
         Ok(Request::Describe(d)) if d.follow => {
             return attach::follow(&broker, reader, write, stop).await;
         }

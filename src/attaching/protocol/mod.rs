@@ -175,6 +175,13 @@ pub(crate) struct AttachRequest {
 }
 
 impl AttachRequest {
+    /// The session's name, cleaned for a session id ([`crate::session::server_name`]), or
+    /// why the request names none.
+    pub(crate) fn name(&self) -> Result<String, String> {
+        crate::session::server_name(&self.server)
+            .ok_or_else(|| "attach needs a server name with a printable character".to_owned())
+    }
+
     /// Whether the attaching client runs its server in a sandbox.
     pub(crate) fn sandboxed(&self) -> bool {
         self.sandbox.as_ref().is_some_and(|s| !s.is_null())
