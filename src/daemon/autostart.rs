@@ -34,8 +34,10 @@ pub(crate) fn user_policy() -> Result<PathBuf, String> {
 pub(crate) fn ensure(socket: &Path) -> Result<(), String> {
     match blocking::probe(socket) {
         Ok(()) => return Ok(()),
-        // A daemon that is there but refuses (too busy, say) is reported, never replaced.
-        Err(why) if blocking::listened_on(socket) => return Err(why),
+        // Something listens now: a daemon that is there but refuses (too busy, say) is
+        // reported, never replaced; one that began to listen after the probe looked (another
+        // caller's start) is asked again, and answers.
+        Err(_) if blocking::listened_on(socket) => return blocking::probe(socket),
         Err(_) => {}
     }
     let policy = user_policy()?;
