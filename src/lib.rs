@@ -116,6 +116,7 @@ pub mod daemon;
 pub mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod identity;
 pub mod path;
 pub mod policy;
 pub mod recovery;
@@ -161,6 +162,7 @@ pub use audit::{AuditLog, AuditVerdict};
 pub use broker::{Broker, BrokerBuilder, Notification, Notifications};
 pub use consent::{ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest};
 pub use error::{Error, ErrorKind, Reason, UnknownReason};
+pub use identity::Identity;
 pub use method::Method;
 pub use path::MountPath;
 pub use policy::Policy;

@@ -29,6 +29,8 @@ const LAYERS: &[&str] = &[
     "turn",
     "lane",
     "atomic",
+    // Who a server is, from the kernel and the filesystem.
+    "identity",
     // The policy and what is opened from it.
     "policy",
     "limits",
