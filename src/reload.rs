@@ -183,7 +183,8 @@ fn compare(old: &Config, new: &Config) -> ReloadReport {
 fn regrant(session: &Session, new: &Config, before: &[Seen], after: &[Seen]) {
     let mut grants = session.grants();
     let old_standing = grants.remove_standing();
-    let fresh = standing_grants(new, session.server_id());
+    let (fresh, held_back) = standing_grants(new, session.server_id(), session.identity());
+    *session.held_back() = held_back;
     for g in &old_standing {
         if !fresh
             .iter()

@@ -90,6 +90,22 @@ pub(crate) struct Session {
     pub(crate) cpu: Arc<std::sync::atomic::AtomicU64>,
     /// Its violations over the last minute, and its suspension.
     watchdog: Mutex<Watchdog>,
+    /// Who its server is, as the face that opened it worked out; `None` when it could not
+    /// be told (a library host that gave none).
+    identity: Option<Arc<crate::Identity>>,
+    /// The standing grants its name would hold that its identity does not (see
+    /// [`HeldBack`]): a question about one of their paths says why it is asked again.
+    held_back: Mutex<Vec<HeldBack>>,
+}
+
+/// A standing grant a session's name would hold and its identity does not: a remembered
+/// grant given to another program, or one edited since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeldBack {
+    /// The grant's path, in mount form.
+    pub path: String,
+    /// Why the session does not hold it, for the user.
+    pub why: String,
 }
 
 /// The roots a session was asked about under `consent.roots = "ask"`, each by mount name
@@ -147,7 +163,8 @@ impl Session {
     /// A new session holding the given standing grants.
     pub(crate) fn new(
         server_id: &str,
-        standing: Vec<Grant>,
+        identity: Option<crate::Identity>,
+        (standing, held_back): (Vec<Grant>, Vec<HeldBack>),
         max_in_flight: usize,
         watch_queue: usize,
         outbound: Option<mpsc::UnboundedSender<Notification>>,
@@ -182,7 +199,25 @@ impl Session {
             roots_seen: Mutex::new(RootsSeen::default()),
             cpu: Arc::default(),
             watchdog: Mutex::new(Watchdog::new(std::time::Instant::now())),
+            identity: identity.map(Arc::new),
+            held_back: Mutex::new(held_back),
         }
+    }
+
+    /// Who its server is, when that could be told.
+    pub(crate) fn identity(&self) -> Option<&crate::Identity> {
+        self.identity.as_deref()
+    }
+
+    /// The standing grants its identity does not hold (see [`HeldBack`]), locked.
+    pub(crate) fn held_back(&self) -> MutexGuard<'_, Vec<HeldBack>> {
+        lock(&self.held_back)
+    }
+
+    /// Suspends it as `s` says, as a suspension of its identity carried over from an earlier
+    /// session does.
+    pub(crate) fn suspend_as(&self, s: Suspension) {
+        lock(&self.watchdog).suspend_as(s);
     }
 
     /// Its suspension, while it is suspended.

@@ -44,6 +44,9 @@ pub(crate) struct BrokerState {
     pub(crate) lane: crate::lane::Lane,
     /// What lifts a suspension in this broker's face, as its refusals and warning say.
     pub(crate) resumed_by: crate::watchdog::ResumedBy,
+    /// The suspensions of servers' identities, by digest: a suspended server that ends its
+    /// session and starts again is still suspended, until the user resumes it.
+    pub(crate) suspended: Mutex<HashMap<String, crate::watchdog::Suspension>>,
 }
 
 impl BrokerState {

@@ -129,6 +129,12 @@ impl Watchdog {
         self.suspended.as_ref()
     }
 
+    /// Suspends the session as `s` says: a suspension of its server's identity, carried over
+    /// from an earlier session of it.
+    pub(crate) fn suspend_as(&mut self, s: Suspension) {
+        self.suspended = Some(s);
+    }
+
     /// Counts a strike of `reason` at `now` for a request sent at `sent`; suspends the
     /// session when it makes `limit` strikes within the window, and then returns the
     /// suspension (once: a suspended session's refusals count no further).

@@ -16,6 +16,7 @@ mod conn;
 mod control;
 mod described;
 mod door;
+mod identified;
 mod pending;
 pub(crate) mod places;
 pub(crate) mod protocol;
@@ -26,6 +27,7 @@ pub(crate) use described::describe;
 #[cfg(feature = "proxy")]
 pub(crate) use described::{DescribedRoot, Following, Kept};
 pub(crate) use door::{Door, Opened};
+pub(crate) use identified::Identified;
 
 use crate::consent::{BoxFuture, ConsentAnswer, ConsentRequest};
 use crate::lines::{LineReceiver, LineSender};
@@ -70,6 +72,8 @@ pub(crate) struct Attach {
     pub(crate) door: Arc<dyn Door>,
     /// The server's process id, when this side started it.
     pub(crate) server_pid: Option<u32>,
+    /// Who the server is, as this side works it out.
+    pub(crate) identity: Identified,
     /// The sandbox the server runs in, for `status`.
     pub(crate) sandbox: Option<Value>,
     /// Who answers consent questions, if anyone here can.

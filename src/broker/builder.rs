@@ -175,6 +175,7 @@ impl BrokerBuilder {
             recovery,
             lane: crate::lane::Lane::default(),
             resumed_by: self.resumed_by,
+            suspended: Mutex::new(HashMap::new()),
         };
         Ok((
             Broker {

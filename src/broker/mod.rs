@@ -26,6 +26,7 @@ use crate::jsonrpc::{self, Message, Request};
 use crate::path::RequestPath;
 use crate::policy::Policy;
 use crate::root::Roots;
+use crate::session::HeldBack;
 use crate::state::BrokerState;
 use crate::turn::Turn;
 use crate::wire::Call;
@@ -249,11 +250,24 @@ impl Broker {
     }
 }
 
-/// The policy's standing grants for `server_id`.
-pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
+/// The policy's standing grants for the session `server_id` of `identity`, and those its
+/// name would hold that its identity does not (with why).
+pub(crate) fn standing_grants(
+    config: &Config,
+    server_id: &str,
+    identity: Option<&crate::Identity>,
+) -> (Vec<Grant>, Vec<HeldBack>) {
     let mut out = Vec::new();
+    let mut held_back = Vec::new();
     for g in &config.policy.grants {
         if !crate::access::matches_server(&g.servers, server_id) {
+            continue;
+        }
+        if !g.holds_for(identity) {
+            held_back.push(HeldBack {
+                path: g.path.clone(),
+                why: g.held_back_why(identity, server_id),
+            });
             continue;
         }
         let located = RequestPath::parse(&g.path).and_then(|p| config.roots.locate(&p, server_id));
@@ -265,7 +279,7 @@ pub(crate) fn standing_grants(config: &Config, server_id: &str) -> Vec<Grant> {
             ));
         }
     }
-    out
+    (out, held_back)
 }
 
 /// Waits until `turn` may run, and hands it back to be held until the answer is made.

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 impl Broker {
     /// The session for `server_id`, created with its standing grants on first use.
     pub(crate) fn session(&self, server_id: &str) -> Result<Arc<Session>> {
-        self.make_session(server_id, None, false)
+        self.make_session(server_id, None, None, false)
     }
 
     /// The session for `server_id`: the live one, unless `fresh` asks for a new one only;
@@ -23,6 +23,7 @@ impl Broker {
     fn make_session(
         &self,
         server_id: &str,
+        identity: Option<crate::Identity>,
         outbound: Option<mpsc::UnboundedSender<Notification>>,
         fresh: bool,
     ) -> Result<Arc<Session>> {
@@ -45,13 +46,25 @@ impl Broker {
             return Err(Error::new(ErrorKind::Internal, "too many sessions"));
         }
         let config = self.inner.config();
+        // A digest received from elsewhere is never trusted as it is: sealed here, it is the
+        // digest of the fields the session shows.
+        let identity = identity.map(crate::Identity::sealed);
+        let standing = standing_grants(&config, server_id, identity.as_ref());
         let session = Arc::new(Session::new(
             server_id,
-            standing_grants(&config, server_id),
+            identity,
+            standing,
             config.policy.limits.max_in_flight.get(),
             config.policy.limits.watch_queue.get(),
             outbound,
         ));
+        // A suspension of its server's identity holds in every session of it.
+        if let Some(s) = session
+            .identity()
+            .and_then(|i| lock(&self.inner.suspended).get(&i.digest).cloned())
+        {
+            session.suspend_as(s);
+        }
         sessions.insert(server_id.to_owned(), session.clone());
         drop(sessions);
         self.inner.touch();
@@ -66,8 +79,28 @@ impl Broker {
     /// call by name) or the id is one the interface keeps for itself (`user`), and `INTERNAL_ERROR` when the broker holds
     /// [`MAX_SESSIONS`] sessions.
     pub fn open_session(&self, server_id: &str) -> Result<(ServerSession, Notifications)> {
+        self.open(server_id, None)
+    }
+
+    /// Opens a session as [`Broker::open_session`] does, for a server whose identity is
+    /// `identity` (see [`Identity`](crate::Identity)): a grant remembered for another
+    /// identity is not held, and a suspension of this one holds from the start. A host
+    /// gives what it knows of the server it runs ([`Identity::of_host`](crate::Identity::of_host)).
+    pub fn open_session_as(
+        &self,
+        server_id: &str,
+        identity: crate::Identity,
+    ) -> Result<(ServerSession, Notifications)> {
+        self.open(server_id, Some(identity))
+    }
+
+    fn open(
+        &self,
+        server_id: &str,
+        identity: Option<crate::Identity>,
+    ) -> Result<(ServerSession, Notifications)> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let session = self.make_session(server_id, Some(tx), true)?;
+        let session = self.make_session(server_id, identity, Some(tx), true)?;
         Ok((ServerSession::new(self.clone(), session), rx))
     }
 
@@ -234,6 +267,20 @@ impl Broker {
     /// `suspended`), and the user is told (the log at `warn`; `status` and the console show
     /// it). Its grants stay, unused until the user resumes it.
     pub(crate) fn suspend(&self, session: &Session, s: &crate::watchdog::Suspension) {
+        if let Some(identity) = session.identity() {
+            let mut suspended = lock(&self.inner.suspended);
+            // Bounded: past the most sessions a broker holds, the oldest suspension goes.
+            if suspended.len() >= MAX_SESSIONS {
+                let oldest = suspended
+                    .iter()
+                    .min_by_key(|(_, s)| s.since)
+                    .map(|(d, _)| d.clone());
+                if let Some(d) = oldest {
+                    suspended.remove(&d);
+                }
+            }
+            suspended.insert(identity.digest.clone(), s.clone());
+        }
         for w in self.inner.hub.of_session(session) {
             self.inner.end_watch(&w.id, "suspended");
         }
@@ -273,12 +320,17 @@ impl Broker {
     /// [`BrokerBuilder::max_violations_per_minute`](crate::BrokerBuilder::max_violations_per_minute)):
     /// its requests are answered again, and its violations before count no more. Returns
     /// whether it was suspended. A session that ends is never suspended again under its
-    /// name: a new session begins without strikes.
+    /// name: a new session begins without strikes. A session of a known identity
+    /// ([`Broker::open_session_as`]) is: its server's suspension holds in every session of
+    /// the same identity until this lifts it.
     ///
     /// Errors: `INVALID_PARAMS` when no session of that id is live.
     pub fn resume(&self, server_id: &str) -> Result<bool> {
         let session = self.live(server_id)?;
         let resumed = session.resume();
+        if let Some(identity) = session.identity() {
+            lock(&self.inner.suspended).remove(&identity.digest);
+        }
         if resumed {
             tracing::warn!(server = server_id, "the user resumed a suspended session");
         }

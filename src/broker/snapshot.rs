@@ -15,6 +15,8 @@ use std::time::SystemTime;
 pub struct SessionSnapshot {
     /// The server id.
     pub server_id: String,
+    /// Who its server is, when that could be told (see [`crate::Identity`]).
+    pub identity: Option<crate::Identity>,
     /// When the session began.
     pub started: SystemTime,
     /// The grants it holds.
@@ -159,6 +161,7 @@ impl SessionSnapshot {
         uploads.sort_by_key(|u| u.path.to_string());
         SessionSnapshot {
             server_id: s.server_id().to_owned(),
+            identity: s.identity().cloned(),
             started: s.started,
             grants: {
                 let grants = s.grants();

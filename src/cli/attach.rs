@@ -99,6 +99,7 @@ where
     let attach = Attach {
         door: Arc::new(SocketDoor(socket)),
         server_pid: None,
+        identity: crate::attaching::Identified::default(),
         sandbox: None,
         asker: None,
         max_line,

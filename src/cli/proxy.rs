@@ -177,6 +177,7 @@ fn backend(
         attach: Attach {
             door,
             server_pid: None,
+            identity: crate::attaching::Identified::default(),
             sandbox,
             asker: Some(proxy.asker()),
             max_line,

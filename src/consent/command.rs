@@ -46,6 +46,8 @@ impl CommandConsent {
             "folders": request.folders.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             "access": request.access.as_str(),
             "purpose": request.purpose.as_str(),
+            "identity": request.identity,
+            "askedAgain": request.asked_again,
             "shown": shown(request),
         });
         if let Some(mut stdin) = child.stdin.take() {

@@ -23,7 +23,7 @@ pub use command::CommandConsent;
 pub(crate) use ended::SessionEnd;
 pub use grants::GrantOrigin;
 pub(crate) use grants::{Grant, Grants};
-pub(crate) use sanitise::{describe, sanitise};
+pub(crate) use sanitise::{describe, sanitise, who_asks};
 pub(crate) use source::ConsentSource;
 pub use tty::TtyConsent;
 
@@ -52,6 +52,13 @@ pub struct ConsentRequest {
     pub host_paths: Vec<std::path::PathBuf>,
     /// What an approval allows.
     pub purpose: Purpose,
+    /// Who the server that asks is, when that could be told: what a question shows beside
+    /// the name the server chose.
+    pub identity: Option<crate::Identity>,
+    /// Why the user is asked again about a path a grant they gave covers: the grant was
+    /// for another program of the same name, or for this one before it changed
+    /// ("the program at PATH changed since you allowed it on DATE").
+    pub asked_again: Vec<String>,
     /// The end of the session that asks: the question is withdrawn when it comes.
     pub(crate) ended: SessionEnd,
 }
@@ -102,6 +109,8 @@ impl ConsentRequest {
             access,
             host_paths: Vec::new(),
             purpose: Purpose::Access,
+            identity: None,
+            asked_again: Vec::new(),
             ended: SessionEnd::default(),
         }
     }

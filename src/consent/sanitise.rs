@@ -36,6 +36,26 @@ pub(crate) fn describe(request: &ConsentRequest, path: &MountPath) -> String {
     }
 }
 
+/// What a question says of who asks beyond the name the server chose, one line each: the
+/// program and the first digits of its identity's digest, then why the user is asked again
+/// about a path they allowed before. Paths on disk may hold any character a server put in a
+/// file name, so each line is sanitised.
+pub(crate) fn who_asks(request: &ConsentRequest) -> Vec<String> {
+    let mut lines = Vec::new();
+    match &request.identity {
+        Some(i) => lines.push(format!(
+            "program: {} (digest {})",
+            sanitise(&i.what(), 512),
+            i.short()
+        )),
+        None => lines.push("program: unknown (it could not be told)".to_owned()),
+    }
+    for why in &request.asked_again {
+        lines.push(format!("asked again: {}", sanitise(why, 1024)));
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

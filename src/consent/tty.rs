@@ -148,6 +148,9 @@ fn heading(req: &ConsentRequest) -> String {
         prompt.push_str(&format!("  {}\n", super::describe(req, p)));
     }
     prompt.push_str("  (a folder covers everything inside it)\n");
+    for line in super::who_asks(req) {
+        prompt.push_str(&format!("  {line}\n"));
+    }
     if let Some(m) = &req.message {
         prompt.push_str(&format!(
             "  reason given: {}\n",

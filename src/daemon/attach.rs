@@ -120,7 +120,8 @@ pub(crate) async fn run<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let name = request.name().unwrap_or_default();
-    let Some((id, (session, notifications))) = open_named(broker, &name) else {
+    let Some((id, (session, notifications))) = open_named(broker, &name, request.identity.clone())
+    else {
         let e = super::line::error(format!(
             "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"
         ));
@@ -160,6 +161,7 @@ pub(crate) async fn run<R, W>(
 fn open_named(
     broker: &Broker,
     name: &str,
+    identity: Option<crate::Identity>,
 ) -> Option<(String, (crate::broker::ServerSession, crate::Notifications))> {
     (1..=MAX_INSTANCES).find_map(|n| {
         let id = if n == 1 {
@@ -167,6 +169,10 @@ fn open_named(
         } else {
             format!("{name}#{n}")
         };
-        broker.open_session(&id).ok().map(|s| (id, s))
+        let opened = match &identity {
+            Some(i) => broker.open_session_as(&id, i.clone()),
+            None => broker.open_session(&id),
+        };
+        opened.ok().map(|s| (id, s))
     })
 }

@@ -147,6 +147,7 @@ fn session(s: &SessionSnapshot) -> Value {
     let c = &s.counters;
     json!({
         "server": s.server_id,
+        "identity": s.identity,
         "started": when(s.started),
         "grants": s.grants.iter().map(grant).collect::<Vec<_>>(),
         "watches": s.watches.iter().map(|w| json!({

@@ -97,6 +97,7 @@ impl DaemonSession {
         let attach = Attach {
             door,
             server_pid: None,
+            identity: crate::attaching::Identified::default(),
             sandbox: None,
             asker: consent.map(|c| Arc::new(Provider(c)) as Arc<dyn Asker>),
             max_line,

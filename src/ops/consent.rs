@@ -338,6 +338,24 @@ fn apply(
     tally.approve(inner, access, by, true);
 }
 
+/// Why the user is asked again about `ask`: the grants of the session's name that its
+/// identity does not hold and that cover one of the paths, or lie beneath one.
+fn asked_again(session: &Session, ask: &[Candidate]) -> Vec<String> {
+    let mut why: Vec<String> = Vec::new();
+    for held in session.held_back().iter() {
+        let Ok(grant) = held.path.parse::<crate::path::MountPath>() else {
+            continue;
+        };
+        let touches = ask
+            .iter()
+            .any(|c| c.real.starts_with(&grant) || grant.starts_with(&c.real));
+        if touches && !why.contains(&held.why) {
+            why.push(held.why.clone());
+        }
+    }
+    why
+}
+
 /// Asks the consent provider about the real paths of `ask`, denying all when it does not
 /// answer within the policy's time limit; says who decided (mode `auto`, the provider, or
 /// the time limit), for the audit line.
@@ -370,6 +388,8 @@ async fn ask_provider(
             })
             .collect(),
         purpose: crate::consent::Purpose::Access,
+        identity: session.identity().cloned(),
+        asked_again: asked_again(session, ask),
         ended: session.end_signal(),
     };
     let wait = Duration::from_secs(ctx.config.policy.consent.timeout_secs.get());

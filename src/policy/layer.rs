@@ -78,6 +78,10 @@ pub(crate) struct Remembered {
     pub access: Access,
     /// When it was given, in seconds since the Unix epoch.
     pub since: u64,
+    /// The program it was given to: only a session of that identity holds it. A grant
+    /// remembered before identities were kept has none, and is held by no session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<crate::identity::Recorded>,
 }
 
 impl Layer {
@@ -103,9 +107,11 @@ impl Layer {
             });
         }
         for r in &self.remembered {
-            policy
-                .grants
-                .push(GrantEntry::new(r.path.clone(), r.access).servers([r.server.clone()]));
+            let mut grant = GrantEntry::new(r.path.clone(), r.access)
+                .servers([r.server.clone()])
+                .identity(r.identity.as_ref().map(|i| i.digest.clone()).unwrap_or_default());
+            grant.made_for = r.identity.clone();
+            policy.grants.push(grant);
         }
         policy
     }
@@ -154,6 +160,7 @@ mod tests {
             path: "a/x".into(),
             access: Access::Read,
             since: 0,
+            identity: None,
         });
         let p = layer.apply(policy.clone());
         let roots: Vec<_> = p.roots.iter().map(|r| (r.path.clone(), r.access)).collect();

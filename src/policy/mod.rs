@@ -204,6 +204,13 @@ pub struct GrantEntry {
     pub path: String,
     /// `read` (default) or `write`.
     pub access: Access,
+    /// The [`Identity`](crate::Identity) digest the grant is for: a session of another
+    /// identity (or of none) does not hold it, whatever its name. `None`: every session the
+    /// `servers` name.
+    pub identity: Option<String>,
+    /// What the identity was when the user gave the grant (a remembered answer), to say
+    /// what changed when it is held back.
+    pub(crate) made_for: Option<crate::identity::Recorded>,
     /// Where `path` stood in the file.
     span: Span,
 }
@@ -216,7 +223,38 @@ impl GrantEntry {
             servers: all_servers(),
             path: path.into(),
             access,
+            identity: None,
+            made_for: None,
             span: None,
+        }
+    }
+
+    /// Only for a session whose identity has the digest `digest`.
+    pub fn identity(mut self, digest: impl Into<String>) -> GrantEntry {
+        self.identity = Some(digest.into());
+        self
+    }
+
+    /// Whether a session of `identity` holds the grant: any, when the grant names none;
+    /// else only one of that digest. A session of no identity holds no pinned grant.
+    pub(crate) fn holds_for(&self, identity: Option<&crate::Identity>) -> bool {
+        match &self.identity {
+            None => true,
+            Some(pin) => identity.is_some_and(|i| !pin.is_empty() && i.digest == *pin),
+        }
+    }
+
+    /// Why a session of `identity` named `name` does not hold the grant, for the question
+    /// that asks again.
+    pub(crate) fn held_back_why(&self, identity: Option<&crate::Identity>, name: &str) -> String {
+        match (identity, &self.made_for) {
+            (Some(i), Some(was)) => i.changed_since(was, name),
+            (None, _) => "this session's program could not be told, and the grant is for one \
+                          program only"
+                .to_owned(),
+            (Some(_), None) => "a different program now calls itself NAME than the one the \
+                                grant is for"
+                .replace("NAME", name),
         }
     }
 
@@ -241,6 +279,8 @@ struct RawGrantEntry {
     path: Spanned<String>,
     #[serde(default = "default_access")]
     access: Access,
+    #[serde(default)]
+    identity: Option<String>,
 }
 
 impl From<RawGrantEntry> for GrantEntry {
@@ -250,6 +290,8 @@ impl From<RawGrantEntry> for GrantEntry {
             span: Some(g.path.span()),
             path: g.path.into_inner(),
             access: g.access,
+            identity: g.identity,
+            made_for: None,
         }
     }
 }

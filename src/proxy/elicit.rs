@@ -75,6 +75,10 @@ pub(super) fn form(request: &ConsentRequest) -> Value {
         text.push('\n');
     }
     text.push_str("A folder covers everything inside it.\n");
+    for line in crate::consent::who_asks(request) {
+        text.push_str(&line);
+        text.push('\n');
+    }
     if let Some(m) = request.message.as_deref().filter(|m| !m.trim().is_empty()) {
         text.push_str("It says: ");
         text.push_str(&sanitise(&plain_text(m), MAX_MESSAGE_CHARS));

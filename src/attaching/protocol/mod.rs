@@ -172,6 +172,11 @@ pub(crate) struct AttachRequest {
     /// Whether the client answers consent questions (a proxy with a host).
     #[serde(default)]
     pub(crate) asks: bool,
+    /// Who the server is, as the client worked it out from the kernel and the filesystem
+    /// (never from what the server says); absent when it could not. The daemon computes the
+    /// digest again from the fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) identity: Option<crate::Identity>,
 }
 
 impl AttachRequest {

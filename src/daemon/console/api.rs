@@ -97,6 +97,20 @@ fn question_shown(q: &Shown, timeout: Duration) -> Value {
         // Why it no longer waits: it is shown so, and takes no answer.
         "withdrawn": q.withdrawn,
         "paths": paths,
+        "program": program_shown(r.identity.as_ref()),
+        "askedAgain": r.asked_again,
+    })
+}
+
+/// Who a server is, as the page shows it: what it runs, the first digits of its digest, and
+/// what started it; `null` when it could not be told.
+pub(super) fn program_shown(identity: Option<&crate::Identity>) -> Value {
+    identity.map_or(Value::Null, |i| {
+        json!({
+            "what": i.what(),
+            "digest": i.short(),
+            "launchedBy": i.launched_by,
+        })
     })
 }
 
@@ -127,8 +141,12 @@ fn remembered_shown(layer: &Layer) -> Vec<Value> {
         .iter()
         .map(|r| {
             let since = std::time::UNIX_EPOCH + Duration::from_secs(r.since);
+            // A grant remembered before programs were told apart is held by none: shown so.
+            let program = r.identity.as_ref().map(|i| {
+                json!({"what": i.what, "digest": i.digest.get(..12).unwrap_or(&i.digest)})
+            });
             json!({"server": r.server, "path": r.path, "access": r.access.as_str(),
-                   "since": when(since)})
+                   "since": when(since), "program": program})
         })
         .collect()
 }
@@ -212,7 +230,8 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
     if a.remember && !choices.is_empty() {
         // Remembered only for the very session that asked, still live: a grant to the name
         // of one that has ended would go to whichever process claims that name next.
-        c.broker
+        let session = c
+            .broker
             .live_since(&request.server_id, question.asked)
             .map_err(|e| {
                 Refusal::new(
@@ -222,7 +241,7 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
             })?;
         let kept: Vec<(MountPath, Access)> =
             choices.into_iter().map(|c| (c.granted, c.access)).collect();
-        remember(c, &request.server_id, &kept).inspect_err(|_| {
+        remember(c, &session, &kept).inspect_err(|_| {
             tracing::warn!("console: the answer was given but could not be remembered");
         })?;
     }
@@ -305,7 +324,11 @@ fn offer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal> 
         .map_err(|e| Refusal::new(StatusCode::CONFLICT, format!("not granted: {e}")))?;
     tracing::info!(server = %offer.server, path = %offer.path, access = access.as_str(), "console: allowed after a refusal");
     if a.remember {
-        remember(c, &offer.server, &[(offer.path, access)])?;
+        let session = c
+            .broker
+            .live_since(&offer.server, offer.at)
+            .map_err(|e| Refusal::new(StatusCode::GONE, format!("allowed, not remembered: {e}")))?;
+        remember(c, &session, &[(offer.path, access)])?;
     }
     Ok(ok())
 }

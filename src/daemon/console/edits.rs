@@ -52,30 +52,43 @@ fn edit(c: &Console, edit: impl FnOnce(&mut Layer) -> Result<(), Refusal>) -> Re
     Ok(())
 }
 
-/// Keeps `grants` as standing grants of server `session` (the name without its `#N`).
+/// Keeps `grants` as standing grants of the server of `session` (its name without the `#N`,
+/// and its identity): another program that calls itself by the name does not hold them.
+///
+/// Refused (`GONE`, nothing kept) when the session's program could not be told: a grant
+/// kept for a name alone would go to whichever program claims it next.
 pub(super) fn remember(
     c: &Console,
-    session: &str,
+    session: &crate::session::Session,
     grants: &[(MountPath, Access)],
 ) -> Result<(), Refusal> {
-    let server = base_name(session).to_owned();
+    let server = base_name(session.server_id()).to_owned();
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let identity = session.identity().map(|i| i.record(since)).ok_or_else(|| {
+        Refusal::new(
+            StatusCode::GONE,
+            "answered for this session only, not remembered: the program of this session \
+             could not be told, and a grant remembered for its name alone would go to any \
+             program that takes the name",
+        )
+    })?;
     edit(c, |layer| {
         for (path, access) in grants {
             let path = path.to_string();
-            match layer
-                .remembered
-                .iter_mut()
-                .find(|r| r.server == server && r.path == path)
-            {
+            match layer.remembered.iter_mut().find(|r| {
+                r.server == server
+                    && r.path == path
+                    && r.identity.as_ref().is_some_and(|i| i.digest == identity.digest)
+            }) {
                 Some(r) => r.access = r.access.max(*access),
                 None => layer.remembered.push(Remembered {
                     server: server.clone(),
                     path,
                     access: *access,
                     since,
+                    identity: Some(identity.clone()),
                 }),
             }
         }

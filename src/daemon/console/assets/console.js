@@ -417,6 +417,11 @@
           h('span', { class: 'message-label', text: 'The server says' }),
           h('p', { class: 'message-text', text: q.message }))
         : h('p', { class: 'message-none muted small', text: 'The server gave no reason.' }),
+      programLine(q.program),
+      (q.askedAgain || []).length
+        ? h('div', { class: 'banner banner-warning asked-again', role: 'note' },
+          (q.askedAgain || []).map((why) => h('p', { text: 'Asked again: ' + why })))
+        : null,
       h('div', { class: 'paths' }, paths.map((p, i) => pathRow(q, p, i, write, roots))),
       h('footer', { class: 'card-foot' },
         roots
@@ -427,6 +432,19 @@
       errorEl(key),
     ]);
     return card;
+  }
+
+  // Who a server is beyond the name it chose: what it runs, the first digits of its
+  // identity's digest, and what started it; said plainly when it could not be told.
+  function programLine(p) {
+    if (!p) {
+      return h('p', { class: 'program muted small', text: 'Program: unknown (it could not be told)' });
+    }
+    const by = (p.launchedBy || []).length ? ', launched by ' + p.launchedBy.join(' < ') : '';
+    return h('p', { class: 'program small', title: 'The program the broker found, not the name the server gave' },
+      h('span', { class: 'label-muted', text: 'Program ' }),
+      h('code', { class: 'program-what', text: p.what }),
+      h('span', { class: 'muted', text: ` digest ${p.digest}${by}` }));
   }
 
   // A question that no longer waits: what was asked, why it went, and nothing to answer.
@@ -593,6 +611,11 @@
           s.era ? h('span', { class: 'badge badge-muted', text: s.era + ' era' }) : null),
         revokeAll),
       suspendedBanner(s, key),
+      programLine(s.identity ? {
+        what: identityWhat(s.identity),
+        digest: (s.identity.digest || '').slice(0, 12),
+        launchedBy: s.identity.launchedBy || [],
+      } : null),
       h('div', { class: 'session-live' }, sessionLive(s)),
       h('div', { class: 'kv' },
         h('span', { class: 'label-muted', text: 'Roots it sees' }),
@@ -603,6 +626,15 @@
       errorEl(key),
     ]);
     return card;
+  }
+
+  // What an identity runs, as `Identity::what` says it: the package or script, else the
+  // program, else the origin or the host's word.
+  function identityWhat(i) {
+    const r = i.runs || {};
+    if (r.name) return r.version ? `${r.name}@${r.version}` : r.name;
+    if (r.path) return r.path;
+    return (i.program && i.program.path) || i.origin || i.host || 'an unknown program';
   }
 
   // A suspended session: why, and the one way back, which is the user's.
@@ -931,7 +963,10 @@
       post('/api/remembered/forget', { server: m.server, path: m.path }, key, [forget]));
     forget.setAttribute('aria-label', `Forget ${m.path} for ${m.server}`);
     return h('tr', { dataset: { remembered: `${m.server} ${m.path}` } },
-      h('td', { class: 'server-name', text: m.server }),
+      h('td', {}, h('span', { class: 'server-name', text: m.server }),
+        m.program
+          ? h('div', { class: 'muted small program', text: `${m.program.what} (${m.program.digest})` })
+          : h('div', { class: 'muted small program', text: 'remembered before programs were told apart: held by none' })),
       h('td', {}, pathCode(m.path)),
       h('td', {}, accessBadge(m.access)),
       h('td', {}, timeEl(m.since, 'muted')),
