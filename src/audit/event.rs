@@ -18,6 +18,8 @@ pub struct AuditEvent {
     pub time: SystemTime,
     /// The server session.
     pub server_id: String,
+    /// The digest of its [`Identity`](crate::Identity), when it is known.
+    pub identity: Option<String>,
     /// The JSON-RPC method; empty for a message that was no valid request.
     pub method: String,
     /// The real path it worked on (or the path of its error), in mount form.
@@ -59,6 +61,7 @@ impl AuditEvent {
         AuditEvent {
             time: SystemTime::now(),
             server_id: r.server_id.to_owned(),
+            identity: r.identity.map(str::to_owned),
             method: r.method.to_owned(),
             path: r.path.map(str::to_owned),
             outcome: r.outcome.to_owned(),

@@ -13,6 +13,9 @@ pub(super) struct Line<'a> {
     pub(super) cpu_ms: Option<f64>,
     #[serde(rename = "durationMs")]
     pub(super) duration_ms: f64,
+    /// The digest of the session's identity, when it is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) identity: Option<&'a str>,
     pub(super) method: &'a str,
     pub(super) outcome: &'a str,
     pub(super) path: Option<String>,

@@ -39,6 +39,8 @@ pub(crate) use verify::MAX_FAULTS;
 pub(crate) struct AuditRecord<'a> {
     /// The server session.
     pub server_id: &'a str,
+    /// The digest of its identity, when it is known.
+    pub identity: Option<&'a str>,
     /// The JSON-RPC method.
     pub method: &'a str,
     /// The mount-form path, if the operation had one.
@@ -354,6 +356,7 @@ impl AuditLog {
             bytes: r.bytes,
             cpu_ms: (!r.cpu.is_zero()).then(|| (r.cpu.as_secs_f64() * 1e6).round() / 1e3),
             duration_ms: (r.duration.as_secs_f64() * 1e6).round() / 1e3,
+            identity: r.identity,
             method: r.method,
             outcome: r.outcome,
             path: r.path.map(|p| self.shown(p)),

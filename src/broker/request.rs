@@ -244,6 +244,7 @@ impl Broker {
     fn audit_fault(&self, server_id: &str, e: Option<&Error>) {
         self.inner.record(&AuditRecord {
             server_id,
+            identity: None,
             method: "",
             path: None,
             outcome: e.map_or("INVALID_REQUEST", |e| e.kind().outcome()),

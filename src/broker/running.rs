@@ -97,8 +97,16 @@ impl Running<'_> {
         if quiet {
             return;
         }
+        let identity = self
+            .seat
+            .session
+            .as_ref()
+            .ok()
+            .and_then(|s| s.identity())
+            .map(|i| i.digest.as_str());
         self.broker.inner.record(&AuditRecord {
             server_id: &self.seat.id,
+            identity,
             method: &self.method,
             path: ended.path.as_deref(),
             outcome: ended.outcome,

@@ -32,6 +32,9 @@ impl Broker {
         if let Some(refused) = crate::session::refuse_reserved(server_id) {
             return Err(Error::new(ErrorKind::InvalidRequest, refused));
         }
+        let config = self.inner.config();
+        let pinned = pinned(&config, server_id, identity.as_ref())?;
+        let server_id = pinned.as_str();
         let mut sessions = lock(&self.inner.sessions);
         if let Some(s) = sessions.get(server_id) {
             if fresh {
@@ -45,7 +48,6 @@ impl Broker {
         if sessions.len() >= MAX_SESSIONS {
             return Err(Error::new(ErrorKind::Internal, "too many sessions"));
         }
-        let config = self.inner.config();
         // A digest received from elsewhere is never trusted as it is: sealed here, it is the
         // digest of the fields the session shows.
         let identity = identity.map(crate::Identity::sealed);
@@ -361,5 +363,40 @@ impl Broker {
     /// watch ended, a policy was put in force. Many changes may show as one.
     pub fn snapshot_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.activity.subscribe()
+    }
+}
+
+/// The id a session named `server_id` of `identity` opens under: its own, unless the
+/// policy pins its name (`[[servers]]`) to another program; then it is refused, or opened
+/// as `unpinned-NAME`, which nothing the policy gives the name reaches.
+///
+/// Errors: `PERMISSION_DENIED` when the pin says to refuse.
+fn pinned(
+    config: &crate::config::Config,
+    server_id: &str,
+    identity: Option<&crate::Identity>,
+) -> Result<String> {
+    let name = crate::session::base_name(server_id);
+    let Some(pin) = config.policy.servers.iter().find(|p| p.name == name) else {
+        return Ok(server_id.to_owned());
+    };
+    if pin.admits(identity) {
+        return Ok(server_id.to_owned());
+    }
+    let who = identity.map_or_else(|| "a program that could not be told".to_owned(), |i| {
+        format!("{} (digest {})", i.what(), i.short())
+    });
+    match pin.otherwise {
+        crate::policy::Otherwise::Unknown => {
+            tracing::warn!(server = name, program = %who, "a session claimed a pinned name with another program: opened as an unknown server");
+            Ok(format!("unpinned-{server_id}"))
+        }
+        _ => Err(Error::new(
+            ErrorKind::PermissionDenied,
+            format!(
+                "the policy pins the server name {name:?} to another program than {who}; \
+                 the session is refused"
+            ),
+        )),
     }
 }

@@ -120,14 +120,14 @@ pub(crate) async fn run<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let name = request.name().unwrap_or_default();
-    let Some((id, (session, notifications))) = open_named(broker, &name, request.identity.clone())
-    else {
-        let e = super::line::error(format!(
-            "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"
-        ));
-        let _ = super::line::send(&mut output, &e).await;
-        return;
-    };
+    let (id, (session, notifications)) =
+        match open_named(broker, &name, request.identity.clone()) {
+            Ok(opened) => opened,
+            Err(message) => {
+                let _ = super::line::send(&mut output, &super::line::error(message)).await;
+                return;
+            }
+        };
     let facts = json!({
         "pid": pid,
         "serverPid": request.server_pid,
@@ -157,13 +157,14 @@ pub(crate) async fn run<R, W>(
 }
 
 /// A session named `name`, or `NAME#2` (then `#3`, ...) while a live session has that name,
-/// with its id; `None` when all [`MAX_INSTANCES`] are live or the broker holds too many.
+/// with its id (which the policy's pin on the name may have changed), or why there is none:
+/// all [`MAX_INSTANCES`] are live, the broker holds too many, or the pin refuses it.
 fn open_named(
     broker: &Broker,
     name: &str,
     identity: Option<crate::Identity>,
-) -> Option<(String, (crate::broker::ServerSession, crate::Notifications))> {
-    (1..=MAX_INSTANCES).find_map(|n| {
+) -> Result<(String, (crate::broker::ServerSession, crate::Notifications)), String> {
+    for n in 1..=MAX_INSTANCES {
         let id = if n == 1 {
             name.to_owned()
         } else {
@@ -173,6 +174,14 @@ fn open_named(
             Some(i) => broker.open_session_as(&id, i.clone()),
             None => broker.open_session(&id),
         };
-        opened.ok().map(|s| (id, s))
-    })
+        match opened {
+            Ok(s) => return Ok((s.0.server_id().to_owned(), s)),
+            // Only a name in use is worth trying the next number for.
+            Err(e) if e.kind() == crate::ErrorKind::InvalidRequest => continue,
+            Err(e) => return Err(format!("cannot open a session for {name:?}: {e}")),
+        }
+    }
+    Err(format!(
+        "cannot open a session for {name:?}: {MAX_INSTANCES} are live, or the daemon holds too many"
+    ))
 }

@@ -403,7 +403,8 @@ fn keeping<'a>(
         method,
         at.real().to_string(),
         root.host_path_of(&RelPath::root()),
-    );
+    )
+    .of_identity(session.identity().map(|i| i.digest.as_str()));
     crate::recovery::Keeping::begin(inner.recovery.as_deref(), origin, deadline)
 }
 

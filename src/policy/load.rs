@@ -211,7 +211,24 @@ impl Policy {
         let mounts = self.validate_roots(roots_exist)?;
         self.validate_paths(&mounts)?;
         self.limits.validate()?;
+        self.validate_servers()?;
         self.validate_audit()
+    }
+
+    /// Each `[[servers]]` entry pins something, and a name once.
+    fn validate_servers(&self) -> Result<(), Invalid> {
+        for (i, pin) in self.servers.iter().enumerate() {
+            if let Some(fault) = pin.fault() {
+                return Err(Invalid::unplaced(&format!("servers[{}]", i + 1), fault));
+            }
+            if self.servers[..i].iter().any(|p| p.name == pin.name) {
+                return Err(Invalid::unplaced(
+                    &format!("servers[{}].name", i + 1),
+                    format!("{:?} is pinned twice", pin.name),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Each root's mount is valid and its own, and its directory exists; returns the mounts.

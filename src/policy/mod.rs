@@ -15,6 +15,7 @@ mod limits_caps;
 mod load;
 mod overrides;
 mod root_path;
+mod servers_section;
 
 pub(crate) use consent_section::Ruling;
 pub use consent_section::{ConsentMode, ConsentPolicy, ConsentRule, Decision, RootsShown};
@@ -30,6 +31,7 @@ pub use proxy_section::{EraMode, ProxyPolicy};
 pub(crate) use recovery_section::passwd_home;
 pub(crate) use recovery_section::xdg_dir;
 pub use recovery_section::{RecoveryPolicy, Unkept};
+pub use servers_section::{Otherwise, ServerPin};
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};
@@ -55,6 +57,9 @@ pub struct Policy {
     /// Grants that hold from the start of a session, without asking.
     #[serde(default)]
     pub grants: Vec<GrantEntry>,
+    /// Server names pinned to the programs that may use them.
+    #[serde(default)]
+    pub servers: Vec<ServerPin>,
     /// Per-session limits.
     #[serde(default)]
     pub limits: Limits,

@@ -41,6 +41,9 @@ pub struct Change {
     pub server: String,
     /// The session: server id, process and serial.
     pub session: String,
+    /// The digest of the session's [`Identity`](crate::Identity), when it was known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// `files/write`, `files/create`, `files/delete`, `files/rename` or `restore`.
     pub method: String,
     /// The entry changed, in mount form (a rename's old path).

@@ -269,6 +269,7 @@ mod tests {
             by: crate::recovery::By::Server,
             server: "s".into(),
             session: "s@1#0".into(),
+            identity: None,
             method: "files/delete".into(),
             path: "m/x".into(),
             to: None,

@@ -23,6 +23,8 @@ pub(crate) struct Origin {
     pub(super) server: String,
     /// The session: server id, process and serial.
     pub(super) session: String,
+    /// The digest of the session's identity, when it is known.
+    pub(super) identity: Option<String>,
     /// The method.
     pub(super) method: &'static str,
     /// The entry, in mount form.
@@ -45,10 +47,17 @@ impl Origin {
             by: By::Server,
             server: session.to_owned(),
             session: label.to_owned(),
+            identity: None,
             method,
             path,
             root,
         }
+    }
+
+    /// The same, by the session whose identity has the digest `digest`.
+    pub(crate) fn of_identity(mut self, digest: Option<&str>) -> Origin {
+        self.identity = digest.map(str::to_owned);
+        self
     }
 
     /// A change the user's restore (or undo) made at `path`: what stood in the way, kept in
@@ -58,6 +67,7 @@ impl Origin {
             by: By::User,
             server: USER.to_owned(),
             session: USER.to_owned(),
+            identity: None,
             method: "restore",
             path,
             root,
@@ -299,6 +309,7 @@ pub(super) fn change_of(
         at,
         server: origin.server,
         session: origin.session,
+        identity: origin.identity,
         by: origin.by,
         method: origin.method.to_owned(),
         path: origin.path,

@@ -32,6 +32,14 @@ pub(crate) fn server_name(raw: &str) -> Option<String> {
     })
 }
 
+/// A session's server name: `notes` of `notes#2`.
+pub(crate) fn base_name(session: &str) -> &str {
+    match session.rsplit_once('#') {
+        Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => session,
+    }
+}
+
 /// Whether `name` is, or would pass for, a name the interface uses for itself (the recovery
 /// journal's, which stands below sessions, holds the list).
 pub(crate) fn reserved(name: &str) -> bool {

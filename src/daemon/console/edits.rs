@@ -62,7 +62,7 @@ pub(super) fn remember(
     session: &crate::session::Session,
     grants: &[(MountPath, Access)],
 ) -> Result<(), Refusal> {
-    let server = base_name(session.server_id()).to_owned();
+    let server = crate::session::base_name(session.server_id()).to_owned();
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -96,14 +96,6 @@ pub(super) fn remember(
     })?;
     tracing::info!(%server, count = grants.len(), "console: grants remembered");
     Ok(())
-}
-
-/// A session's server name: `notes` of `notes#2`.
-fn base_name(session: &str) -> &str {
-    match session.rsplit_once('#') {
-        Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => session,
-    }
 }
 
 #[derive(Deserialize)]

@@ -7,6 +7,7 @@ fn event(server: &str, path: &str) -> AuditEvent {
     AuditEvent {
         time: SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123),
         server_id: server.into(),
+        identity: None,
         method: "files/read".into(),
         path: Some(path.into()),
         outcome: "ok".into(),

@@ -54,6 +54,7 @@ fn refusals_for_want_of_consent_become_offers_one_per_path() {
     let mut e = AuditEvent {
         time: SystemTime::now(),
         server_id: "s".into(),
+        identity: None,
         method: "files/read".into(),
         path: Some("demo/a".into()),
         outcome: "PERMISSION_DENIED".into(),
