@@ -25,6 +25,7 @@ mod coordination;
 mod create_delete;
 mod embed_audit;
 mod embed_consent;
+mod embed_identity;
 mod embed_order;
 mod embed_policy;
 mod embed_sessions;
