@@ -57,6 +57,8 @@ pub(crate) fn question(n: u64, r: &ConsentRequest) -> Vec<u8> {
             "access": r.access.as_str(),
             "hostPaths": r.host_paths.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "purpose": r.purpose.as_str(),
+            "identity": r.identity,
+            "askedAgain": r.asked_again,
         },
     });
     serde_json::to_vec(&message).unwrap_or_default()
@@ -75,6 +77,10 @@ struct QuestionParams {
     host_paths: Vec<std::path::PathBuf>,
     #[serde(default)]
     purpose: Option<String>,
+    #[serde(default)]
+    identity: Option<crate::Identity>,
+    #[serde(default)]
+    asked_again: Vec<String>,
 }
 
 /// A question read from the daemon's line `v`: its id and what it asks; `None` when `v` is
@@ -89,6 +95,8 @@ pub(crate) fn read_question(v: &Value) -> Option<(Value, ConsentRequest)> {
     request.message = p.message;
     request.folders = mount_paths(&p.folders)?;
     request.host_paths = p.host_paths;
+    request.identity = p.identity;
+    request.asked_again = p.asked_again;
     request.purpose = match p.purpose.as_deref() {
         None | Some("access") => Purpose::Access,
         Some("roots") => Purpose::SeeRoots,
@@ -186,6 +194,8 @@ mod tests {
         r.folders = vec![docs.clone()];
         r.host_paths = vec!["/home/u/proj/docs".into()];
         r.purpose = Purpose::SeeRoots;
+        r.identity = Some(crate::Identity::of_host("plugin:notes@1"));
+        r.asked_again = vec!["the program at /a.py changed since you allowed it".into()];
         let line: Value = serde_json::from_slice(&question(7, &r)).unwrap();
         let (id, back) = read_question(&line).unwrap();
         assert_eq!(back, r);

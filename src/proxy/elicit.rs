@@ -263,6 +263,8 @@ mod tests {
             access,
             host_paths: Vec::new(),
             purpose: crate::consent::Purpose::Access,
+            identity: None,
+            asked_again: Vec::new(),
             ended: Default::default(),
         }
     }

@@ -93,6 +93,14 @@ mod tests {
     }
 
     #[test]
+    fn a_session_name_loses_only_a_numbered_suffix() {
+        assert_eq!(base_name("notes#2"), "notes");
+        assert_eq!(base_name("notes"), "notes");
+        assert_eq!(base_name("a#b"), "a#b");
+        assert_eq!(base_name("a#"), "a#");
+    }
+
+    #[test]
     fn names_the_interface_uses_are_reserved_and_renamed() {
         for name in [
             "user",

@@ -309,16 +309,3 @@ fn new_root(
     }
     Ok(added)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_session_name_loses_only_a_numbered_suffix() {
-        assert_eq!(base_name("notes#2"), "notes");
-        assert_eq!(base_name("notes"), "notes");
-        assert_eq!(base_name("a#b"), "a#b");
-        assert_eq!(base_name("a#"), "a#");
-    }
-}

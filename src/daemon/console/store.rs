@@ -129,6 +129,7 @@ mod tests {
             path: "demo/a".into(),
             access: Access::Write,
             since: 7,
+            identity: Some(crate::Identity::of_host("plugin:s@1").record(7)),
         });
         store.save(&layer).unwrap();
         assert_eq!(store.load().unwrap(), layer);
