@@ -99,7 +99,8 @@ where
     let attach = Attach {
         door: Arc::new(SocketDoor(socket)),
         server_pid: None,
-        identity: crate::attaching::Identified::default(),
+        // The server is whoever writes our standard input.
+        identity: super::identify::of_stdin_peer(),
         sandbox: None,
         asker: None,
         max_line,

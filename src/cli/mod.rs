@@ -24,6 +24,7 @@ mod check_policy;
 mod control;
 mod daemon;
 mod flags;
+mod identify;
 mod init;
 mod log;
 #[cfg(feature = "proxy")]

@@ -49,6 +49,12 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         },
     };
     let max_line = backend.max_line();
+    let remote_url = match &server {
+        Server::Remote(url, _) => Some(url.clone()),
+        Server::Local(_) => None,
+    };
+    // The program file the sandbox holds, for the identity: what is identified is what runs.
+    let mut pin = None;
     let started: Result<(Link, Option<remote::Outcome>), (String, u8)> = match (server, &backend) {
         (Server::Remote(url, headers), _) => remote::connect(RemoteConfig {
             url,
@@ -75,7 +81,10 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
                 max_line,
                 args.shutdown_grace,
             )
-            .map(|link| (link, None))
+            .map(|(link, held)| {
+                pin = held;
+                (link, None)
+            })
             .map_err(|e| (e.to_string(), e.exit_code()))
         }
         (Server::Local(None), backend) => {
@@ -97,6 +106,11 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
             err!("fsbroker: {message}");
             return ExitCode::from(code);
         }
+    };
+    let mut backend = backend;
+    backend.attach.identity = match &remote_url {
+        Some(url) => super::identify::of_url(url),
+        None => super::identify::of_command(&args.command, link.pid, pin),
     };
     let code = proxy
         .run(

@@ -43,8 +43,13 @@ pub(super) async fn run(args: ServeArgs) -> ExitCode {
         Err(code) => return code,
     };
     let server_id = args.server_id.as_deref().unwrap_or("default");
-    // The broker is new: no session of that id can be open.
-    let (session, notifications) = match broker.open_session(server_id) {
+    // The broker is new: no session of that id can be open. The server is whoever writes our
+    // standard input.
+    let opened = match super::identify::of_stdin_peer().get().await {
+        Some(identity) => broker.open_session_as(server_id, identity),
+        None => broker.open_session(server_id),
+    };
+    let (session, notifications) = match opened {
         Ok(s) => s,
         Err(e) => {
             err!("fsbroker: {e}");

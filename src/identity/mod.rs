@@ -111,6 +111,16 @@ impl Identity {
         .sealed()
     }
 
+    /// The identity of a remote server at `origin` (`scheme://host:port`, as a URL's origin
+    /// is written): all that can be told of it before anything is exchanged.
+    pub(crate) fn of_origin(origin: String) -> Identity {
+        Identity {
+            origin: Some(origin),
+            ..Identity::blank()
+        }
+        .sealed()
+    }
+
     /// An identity with nothing in it, to be filled and then [`sealed`](Identity::sealed).
     pub(crate) fn blank() -> Identity {
         Identity {

@@ -146,6 +146,8 @@ impl SandboxError {
 /// id, only roots offered to every server (`servers = ["*"]`), since the session's name is
 /// known only once the server has answered `initialize`. The server is ended (its input
 /// closed, then SIGTERM, then SIGKILL) when a reload removes or narrows one of those roots.
+/// Returns the link, and the device and inode of the program file the profile holds (what
+/// the server's identity must be of: the file that runs).
 pub(crate) fn spawn_sandboxed(
     command: &[String],
     options: &SandboxOptions,
@@ -153,7 +155,7 @@ pub(crate) fn spawn_sandboxed(
     server_id: Option<&str>,
     max_line: usize,
     grace: Duration,
-) -> Result<Link, SandboxError> {
+) -> Result<(Link, Option<(u64, u64)>), SandboxError> {
     let roots = source.sandbox_roots(server_id);
     let tmp = private_tmp().map_err(|e| {
         SandboxError::Profile(format!(
@@ -241,7 +243,8 @@ pub(crate) fn spawn_sandboxed(
         ended.clone(),
     ));
     let caps = options.caps;
-    Ok(link.after_exit(move |code| {
+    let pin = profile.program().map(|p| p.pin);
+    let link = link.after_exit(move |code| {
         reaper::end_descendants();
         remove_tmp(&tmp);
         if let Some(told) = caps.ending(code) {
@@ -254,7 +257,8 @@ pub(crate) fn spawn_sandboxed(
         } else {
             code
         }
-    }))
+    });
+    Ok((link, pin))
 }
 
 /// Creates the server's private temporary directory beneath the system's, readable only by

@@ -1,0 +1,47 @@
+//! Who each face's server is, worked out on our side: the command a proxy starts, the process
+//! that writes `serve`'s input, a remote server's origin. See [`crate::identity`].
+
+use crate::attaching::Identified;
+use crate::identity::{Digests, Launch, of_launch, of_process, stdin_peer};
+use std::ffi::OsString;
+
+/// The command the proxy starts as `command` (process `pid`, when it is ours; `pin`, the
+/// program file the sandbox holds, when it holds one).
+pub(super) fn of_command(
+    command: &[String],
+    pid: Option<u32>,
+    pin: Option<(u64, u64)>,
+) -> Identified {
+    let launch = Launch {
+        argv: command.iter().map(OsString::from).collect(),
+        // Where the proxy is is where its child starts.
+        cwd: std::env::current_dir().unwrap_or_default(),
+        path_var: std::env::var_os("PATH"),
+        pin,
+    };
+    Identified::by(move || {
+        let mut digests = Digests::open_default();
+        let identity = of_launch(&launch, pid, &mut digests);
+        digests.save();
+        Some(identity)
+    })
+}
+
+/// The process on the other end of our standard input (`fsbroker serve`'s server); none
+/// when it cannot be found.
+pub(super) fn of_stdin_peer() -> Identified {
+    Identified::by(|| {
+        let pid = stdin_peer()?;
+        let mut digests = Digests::open_default();
+        let identity = of_process(pid, &mut digests);
+        digests.save();
+        Some(identity)
+    })
+}
+
+/// A remote server at `url`: its origin.
+#[cfg(feature = "proxy")]
+pub(super) fn of_url(url: &url::Url) -> Identified {
+    let origin = url.origin().ascii_serialization();
+    Identified::by(move || Some(crate::Identity::of_origin(origin.clone())))
+}
