@@ -18,6 +18,9 @@ mod control;
 #[path = "../daemon/place.rs"]
 mod place;
 #[allow(dead_code)]
+#[path = "../common/proxy_host.rs"]
+mod proxy_host;
+#[allow(dead_code)]
 #[path = "../common/sidecar.rs"]
 mod sidecar;
 
@@ -27,6 +30,7 @@ mod site;
 mod changes;
 mod consent;
 mod gate;
+mod identity;
 mod live;
 mod offers;
 mod remember;
