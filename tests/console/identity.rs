@@ -230,3 +230,67 @@ fn a_suspended_program_is_suspended_again_when_it_starts_again_until_resumed() {
     let r = read(&mut s, 1);
     assert_eq!(r["error"]["data"]["reason"], "no_consent", "not clean: {r}");
 }
+
+/// A package `notes-mcp` at `version`, packed by npm into `dir`: its `bin` runs the scripted
+/// server under the system's Python, as many MCP packages wrap a server of another language.
+fn package(dir: &Path, version: &str) -> PathBuf {
+    let src = dir.join(format!("src-{version}"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("package.json"),
+        json!({"name": "notes-mcp", "version": version, "bin": {"notes-mcp": "bin.js"}})
+            .to_string(),
+    )
+    .unwrap();
+    let bin = format!(
+        "#!/usr/bin/env node\nconst r = require('child_process').spawnSync('python3', [{:?}], \
+         {{stdio: 'inherit'}});\nprocess.exit(r.status === null ? 1 : r.status);\n",
+        proxy_host::script().display().to_string()
+    );
+    std::fs::write(src.join("bin.js"), bin).unwrap();
+    let packed = Command::new("npm")
+        .args(["pack", "--silent", "--pack-destination"])
+        .arg(dir)
+        .current_dir(&src)
+        .output()
+        .unwrap_or_else(|e| panic!("npm: {e}"));
+    assert!(packed.status.success(), "{packed:?}");
+    dir.join(format!("notes-mcp-{version}.tgz"))
+}
+
+#[test]
+fn a_package_at_another_version_is_another_program() {
+    let site = Site::start();
+    let auth = site.signin();
+    let dir = site.place.tmp.path().join("packages");
+    std::fs::create_dir_all(&dir).unwrap();
+    // One place the launcher installs to, one spelling of the command: only what npx
+    // installed tells the versions apart.
+    let tgz = dir.join("notes-mcp.tgz");
+    let start = |version: &str| {
+        std::fs::copy(package(&dir, version), &tgz).unwrap();
+        let daemon = format!("--daemon={}", site.place.socket().display());
+        let mut cmd = site.place.command(&["proxy", &daemon, "--", "npx", "--yes"]);
+        cmd.arg(format!("--package=file:{}", tgz.display()))
+            .args(["--", "notes-mcp"])
+            .env("npm_config_cache", dir.join(format!("cache-{version}")))
+            .env("npm_config_update_notifier", "false")
+            .env("SERVER_NAME", "notes");
+        let mut s = Sidecar::start(cmd);
+        proxy_host::initialize(&mut s, "2025-06-18", json!({}));
+        s
+    };
+    let mut s = start("1.0.0");
+    let q = asks(&site, &auth, &mut s, 1);
+    assert_eq!(text(&q["program"]["what"]), "notes-mcp@1.0.0", "{q}");
+    allow_remembered(&site, &auth, &mut s, &q, 1);
+    drop(s);
+    let mut s = start("1.0.1");
+    let r = read(&mut s, 2);
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "inherited: {r}");
+    let status = site.place.verb(&["status", "--json"]);
+    let status: Value = serde_json::from_str(&status.out()).unwrap();
+    let runs = &status["sessions"][0]["identity"]["runs"];
+    assert_eq!(runs["name"], "notes-mcp", "{status}");
+    assert_eq!(runs["version"], "1.0.1", "{status}");
+}
