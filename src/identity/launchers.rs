@@ -123,12 +123,18 @@ fn asked(args: &[OsString], opts: Options) -> Option<String> {
     None
 }
 
-/// A package specification's name.
+/// A package specification's name; `None` for a specification that names no package of a
+/// registry (a tarball, a directory, a URL, a git remote): the package is then whichever
+/// the launcher installed.
 fn bare(spec: &str) -> Option<String> {
     let (scope, rest) = match spec.strip_prefix('@') {
         Some(r) => ("@", r),
         None => ("", spec),
     };
+    let slashes = rest.matches('/').count();
+    if rest.contains(':') || spec.starts_with('.') || slashes > usize::from(!scope.is_empty()) {
+        return None;
+    }
     let end = rest
         .find(|c: char| matches!(c, '@' | '=' | '<' | '>' | '!' | '~' | '[' | ';' | ' '))
         .unwrap_or(rest.len());
