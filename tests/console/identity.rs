@@ -294,3 +294,38 @@ fn a_package_at_another_version_is_another_program() {
     assert_eq!(runs["name"], "notes-mcp", "{status}");
     assert_eq!(runs["version"], "1.0.1", "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_the_program_and_why_a_question_is_asked_again() {
+    let site = Site::start();
+    let auth = site.signin();
+    let a = script(&site, "a");
+    let b = script(&site, "b");
+    let mut s = tokio::task::block_in_place(|| proxied(&site, &python(), &a, "notes"));
+    let q = tokio::task::block_in_place(|| asks(&site, &auth, &mut s, 1));
+    tokio::task::block_in_place(|| allow_remembered(&site, &auth, &mut s, &q, 1));
+    drop(s);
+    let mut other = tokio::task::block_in_place(|| proxied(&site, &python(), &b, "notes"));
+    let q = tokio::task::block_in_place(|| asks(&site, &auth, &mut other, 2));
+    let page = crate::browser::Browser::signed_in(&site.link).await;
+    let card = format!("[data-question=\"{}\"]", text(&q["id"]));
+    page.text_contains(&format!("{card} .program"), "b/server.py")
+        .await;
+    page.text_contains(
+        &format!("{card} .asked-again"),
+        "a different program now calls itself notes",
+    )
+    .await;
+    page.screenshot("consent-asked-again").await;
+    // The remembered grant shows the program it was given to.
+    page.view("remembered").await;
+    page.text_contains("[data-remembered=\"notes root/docs\"] .program", "a/server.py")
+        .await;
+    page.screenshot("remembered-program").await;
+    // The session shows its program.
+    page.view("sessions").await;
+    page.text_contains("[data-session=\"notes\"] .program", "b/server.py")
+        .await;
+    page.screenshot("session-program").await;
+    page.close().await;
+}

@@ -427,7 +427,7 @@
         roots
           ? h('span', { class: 'muted small', text: 'Asked once for this session.' })
           : h('label', { class: 'check' }, h('input', { type: 'checkbox', class: 'remember' }),
-            `Remember for every session of ${q.server.replace(/#\d+$/, '')}`),
+            `Remember for ${q.server.replace(/#\d+$/, '')} while it runs this program`),
         h('div', { class: 'actions' }, denyBtn, answerBtn)),
       errorEl(key),
     ]);
@@ -440,7 +440,11 @@
     if (!p) {
       return h('p', { class: 'program muted small', text: 'Program: unknown (it could not be told)' });
     }
-    const by = (p.launchedBy || []).length ? ', launched by ' + p.launchedBy.join(' < ') : '';
+    // The nearest few: what a person recognises (an editor, a terminal) is close by.
+    const chain = p.launchedBy || [];
+    const by = chain.length
+      ? ', launched by ' + chain.slice(0, 3).join(' < ') + (chain.length > 3 ? ' < …' : '')
+      : '';
     return h('p', { class: 'program small', title: 'The program the broker found, not the name the server gave' },
       h('span', { class: 'label-muted', text: 'Program ' }),
       h('code', { class: 'program-what', text: p.what }),
