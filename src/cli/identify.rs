@@ -3,10 +3,15 @@
 
 use crate::attaching::Identified;
 use crate::identity::{Digests, Launch, of_launch, of_process, stdin_peer};
+use crate::locks::lock;
 use std::ffi::OsString;
+use std::sync::{Arc, Mutex};
 
 /// The command the proxy starts as `command` (process `pid`, when it is ours; `pin`, the
 /// program file the sandbox holds, when it holds one).
+///
+/// Its files are hashed at once, beside the start: the session attaches when the server
+/// first speaks, and then only what a launcher installed meanwhile is left to read.
 pub(super) fn of_command(
     command: &[String],
     pid: Option<u32>,
@@ -19,8 +24,15 @@ pub(super) fn of_command(
         path_var: std::env::var_os("PATH"),
         pin,
     };
+    let digests = Arc::new(Mutex::new(Digests::open_default()));
+    let (early, launched) = (digests.clone(), launch.clone());
+    // The lock is held while hashing: the identity, if asked for meanwhile, waits for it
+    // rather than hashing the same files again.
+    tokio::task::spawn_blocking(move || {
+        of_launch(&launched, None, &mut lock(&early));
+    });
     Identified::by(move || {
-        let mut digests = Digests::open_default();
+        let mut digests = lock(&digests);
         let identity = of_launch(&launch, pid, &mut digests);
         digests.save();
         Some(identity)

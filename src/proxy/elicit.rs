@@ -75,8 +75,10 @@ pub(super) fn form(request: &ConsentRequest) -> Value {
         text.push('\n');
     }
     text.push_str("A folder covers everything inside it.\n");
+    // A package's name and version are its author's text, as much the server's as its
+    // message: plain text only.
     for line in crate::consent::who_asks(request) {
-        text.push_str(&line);
+        text.push_str(&plain_text(&line));
         text.push('\n');
     }
     if let Some(m) = request.message.as_deref().filter(|m| !m.trim().is_empty()) {
@@ -304,6 +306,26 @@ mod tests {
         );
         assert!(
             text.starts_with("The MCP server \"evil' and '?good\" asks"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn form_says_which_program_asks_and_why_it_is_asked_again() {
+        let mut r = request(Access::Read, None);
+        let text = form(&r)["message"].as_str().unwrap_or_default().to_owned();
+        assert!(text.contains("program: unknown"), "{text}");
+        let mut identity = crate::Identity::of_host("**evil** <b>pkg</b>\u{1b}[2J");
+        identity.launched_by = vec!["code".into()];
+        r.identity = Some(identity.clone());
+        r.asked_again = vec!["the program at /srv/a.py changed since you allowed it".into()];
+        let text = form(&r)["message"].as_str().unwrap_or_default().to_owned();
+        assert!(
+            text.contains(&format!("program: evil pkg ?2J (digest {})", identity.short())),
+            "{text}"
+        );
+        assert!(
+            text.contains("asked again: the program at /srv/a.py changed since you allowed it"),
             "{text}"
         );
     }

@@ -129,6 +129,13 @@ fn offers_shown(c: &Console, offers: &[Offer]) -> Vec<Value> {
                 "access": o.access.as_str(),
                 "method": o.method,
                 "at": when(o.at),
+                "program": program_shown(
+                    c.broker
+                        .live_since(&o.server, o.at)
+                        .ok()
+                        .as_deref()
+                        .and_then(crate::session::Session::identity),
+                ),
             })
         })
         .collect()

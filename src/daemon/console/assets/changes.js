@@ -113,7 +113,7 @@
     for (const c of changes) {
       const user = c.by === 'user';
       const key = (user ? 'u:' : 's:') + c.session;
-      if (!groups.has(key)) groups.set(key, { key, user, session: c.session, server: c.server, items: [] });
+      if (!groups.has(key)) groups.set(key, { key, user, session: c.session, server: c.server, identity: c.identity || null, items: [] });
       groups.get(key).items.push(c);
     }
     // The user's own restores come last: the view is about what servers did.
@@ -156,7 +156,12 @@
       h('header', { class: 'card-head' },
         h('div', { class: 'card-head-main' },
           h('span', { class: 'server-name big', text: user ? 'Your restores' : g.server, title: user ? null : `session ${g.session}` }),
-          h('span', { class: 'muted small' }, `${plural(g.items.length, 'change', 'changes')} · `, span(g))),
+          h('span', { class: 'muted small' }, `${plural(g.items.length, 'change', 'changes')} · `, span(g)),
+          // The program the session was, by the first digits of its identity's digest: two
+          // programs that took one name are two groups with two digests.
+          !user && g.identity
+            ? h('code', { class: 'muted small program', title: 'Identity digest of the program that made these changes', text: g.identity.slice(0, 12) })
+            : null),
         undo),
       user ? h('p', { class: 'muted small group-note', text: 'What your restores replaced, kept in turn. Restore one to take that restore back.' }) : null,
       outcomeBlock(g.session),

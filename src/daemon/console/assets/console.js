@@ -550,6 +550,7 @@
           h('code', { text: o.method || 'an operation' }), ' on ',
           h('code', { text: o.path }), ' because it has no consent for it. Allow ',
           h('strong', { text: o.access === 'write' ? 'read & write' : 'read' }), ' access?'),
+        programLine(o.program),
         h('span', { class: 'muted small' }, timeEl(o.at))),
       h('div', { class: 'actions' },
         button('btn-ghost dismiss', 'Dismiss', send(false, false)),
