@@ -51,9 +51,25 @@ pub(super) fn of_stdin_peer() -> Identified {
     })
 }
 
-/// A remote server at `url`: its origin.
+/// A remote server at `url`: its origin, and over https the public key of its certificate,
+/// waited for (up to the connect timeout, `wait`) from the first answer of the session
+/// `outcome` follows. Over https an identity without the key would be another identity: none
+/// is given then, and nothing is remembered for it.
 #[cfg(feature = "proxy")]
-pub(super) fn of_url(url: &url::Url) -> Identified {
+pub(super) fn of_url(
+    url: &url::Url,
+    outcome: crate::proxy::remote::Outcome,
+    wait: std::time::Duration,
+) -> Identified {
     let origin = url.origin().ascii_serialization();
-    Identified::by(move || Some(crate::Identity::of_origin(origin.clone())))
+    let tls = url.scheme() == "https";
+    let runtime = tokio::runtime::Handle::current();
+    Identified::by(move || {
+        let key = if tls {
+            Some(runtime.block_on(outcome.server_key(wait))?)
+        } else {
+            None
+        };
+        Some(crate::Identity::of_origin(origin.clone(), key))
+    })
 }

@@ -108,9 +108,11 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         }
     };
     let mut backend = backend;
-    backend.attach.identity = match &remote_url {
-        Some(url) => super::identify::of_url(url),
-        None => super::identify::of_command(&args.command, link.pid, pin),
+    backend.attach.identity = match (&remote_url, &outcome) {
+        (Some(url), Some(outcome)) => {
+            super::identify::of_url(url, outcome.clone(), args.connect_timeout)
+        }
+        _ => super::identify::of_command(&args.command, link.pid, pin),
     };
     let code = proxy
         .run(

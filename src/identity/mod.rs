@@ -54,6 +54,10 @@ pub struct Identity {
     /// The origin (`scheme://host:port`) of a remote server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// A remote server's public key, as its TLS certificate gave it: `sha256//BASE64` of the
+    /// SubjectPublicKeyInfo (as `curl --pinnedpubkey` writes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<String>,
     /// What a library host says its server is (see [`Identity::of_host`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -112,10 +116,11 @@ impl Identity {
     }
 
     /// The identity of a remote server at `origin` (`scheme://host:port`, as a URL's origin
-    /// is written): all that can be told of it before anything is exchanged.
-    pub(crate) fn of_origin(origin: String) -> Identity {
+    /// is written), with the public key its TLS certificate gave, when it gave one.
+    pub(crate) fn of_origin(origin: String, tls_key: Option<String>) -> Identity {
         Identity {
             origin: Some(origin),
+            tls_key,
             ..Identity::blank()
         }
         .sealed()
@@ -129,6 +134,7 @@ impl Identity {
             argv: Vec::new(),
             runs: None,
             origin: None,
+            tls_key: None,
             host: None,
             launched_by: Vec::new(),
         }
@@ -163,6 +169,7 @@ impl Identity {
             put("runs.digest", &r.digest);
         }
         put("origin", self.origin.as_deref().unwrap_or(""));
+        put("tlsKey", self.tls_key.as_deref().unwrap_or(""));
         put("host", self.host.as_deref().unwrap_or(""));
         self.digest = h.finalize().to_hex().to_string();
         self

@@ -73,7 +73,7 @@ impl RemoteSession {
             let e = match tokio::time::timeout(limit, make().send()).await {
                 Err(_) => return Err(RemoteError::Timeout(limit)),
                 Ok(Ok(resp)) => {
-                    self.note_reached();
+                    self.note_reached(&resp);
                     return Ok(resp);
                 }
                 Ok(Err(e)) => e.without_url(),

@@ -42,6 +42,7 @@ mod listen;
 mod modern;
 mod params;
 mod pending;
+mod pin;
 mod renew;
 mod requests;
 mod session;
@@ -72,12 +73,23 @@ const MAX_REDIRECTS: usize = 5;
 
 /// How a remote session ended: read it after the proxy has run.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Outcome(Arc<Mutex<Option<RemoteError>>>);
+pub(crate) struct Outcome {
+    failure: Arc<Mutex<Option<RemoteError>>>,
+    key: Arc<tokio::sync::watch::Sender<Option<String>>>,
+}
 
 impl Outcome {
     /// The failure that ended the session, if one did (each failure is taken once).
     pub(crate) fn take_error(&self) -> Option<RemoteError> {
-        lock(&self.0).take()
+        lock(&self.failure).take()
+    }
+
+    /// The server's public key (`sha256//BASE64`), once an answer came over TLS: waited
+    /// for up to `wait`, `None` when none came by then.
+    pub(crate) async fn server_key(&self, wait: Duration) -> Option<String> {
+        let mut key = self.key.subscribe();
+        let came = tokio::time::timeout(wait, key.wait_for(Option::is_some)).await;
+        came.ok()?.ok()?.clone()
     }
 }
 
@@ -110,6 +122,8 @@ pub(crate) fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError>
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .tcp_keepalive(KEEPALIVE)
         .redirect(origin_only)
+        // The certificate each answer came over, for the server's key (`pin.rs`).
+        .tls_info(true)
         .user_agent(concat!("fsbroker/", env!("CARGO_PKG_VERSION")));
     if config::is_loopback(&cfg.url) {
         // Headers from the environment may go over plain http to loopback only because
@@ -127,7 +141,13 @@ pub(crate) fn connect(cfg: RemoteConfig) -> Result<(Link, Outcome), RemoteError>
     let (incoming, from_server) = line_channel(QUEUE_LINES, budget(cfg.max_message));
     let (end, end_rx) = oneshot::channel::<()>();
     let outcome = Outcome::default();
-    let shared = session::RemoteSession::new(client, cfg, incoming, outcome.0.clone(), max_pending);
+    let shared = session::RemoteSession::new(
+        client,
+        cfg,
+        incoming,
+        (outcome.failure.clone(), outcome.key.clone()),
+        max_pending,
+    );
     let task = tokio::spawn(driver::drive(shared, outgoing, end_rx));
     let exit = Box::pin(async move { task.await.unwrap_or(1) });
     Ok((

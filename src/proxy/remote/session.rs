@@ -69,6 +69,8 @@ pub(super) struct RemoteSession {
     /// The tools' `x-mcp-header` declarations (a modern session's `Mcp-Param-*` headers).
     pub(super) params: Params,
     failure: Arc<Mutex<Option<RemoteError>>>,
+    /// The public key of the server's certificate, from the first answer over TLS.
+    key: Arc<watch::Sender<Option<String>>>,
     failed: Notify,
     /// Tells the GET stream that a new session started, so it leaves the old one.
     sessions: watch::Sender<u64>,
@@ -84,7 +86,10 @@ impl RemoteSession {
         client: reqwest::Client,
         cfg: RemoteConfig,
         incoming: LineSender,
-        failure: Arc<Mutex<Option<RemoteError>>>,
+        (failure, key): (
+            Arc<Mutex<Option<RemoteError>>>,
+            Arc<watch::Sender<Option<String>>>,
+        ),
         max_pending: usize,
     ) -> Arc<RemoteSession> {
         Arc::new(RemoteSession {
@@ -106,6 +111,7 @@ impl RemoteSession {
             pending: Pending::with_cap(max_pending),
             params: Params::default(),
             failure,
+            key,
             failed: Notify::new(),
             sessions: watch::Sender::new(0),
             reach: Mutex::new(Reach::default()),
@@ -322,8 +328,13 @@ impl RemoteSession {
     }
 
     /// Notes that the server answered (any HTTP response).
-    pub(super) fn note_reached(&self) {
+    pub(super) fn note_reached(&self, resp: &reqwest::Response) {
         lock(&self.reach).reached = true;
+        if self.key.borrow().is_none()
+            && let Some(k) = super::pin::key_of(resp)
+        {
+            self.key.send_replace(Some(k));
+        }
     }
 
     /// Notes why a connection could not be made.
