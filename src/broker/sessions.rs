@@ -321,10 +321,10 @@ impl Broker {
     /// Lifts the suspension of the session `server_id` (see
     /// [`BrokerBuilder::max_violations_per_minute`](crate::BrokerBuilder::max_violations_per_minute)):
     /// its requests are answered again, and its violations before count no more. Returns
-    /// whether it was suspended. A session that ends is never suspended again under its
-    /// name: a new session begins without strikes. A session of a known identity
-    /// ([`Broker::open_session_as`]) is: its server's suspension holds in every session of
-    /// the same identity until this lifts it.
+    /// whether it was suspended. A session of no known identity that ends takes its
+    /// suspension with it: a new session of its name begins without strikes. One of a known
+    /// identity ([`Broker::open_session_as`]) does not: the suspension holds in every later
+    /// session of the same identity, under any name, until this lifts it.
     ///
     /// Errors: `INVALID_PARAMS` when no session of that id is live.
     pub fn resume(&self, server_id: &str) -> Result<bool> {
