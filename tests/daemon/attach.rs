@@ -423,3 +423,42 @@ fn a_daemon_that_answers_but_refuses_is_reported_and_never_replaced() {
         p.daemon_log_text()
     );
 }
+
+#[test]
+fn status_names_the_program_of_each_session_not_only_the_name_it_gave() {
+    let p = Place::new();
+    let _d = writable_daemon(&p);
+    // A proxy's server: the script the interpreter runs.
+    let mut proxy = attached_proxy(&p, "notes");
+    proxy_host::initialize(&mut proxy, "2025-06-18", json!({}));
+    proxy_host::ask(&mut proxy, 1, json!([["roots/list", {}]]));
+    // A `serve --daemon` sidecar's server: whoever writes its input, here this very test.
+    let mut sidecar = attach(&p, "sidecar");
+    consent(&mut sidecar, "read");
+    let sessions = status(&p);
+    let notes = &session(&sessions, "notes")["identity"];
+    assert_eq!(notes["runs"]["kind"], "script", "{notes}");
+    let script = proxy_host::script();
+    assert_eq!(
+        notes["runs"]["path"],
+        std::fs::canonicalize(&script).unwrap().display().to_string(),
+        "{notes}"
+    );
+    assert_eq!(notes["digest"].as_str().map(str::len), Some(64), "{notes}");
+    let me = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+    let side = &session(&sessions, "sidecar")["identity"];
+    assert_eq!(
+        side["program"]["real"],
+        me.display().to_string(),
+        "the sidecar's server is the test that writes its input: {side}"
+    );
+    let text = p.verb(&["status", "--daemon", p.socket().to_str().unwrap()]).out();
+    let short = &notes["digest"].as_str().unwrap()[..12];
+    assert!(
+        text.contains(&format!(
+            "  program    {} (digest {short})",
+            std::fs::canonicalize(&script).unwrap().display()
+        )),
+        "{text}"
+    );
+}
