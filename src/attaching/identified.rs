@@ -29,9 +29,7 @@ impl Identified {
 
     /// The identity, worked out now if it was not yet; `None` when it cannot be told.
     pub(crate) async fn get(&self) -> Option<Identity> {
-        let Some(work) = self.work.clone() else {
-            return None;
-        };
+        let work = self.work.clone()?;
         self.done
             .get_or_init(|| async move {
                 tokio::task::spawn_blocking(move || work())

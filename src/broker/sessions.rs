@@ -383,9 +383,10 @@ fn pinned(
     if pin.admits(identity) {
         return Ok(server_id.to_owned());
     }
-    let who = identity.map_or_else(|| "a program that could not be told".to_owned(), |i| {
-        format!("{} (digest {})", i.what(), i.short())
-    });
+    let who = identity.map_or_else(
+        || "a program that could not be told".to_owned(),
+        |i| format!("{} (digest {})", i.what(), i.short()),
+    );
     match pin.otherwise {
         crate::policy::Otherwise::Unknown => {
             tracing::warn!(server = name, program = %who, "a session claimed a pinned name with another program: opened as an unknown server");

@@ -35,8 +35,8 @@ pub(crate) enum Reply {
     Log(Value, Follow),
     /// Sends the daemon's description now and after every policy change.
     Describing,
-    /// Becomes this session.
-    Attach(AttachRequest),
+    /// Becomes this session (boxed: it carries the server's identity).
+    Attach(Box<AttachRequest>),
 }
 
 /// What to do with request `line`: a refusal saying what is wrong with a line that is not a
@@ -66,7 +66,7 @@ pub(crate) async fn answer(at: Served<'_>, request: Request) -> Reply {
         Request::Describe(d) if d.follow => return Reply::Describing,
         Request::Describe(_) => attach::describe(broker),
         Request::Attach(request) => match request.name() {
-            Ok(_) => return Reply::Attach(request),
+            Ok(_) => return Reply::Attach(Box::new(request)),
             Err(message) => error(message),
         },
         Request::Log(log) => match at.services.ring().answer(log) {

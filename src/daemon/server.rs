@@ -317,7 +317,7 @@ async fn connection(
             }
             Reply::Attach(request) => {
                 drop(slot);
-                attached(daemon, cred, request, (reader, write), slots).await;
+                attached(daemon, cred, *request, (reader, write), slots).await;
                 return;
             }
         }

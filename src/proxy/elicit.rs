@@ -321,7 +321,10 @@ mod tests {
         r.asked_again = vec!["the program at /srv/a.py changed since you allowed it".into()];
         let text = form(&r)["message"].as_str().unwrap_or_default().to_owned();
         assert!(
-            text.contains(&format!("program: evil pkg ?2J (digest {})", identity.short())),
+            text.contains(&format!(
+                "program: evil pkg ?2J (digest {})",
+                identity.short()
+            )),
             "{text}"
         );
         assert!(

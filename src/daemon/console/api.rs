@@ -149,9 +149,9 @@ fn remembered_shown(layer: &Layer) -> Vec<Value> {
         .map(|r| {
             let since = std::time::UNIX_EPOCH + Duration::from_secs(r.since);
             // A grant remembered before programs were told apart is held by none: shown so.
-            let program = r.identity.as_ref().map(|i| {
-                json!({"what": i.what, "digest": i.digest.get(..12).unwrap_or(&i.digest)})
-            });
+            let program = r.identity.as_ref().map(
+                |i| json!({"what": i.what, "digest": i.digest.get(..12).unwrap_or(&i.digest)}),
+            );
             json!({"server": r.server, "path": r.path, "access": r.access.as_str(),
                    "since": when(since), "program": program})
         })

@@ -80,7 +80,9 @@ pub(super) fn remember(
             match layer.remembered.iter_mut().find(|r| {
                 r.server == server
                     && r.path == path
-                    && r.identity.as_ref().is_some_and(|i| i.digest == identity.digest)
+                    && r.identity
+                        .as_ref()
+                        .is_some_and(|i| i.digest == identity.digest)
             }) {
                 Some(r) => r.access = r.access.max(*access),
                 None => layer.remembered.push(Remembered {

@@ -53,6 +53,12 @@ struct Reach {
     last_failure: Option<String>,
 }
 
+/// Where the failure that ended a session is kept for the proxy to read.
+type Failure = Arc<Mutex<Option<RemoteError>>>;
+
+/// Where the server's public key is kept once an answer came over TLS.
+type ServerKey = Arc<watch::Sender<Option<String>>>;
+
 /// What every task of one remote session shares.
 pub(super) struct RemoteSession {
     /// The HTTP client (connection pool, TLS, redirect policy).
@@ -68,9 +74,9 @@ pub(super) struct RemoteSession {
     pub(crate) pending: Pending,
     /// The tools' `x-mcp-header` declarations (a modern session's `Mcp-Param-*` headers).
     pub(super) params: Params,
-    failure: Arc<Mutex<Option<RemoteError>>>,
+    failure: Failure,
     /// The public key of the server's certificate, from the first answer over TLS.
-    key: Arc<watch::Sender<Option<String>>>,
+    key: ServerKey,
     failed: Notify,
     /// Tells the GET stream that a new session started, so it leaves the old one.
     sessions: watch::Sender<u64>,
@@ -86,10 +92,7 @@ impl RemoteSession {
         client: reqwest::Client,
         cfg: RemoteConfig,
         incoming: LineSender,
-        (failure, key): (
-            Arc<Mutex<Option<RemoteError>>>,
-            Arc<watch::Sender<Option<String>>>,
-        ),
+        (failure, key): (Failure, ServerKey),
         max_pending: usize,
     ) -> Arc<RemoteSession> {
         Arc::new(RemoteSession {
