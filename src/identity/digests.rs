@@ -10,11 +10,14 @@
 //! coarse (a few milliseconds), so a file changed within the last [`SETTLE`] is hashed but not
 //! cached: a second write of the same size in the same tick would otherwise keep its key.
 //!
-//! The cache is `$XDG_CACHE_HOME/fsbroker/digests.json` (else `~/.cache/fsbroker/`), the
-//! user's own (0600 in a 0700 directory). It is read only when it is the user's and nobody
-//! else may write it, because an entry in it vouches for content: a cache that cannot be
-//! read or understood is ignored and everything is hashed anew, and one that cannot be
-//! written is left as it was.
+//! The cache is `$XDG_STATE_HOME/fsbroker/digests.json` (else `~/.local/state/fsbroker/`),
+//! the user's own (0600 in a 0700 directory). An entry vouches for a file's content, so the
+//! cache lives in the broker's state directory, which no sandbox profile may open (a server
+//! allowed to write `~/.cache`, as package managers' caches often are, could otherwise write
+//! an entry that passes its edited script for the one the user allowed); and it is read only
+//! when it is the user's and nobody else may write it. A cache that cannot be read or
+//! understood is ignored and everything is hashed anew, and one that cannot be written is
+//! left as it was.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -52,7 +55,8 @@ struct Key {
 struct Entry {
     key: Key,
     digest: String,
-    /// When it was last used, in the cache's own ticks: the oldest goes first.
+    /// When it was last used, in the cache's own ticks, as of the last write of the cache:
+    /// the oldest goes first.
     used: u64,
 }
 
@@ -92,16 +96,17 @@ pub(crate) struct Digests {
 }
 
 impl Digests {
-    /// The user's cache (`$XDG_CACHE_HOME/fsbroker/digests.json`, else under `~/.cache`); in
-    /// memory only when neither `XDG_CACHE_HOME` nor `HOME` is set.
+    /// The user's cache (`$XDG_STATE_HOME/fsbroker/digests.json`, else under
+    /// `~/.local/state`); in memory only when neither `XDG_STATE_HOME` nor `HOME` is set.
     pub(crate) fn open_default() -> Digests {
+        // The rule `crate::policy::xdg_dir` follows, which this layer stands below.
         let absolute = |name: &str| {
             std::env::var_os(name)
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute())
         };
         let base =
-            absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".cache")));
+            absolute("XDG_STATE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".local/state")));
         match base {
             Some(b) => Digests::at(b.join("fsbroker").join("digests.json")),
             None => Digests::load(None),
@@ -185,8 +190,9 @@ impl Digests {
         self.tick += 1;
         let digest = match self.entries.get_mut(&key) {
             Some((digest, used)) => {
+                // Noted in memory, not a reason to write the file: a start that found every
+                // digest writes nothing (the write is synced, and costs more than the rest).
                 *used = self.tick;
-                self.dirty = true;
                 digest.clone()
             }
             None => {

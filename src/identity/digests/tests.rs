@@ -33,6 +33,7 @@ fn a_warm_cache_hashes_nothing_and_a_changed_file_is_hashed_again() {
     warm.settle = std::time::Duration::ZERO;
     assert_eq!(warm.of(&file).map(|d| d.digest), Some(first.digest.clone()));
     assert_eq!(warm.hashed, 0, "found in the cache, not read");
+    assert!(!warm.dirty, "nothing new: nothing to write back");
 
     // Another size: the key changes whatever the clock's resolution.
     write(&file, "print('bb')\n");
