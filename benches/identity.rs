@@ -45,7 +45,12 @@ fn main() -> Res<()> {
     for argv in cases {
         let cold = measure(dir.path(), argv, runs, true)?;
         let warm = measure(dir.path(), argv, runs, false)?;
-        println!("| `{}` | {} | {} |", argv.join(" "), show(&cold), show(&warm));
+        println!(
+            "| `{}` | {} | {} |",
+            argv.join(" "),
+            show(&cold),
+            show(&warm)
+        );
     }
     Ok(())
 }
@@ -99,6 +104,9 @@ fn run_one(dir: &Path, state: &Path, argv: &[&str]) -> Res<u64> {
 
 fn show(times: &[u64]) -> String {
     let median = times.get(times.len() / 2).copied().unwrap_or(0);
-    let (min, max) = (times.first().copied().unwrap_or(0), times.last().copied().unwrap_or(0));
+    let (min, max) = (
+        times.first().copied().unwrap_or(0),
+        times.last().copied().unwrap_or(0),
+    );
     format!("{median} µs ({min}–{max})")
 }

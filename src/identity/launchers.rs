@@ -130,7 +130,7 @@ fn bare(spec: &str) -> Option<String> {
         None => ("", spec),
     };
     let end = rest
-        .find(|c: char| matches!(c, '@' | '=' | '<' | '>' | '!' | '~' | '[' | ';' | ' '))
+        .find(['@', '=', '<', '>', '!', '~', '[', ';', ' '])
         .unwrap_or(rest.len());
     let name = format!("{scope}{}", rest.get(..end).unwrap_or(rest));
     (name.len() > scope.len()).then_some(name)
@@ -227,7 +227,7 @@ fn python_package(file: &Path, asked: &str) -> Option<Runs> {
             continue;
         }
         for info in entries(&lib.join("site-packages")) {
-            if !info.extension().is_some_and(|e| e == "dist-info") {
+            if info.extension().is_none_or(|e| e != "dist-info") {
                 continue;
             }
             let Some(metadata) = procfs::read_bounded(&info.join("METADATA"), MAX_MANIFEST) else {

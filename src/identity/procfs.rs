@@ -182,9 +182,8 @@ pub(crate) mod tests {
             chain.len() >= 2,
             "the test runner is above the shell: {chain:?}"
         );
-        assert_eq!(
-            descendants(me, 1, 64).contains(&sleep),
-            false,
+        assert!(
+            !descendants(me, 1, 64).contains(&sleep),
             "one generation only"
         );
         kill(sleep);

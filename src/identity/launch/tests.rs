@@ -232,6 +232,9 @@ fn launcher_running(file: &Path) -> (std::process::Child, u32) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    let mut sh = sh;
+    let _ = sh.kill();
+    let _ = sh.wait();
     panic!("node did not start below the shell");
 }
 
@@ -308,9 +311,15 @@ fn a_uvx_tool_is_found_by_its_distribution_in_the_virtual_environment_below_it()
     write(&venv.join("pyvenv.cfg"), "home = /usr/bin\n");
     write(&venv.join("bin/my-tool"), "sleep 30\n");
     let site = venv.join("lib/python3.13/site-packages");
-    write(&site.join("dep-9.dist-info/METADATA"), "Name: dep\nVersion: 9\n");
+    write(
+        &site.join("dep-9.dist-info/METADATA"),
+        "Name: dep\nVersion: 9\n",
+    );
     let info = site.join("my_tool-1.2.dist-info");
-    write(&info.join("METADATA"), "Metadata-Version: 2.1\nName: My.Tool\nVersion: 1.2\n");
+    write(
+        &info.join("METADATA"),
+        "Metadata-Version: 2.1\nName: My.Tool\nVersion: 1.2\n",
+    );
     write(&info.join("RECORD"), "../../../bin/my-tool,,\n");
     // The launcher runs the tool's entry in a process of its own, as `uv tool run` does.
     let sh = std::process::Command::new("sh")
@@ -321,7 +330,9 @@ fn a_uvx_tool_is_found_by_its_distribution_in_the_virtual_environment_below_it()
     let mut sh = sh;
     let mut tool = None;
     for _ in 0..1000 {
-        tool = procfs::descendants(sh.id(), 1, 8).into_iter().find(|p| procfs::cmdline(*p).len() == 2);
+        tool = procfs::descendants(sh.id(), 1, 8)
+            .into_iter()
+            .find(|p| procfs::cmdline(*p).len() == 2);
         if tool.is_some() {
             break;
         }
@@ -339,7 +350,10 @@ fn a_uvx_tool_is_found_by_its_distribution_in_the_virtual_environment_below_it()
     let _ = sh.wait();
     let runs = by_name.runs.unwrap_or_else(|| panic!("no package"));
     assert_eq!(runs.kind, "package");
-    assert_eq!((runs.name.as_deref(), runs.version.as_deref()), (Some("My.Tool"), Some("1.2")));
+    assert_eq!(
+        (runs.name.as_deref(), runs.version.as_deref()),
+        (Some("My.Tool"), Some("1.2"))
+    );
     assert_eq!(runs.path, Some(info.clone()));
     assert_eq!(by_from.runs.and_then(|r| r.path), Some(info));
     assert_eq!(other.runs.and_then(|r| r.name), Some("dep".to_owned()));
