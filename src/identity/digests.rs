@@ -187,7 +187,7 @@ impl Digests {
             ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
         };
         let head = head_of(&file);
-        self.tick += 1;
+        self.tick = self.tick.saturating_add(1);
         let digest = match self.entries.get_mut(&key) {
             Some((digest, used)) => {
                 // Noted in memory, not a reason to write the file: a start that found every
@@ -196,7 +196,7 @@ impl Digests {
                 digest.clone()
             }
             None => {
-                let digest = hash(&mut file).unwrap_or_default();
+                let digest = hash(&mut file, key.size).unwrap_or_default();
                 self.hashed += 1;
                 if !digest.is_empty() && self.settled(key.ctime_ns) {
                     self.entries.insert(key, (digest.clone(), self.tick));
@@ -308,12 +308,15 @@ fn head_of(file: &std::fs::File) -> Vec<u8> {
     head
 }
 
-/// Hex BLAKE3 of everything `file` holds, streamed.
-fn hash(file: &mut std::fs::File) -> std::io::Result<String> {
+/// Hex BLAKE3 of the `size` bytes `file` holds (its size when it was `fstat`ed: a file that
+/// grows while it is read is not read without end, and its change makes the next look hash
+/// it again), streamed.
+fn hash(file: &mut std::fs::File, size: u64) -> std::io::Result<String> {
     let mut h = blake3::Hasher::new();
     let mut buf = vec![0u8; CHUNK];
+    let mut limited = file.take(size);
     loop {
-        match file.read(&mut buf) {
+        match limited.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
                 h.update(buf.get(..n).unwrap_or_default());

@@ -142,6 +142,8 @@ pub(super) fn identify(
         .map(|n| n.to_string_lossy().into_owned())
         .collect();
     let args = view.argv.get(1..).unwrap_or_default();
+    // A name is read before a `#!` line: `npx` is itself a node script, and a version
+    // manager's `python3` a shell script, yet what they run is in their arguments.
     if let Some(launcher) = names.iter().find_map(|n| launchers::launcher(n, args)) {
         id.runs = view
             .pid
