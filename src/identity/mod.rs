@@ -22,7 +22,7 @@ mod launchers;
 mod process;
 mod procfs;
 
-pub(crate) use digests::{Digests, FileDigest};
+pub(crate) use digests::Digests;
 pub(crate) use launch::{Launch, of_launch, resolve};
 pub(crate) use process::{of_process, stdin_peer};
 pub(crate) use procfs::launched_by;

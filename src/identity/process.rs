@@ -273,4 +273,31 @@ mod tests {
             "the test runner started it"
         );
     }
+
+    #[test]
+    fn a_program_replaced_while_it_runs_is_known_by_what_was_executed() {
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let program = t.path().join("mysleep");
+        std::fs::copy("/bin/sleep", &program).unwrap_or_else(|e| panic!("{e}"));
+        let mut d = Digests::at(t.path().join("cache.json"));
+        let executed = d.of(&program).unwrap_or_else(|| panic!("no digest"));
+        let mut child = Command::new(&program)
+            .arg("30")
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Another file is put in its place, as an update (or a server) would.
+        let other = t.path().join("other");
+        std::fs::write(&other, "#!/bin/sh\nexit 0\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::rename(&other, &program).unwrap_or_else(|e| panic!("{e}"));
+        let running = of_process(child.id(), &mut d);
+        let _ = child.kill();
+        let _ = child.wait();
+        let p = running.program.unwrap_or_else(|| panic!("no program"));
+        assert_eq!(
+            p.digest, executed.digest,
+            "the executed file, not the new one"
+        );
+        assert_ne!(p.path, program, "the name leads to another file now");
+        assert_eq!(running.runs, None, "a binary runs nothing of its own");
+    }
 }
