@@ -151,31 +151,32 @@ impl Digests {
     /// follow them); `None` when there is no such regular file.
     pub(crate) fn of(&mut self, path: &Path) -> Option<FileDigest> {
         use rustix::fs::{Mode, OFlags};
-        // Non-blocking: a FIFO planted under the name must not hold the broker.
-        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-        let (fd, readable) = match rustix::fs::open(path, flags, Mode::empty()) {
-            Ok(fd) => (fd, true),
-            // An execute-only file: its place is known, its content is not.
-            Err(rustix::io::Errno::ACCESS) => {
-                let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty());
-                (fd.ok()?, false)
-            }
-            Err(_) => return None,
-        };
-        let st = rustix::fs::fstat(&fd).ok()?;
+        // The name is opened for its identity only, and judged before anything is read: a
+        // path a process chose may name a device, which an open for reading could set off
+        // (a tape rewinds, a watchdog arms). The same file is then opened for reading
+        // through that descriptor, so no swap of the name can come between.
+        let held = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        let st = rustix::fs::fstat(&held).ok()?;
         if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
             return None;
         }
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+        let by_fd = format!("/proc/self/fd/{}", held.as_raw_fd());
+        let real = std::fs::read_link(&by_fd).ok()?;
         let id = (st.st_dev, st.st_ino);
-        if !readable {
-            return Some(FileDigest {
-                real,
-                id,
-                digest: String::new(),
-                head: Vec::new(),
-            });
-        }
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+        let fd = match rustix::fs::open(by_fd.as_str(), flags, Mode::empty()) {
+            Ok(fd) => fd,
+            // An execute-only file: its place is known, its content is not.
+            Err(rustix::io::Errno::ACCESS) => {
+                return Some(FileDigest {
+                    real,
+                    id,
+                    digest: String::new(),
+                    head: Vec::new(),
+                });
+            }
+            Err(_) => return None,
+        };
         let mut file = std::fs::File::from(fd);
         let meta = file.metadata().ok()?;
         let key = Key {

@@ -98,6 +98,22 @@ fn no_regular_file_has_no_digest_and_a_link_is_followed_to_its_file() {
     d.settle = std::time::Duration::ZERO;
     assert_eq!(d.of(t.path()), None, "a directory");
     assert_eq!(d.of(&t.path().join("missing")), None);
+    assert_eq!(
+        d.of(Path::new("/dev/null")),
+        None,
+        "a device is not opened to be read"
+    );
+    let fifo = t.path().join("fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        0o600.into(),
+        0,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Opened for reading, a FIFO with no writer would hold the broker here.
+    assert_eq!(d.of(&fifo), None);
     let file = t.path().join("a");
     write(&file, "x");
     let link = t.path().join("b");
