@@ -21,9 +21,10 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use super::files::Held;
 
 /// The most entries the cache keeps; the least recently used go first.
 const MAX_ENTRIES: usize = 4096;
@@ -148,26 +149,14 @@ impl Digests {
     }
 
     /// The digest of the file `path` leads to (links followed, as `execve` and an interpreter
-    /// follow them); `None` when there is no such regular file.
+    /// follow them); `None` when there is no such regular file. Nothing but a regular file
+    /// is opened for reading (see [`super::files::open_regular`]), and the file hashed is
+    /// the one `fstat`ed.
     pub(crate) fn of(&mut self, path: &Path) -> Option<FileDigest> {
-        use rustix::fs::{Mode, OFlags};
-        // The name is opened for its identity only, and judged before anything is read: a
-        // path a process chose may name a device, which an open for reading could set off
-        // (a tape rewinds, a watchdog arms). The same file is then opened for reading
-        // through that descriptor, so no swap of the name can come between.
-        let held = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok()?;
-        let st = rustix::fs::fstat(&held).ok()?;
-        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-            return None;
-        }
-        let by_fd = format!("/proc/self/fd/{}", held.as_raw_fd());
-        let real = std::fs::read_link(&by_fd).ok()?;
-        let id = (st.st_dev, st.st_ino);
-        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let fd = match rustix::fs::open(by_fd.as_str(), flags, Mode::empty()) {
-            Ok(fd) => fd,
+        let (mut file, real) = match super::files::held_regular(path)? {
+            Held::Readable(file, real) => (file, real),
             // An execute-only file: its place is known, its content is not.
-            Err(rustix::io::Errno::ACCESS) => {
+            Held::Unreadable(real, id) => {
                 return Some(FileDigest {
                     real,
                     id,
@@ -175,10 +164,9 @@ impl Digests {
                     head: Vec::new(),
                 });
             }
-            Err(_) => return None,
         };
-        let mut file = std::fs::File::from(fd);
         let meta = file.metadata().ok()?;
+        let id = (meta.dev(), meta.ino());
         let key = Key {
             path: real.to_string_lossy().into_owned(),
             dev: meta.dev(),

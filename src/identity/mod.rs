@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 mod digests;
+mod files;
 mod interpreters;
 mod launch;
 mod launchers;

@@ -82,7 +82,7 @@ pub(super) fn pipe_peer(inode: u64, except: u32) -> Option<u32> {
 /// octal) of `/proc/PID/fdinfo/FD`.
 fn writes(pid: u32, fd: &str) -> bool {
     let path = PathBuf::from(format!("/proc/{pid}/fdinfo/{fd}"));
-    let Some(info) = procfs::read_bounded(&path, 4096) else {
+    let Some(info) = super::files::read_bounded(&path, 4096) else {
         return false;
     };
     let flags = String::from_utf8_lossy(&info)
