@@ -174,6 +174,13 @@ pub(crate) mod tests {
             chain.len() >= 2,
             "the test runner is above the shell: {chain:?}"
         );
+        if chain.len() < MAX_HOPS {
+            assert_eq!(
+                chain.last(),
+                name_of(1).as_ref(),
+                "up to process 1: {chain:?}"
+            );
+        }
         assert!(
             !descendants(me, 1, 64).contains(&sleep),
             "one generation only"
