@@ -10,17 +10,21 @@
 //! coarse (a few milliseconds), so a file changed within the last [`SETTLE`] is hashed but not
 //! cached: a second write of the same size in the same tick would otherwise keep its key.
 //!
-//! The cache is `$XDG_CACHE_HOME/fsbroker/digests.json` (else `~/.cache/fsbroker/`), the
-//! user's own (0600 in a 0700 directory). It is read only when it is the user's and nobody
-//! else may write it, because an entry in it vouches for content: a cache that cannot be
-//! read or understood is ignored and everything is hashed anew, and one that cannot be
-//! written is left as it was.
+//! The cache is `$XDG_STATE_HOME/fsbroker/digests.json` (else `~/.local/state/fsbroker/`),
+//! the user's own (0600 in a 0700 directory). An entry vouches for a file's content, so the
+//! cache lives in the broker's state directory, which no sandbox profile may open (a server
+//! allowed to write `~/.cache`, as package managers' caches often are, could otherwise write
+//! an entry that passes its edited script for the one the user allowed); and it is read only
+//! when it is the user's and nobody else may write it. A cache that cannot be read or
+//! understood is ignored and everything is hashed anew, and one that cannot be written is
+//! left as it was.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use super::files::Held;
 
 /// The most entries the cache keeps; the least recently used go first.
 const MAX_ENTRIES: usize = 4096;
@@ -52,7 +56,8 @@ struct Key {
 struct Entry {
     key: Key,
     digest: String,
-    /// When it was last used, in the cache's own ticks: the oldest goes first.
+    /// When it was last used, in the cache's own ticks, as of the last write of the cache:
+    /// the oldest goes first.
     used: u64,
 }
 
@@ -92,16 +97,17 @@ pub(crate) struct Digests {
 }
 
 impl Digests {
-    /// The user's cache (`$XDG_CACHE_HOME/fsbroker/digests.json`, else under `~/.cache`); in
-    /// memory only when neither `XDG_CACHE_HOME` nor `HOME` is set.
+    /// The user's cache (`$XDG_STATE_HOME/fsbroker/digests.json`, else under
+    /// `~/.local/state`); in memory only when neither `XDG_STATE_HOME` nor `HOME` is set.
     pub(crate) fn open_default() -> Digests {
+        // The rule `crate::policy::xdg_dir` follows, which this layer stands below.
         let absolute = |name: &str| {
             std::env::var_os(name)
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute())
         };
         let base =
-            absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".cache")));
+            absolute("XDG_STATE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".local/state")));
         match base {
             Some(b) => Digests::at(b.join("fsbroker").join("digests.json")),
             None => Digests::load(None),
@@ -143,36 +149,24 @@ impl Digests {
     }
 
     /// The digest of the file `path` leads to (links followed, as `execve` and an interpreter
-    /// follow them); `None` when there is no such regular file.
+    /// follow them); `None` when there is no such regular file. Nothing but a regular file
+    /// is opened for reading (see [`super::files::open_regular`]), and the file hashed is
+    /// the one `fstat`ed.
     pub(crate) fn of(&mut self, path: &Path) -> Option<FileDigest> {
-        use rustix::fs::{Mode, OFlags};
-        // Non-blocking: a FIFO planted under the name must not hold the broker.
-        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-        let (fd, readable) = match rustix::fs::open(path, flags, Mode::empty()) {
-            Ok(fd) => (fd, true),
+        let (mut file, real) = match super::files::held_regular(path)? {
+            Held::Readable(file, real) => (file, real),
             // An execute-only file: its place is known, its content is not.
-            Err(rustix::io::Errno::ACCESS) => {
-                let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty());
-                (fd.ok()?, false)
+            Held::Unreadable(real, id) => {
+                return Some(FileDigest {
+                    real,
+                    id,
+                    digest: String::new(),
+                    head: Vec::new(),
+                });
             }
-            Err(_) => return None,
         };
-        let st = rustix::fs::fstat(&fd).ok()?;
-        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-            return None;
-        }
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
-        let id = (st.st_dev, st.st_ino);
-        if !readable {
-            return Some(FileDigest {
-                real,
-                id,
-                digest: String::new(),
-                head: Vec::new(),
-            });
-        }
-        let mut file = std::fs::File::from(fd);
         let meta = file.metadata().ok()?;
+        let id = (meta.dev(), meta.ino());
         let key = Key {
             path: real.to_string_lossy().into_owned(),
             dev: meta.dev(),
@@ -182,15 +176,16 @@ impl Digests {
             ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
         };
         let head = head_of(&file);
-        self.tick += 1;
+        self.tick = self.tick.saturating_add(1);
         let digest = match self.entries.get_mut(&key) {
             Some((digest, used)) => {
+                // Noted in memory, not a reason to write the file: a start that found every
+                // digest writes nothing (the write is synced, and costs more than the rest).
                 *used = self.tick;
-                self.dirty = true;
                 digest.clone()
             }
             None => {
-                let digest = hash(&mut file).unwrap_or_default();
+                let digest = hash(&mut file, key.size).unwrap_or_default();
                 self.hashed += 1;
                 if !digest.is_empty() && self.settled(key.ctime_ns) {
                     self.entries.insert(key, (digest.clone(), self.tick));
@@ -302,12 +297,15 @@ fn head_of(file: &std::fs::File) -> Vec<u8> {
     head
 }
 
-/// Hex BLAKE3 of everything `file` holds, streamed.
-fn hash(file: &mut std::fs::File) -> std::io::Result<String> {
+/// Hex BLAKE3 of the `size` bytes `file` holds (its size when it was `fstat`ed: a file that
+/// grows while it is read is not read without end, and its change makes the next look hash
+/// it again), streamed.
+fn hash(file: &mut std::fs::File, size: u64) -> std::io::Result<String> {
     let mut h = blake3::Hasher::new();
     let mut buf = vec![0u8; CHUNK];
+    let mut limited = file.take(size);
     loop {
-        match file.read(&mut buf) {
+        match limited.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
                 h.update(buf.get(..n).unwrap_or_default());

@@ -94,6 +94,27 @@ pub(crate) fn of_launch(launch: &Launch, pid: Option<u32>, digests: &mut Digests
     id.sealed()
 }
 
+impl Identity {
+    /// The identity of the command `argv` started in `cwd`, its program looked up on this
+    /// process's `PATH`, as `fsbroker proxy` computes it for a server it starts: for a
+    /// library host that starts its server as a process of its own. `pid` is that process
+    /// once it runs: a launcher's package (`npx`, `uvx`) is found only below it, and without
+    /// it the identity holds the launcher's arguments alone. File digests are cached for the
+    /// user, in `$XDG_STATE_HOME/fsbroker/digests.json` (else `~/.local/state/fsbroker/`).
+    pub fn of_command<A: AsRef<OsStr>>(argv: &[A], cwd: &Path, pid: Option<u32>) -> Identity {
+        let launch = Launch {
+            argv: argv.iter().map(|a| a.as_ref().to_owned()).collect(),
+            cwd: cwd.to_path_buf(),
+            path_var: std::env::var_os("PATH"),
+            pin: None,
+        };
+        let mut digests = Digests::open_default();
+        let id = of_launch(&launch, pid, &mut digests);
+        digests.save();
+        id
+    }
+}
+
 /// The identity (not yet sealed) of the command `view`, whose program was found at `path`
 /// and is the file `file`.
 pub(super) fn identify(
@@ -121,6 +142,8 @@ pub(super) fn identify(
         .map(|n| n.to_string_lossy().into_owned())
         .collect();
     let args = view.argv.get(1..).unwrap_or_default();
+    // A name is read before a `#!` line: `npx` is itself a node script, and a version
+    // manager's `python3` a shell script, yet what they run is in their arguments.
     if let Some(launcher) = names.iter().find_map(|n| launchers::launcher(n, args)) {
         id.runs = view
             .pid

@@ -6,7 +6,7 @@
 //! `node_modules/` tree, or a file in a virtual environment's `bin/`.
 
 use super::digests::Digests;
-use super::{Runs, procfs};
+use super::{Runs, files, procfs};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -136,7 +136,7 @@ fn bare(spec: &str) -> Option<String> {
         return None;
     }
     let end = rest
-        .find(|c: char| matches!(c, '@' | '=' | '<' | '>' | '!' | '~' | '[' | ';' | ' '))
+        .find(['@', '=', '<', '>', '!', '~', '[', ';', ' '])
         .unwrap_or(rest.len());
     let name = format!("{scope}{}", rest.get(..end).unwrap_or(rest));
     (name.len() > scope.len()).then_some(name)
@@ -192,7 +192,7 @@ fn node_package(file: &Path, asked: Option<&str>, digests: &mut Digests) -> Opti
             .file_name()
             .is_some_and(|n| n.as_bytes().starts_with(b"@"));
         if in_modules(parent) || (scoped && parent.parent().is_some_and(in_modules)) {
-            let manifest = procfs::read_bounded(&d.join("package.json"), MAX_MANIFEST)?;
+            let manifest = files::read_bounded(&d.join("package.json"), MAX_MANIFEST)?;
             let json: serde_json::Value = serde_json::from_slice(&manifest).ok()?;
             let field = |k: &str| json.get(k).and_then(|v| v.as_str()).map(str::to_owned);
             let name = field("name")?;
@@ -233,10 +233,10 @@ fn python_package(file: &Path, asked: &str) -> Option<Runs> {
             continue;
         }
         for info in entries(&lib.join("site-packages")) {
-            if !info.extension().is_some_and(|e| e == "dist-info") {
+            if info.extension().is_none_or(|e| e != "dist-info") {
                 continue;
             }
-            let Some(metadata) = procfs::read_bounded(&info.join("METADATA"), MAX_MANIFEST) else {
+            let Some(metadata) = files::read_bounded(&info.join("METADATA"), MAX_MANIFEST) else {
                 continue;
             };
             let text = String::from_utf8_lossy(&metadata);
@@ -249,7 +249,7 @@ fn python_package(file: &Path, asked: &str) -> Option<Runs> {
                 continue;
             }
             let record =
-                procfs::read_bounded(&info.join("RECORD"), MAX_MANIFEST).unwrap_or_default();
+                files::read_bounded(&info.join("RECORD"), MAX_MANIFEST).unwrap_or_default();
             let name = header("Name:").unwrap_or_default();
             return Some(package_runs(
                 &info,

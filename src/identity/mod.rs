@@ -16,13 +16,14 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 mod digests;
+mod files;
 mod interpreters;
 mod launch;
 mod launchers;
 mod process;
 mod procfs;
 
-pub(crate) use digests::{Digests, FileDigest};
+pub(crate) use digests::Digests;
 pub(crate) use launch::{Launch, of_launch, resolve};
 pub(crate) use process::{of_process, stdin_peer};
 pub(crate) use procfs::launched_by;

@@ -82,7 +82,7 @@ pub(super) fn pipe_peer(inode: u64, except: u32) -> Option<u32> {
 /// octal) of `/proc/PID/fdinfo/FD`.
 fn writes(pid: u32, fd: &str) -> bool {
     let path = PathBuf::from(format!("/proc/{pid}/fdinfo/{fd}"));
-    let Some(info) = procfs::read_bounded(&path, 4096) else {
+    let Some(info) = super::files::read_bounded(&path, 4096) else {
         return false;
     };
     let flags = String::from_utf8_lossy(&info)
@@ -170,6 +170,71 @@ mod tests {
         drop(read);
     }
 
+    /// The variable under which this test binary, run again by
+    /// [`the_peer_on_standard_input_is_found_through_the_kernel`], reports its stdin's peer.
+    const REPORT: &str = "FSBROKER_TEST_REPORT_STDIN_PEER";
+
+    /// Not a test of its own: the body of the child the test below starts, which prints
+    /// what [`stdin_peer`] finds (and does nothing in an ordinary run).
+    #[test]
+    fn report_stdin_peer() {
+        if std::env::var_os(REPORT).is_some() {
+            println!("peer={:?}", stdin_peer());
+        }
+    }
+
+    /// Runs this test binary again, `report_stdin_peer` alone, with `stdin` as its standard
+    /// input, below a shell (so that its parent is not this process, nor the peer), and
+    /// answers the peer it found.
+    fn peer_seen_through(stdin: Stdio) -> String {
+        let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+        let out = Command::new("sh")
+            .args(["-c", "\"$0\" \"$@\"; true"])
+            .arg(exe)
+            .args([
+                "--exact",
+                "identity::process::tests::report_stdin_peer",
+                "--nocapture",
+            ])
+            .args(["--test-threads", "1"])
+            .env(REPORT, "1")
+            .stdin(stdin)
+            .stderr(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let found = text.lines().find_map(|l| Some(l.split_once("peer=")?.1));
+        found
+            .unwrap_or_else(|| panic!("no report in {text}"))
+            .to_owned()
+    }
+
+    #[test]
+    fn the_peer_on_standard_input_is_found_through_the_kernel() {
+        let me = format!("{:?}", Some(std::process::id()));
+        // A pipe this process writes, and one another process writes.
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(peer_seen_through(Stdio::from(read)), me);
+        drop(write);
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = sleeper(None, Some(write));
+        let seen = peer_seen_through(Stdio::from(read));
+        let _ = writer.kill();
+        let _ = writer.wait();
+        assert_eq!(
+            seen,
+            format!("{:?}", Some(writer.id())),
+            "the writer, not the parent"
+        );
+        // A socket pair: the kernel's record of who made it.
+        let (ours, theirs) =
+            std::os::unix::net::UnixStream::pair().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(peer_seen_through(Stdio::from(OwnedFd::from(theirs))), me);
+        drop(ours);
+    }
+
     #[test]
     fn a_running_process_is_known_as_the_command_that_started_it() {
         let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -207,5 +272,32 @@ mod tests {
             !running.launched_by.is_empty(),
             "the test runner started it"
         );
+    }
+
+    #[test]
+    fn a_program_replaced_while_it_runs_is_known_by_what_was_executed() {
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let program = t.path().join("mysleep");
+        std::fs::copy("/bin/sleep", &program).unwrap_or_else(|e| panic!("{e}"));
+        let mut d = Digests::at(t.path().join("cache.json"));
+        let executed = d.of(&program).unwrap_or_else(|| panic!("no digest"));
+        let mut child = Command::new(&program)
+            .arg("30")
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Another file is put in its place, as an update (or a server) would.
+        let other = t.path().join("other");
+        std::fs::write(&other, "#!/bin/sh\nexit 0\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::rename(&other, &program).unwrap_or_else(|e| panic!("{e}"));
+        let running = of_process(child.id(), &mut d);
+        let _ = child.kill();
+        let _ = child.wait();
+        let p = running.program.unwrap_or_else(|| panic!("no program"));
+        assert_eq!(
+            p.digest, executed.digest,
+            "the executed file, not the new one"
+        );
+        assert_ne!(p.path, program, "the name leads to another file now");
+        assert_eq!(running.runs, None, "a binary runs nothing of its own");
     }
 }

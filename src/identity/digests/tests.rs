@@ -33,6 +33,7 @@ fn a_warm_cache_hashes_nothing_and_a_changed_file_is_hashed_again() {
     warm.settle = std::time::Duration::ZERO;
     assert_eq!(warm.of(&file).map(|d| d.digest), Some(first.digest.clone()));
     assert_eq!(warm.hashed, 0, "found in the cache, not read");
+    assert!(!warm.dirty, "nothing new: nothing to write back");
 
     // Another size: the key changes whatever the clock's resolution.
     write(&file, "print('bb')\n");
@@ -97,6 +98,22 @@ fn no_regular_file_has_no_digest_and_a_link_is_followed_to_its_file() {
     d.settle = std::time::Duration::ZERO;
     assert_eq!(d.of(t.path()), None, "a directory");
     assert_eq!(d.of(&t.path().join("missing")), None);
+    assert_eq!(
+        d.of(Path::new("/dev/null")),
+        None,
+        "a device is not opened to be read"
+    );
+    let fifo = t.path().join("fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        0o600.into(),
+        0,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Opened for reading, a FIFO with no writer would hold the broker here.
+    assert_eq!(d.of(&fifo), None);
     let file = t.path().join("a");
     write(&file, "x");
     let link = t.path().join("b");

@@ -232,6 +232,9 @@ fn launcher_running(file: &Path) -> (std::process::Child, u32) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    let mut sh = sh;
+    let _ = sh.kill();
+    let _ = sh.wait();
     panic!("node did not start below the shell");
 }
 
@@ -298,4 +301,61 @@ fn an_npx_package_is_found_below_its_launcher_with_its_version() {
     let _ = sh.kill();
     let _ = sh.wait();
     assert_eq!(other.runs, None);
+}
+
+#[test]
+fn a_uvx_tool_is_found_by_its_distribution_in_the_virtual_environment_below_it() {
+    let t = tmp();
+    let mut d = Digests::at(t.path().join("cache.json"));
+    let venv = t.path().join("archive-v0").join("x1");
+    write(&venv.join("pyvenv.cfg"), "home = /usr/bin\n");
+    write(&venv.join("bin/my-tool"), "sleep 30\n");
+    let site = venv.join("lib/python3.13/site-packages");
+    write(
+        &site.join("dep-9.dist-info/METADATA"),
+        "Name: dep\nVersion: 9\n",
+    );
+    let info = site.join("my_tool-1.2.dist-info");
+    write(
+        &info.join("METADATA"),
+        "Metadata-Version: 2.1\nName: My.Tool\nVersion: 1.2\n",
+    );
+    write(&info.join("RECORD"), "../../../bin/my-tool,,\n");
+    // The launcher runs the tool's entry in a process of its own, as `uv tool run` does.
+    let sh = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("sh '{}'; true", venv.join("bin/my-tool").display()))
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sh = sh;
+    let mut tool = None;
+    for _ in 0..1000 {
+        tool = procfs::descendants(sh.id(), 1, 8)
+            .into_iter()
+            .find(|p| procfs::cmdline(*p).len() == 2);
+        if tool.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let ask = |argv: &[&str], d: &mut Digests| of_launch(&launch(argv, t.path()), Some(sh.id()), d);
+    let by_name = ask(&["uvx", "my-tool@1.2"], &mut d);
+    let by_from = ask(&["uv", "tool", "run", "--from", "my_tool", "mt"], &mut d);
+    let other = ask(&["uvx", "--python", "3.13", "dep"], &mut d);
+    let absent = ask(&["pipx", "run", "absent"], &mut d);
+    if let Some(p) = tool {
+        kill(p);
+    }
+    let _ = sh.kill();
+    let _ = sh.wait();
+    let runs = by_name.runs.unwrap_or_else(|| panic!("no package"));
+    assert_eq!(runs.kind, "package");
+    assert_eq!(
+        (runs.name.as_deref(), runs.version.as_deref()),
+        (Some("My.Tool"), Some("1.2"))
+    );
+    assert_eq!(runs.path, Some(info.clone()));
+    assert_eq!(by_from.runs.and_then(|r| r.path), Some(info));
+    assert_eq!(other.runs.and_then(|r| r.name), Some("dep".to_owned()));
+    assert_eq!(absent.runs, None);
 }
