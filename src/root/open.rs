@@ -56,17 +56,10 @@ impl Found {
 /// it has a `/`, else the first executable file of that name on `PATH`. The one place a
 /// program is looked up, for the consent program and the sandboxed server alike.
 pub(crate) fn find_program(program: &Path, cwd: &Path) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::PermissionsExt;
-    if program.as_os_str().as_bytes().contains(&b'/') {
-        return Some(cwd.join(program));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| cwd.join(d).join(program))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+    // One reader of `PATH` for the broker: what the sandbox holds and what an identity names
+    // are found alike.
+    let path = std::env::var_os("PATH");
+    crate::identity::resolve(program.as_os_str(), cwd, path.as_deref())
 }
 
 /// `path` made absolute against the working directory.
