@@ -75,7 +75,7 @@ pub(super) async fn open<M: Default + Send + 'static>(
         era: naming.era(),
         sandbox: attach.sandbox.clone(),
         asks: attach.asker.is_some(),
-        identity: attach.identity.get().await,
+        identity: attach.identity.get().await.map(Box::new),
     });
     let welcome = exchange(&mut r, &mut w, &request).await?;
     let session = match serde_json::from_value::<Attached>(welcome.clone()) {

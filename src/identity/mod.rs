@@ -26,7 +26,6 @@ mod procfs;
 pub(crate) use digests::Digests;
 pub(crate) use launch::{Launch, of_launch, resolve};
 pub(crate) use process::{of_process, stdin_peer};
-pub(crate) use procfs::launched_by;
 
 /// How many hex digits of a digest a person is shown.
 const SHORT: usize = 12;
@@ -87,8 +86,8 @@ pub struct Program {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Runs {
-    /// `script` (a file an interpreter reads), `module` (`python3 -m NAME`), or `package`
-    /// (what `npx`, `uvx` or `pipx run` installed).
+    /// `script` (a file an interpreter reads), `module` (`python3 -m NAME`), `inline` (the
+    /// code of `python3 -c`, `node -e`, `sh -c`), or `package` (what `npx`, `uvx` or `pipx run` installed).
     pub kind: String,
     /// The script, or the package's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -147,7 +147,7 @@ mod tests {
         assert!(pin(&digest).admits(Some(&one)));
         assert!(!pin(&digest).admits(Some(&npx("2"))));
         assert!(!pin("name = 'n'\npackage = '@s/notes'").admits(None));
-        assert_eq!(pin("name = 'n'\ndigest = 'abc'").fault().is_some(), true);
+        assert!(pin("name = 'n'\ndigest = 'abc'").fault().is_some());
         assert!(pin("name = 'n'").fault().is_some());
         assert_eq!(
             pin("name = 'n'\notherwise = 'unknown'").otherwise,

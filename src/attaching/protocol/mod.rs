@@ -176,7 +176,7 @@ pub(crate) struct AttachRequest {
     /// (never from what the server says); absent when it could not. The daemon computes the
     /// digest again from the fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) identity: Option<crate::Identity>,
+    pub(crate) identity: Option<Box<crate::Identity>>,
 }
 
 impl AttachRequest {

@@ -18,7 +18,7 @@ fn every_op() -> Vec<Request> {
             era: Some("2025-06-18".into()),
             sandbox: Some(json!({"abi": 5})),
             asks: true,
-            identity: Some(crate::Identity::of_host("plugin:notes@1")),
+            identity: Some(Box::new(crate::Identity::of_host("plugin:notes@1"))),
         }),
         Request::Log(Log {
             server: Some("s".into()),

@@ -30,7 +30,8 @@ use std::path::{Component, Path, PathBuf};
 enum Kind {
     /// The directory of a daemon's socket, with `broker.key` beside the socket.
     Socket,
-    /// The broker's state directory (`$XDG_STATE_HOME/fsbroker`).
+    /// The broker's state directory (`$XDG_STATE_HOME/fsbroker`), with the cache of program
+    /// digests a server's identity is read from.
     State,
     /// A recovery store, with its journal.
     Store,
@@ -44,8 +45,6 @@ enum Kind {
     Policy,
     /// A `command:` program that answers consent questions.
     Consent,
-    /// The cache of program digests, which says what a server's identity is.
-    Digests,
 }
 
 impl Kind {
@@ -59,7 +58,6 @@ impl Kind {
             Kind::Audit => "the audit file",
             Kind::Policy => "the broker's policy file",
             Kind::Consent => "the consent program",
-            Kind::Digests => "the broker's cache of program digests",
         }
     }
 
@@ -74,7 +72,6 @@ impl Kind {
             Kind::Audit => "move the audit file with audit.file or --audit-file",
             Kind::Policy => "keep the policy file (--policy) outside the rule",
             Kind::Consent => "keep the consent program (command:PROGRAM) outside the rule",
-            Kind::Digests => "set XDG_CACHE_HOME to a directory outside the rule",
         }
     }
 }
@@ -154,7 +151,6 @@ impl PrivatePlaces {
     /// - the recovery store: the default place, and the broker's own or the daemon's;
     /// - the configuration directory, as the state directory, and the directory of the
     ///   daemon's console file as it names it;
-    /// - the cache of program digests (`$XDG_CACHE_HOME/fsbroker`), as the state directory;
     /// - the daemon's log, as this environment and as the daemon names it;
     /// - the broker's or the daemon's audit file;
     /// - the broker's or the daemon's policy file and consent programs.
@@ -178,12 +174,9 @@ impl PrivatePlaces {
             Some(PathBuf::from(format!("/run/user/{uid}/fsbroker"))),
         );
         let passwd = crate::policy::passwd_home(uid);
-        // The digest cache: a server that wrote it could pass an edited program for the one
-        // the user allowed.
         for (kind, var, fallback) in [
             (Kind::State, "XDG_STATE_HOME", ".local/state"),
             (Kind::Config, "XDG_CONFIG_HOME", ".config"),
-            (Kind::Digests, "XDG_CACHE_HOME", ".cache"),
         ] {
             add(
                 kind,
