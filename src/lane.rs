@@ -20,19 +20,27 @@ use std::time::{Duration, Instant};
 /// one that takes this long is waiting on something (a slow or hung filesystem).
 pub(crate) const STUCK: Duration = Duration::from_millis(10);
 
+/// How long dropping the lane waits for its thread to end: enough for the job it is on (its
+/// jobs take microseconds), not for one stuck in the kernel, which is left to end by itself.
+const END_WAIT: Duration = Duration::from_secs(2);
+
 /// A job for the lane: it sends its own result.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
-/// See the module documentation. Dropping it lets the thread end once its queue is empty.
+/// See the module documentation. Dropping it ends the thread once its queue is empty, and
+/// waits (at most [`END_WAIT`]) until it has: a broker's thread does not outlive the broker.
 #[derive(Debug, Default)]
 pub(crate) struct Lane {
     shared: Arc<Shared>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 #[derive(Debug, Default)]
 struct Shared {
     state: Mutex<State>,
     work: Condvar,
+    /// Told when the thread ends.
+    done: Condvar,
 }
 
 #[derive(Default)]
@@ -45,6 +53,8 @@ struct State {
     /// Since when the thread is on its current job.
     busy_since: Option<Instant>,
     closed: bool,
+    /// The thread has ended.
+    ended: bool,
 }
 
 impl std::fmt::Debug for State {
@@ -94,10 +104,16 @@ impl Lane {
         let spawned = std::thread::Builder::new()
             .name("fsbroker-io".into())
             .spawn(move || shared.serve());
-        if let Err(e) = &spawned {
-            tracing::warn!(error = %e, "cannot start the I/O lane; using the pool");
+        match spawned {
+            Ok(handle) => {
+                *lock(&self.thread) = Some(handle);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the I/O lane; using the pool");
+                false
+            }
         }
-        spawned.is_ok()
     }
 }
 
@@ -132,6 +148,9 @@ impl Shared {
                 continue;
             }
             if state.closed {
+                state.ended = true;
+                drop(state);
+                self.done.notify_all();
                 return;
             }
             state.idle = true;
@@ -146,8 +165,32 @@ impl Shared {
 
 impl Drop for Lane {
     fn drop(&mut self) {
-        lock(&self.shared.state).closed = true;
+        let mut state = lock(&self.shared.state);
+        state.closed = true;
         self.shared.work.notify_one();
+        let Some(handle) = lock(&self.thread).take() else {
+            return;
+        };
+        // The last holder of the broker may be a job on the lane itself: it cannot wait for
+        // its own end.
+        if handle.thread().id() == std::thread::current().id() {
+            return;
+        }
+        let (state, _) = self
+            .shared
+            .done
+            .wait_timeout_while(state, END_WAIT, |s| !s.ended)
+            .unwrap_or_else(PoisonError::into_inner);
+        let ended = state.ended;
+        drop(state);
+        if ended {
+            let _ = handle.join();
+        } else {
+            tracing::warn!(
+                "the I/O lane's thread is still on a job (a call stuck in the kernel); it ends \
+                 by itself when the call returns"
+            );
+        }
     }
 }
 
@@ -163,6 +206,32 @@ mod tests {
             let _ = tx.send(name);
         }));
         rx
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_dropped_lane_has_ended_its_thread_even_when_a_job_holds_the_last_handle() {
+        let lane = Lane::default();
+        assert_eq!(on_lane(&lane).recv().ok().as_deref(), Some("fsbroker-io"));
+        let shared = lane.shared.clone();
+        drop(lane);
+        assert!(lock(&shared.state).ended, "the thread outlived its lane");
+
+        // A lane whose last handle a job of its own drops: the job does not wait for itself.
+        let lane = Arc::new(Lane::default());
+        let shared = lane.shared.clone();
+        let (tx, rx) = mpsc::channel();
+        let held = lane.clone();
+        lane.submit(Box::new(move || {
+            let _ = rx.recv_timeout(Duration::from_secs(60));
+            drop(held);
+        }));
+        drop(lane);
+        let _ = tx.send(());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !lock(&shared.state).ended {
+            assert!(Instant::now() < deadline, "the lane's own job hung on its end");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
