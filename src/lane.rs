@@ -229,7 +229,10 @@ mod tests {
         let _ = tx.send(());
         let deadline = Instant::now() + Duration::from_secs(60);
         while !lock(&shared.state).ended {
-            assert!(Instant::now() < deadline, "the lane's own job hung on its end");
+            assert!(
+                Instant::now() < deadline,
+                "the lane's own job hung on its end"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }

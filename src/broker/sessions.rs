@@ -383,14 +383,21 @@ fn pinned(
     if pin.admits(identity) {
         return Ok(server_id.to_owned());
     }
+    // What a package says of itself is the server's text: shown escaped, as on a terminal.
     let who = identity.map_or_else(
         || "a program that could not be told".to_owned(),
-        |i| format!("{} (digest {})", i.what(), i.short()),
+        |i| {
+            format!(
+                "{} (digest {})",
+                crate::visible::shown(&i.what()),
+                i.short()
+            )
+        },
     );
     match pin.otherwise {
         crate::policy::Otherwise::Unknown => {
             tracing::warn!(server = name, program = %who, "a session claimed a pinned name with another program: opened as an unknown server");
-            Ok(format!("unpinned-{server_id}"))
+            Ok(format!("{}{server_id}", crate::session::UNPINNED))
         }
         _ => Err(Error::new(
             ErrorKind::PermissionDenied,

@@ -55,6 +55,11 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
     };
     // The program file the sandbox holds, for the identity: what is identified is what runs.
     let mut pin = None;
+    // Read before the server starts: once its code runs, it could rewrite its own files.
+    let starting = match &remote_url {
+        Some(_) => None,
+        None => Some(super::identify::before_start(&args.command).await),
+    };
     let started: Result<(Link, Option<remote::Outcome>), (String, u8)> = match (server, &backend) {
         (Server::Remote(url, headers), _) => remote::connect(RemoteConfig {
             url,
@@ -108,11 +113,12 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         }
     };
     let mut backend = backend;
-    backend.attach.identity = match (&remote_url, &outcome) {
-        (Some(url), Some(outcome)) => {
+    backend.attach.identity = match (&remote_url, &outcome, starting) {
+        (Some(url), Some(outcome), _) => {
             super::identify::of_url(url, outcome.clone(), args.connect_timeout)
         }
-        _ => super::identify::of_command(&args.command, link.pid, pin),
+        (None, _, Some(starting)) => super::identify::of_command(starting, link.pid, pin),
+        _ => crate::attaching::Identified::default(),
     };
     let code = proxy
         .run(

@@ -142,10 +142,13 @@ pub(super) fn identify(
         .map(|n| n.to_string_lossy().into_owned())
         .collect();
     let args = view.argv.get(1..).unwrap_or_default();
+    // Every file the arguments name, whatever the program and however its options read.
+    id.arg_files = super::arguments::arg_files(args, view.cwd, digests);
     // A name is read before a `#!` line: `npx` is itself a node script, and a version
     // manager's `python3` a shell script, yet what they run is in their arguments.
-    if let Some(launcher) = names.iter().find_map(|n| launchers::launcher(n, args)) {
-        id.runs = view
+    if let Some((launcher, requested)) = names.iter().find_map(|n| launchers::launcher(n, args)) {
+        id.runs = Some(requested);
+        id.installed = view
             .pid
             .and_then(|p| launchers::package(&launcher, p, digests));
     } else if let Some(f) = names.iter().find_map(|n| interpreters::family(n)) {

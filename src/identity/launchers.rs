@@ -34,18 +34,49 @@ pub(super) enum Launcher {
     Python(Option<String>),
 }
 
-/// The launcher the program named `name` is, given its arguments (its own name left out).
-pub(super) fn launcher(name: &str, args: &[OsString]) -> Option<Launcher> {
+/// The launcher the program named `name` is, given its arguments (its own name left out),
+/// with the package its arguments ask for: the name and the version the specification
+/// gives, known before anything runs (a `file:` or URL specification names none; its file
+/// is among the identity's argument files).
+pub(super) fn launcher(name: &str, args: &[OsString]) -> Option<(Launcher, Runs)> {
     let word = |i: usize| args.get(i).map(|a| a.as_bytes());
     let rest = |from: usize| args.get(from..).unwrap_or_default();
-    match (name, word(0), word(1)) {
-        ("npx", _, _) => Some(Launcher::Node(asked(rest(0), NPX))),
-        ("npm", Some(b"exec" | b"x"), _) => Some(Launcher::Node(asked(rest(1), NPX))),
-        ("uvx", _, _) => Some(Launcher::Python(asked(rest(0), UVX))),
-        ("uv", Some(b"tool"), Some(b"run")) => Some(Launcher::Python(asked(rest(2), UVX))),
-        ("pipx", Some(b"run"), _) => Some(Launcher::Python(asked(rest(1), PIPX))),
-        _ => None,
-    }
+    let (node, spec) = match (name, word(0), word(1)) {
+        ("npx", _, _) => (true, asked(rest(0), NPX)),
+        ("npm", Some(b"exec" | b"x"), _) => (true, asked(rest(1), NPX)),
+        ("uvx", _, _) => (false, asked(rest(0), UVX)),
+        ("uv", Some(b"tool"), Some(b"run")) => (false, asked(rest(2), UVX)),
+        ("pipx", Some(b"run"), _) => (false, asked(rest(1), PIPX)),
+        _ => return None,
+    };
+    let name = spec.as_deref().and_then(bare);
+    let requested = Runs {
+        kind: "package".into(),
+        path: None,
+        version: spec
+            .as_deref()
+            .and_then(|s| version_of(s, name.as_deref()?)),
+        name: name.clone(),
+        digest: String::new(),
+    };
+    let launcher = if node {
+        Launcher::Node(name)
+    } else {
+        Launcher::Python(name)
+    };
+    Some((launcher, requested))
+}
+
+/// The version a specification `spec` of package `name` pins, exactly: `name@1.2.3`,
+/// `name==1.2.3`; none for a range, a tag or no version.
+fn version_of(spec: &str, name: &str) -> Option<String> {
+    let rest = spec.get(name.len()..)?;
+    let v = rest.strip_prefix("==").or_else(|| rest.strip_prefix('@'))?;
+    let exact = !v.is_empty()
+        && v.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+    exact.then(|| v.to_owned())
 }
 
 /// A launcher's options: those that name the package, and those that take another value.
@@ -95,9 +126,8 @@ const PIPX: Options = Options {
     valued: &["--python", "--index-url", "-i", "--pip-args", "--backend"],
 };
 
-/// The package a launcher's arguments ask for: the value of its package option, else its
-/// first operand, without a version or extras (`pkg@1.2`, `@scope/pkg@1`, `pkg==1.2`,
-/// `pkg[cli]`).
+/// The package specification a launcher's arguments ask for: the value of its package
+/// option, else its first operand (`pkg@1.2`, `@scope/pkg@1`, `pkg==1.2`, `pkg[cli]`).
 fn asked(args: &[OsString], opts: Options) -> Option<String> {
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -106,13 +136,13 @@ fn asked(args: &[OsString], opts: Options) -> Option<String> {
         if let Some((name, value)) = a.split_once('=')
             && opts.package.contains(&name)
         {
-            return bare(value);
+            return Some(value.to_owned());
         }
         if opts.package.contains(&a.as_ref()) {
-            return next.as_deref().and_then(bare);
+            return next;
         }
         if !a.starts_with('-') {
-            return bare(&a);
+            return Some(a.into_owned());
         }
         i += if opts.valued.contains(&a.as_ref()) {
             2
@@ -142,8 +172,10 @@ fn bare(spec: &str) -> Option<String> {
     (name.len() > scope.len()).then_some(name)
 }
 
-/// The package `launcher`, started as process `pid`, runs; `None` (logged at debug) when no
-/// process below it runs one yet, or its files cannot be read.
+/// The package `launcher`, started as process `pid`, runs, as read from the processes below
+/// it once the server speaks; `None` (logged at debug) when no process below it runs one
+/// yet, or its files cannot be read. What it says was shaped by whatever runs there, the
+/// package included: it is shown, never compared (see [`super::Identity::installed`]).
 pub(super) fn package(launcher: &Launcher, pid: u32, digests: &mut Digests) -> Option<Runs> {
     let mut below = procfs::descendants(pid, DEPTH, MOST);
     if let Launcher::Python(_) = launcher {

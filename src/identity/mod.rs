@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+mod arguments;
 mod digests;
 mod files;
 mod interpreters;
@@ -23,7 +24,7 @@ mod launchers;
 mod process;
 mod procfs;
 
-pub(crate) use digests::Digests;
+pub(crate) use digests::{Digests, FileDigest};
 pub(crate) use launch::{Launch, of_launch, resolve};
 pub(crate) use process::{of_process, stdin_peer};
 
@@ -35,7 +36,8 @@ const SHORT: usize = 12;
 ///
 /// Two identities are the same server when their [`digest`](Identity::digest)s are equal:
 /// the digest covers every field but [`launched_by`](Identity::launched_by), which says where
-/// the server was started from and may change from one start to the next.
+/// the server was started from and may change from one start to the next, and
+/// [`installed`](Identity::installed), which the server itself could have shaped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -48,9 +50,17 @@ pub struct Identity {
     /// Its argument vector, the program's name first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
-    /// What the program runs, when it is an interpreter or a launcher.
+    /// What the program runs, when it is an interpreter or a launcher; for a launcher, the
+    /// package its arguments ask for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs: Option<Runs>,
+    /// The files its arguments name, each digested: a script found however its options read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arg_files: Vec<ArgFile>,
+    /// What a launcher installed and runs, as read after the server started: shown, never
+    /// compared (the package could have shaped it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed: Option<Runs>,
     /// The origin (`scheme://host:port`) of a remote server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
@@ -78,6 +88,17 @@ pub struct Program {
     /// The file that path leads to.
     pub real: PathBuf,
     /// Hex BLAKE3 of its content; empty when it could not be read (an execute-only file).
+    pub digest: String,
+}
+
+/// A file an argument names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ArgFile {
+    /// Its real path.
+    pub path: PathBuf,
+    /// Hex BLAKE3 of its content (`size:N:ctime:T` for one too large to read at each start).
     pub digest: String,
 }
 
@@ -133,6 +154,8 @@ impl Identity {
             program: None,
             argv: Vec::new(),
             runs: None,
+            arg_files: Vec::new(),
+            installed: None,
             origin: None,
             tls_key: None,
             host: None,
@@ -141,7 +164,7 @@ impl Identity {
     }
 
     /// The identity with its [`digest`](Identity::digest) computed from its fields: every
-    /// field but `launched_by`, each length-prefixed so that no two identities encode alike.
+    /// field but `launched_by` and `installed`, each length-prefixed so that no two identities encode alike.
     /// A digest received from elsewhere is never kept: this is what compares.
     pub fn sealed(mut self) -> Identity {
         let mut h = blake3::Hasher::new();
@@ -168,6 +191,10 @@ impl Identity {
             put("runs.version", r.version.as_deref().unwrap_or(""));
             put("runs.digest", &r.digest);
         }
+        for f in &self.arg_files {
+            put("argFile", &f.path.to_string_lossy());
+            put("argFile.digest", &f.digest);
+        }
         put("origin", self.origin.as_deref().unwrap_or(""));
         put("tlsKey", self.tls_key.as_deref().unwrap_or(""));
         put("host", self.host.as_deref().unwrap_or(""));
@@ -180,21 +207,32 @@ impl Identity {
         self.digest.get(..SHORT).unwrap_or(&self.digest)
     }
 
-    /// What the server is, in a few words: the script or package it runs, else its program,
-    /// else its origin or the host's word.
+    /// What the server is, in a few words: the script or package it runs (with the version a
+    /// launcher installed, said to be as installed), else its program, else its origin or
+    /// the host's word.
     pub fn what(&self) -> String {
+        let installed = self.installed.as_ref().and_then(|i| {
+            let name = i.name.as_deref()?;
+            Some(match &i.version {
+                Some(v) => format!("{name}@{v}"),
+                None => name.to_owned(),
+            })
+        });
         if let Some(r) = &self.runs {
-            let named = match (&r.name, &r.version) {
-                (Some(n), Some(v)) => Some(format!("{n}@{v}")),
-                (Some(n), None) => Some(n.clone()),
-                _ => None,
-            };
-            if let Some(n) = named {
-                return n;
+            match (&r.name, &r.version, &installed) {
+                (Some(n), Some(v), _) => return format!("{n}@{v}"),
+                (Some(n), None, Some(i)) if i.starts_with(&format!("{n}@")) => {
+                    return format!("{i} (as installed)");
+                }
+                (Some(n), None, _) => return n.clone(),
+                _ => {}
             }
             if let Some(p) = &r.path {
                 return p.display().to_string();
             }
+        }
+        if let Some(i) = installed {
+            return format!("{i} (as installed)");
         }
         if let Some(p) = &self.program {
             return p.path.display().to_string();
@@ -221,6 +259,7 @@ impl Identity {
         self.runs
             .as_ref()
             .and_then(|r| r.path.clone())
+            .or_else(|| self.arg_files.first().map(|f| f.path.clone()))
             .or_else(|| self.program.as_ref().map(|p| p.path.clone()))
     }
 

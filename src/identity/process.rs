@@ -14,8 +14,8 @@ const MAX_FDS: usize = 4096;
 const MAX_LOOKS: usize = 262_144;
 
 /// The process on the other end of our standard input, found through the kernel:
-/// - a pipe (`pipe:[INODE]`): another process that holds it, one that holds it for writing
-///   first (see [`pipe_peer`]);
+/// - a pipe (`pipe:[INODE]`): the one other process that holds it (see [`pipe_peer`]);
+///   none when two do;
 /// - a Unix socket: the peer's credentials as the kernel recorded them at `connect` (or at
 ///   `socketpair`), `SO_PEERCRED`;
 /// - else, or when neither answers, our parent process.
@@ -36,7 +36,9 @@ pub(crate) fn stdin_peer() -> Option<u32> {
     } else {
         None
     };
-    found.or_else(|| Some(std::os::unix::process::parent_id()).filter(|p| *p != 0))
+    // A parent that is init or a subreaper's stand-in says nothing of who writes: an orphan
+    // is no identity.
+    found.or_else(|| Some(std::os::unix::process::parent_id()).filter(|p| *p > 1))
 }
 
 /// The `N` of a descriptor link `PREFIXN]`.
@@ -44,12 +46,17 @@ fn inode_of(link: &str, prefix: &str) -> Option<u64> {
     link.strip_prefix(prefix)?.strip_suffix(']')?.parse().ok()
 }
 
-/// A process other than `except` that holds the pipe `inode`: the first (by process id) that
-/// holds it open for writing, else the first that holds it at all. Processes whose
-/// descriptors cannot be read (another user's) are passed over.
+/// The one process other than `except` that holds the pipe `inode` open for writing (or,
+/// when none does, the one that holds it at all); `None` when it is held by more than one,
+/// or the descriptors could not all be looked at. Processes whose descriptors cannot be read
+/// (another user's) are passed over.
+///
+/// A pipe's writer can hand its end to another program (a child started with it), and then
+/// either could be writing: which one is not something the kernel says, so a pipe held by
+/// two is no identity at all rather than the likelier of the two.
 pub(super) fn pipe_peer(inode: u64, except: u32) -> Option<u32> {
     let want = format!("pipe:[{inode}]");
-    let mut holder = None;
+    let (mut writers, mut holders) = (Vec::new(), Vec::new());
     let mut looks = 0usize;
     for pid in procfs::pids() {
         if pid == except {
@@ -61,7 +68,7 @@ pub(super) fn pipe_peer(inode: u64, except: u32) -> Option<u32> {
         for fd in fds.take(MAX_FDS).filter_map(Result::ok) {
             looks += 1;
             if looks > MAX_LOOKS {
-                return holder;
+                return None;
             }
             if std::fs::read_link(fd.path())
                 .ok()
@@ -69,13 +76,21 @@ pub(super) fn pipe_peer(inode: u64, except: u32) -> Option<u32> {
             {
                 continue;
             }
-            if writes(pid, &fd.file_name().to_string_lossy()) {
-                return Some(pid);
+            let list = if writes(pid, &fd.file_name().to_string_lossy()) {
+                &mut writers
+            } else {
+                &mut holders
+            };
+            if !list.contains(&pid) {
+                list.push(pid);
             }
-            holder = holder.or(Some(pid));
         }
     }
-    holder
+    let one = |l: Vec<u32>| (l.len() == 1).then(|| l[0]);
+    match writers.len() {
+        0 => one(holders),
+        _ => one(writers),
+    }
 }
 
 /// Whether descriptor `fd` of process `pid` is open for writing, from the `flags:` line (in
@@ -167,6 +182,32 @@ mod tests {
         let _ = reader.kill();
         let _ = reader.wait();
         assert_eq!(pipe_peer(inode, me), None, "we are not our own peer");
+        drop(read);
+    }
+
+    #[test]
+    fn a_pipe_two_processes_write_names_neither() {
+        // A writer that hands its end to a trusted program (a decoy) and writes through
+        // another: either could be the one writing, so neither is the peer.
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let inode = rustix::fs::fstat(&read)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .st_ino;
+        let lent = write.try_clone().unwrap_or_else(|e| panic!("{e}"));
+        let mut decoy = sleeper(None, Some(lent));
+        let mut writer = sleeper(None, Some(write));
+        let me = std::process::id();
+        assert_eq!(
+            pipe_peer(inode, me),
+            None,
+            "a pipe two write names one of them"
+        );
+        let _ = decoy.kill();
+        let _ = decoy.wait();
+        assert_eq!(pipe_peer(inode, me), Some(writer.id()));
+        let _ = writer.kill();
+        let _ = writer.wait();
         drop(read);
     }
 

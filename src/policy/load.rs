@@ -215,8 +215,38 @@ impl Policy {
         self.validate_audit()
     }
 
-    /// Each `[[servers]]` entry pins something, and a name once.
+    /// Each `[[servers]]` entry pins something, and a name once; no entry names a session the
+    /// broker itself names (`unpinned-NAME`, the session of a program that claimed a pinned
+    /// name): what the policy gives the name must not go to the program it was pinned against.
     fn validate_servers(&self) -> Result<(), Invalid> {
+        let roots = self.roots.iter().enumerate().flat_map(|(i, r)| {
+            r.servers
+                .iter()
+                .map(move |s| (format!("roots[{}].servers", i + 1), s))
+        });
+        let grants = self.grants.iter().enumerate().flat_map(|(i, g)| {
+            g.servers
+                .iter()
+                .map(move |s| (format!("grants[{}].servers", i + 1), s))
+        });
+        let pins = self
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("servers[{}].name", i + 1), &p.name));
+        for (key, name) in roots.chain(grants).chain(pins) {
+            if crate::session::unpinned(name) {
+                return Err(Invalid::unplaced(
+                    &key,
+                    format!(
+                        "{name:?}: names beginning with {:?} are the broker's, for sessions that \
+                         claimed a pinned name with another program; the policy cannot give them \
+                         anything",
+                        crate::session::UNPINNED
+                    ),
+                ));
+            }
+        }
         for (i, pin) in self.servers.iter().enumerate() {
             if let Some(fault) = pin.fault() {
                 return Err(Invalid::unplaced(&format!("servers[{}]", i + 1), fault));

@@ -40,10 +40,23 @@ pub(crate) fn base_name(session: &str) -> &str {
     }
 }
 
+/// The prefix the broker gives a session that claimed a name the policy pins to another
+/// program (`[[servers]] otherwise = "unknown"`): no server takes it, and no policy names it.
+pub(crate) const UNPINNED: &str = "unpinned-";
+
 /// Whether `name` is, or would pass for, a name the interface uses for itself (the recovery
-/// journal's, which stands below sessions, holds the list).
+/// journal's, which stands below sessions, holds the list), or one the broker gives
+/// ([`UNPINNED`]).
 pub(crate) fn reserved(name: &str) -> bool {
-    crate::recovery::reserved_name(name)
+    crate::recovery::reserved_name(name) || unpinned(name)
+}
+
+/// Whether `name` begins as the names of unpinned sessions do, whatever its case and the
+/// spaces before it.
+pub(crate) fn unpinned(name: &str) -> bool {
+    name.trim_start()
+        .get(..UNPINNED.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(UNPINNED))
 }
 
 /// The refusal of a session name the interface keeps for itself, or `None` for one a
@@ -116,7 +129,19 @@ mod tests {
             assert!(refuse_reserved(&given).is_none(), "{given:?}");
         }
         assert!(reserved("user") && reserved("User#3"));
-        for free in ["users", "user#", "user#x", "notes", "a user", "server-user"] {
+        for name in ["unpinned-notes", "UNPINNED-x", " unpinned-"] {
+            assert!(reserved(name), "{name:?}");
+            assert!(server_name(name).is_some_and(|n| n.starts_with("server-")));
+        }
+        for free in [
+            "users",
+            "user#",
+            "user#x",
+            "notes",
+            "a user",
+            "server-user",
+            "unpinned",
+        ] {
             assert!(!reserved(free), "{free:?}");
             assert_eq!(server_name(free).as_deref(), Some(free));
         }

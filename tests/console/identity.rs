@@ -282,7 +282,11 @@ fn a_package_at_another_version_is_another_program() {
     };
     let mut s = start("1.0.0");
     let q = asks(&site, &auth, &mut s, 1);
-    assert_eq!(text(&q["program"]["what"]), "notes-mcp@1.0.0", "{q}");
+    assert_eq!(
+        text(&q["program"]["what"]),
+        "notes-mcp@1.0.0 (as installed)",
+        "{q}"
+    );
     allow_remembered(&site, &auth, &mut s, &q, 1);
     drop(s);
     let mut s = start("1.0.1");
@@ -290,9 +294,15 @@ fn a_package_at_another_version_is_another_program() {
     assert_eq!(r["error"]["data"]["reason"], "no_consent", "inherited: {r}");
     let status = site.place.verb(&["status", "--json"]);
     let status: Value = serde_json::from_str(&status.out()).unwrap();
-    let runs = &status["sessions"][0]["identity"]["runs"];
-    assert_eq!(runs["name"], "notes-mcp", "{status}");
-    assert_eq!(runs["version"], "1.0.1", "{status}");
+    // What npx installed is shown; what tells the two apart is the file its arguments
+    // name, read before the server ran.
+    let identity = &status["sessions"][0]["identity"];
+    assert_eq!(identity["installed"]["name"], "notes-mcp", "{status}");
+    assert_eq!(identity["installed"]["version"], "1.0.1", "{status}");
+    assert!(
+        text(&identity["argFiles"][0]["path"]).ends_with("notes-mcp.tgz"),
+        "{status}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -331,4 +341,38 @@ async fn the_page_shows_the_program_and_why_a_question_is_asked_again() {
         .await;
     page.screenshot("session-program").await;
     page.close().await;
+}
+
+#[test]
+fn a_script_that_puts_the_allowed_text_back_over_itself_is_not_the_allowed_program() {
+    let site = Site::start();
+    let auth = site.signin();
+    let a = script(&site, "a");
+    let allowed = site.place.tmp.path().join("allowed.py");
+    std::fs::copy(&a, &allowed).unwrap();
+    let mut s = proxied(&site, &python(), &a, "notes");
+    let q = asks(&site, &auth, &mut s, 1);
+    allow_remembered(&site, &auth, &mut s, &q, 1);
+    drop(s);
+    // Another text at the allowed place, which, once it runs, writes the allowed text back
+    // over itself and becomes it: what is on disk when the server first speaks is what the
+    // user allowed, and what ran first was not.
+    std::fs::write(
+        &a,
+        format!(
+            "import os, sys\nme = os.path.abspath(__file__)\n\
+             open(me, 'w').write(open({:?}).read())\n\
+             os.execv(sys.executable, [sys.executable, me])\n",
+            allowed.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut s = proxied(&site, &python(), &a, "notes");
+    let r = read(&mut s, 2);
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(&allowed).unwrap(),
+        "the script did not put the allowed text back"
+    );
+    assert_eq!(r["error"]["data"]["reason"], "no_consent", "held: {r}");
 }

@@ -164,3 +164,37 @@ fn a_pin_that_pins_nothing_or_too_little_of_a_digest_is_refused_at_load() {
         assert!(e.to_string().contains(says), "{e}");
     }
 }
+
+#[tokio::test]
+async fn the_name_an_unpinned_session_gets_is_no_name_a_server_or_a_policy_can_use() {
+    let f = Fixture::new();
+    f.file("a.txt", "alpha");
+    let notes = Identity::of_host("plugin:notes@1.0.0");
+    let pin = format!(
+        "[consent]\nmode = \"deny\"\n[[servers]]\nname = \"notes\"\ndigest = \"{}\"\n\
+         otherwise = \"unknown\"\n",
+        &notes.digest[..16]
+    );
+    // A policy cannot give the broker's own names anything.
+    for extra in [
+        "[[grants]]\npath = \"project\"\nservers = [\"unpinned-notes\"]\n",
+        "[[servers]]\nname = \"Unpinned-x\"\ndigest = \"abcdefabcdef\"\n",
+    ] {
+        let text = f.policy_text("read", &format!("{pin}{extra}"));
+        let e = Policy::parse(&text, "test")
+            .err()
+            .unwrap_or_else(|| panic!("loaded: {extra}"));
+        assert!(e.to_string().contains("are the broker's"), "{e}");
+    }
+    let b = broker(&f, &pin);
+    // Nor can a session take one.
+    let e = b
+        .open_session_as("unpinned-notes", Identity::of_host("x"))
+        .err()
+        .unwrap_or_else(|| panic!("a session took the broker's name"));
+    assert!(e.to_string().contains("reserved"), "{e}");
+    let (s, _n) = b
+        .open_session_as("notes", Identity::of_host("plugin:impostor@1"))
+        .unwrap();
+    assert_eq!(s.server_id(), "unpinned-notes");
+}

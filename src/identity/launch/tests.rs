@@ -274,21 +274,26 @@ fn an_npx_package_is_found_below_its_launcher_with_its_version() {
         let _ = sh.kill();
         let _ = sh.wait();
         let runs = id
-            .runs
+            .installed
             .clone()
             .unwrap_or_else(|| panic!("no package in {id:?}"));
         assert_eq!(runs.kind, "package");
         assert_eq!(runs.name.as_deref(), Some("pkg"));
         assert_eq!(runs.version.as_deref(), Some(version));
         assert_eq!(runs.path, Some(real(&pkg)));
+        // What the arguments ask for is what compares: the package as it says it is, not.
+        assert_eq!(
+            id.runs.as_ref().and_then(|r| r.name.as_deref()),
+            Some("pkg")
+        );
         assert!(!id.launched_by.is_empty(), "the test runner's parents");
         versions.push(id);
     }
-    assert_ne!(versions[0].digest, versions[1].digest);
     assert_eq!(
-        versions[0].argv, versions[1].argv,
-        "told apart by the package alone"
+        versions[0].digest, versions[1].digest,
+        "what a running package says of itself is shown, never compared"
     );
+    assert_eq!(versions[1].what(), "pkg@2.0.0 (as installed)");
     // Another package asked for is not taken for this one.
     let pkg = t.path().join("_npx/abc/node_modules/pkg");
     let (mut sh, node) = launcher_running(&pkg.join("bin.js"));
@@ -300,7 +305,14 @@ fn an_npx_package_is_found_below_its_launcher_with_its_version() {
     kill(node);
     let _ = sh.kill();
     let _ = sh.wait();
-    assert_eq!(other.runs, None);
+    assert_eq!(other.installed, None);
+    assert_eq!(
+        other
+            .runs
+            .as_ref()
+            .map(|r| (r.name.as_deref(), r.version.as_deref())),
+        Some((Some("other"), Some("1")))
+    );
 }
 
 #[test]
@@ -348,14 +360,19 @@ fn a_uvx_tool_is_found_by_its_distribution_in_the_virtual_environment_below_it()
     }
     let _ = sh.kill();
     let _ = sh.wait();
-    let runs = by_name.runs.unwrap_or_else(|| panic!("no package"));
+    let runs = by_name.installed.unwrap_or_else(|| panic!("no package"));
     assert_eq!(runs.kind, "package");
     assert_eq!(
         (runs.name.as_deref(), runs.version.as_deref()),
         (Some("My.Tool"), Some("1.2"))
     );
     assert_eq!(runs.path, Some(info.clone()));
-    assert_eq!(by_from.runs.and_then(|r| r.path), Some(info));
-    assert_eq!(other.runs.and_then(|r| r.name), Some("dep".to_owned()));
-    assert_eq!(absent.runs, None);
+    assert_eq!(by_from.installed.and_then(|r| r.path), Some(info));
+    assert_eq!(other.installed.and_then(|r| r.name), Some("dep".to_owned()));
+    assert_eq!(absent.installed, None);
+    assert_eq!(
+        absent.runs.and_then(|r| r.name).as_deref(),
+        Some("absent"),
+        "what the arguments ask for"
+    );
 }
