@@ -75,8 +75,8 @@ fn module_files(name: &[u8], cwd: &Path) -> Vec<PathBuf> {
 }
 
 /// `path` as an argument file: a regular file, digested (or, past [`MAX_BYTES`], known by its
-/// size and change time).
-fn digested(path: &Path, digests: &mut Digests) -> Option<ArgFile> {
+/// size and change time, so that naming a huge or sparse file holds nothing up).
+pub(super) fn digested(path: &Path, digests: &mut Digests) -> Option<ArgFile> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
     if meta.size() > MAX_BYTES {

@@ -231,7 +231,9 @@ fn node_package(file: &Path, asked: Option<&str>, digests: &mut Digests) -> Opti
             if asked.is_some_and(|a| a != name) || (asked.is_none() && name == "npm") {
                 return None;
             }
-            let entry = digests.of(&real).map(|f| f.digest).unwrap_or_default();
+            let entry = super::arguments::digested(&real, digests)
+                .map(|f| f.digest)
+                .unwrap_or_default();
             return Some(package_runs(
                 d,
                 name,
