@@ -49,7 +49,7 @@ async fn a_suspension_and_escape_attempts_show_on_every_view_and_resume_is_at_ha
     .await;
     b.text_contains(
         "#attention [data-attention=\"escape\"]",
-        "tried to reach outside every root 20 times",
+        "tried to reach outside every root 20 times; the last",
     )
     .await;
     b.text_contains("#alarm-sessions", "!1").await;

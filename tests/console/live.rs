@@ -22,7 +22,6 @@ async fn reads_show_in_the_activity_and_a_revoke_on_the_page_holds() {
         .await;
     b.text_contains("[data-event].refusal .path", "root/notes/n.md")
         .await;
-    b.screenshot("activity").await;
 
     b.view("sessions").await;
     b.find("[data-session=\"notes\"] [data-grant=\"root/docs\"]")

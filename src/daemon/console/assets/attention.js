@@ -58,9 +58,9 @@
     return h('div', { class: 'banner banner-danger attention-item', dataset: { attention: 'escape', server } },
       h('p', {},
         h('strong', { class: 'server-name', text: sanitise(server) }),
-        ` tried to reach outside every root ${x.count === 1 ? 'once' : x.count + ' times'}, last `,
+        ` tried to reach outside every root ${x.count === 1 ? 'once' : x.count + ' times'}; the last: `,
         where, ' (', h('code', { text: sanitise(x.last.method || '') }), ') ',
-        timeEl(x.last.time, 'muted'), '. It was refused.'),
+        timeEl(x.last.time, 'muted'), x.count === 1 ? '. It was refused.' : '. Each was refused.'),
       h('div', { class: 'actions' },
         button('btn-ghost btn-small', 'See Activity', () => goTo('activity')),
         button('btn-ghost btn-small dismiss-escape', 'Dismiss', () => { escapes.delete(server); render(); })));
