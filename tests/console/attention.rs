@@ -125,3 +125,26 @@ async fn a_question_nobody_answered_is_kept_as_missed_and_reads_timed_out() {
     assert!(!shown(&b, "#alarm-consent").await, "still marked missed");
     b.close().await;
 }
+
+/// A question its server cancelled is withdrawn, not missed: nobody failed to answer it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_its_server_cancelled_is_withdrawn_not_missed() {
+    let site = Site::start();
+    let b = Browser::signed_in(&site.link).await;
+    let mut s = site.server("notes");
+    ask(&mut s, 1, &["root/docs"], "read");
+    b.find("[data-question]:not(.withdrawn)").await;
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 1}}),
+    );
+    let card = b
+        .text_contains("[data-question].withdrawn", "the server stopped waiting")
+        .await;
+    assert!(!card.contains("timed out"), "{card}");
+    b.gone("[data-question].missed").await;
+    b.gone("#attention [data-attention=\"missed\"]").await;
+    assert!(!shown(&b, "#alarm-consent").await, "marked missed");
+    title_marked(&b, false).await;
+    b.close().await;
+}
