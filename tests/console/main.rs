@@ -25,10 +25,14 @@ mod proxy_host;
 mod sidecar;
 
 mod browser;
+mod shots;
 mod site;
 
+mod activity;
+mod attention;
 mod changes;
 mod consent;
+mod empty;
 mod gate;
 mod identity;
 mod live;

@@ -3,7 +3,7 @@
 //! grants and revocations are in `edits.rs`.
 //!
 
-use super::board::{Answered, Offer, Shown};
+use super::board::{Answered, Offer, STOPPED_WAITING, Shown, TIMED_OUT};
 use super::edits::remember;
 use super::reply::Refusal;
 use super::reply::{bad, body, ok};
@@ -13,7 +13,7 @@ use crate::consent::{ConsentAnswer, ConsentRequest, PathChoice, Purpose, narrowe
 use crate::daemon::control::{status, when};
 use crate::locks::lock;
 use crate::path::{MountPath, RelPath};
-use crate::policy::Layer;
+use crate::policy::{ConsentMode, Layer};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -44,6 +44,9 @@ pub(super) fn picture(c: &Console) -> Value {
             "socket": c.socket,
             "policy": policy.source,
             "consentTimeoutSecs": timeout.as_secs(),
+            // Where questions go: the page tells the user whether any will come to it.
+            "consentMode": policy.consent.mode.as_ref().map_or_else(|| "elicit".to_owned(), ToString::to_string),
+            "fallback": mode_shown(policy.consent.fallback.as_ref()),
         },
         "sessions": status(&c.broker, &c.attachments),
         "roots": roots_shown(c, &layer),
@@ -51,6 +54,16 @@ pub(super) fn picture(c: &Console) -> Value {
         "offers": offers_shown(c, &waiting.offers),
         "remembered": remembered_shown(&layer),
     })
+}
+
+/// The fallback as the policy sets it; unset, as the daemon resolves it: its terminal when
+/// it has one, else the console.
+fn mode_shown(mode: Option<&ConsentMode>) -> String {
+    match mode {
+        Some(m) => m.to_string(),
+        None if crate::consent::TtyConsent::available() => "tty".to_owned(),
+        None => "ui".to_owned(),
+    }
 }
 
 /// The roots in force, each marked when the console added it.
@@ -75,6 +88,10 @@ fn roots_shown(c: &Console, layer: &Layer) -> Vec<Value> {
 /// A consent question as the page shows it, answered within `timeout` of being asked.
 fn question_shown(q: &Shown, timeout: Duration) -> Value {
     let (r, asked) = (&q.request, q.asked);
+    let missed = timed_out(q, timeout);
+    let why = q
+        .withdrawn
+        .map(|(why, _)| if missed { TIMED_OUT } else { why });
     let paths: Vec<Value> = r
         .paths
         .iter()
@@ -95,10 +112,27 @@ fn question_shown(q: &Shown, timeout: Duration) -> Value {
         "asked": when(asked),
         "expires": when(asked + timeout),
         // Why it no longer waits: it is shown so, and takes no answer.
-        "withdrawn": q.withdrawn,
+        "withdrawn": why,
+        // Nobody answered it in time: the page keeps it in sight until the user dismisses it.
+        "missed": missed,
         "paths": paths,
         "program": program_shown(r.identity.as_ref()),
         "askedAgain": r.asked_again,
+    })
+}
+
+/// Slack for telling a question that waited out its time limit from one its server
+/// cancelled: the limit's timer starts a moment before the question is put on the board.
+const TIMER_SLACK: Duration = Duration::from_millis(250);
+
+/// Whether `q` was withdrawn because its time limit ran out with nobody answering (not
+/// because its server left or cancelled it). What the page shows only; it decides nothing.
+fn timed_out(q: &Shown, timeout: Duration) -> bool {
+    q.withdrawn.is_some_and(|(why, at)| {
+        why == STOPPED_WAITING
+            && at
+                .duration_since(q.asked)
+                .is_ok_and(|waited| waited + TIMER_SLACK >= timeout)
     })
 }
 
@@ -213,7 +247,7 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
     let n = number(id, 'q')?;
     let a: Answer = body(bytes)?;
     let question = c.board.question(n).ok_or_else(gone)?;
-    if let Some(why) = question.withdrawn {
+    if let Some((why, _)) = question.withdrawn {
         return Err(withdrawn(why));
     }
     let request = question.request;

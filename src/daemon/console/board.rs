@@ -36,6 +36,11 @@ pub(crate) const SERVER_LEFT: &str = "the server left (its session ended)";
 pub(crate) const STOPPED_WAITING: &str =
     "the server stopped waiting (the time ran out, or it cancelled the request)";
 
+/// Why a question was withdrawn when it waited its whole time limit: nobody answered, and
+/// the broker denied it.
+pub(crate) const TIMED_OUT: &str =
+    "nobody answered within the time limit: it timed out, and was denied";
+
 /// The questions and offers waiting for the user.
 #[derive(Debug)]
 pub(crate) struct Board {
@@ -90,8 +95,8 @@ pub(crate) struct Shown {
     pub request: ConsentRequest,
     /// When it was asked.
     pub asked: SystemTime,
-    /// Why it was withdrawn, once it was.
-    pub withdrawn: Option<&'static str>,
+    /// Why it was withdrawn, and when, once it was.
+    pub withdrawn: Option<(&'static str, SystemTime)>,
 }
 
 /// What became of a question the user answered.
@@ -144,7 +149,7 @@ impl Board {
                     id: q.id,
                     request: q.request.clone(),
                     asked: q.asked,
-                    withdrawn: q.withdrawn.map(|(why, _)| why),
+                    withdrawn: q.withdrawn,
                 })
                 .collect(),
             offers: inner.offers.iter().cloned().collect(),
@@ -158,7 +163,7 @@ impl Board {
             id: q.id,
             request: q.request.clone(),
             asked: q.asked,
-            withdrawn: q.withdrawn.map(|(why, _)| why),
+            withdrawn: q.withdrawn,
         })
     }
 

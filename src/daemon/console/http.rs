@@ -91,6 +91,24 @@ fn listen(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String>
         .route("/console.css", get(css))
         .route("/console.js", get(js))
         .route("/changes.js", get(changes_js))
+        .route(
+            "/activity.js",
+            get(|| async { asset(JS_TYPE, ACTIVITY_JS) }),
+        )
+        .route(
+            "/attention.js",
+            get(|| async { asset(JS_TYPE, ATTENTION_JS) }),
+        )
+        // The docs the page links to, as plain text: they came with this binary, so the
+        // links work without a network and match the daemon that serves them.
+        .route(
+            "/docs/README.md",
+            get(|| async { asset(TEXT_TYPE, README) }),
+        )
+        .route(
+            "/docs/console.md",
+            get(|| async { asset(TEXT_TYPE, CONSOLE_DOC) }),
+        )
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/state", get(api::state))
         .route("/api/events", get(events::stream))
@@ -179,7 +197,13 @@ async fn gate(State(web): State<Gate>, request: Request, next: Next) -> Response
 fn open(path: &str) -> bool {
     matches!(
         path,
-        "/login" | "/console.css" | "/console.js" | "/changes.js" | "/favicon.ico"
+        "/login"
+            | "/console.css"
+            | "/console.js"
+            | "/changes.js"
+            | "/activity.js"
+            | "/attention.js"
+            | "/favicon.ico"
     )
 }
 
@@ -314,6 +338,12 @@ const INDEX: &str = include_str!("assets/index.html");
 const CSS: &str = include_str!("assets/console.css");
 const JS: &str = include_str!("assets/console.js");
 const CHANGES_JS: &str = include_str!("assets/changes.js");
+const ACTIVITY_JS: &str = include_str!("assets/activity.js");
+const ATTENTION_JS: &str = include_str!("assets/attention.js");
+const README: &str = include_str!("../../../README.md");
+const CONSOLE_DOC: &str = include_str!("../../../docs/console.md");
+const JS_TYPE: &str = "text/javascript; charset=utf-8";
+const TEXT_TYPE: &str = "text/plain; charset=utf-8";
 
 const SIGNED_OUT: &str = "<!doctype html><meta charset=utf-8><title>fsbroker console</title>\
 <link rel=stylesheet href=/console.css><main class=gate><h1>Signed out</h1>\

@@ -4,11 +4,6 @@
 
 (() => {
   const VIEWS = ['consent', 'sessions', 'activity', 'changes', 'roots', 'remembered'];
-  const MAX_EVENTS = 500;
-  // Refusals that mean a server tried to reach past what it was given.
-  const SECURITY_REASONS = new Set([
-    'outside_root', 'no_consent', 'revoked', 'symlink_escape', 'read_only', 'suspended',
-  ]);
   // Audit events older than this were replayed at connect: never a reason to notify.
   const pageLoaded = Date.now();
 
@@ -18,17 +13,16 @@
   let signedOut = false;
   let retryDelay = 1000;
   let firstState = true;
-  let paused = false;
-  let missedTotal = 0;
-  const pausedEvents = [];
   const seenEventKeys = new Set();
   const seenQuestions = new Set();
   // Withdrawn questions the user dismissed: the daemon shows them a while longer.
   const dismissedQuestions = new Set();
+  // Questions nobody answered in time, kept until dismissed.
+  const missedKept = new Map();
+  let openQuestions = 0;
+  let attention = 0;
   const seenOffers = new Set();
   const touched = new Map(); // server -> Set of mounts it has used
-  const servers = new Set();
-  const outcomes = new Set();
   const errors = new Map(); // error key -> message, so a redrawn card keeps its error
 
   const $ = (sel, root = document) => root.querySelector(sel);
@@ -104,12 +98,6 @@
   // A <time> whose text the ticker keeps fresh.
   const timeEl = (iso, cls = '') =>
     h('time', { class: ('rel ' + cls).trim(), dateTime: iso || '', title: absTime(iso), text: relTime(iso) });
-
-  function hms(iso) {
-    const t = parseTime(iso);
-    if (Number.isNaN(t)) return String(iso ?? '');
-    return new Date(t).toLocaleTimeString([], { hour12: false, hour: '2-digit', minute: '2-digit', second: '2-digit' });
-  }
 
   function bytes(n) {
     n = Number(n) || 0;
@@ -225,7 +213,10 @@
     es.addEventListener('open', () => { retryDelay = 1000; setLive(true); });
     es.addEventListener('state', (ev) => { const s = parse(ev); if (s) applyState(s); setLive(true); });
     es.addEventListener('audit', (ev) => { const e = parse(ev); if (e) addEvent(e); });
-    es.addEventListener('missed', (ev) => { const m = parse(ev); if (m) noteMissed(Number(m.missed) || 0); });
+    es.addEventListener('missed', (ev) => {
+      const m = parse(ev);
+      if (m) document.dispatchEvent(new CustomEvent('fsbroker:missed-events', { detail: Number(m.missed) || 0 }));
+    });
     es.addEventListener('error', () => {
       if (stream !== es) return;
       setLive(false);
@@ -270,16 +261,15 @@
 
   function applyState(s) {
     state = s;
-    for (const sess of s.sessions || []) servers.add(sess.server);
     renderConsent();
     renderSessions();
     renderRoots();
     renderRemembered();
     renderFooter();
-    refreshServerFilter();
     noticeNew();
     noticeSuspended();
     firstState = false;
+    document.dispatchEvent(new CustomEvent('fsbroker:state', { detail: s }));
   }
 
   // Notifies of each session newly suspended for its violations: the user alone lifts it.
@@ -372,18 +362,96 @@
 
   function renderConsent() {
     // A withdrawn question (its server left, or stopped waiting) is shown so until the user
-    // dismisses it or the daemon lets it go; it takes no answer.
-    const questions = (state.questions || []).filter((q) => !dismissedQuestions.has(q.id));
-    const open = questions.filter((q) => !q.withdrawn).length;
+    // dismisses it or the daemon lets it go; it takes no answer. One nobody answered in
+    // time (missed) is kept until the user dismisses it, even once the daemon lets it go.
+    const listed = state.questions || [];
+    for (const q of listed) if (q.missed && !dismissedQuestions.has(q.id)) missedKept.set(q.id, q);
+    const ids = new Set(listed.map((q) => q.id));
+    const questions = listed.concat(Array.from(missedKept.values()).filter((q) => !ids.has(q.id)))
+      .filter((q) => !dismissedQuestions.has(q.id));
+    openQuestions = questions.filter((q) => !q.withdrawn).length;
+    const open = openQuestions;
     const offers = state.offers || [];
     reconcile($('#questions'), questions, (q) => q.id, (q) => q.id + ':' + (q.withdrawn || ''),
       (q) => (q.withdrawn ? withdrawnCard(q) : questionCard(q)));
     reconcile($('#offers'), offers, (o) => o.id, (o) => o.id, offerCard);
     $('#offers-block').hidden = offers.length === 0;
-    $('#consent-empty').hidden = questions.length + offers.length > 0;
+    const empty = $('#consent-empty');
+    empty.hidden = questions.length + offers.length > 0;
+    const d = state.daemon || {};
+    const modeSig = `${d.consentMode} ${d.fallback}`;
+    if (empty._sig !== modeSig) { empty._sig = modeSig; empty.replaceChildren(...consentEmpty(d)); }
     setBadge('consent', open + offers.length);
-    document.title = open ? `(${open}) fsbroker console` : 'fsbroker console';
+    updateTitle();
     tickCountdowns();
+    document.dispatchEvent(new CustomEvent('fsbroker:missed', { detail: Array.from(missedKept.values()) }));
+  }
+
+  // Dismisses missed questions `ids`: out of the Consent view and of the attention area.
+  function dismissMissed(ids) {
+    for (const id of ids) { dismissedQuestions.add(id); missedKept.delete(id); }
+    if (state) renderConsent();
+  }
+
+  // The title says how many questions wait, and "(!)" while something needs attention
+  // (a suspension, a missed question, an escape attempt), so a background tab shows it.
+  function setAttention(n) {
+    attention = n;
+    updateTitle();
+  }
+
+  function updateTitle() {
+    document.title = (attention ? '(!) ' : '') + (openQuestions ? `(${openQuestions}) ` : '') + 'fsbroker console';
+  }
+
+  // What each consent mode means for this page: whether a question can ever come to it.
+  function modeSays(mode, fallback) {
+    const m = String(mode || '');
+    if (m === 'ui') return [true, 'questions come to this page.'];
+    if (m === 'auto') return [false, 'every path inside the roots is allowed without asking anyone. No question will come to this page.'];
+    if (m === 'deny') return [false, 'every request is denied without asking anyone. No question will come to this page.'];
+    if (m === 'tty') return [false, "questions are asked on the daemon's terminal. None come to this page."];
+    if (m.startsWith('command:')) return [false, `the program ${m.slice(8)} answers. No question comes to this page.`];
+    if (m === 'elicit') {
+      const f = String(fallback || '');
+      return [f === 'ui', 'questions are asked in the app that started the server (its host), in its own form. '
+        + (f === 'ui'
+          ? 'Only a server whose host cannot show a form is asked here.'
+          : `Where the host cannot show a form, the fallback ${f} answers: no question will come to this page.`)];
+    }
+    return [false, 'questions go where the policy says.'];
+  }
+
+  // The Consent view with nothing waiting: which mode is in force (with `auto`, `deny`, or
+  // `elicit` and another fallback, nothing ever comes here), how to attach a server, and
+  // where the docs are.
+  function consentEmpty(d) {
+    const [here, says] = modeSays(d.consentMode, d.fallback);
+    // As the README gives it; SERVER is the server's package (or its own command after --).
+    const snippet = [
+      '{',
+      '  "mcpServers": {',
+      '    "files": {',
+      '      "command": "fsbroker",',
+      '      "args": ["proxy", "--daemon", "--", "npx", "-y", "SERVER"]',
+      '    }',
+      '  }',
+      '}',
+    ].join('\n');
+    const link = (href, text) => h('a', { href, target: '_blank', rel: 'noopener noreferrer', text });
+    return [
+      h('p', { class: 'empty-title', text: 'No server is waiting for you.' }),
+      h('p', { class: 'consent-mode' + (here ? '' : ' not-here') },
+        'Consent mode ', h('code', { text: String(d.consentMode || '?') }),
+        d.consentMode === 'elicit' ? [' (fallback ', h('code', { text: String(d.fallback || '?') }), ')'] : null,
+        ': ' + says),
+      h('p', { class: 'muted' }, "Attach a server to this daemon: in the app's ", h('code', { text: 'mcpServers' }),
+        ' settings, run it through ', h('code', { class: 'nowrap', text: 'fsbroker proxy --daemon' }),
+        ', the server\'s own command after ', h('code', { class: 'nowrap', text: '--' }), ':'),
+      h('pre', { class: 'snippet' }, h('code', { text: snippet })),
+      h('p', { class: 'muted small' }, 'More: ', link('/docs/README.md', 'the README'),
+        ' (the daemon and its console), ', link('/docs/console.md', 'the console'), '.'),
+    ];
   }
 
   function questionCard(q) {
@@ -454,21 +522,22 @@
   // A question that no longer waits: what was asked, why it went, and nothing to answer.
   function withdrawnCard(q) {
     const paths = q.paths || [];
-    const dismiss = button('btn-ghost btn-small dismiss', 'Dismiss', () => {
-      dismissedQuestions.add(q.id);
-      renderConsent();
-    });
-    return h('article', { class: 'card question withdrawn', dataset: { question: q.id } },
+    const dismiss = button('btn-ghost btn-small dismiss', 'Dismiss', () => dismissMissed([q.id]));
+    // Nobody answered in time: the broker denied it, which is no answer of the user's.
+    const note = q.missed
+      ? [`Missed: nobody answered within the time limit, so it timed out and the broker denied it. `,
+        'Nothing was granted or remembered; if the server asks again, a new question comes.']
+      : [`This question was withdrawn: ${q.withdrawn}. Nothing was granted or remembered; `,
+        'if the server asks again, a new question comes.'];
+    return h('article', { class: 'card question withdrawn' + (q.missed ? ' missed' : ''), dataset: { question: q.id } },
       h('header', { class: 'card-head' },
         h('div', { class: 'card-head-main' },
           h('span', { class: 'server-name', text: q.server }),
           h('span', { class: 'muted', text: q.purpose === 'roots' ? 'asked to see shared folders' : `asked for ${q.access} access to` }),
           h('span', { class: 'muted', text: `${paths.length} path${paths.length === 1 ? '' : 's'}` })),
         h('div', { class: 'card-head-side' },
-          h('span', { class: 'badge state-withdrawn', text: 'Withdrawn' }))),
-      h('p', { class: 'withdrawn-note', role: 'status' },
-        `This question was withdrawn: ${q.withdrawn}. Nothing was granted or remembered; `,
-        'if the server asks again, a new question comes.'),
+          h('span', { class: 'badge state-withdrawn', text: q.missed ? 'Missed · timed out' : 'Withdrawn' }))),
+      h('p', { class: 'withdrawn-note', role: 'status' }, ...note),
       h('div', { class: 'paths' }, paths.map((p) => h('div', { class: 'path-row', dataset: { path: p.path } },
         h('div', { class: 'path-info' }, h('div', { class: 'path-main' }, pathCode(p.path, 'mount-path')))))),
       h('footer', { class: 'card-foot' }, h('span', { class: 'muted small' }, 'asked ', timeEl(q.asked)),
@@ -682,13 +751,14 @@
         la
           ? h('span', {},
             h('code', { text: la.method }), ' ', la.path ? pathCode(la.path, 'path') : null, ' ',
-            h('span', { class: 'label label-' + category(la), text: la.outcome }), ' ',
+            h('span', { class: 'label label-' + severity(la), text: la.outcome }), ' ',
             timeEl(la.at, 'muted'))
           : h('span', { class: 'muted', text: 'nothing yet' })),
       h('div', { class: 'stats' },
         stat('requests', String(c.requests ?? 0)),
         stat('refused', String(c.refused ?? 0), c.refused ? 'stat-danger' : ''),
-        stat('failed', String(c.failed ?? 0), c.failed ? 'stat-warn' : ''),
+        // The daemon counts a refusal among the failures too: shown once, as refused.
+        stat('failed', String(otherFailures(c)), otherFailures(c) ? 'stat-warn' : ''),
         c.cancelled ? stat('cancelled', String(c.cancelled)) : null,
         stat('read', bytes(c.bytesRead)),
         stat('written', bytes(c.bytesWritten)),
@@ -706,6 +776,8 @@
       chipRow('Uploads', s.uploads, (u) => `${u.path} · ${bytes(u.stagedBytes)} staged`),
     ];
   }
+
+  const otherFailures = (c) => Math.max(0, (Number(c.failed) || 0) - (Number(c.refused) || 0));
 
   function cpuTime(ms) {
     const n = Number(ms) || 0;
@@ -743,35 +815,39 @@
 
   // ---------- Activity ----------
 
-  function category(e) {
+  // Refusals that mean a server tried to reach past what it was given at all: outside every
+  // root (a link leading out among them), a path that is no path, or on while suspended.
+  const ATTACK_REASONS = new Set(['outside_root', 'malformed', 'symlink_escape', 'suspended']);
+
+  // How much an audit event matters: `attack` (see above; and a consent asked for a place
+  // outside every root), `refusal` (no consent, revoked, read only, a rule, the time limit),
+  // `failed` (an error that is no refusal: not found, the disk), `routine` (done, cancelled,
+  // or a consent answered, in whole or in part: the answer is the user's or their
+  // provider's own). Each event has one: a refusal is never counted again as failed.
+  function severity(e) {
     const o = e.outcome;
-    if (o === 'ok') return 'ok';
-    if (o === 'refused' || o === 'denied' || o === 'partial') return 'refused';
-    if (o === 'PERMISSION_DENIED' && e.reason !== 'os_denied') return 'refused';
-    if (e.reason && SECURITY_REASONS.has(e.reason)) return 'refused';
+    if (e.reason && ATTACK_REASONS.has(e.reason)) return 'attack';
+    const by = Array.isArray(e.decidedBy) ? e.decidedBy : null;
+    if (by) {
+      if (by.includes('confinement')) return 'attack';
+      if (o === 'ok') return 'routine';
+      if (by.includes('timeout')) return 'refusal';
+      const answered = by.includes('provider') || by.includes('auto');
+      return answered ? 'routine' : 'refusal';
+    }
+    if (o === 'ok' || o === 'cancelled' || o === 'abandoned') return 'routine';
+    if (e.reason || o === 'refused' || o === 'denied') return 'refusal';
     return 'failed';
   }
 
+  // Each audit event once (a reconnected stream replays its last 200), told to the views.
   function addEvent(e) {
-    // A reconnected stream replays its last 200 events: drop those already shown.
     const k = [e.time, e.server, e.method, e.path, e.outcome, e.reason, e.bytes, e.durationMs].join('\u0000');
     if (seenEventKeys.has(k)) return;
     seenEventKeys.add(k);
-    if (seenEventKeys.size > 4 * MAX_EVENTS) seenEventKeys.delete(seenEventKeys.values().next().value);
-
-    if (e.server && !servers.has(e.server)) { servers.add(e.server); refreshServerFilter(); }
-    if (e.outcome && !outcomes.has(e.outcome)) { outcomes.add(e.outcome); refreshOutcomeFilter(); }
+    if (seenEventKeys.size > 2000) seenEventKeys.delete(seenEventKeys.values().next().value);
     noticeTouch(e);
     document.dispatchEvent(new CustomEvent('fsbroker:audit', { detail: e }));
-
-    if (paused) {
-      pausedEvents.push(e);
-      if (pausedEvents.length > MAX_EVENTS) pausedEvents.shift();
-      updatePause();
-      return;
-    }
-    insertEvent(e);
-    updateActivityInfo();
   }
 
   function noticeTouch(e) {
@@ -784,119 +860,13 @@
     if (parseTime(e.time) >= pageLoaded) notify(`${e.server} is using ${mount}`, `${e.method} ${e.path}`, `t-${e.server}-${mount}`);
   }
 
-  function insertEvent(e) {
-    const tbody = $('#events');
-    const row = eventRow(e);
-    row.hidden = !matchesFilter(row);
-    tbody.insertBefore(row, tbody.firstChild);
-    while (tbody.children.length > MAX_EVENTS) tbody.lastChild.remove();
-  }
-
-  function eventRow(e) {
-    const cat = category(e);
-    const security = e.reason && SECURITY_REASONS.has(e.reason);
-    const ms = Number(e.durationMs);
-    return h('tr', {
-      class: `ev ${cat}` + (security ? ' security' : ''),
-      dataset: { event: e.time || '', server: e.server || '', cat, outcome: e.outcome || '' },
-    },
-    h('td', { class: 'time', title: absTime(e.time), text: hms(e.time) }),
-    h('td', { class: 'server', text: e.server ?? '' }),
-    h('td', { class: 'method' }, h('code', { text: e.method ?? '' })),
-    h('td', { class: 'path' }, e.path ? pathCode(e.path) : h('span', { class: 'muted', text: '—' })),
-    h('td', { class: 'outcome' },
-      cat === 'ok' ? null : h('span', { class: 'label label-' + cat, text: cat }),
-      h('span', { class: 'outcome-code', text: e.outcome ?? '' })),
-    h('td', { class: 'reason' },
-      e.reason ? h('code', { text: e.reason }) : null,
-      security ? h('span', { class: 'label label-security', text: 'security' }) : null,
-      consentSummary(e)),
-    h('td', { class: 'num bytes', text: e.bytes ? bytes(e.bytes) : '—' }),
-    h('td', { class: 'num duration', text: Number.isFinite(ms) ? (ms < 10 ? ms.toFixed(2) : ms.toFixed(0)) : '' }));
-  }
-
-  function consentSummary(e) {
-    if (!Array.isArray(e.approved) && !Array.isArray(e.denied)) return null;
-    const part = (label, list) => (list && list.length ? `${label} ${list.join(', ')}` : null);
-    const text = [part('approved', e.approved), part('denied', e.denied),
-      e.outside ? `${e.outside} outside every root` : null].filter(Boolean).join('; ');
-    return text ? h('span', { class: 'muted small consent-summary', text }) : null;
-  }
-
-  function matchesFilter(row) {
-    const server = $('#filter-server').value;
-    const outcome = $('#filter-outcome').value;
-    if (server && row.dataset.server !== server) return false;
-    if (outcome === 'all') return true;
-    if (outcome.startsWith('=')) return row.dataset.outcome === outcome.slice(1);
-    return row.dataset.cat === outcome;
-  }
-
-  function applyFilter() {
-    for (const row of $('#events').children) row.hidden = !matchesFilter(row);
-    updateActivityInfo();
-  }
-
-  function updateActivityInfo() {
-    const rows = $('#events').children;
-    const shown = Array.from(rows).filter((r) => !r.hidden).length;
-    $('#activity-info').textContent = rows.length
-      ? (shown === rows.length ? `${rows.length} events` : `${shown} of ${rows.length} events`)
-      : '';
-    const empty = $('#activity-empty');
-    empty.hidden = shown > 0;
-    empty.textContent = rows.length ? 'No event matches the filters.' : 'Nothing has happened yet.';
-    $('.table.activity').closest('.table-wrap').hidden = shown === 0;
-  }
-
-  // Rebuilds a <select>'s options, keeping what was chosen.
-  function fillSelect(select, fixed, groupLabel, values) {
-    const chosen = select.value;
-    const opts = fixed.map(([v, t]) => h('option', { value: v, text: t }));
-    if (values.length) {
-      opts.push(groupLabel
-        ? h('optgroup', { label: groupLabel }, values.map((v) => h('option', { value: '=' + v, text: v })))
-        : values.map((v) => h('option', { value: v, text: v })));
-    }
-    select.replaceChildren(...opts.flat());
-    select.value = chosen;
-    if (select.value !== chosen) select.value = fixed[0][0];
-  }
-
-  function refreshServerFilter() {
-    const sel = $('#filter-server');
-    const list = Array.from(servers).sort();
-    if (sel._sig === list.join('\u0000')) return;
-    sel._sig = list.join('\u0000');
-    fillSelect(sel, [['', 'All servers']], null, list);
-  }
-
-  function refreshOutcomeFilter() {
-    fillSelect($('#filter-outcome'),
-      [['all', 'All'], ['ok', 'OK'], ['refused', 'Refused'], ['failed', 'Failed']],
-      'Exact outcome', Array.from(outcomes).filter((o) => o !== 'ok').sort());
-  }
-
-  function togglePause() {
-    paused = !paused;
-    if (!paused) {
-      pausedEvents.splice(0).forEach(insertEvent);
-      updateActivityInfo();
-    }
-    updatePause();
-  }
-
-  function updatePause() {
-    const b = $('#pause');
-    b.setAttribute('aria-pressed', String(paused));
-    b.textContent = paused ? (pausedEvents.length ? `Resume (${pausedEvents.length} new)` : 'Resume') : 'Pause';
-  }
-
-  function noteMissed(n) {
-    missedTotal += n;
-    const el = $('#missed');
-    el.hidden = missedTotal === 0;
-    el.textContent = `${missedTotal} event${missedTotal === 1 ? '' : 's'} missed: the stream fell behind.`;
+  // Server-controlled text made safe to read: control, format and direction characters
+  // (which could hide or reorder what follows) shown as escapes, and cut to `max`.
+  function sanitise(text, max = 300) {
+    const clean = String(text).replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu,
+      (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+    const chars = Array.from(clean);
+    return chars.length > max ? chars.slice(0, max).join('') + '…' : clean;
   }
 
   // ---------- Roots ----------
@@ -1033,7 +1003,7 @@
   // daemon and to show an error, for every view.
   window.fsbroker = Object.freeze({
     h, append, button, errorEl, setError, post, getJson, timeEl, absTime, bytes, pathCode,
-    reconcile, announce, sig,
+    reconcile, announce, sig, severity, sanitise, setAttention, dismissMissed, show,
   });
 
   // ---------- Start ----------
@@ -1056,16 +1026,12 @@
     window.addEventListener('hashchange', () => show(location.hash.slice(1)));
     show(location.hash.slice(1));
 
-    $('#filter-server').addEventListener('change', applyFilter);
-    $('#filter-outcome').addEventListener('change', applyFilter);
-    $('#pause').addEventListener('click', togglePause);
     $('form.add-root').addEventListener('submit', addRoot);
     $('#notify').addEventListener('click', async () => {
       try { await Notification.requestPermission(); } catch { /* dismissed */ }
       updateNotifyButton();
     });
     updateNotifyButton();
-    updateActivityInfo();
 
     setInterval(() => {
       tickCountdowns();
@@ -1075,6 +1041,6 @@
     loadState().then(() => { if (!signedOut) connect(); });
   }
 
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
-  else start();
+  // After every deferred script has run: the other views' listen before the feed starts.
+  document.addEventListener('DOMContentLoaded', start);
 })();

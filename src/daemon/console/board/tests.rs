@@ -34,7 +34,10 @@ async fn a_question_waits_until_answered_and_goes_when_dropped() {
     // Withdrawn, it is still shown, and takes no answer.
     let w = board.waiting();
     assert_eq!(w.questions.len(), 1);
-    assert_eq!(w.questions[0].withdrawn, Some(STOPPED_WAITING));
+    assert_eq!(
+        w.questions[0].withdrawn.map(|(why, _)| why),
+        Some(STOPPED_WAITING)
+    );
     let id = w.questions[0].id;
     assert_eq!(
         board.answer(id, ConsentAnswer::deny()),
@@ -125,7 +128,11 @@ async fn a_question_is_withdrawn_when_its_session_ends_and_takes_no_answer() {
             "{answer:?}"
         );
         let shown = board.question(id).unwrap();
-        assert_eq!(shown.withdrawn, Some(SERVER_LEFT), "raced: {raced}");
+        assert_eq!(
+            shown.withdrawn.map(|(why, _)| why),
+            Some(SERVER_LEFT),
+            "raced: {raced}"
+        );
         assert_eq!(
             board.answer(id, yes.clone()),
             Answered::Withdrawn(SERVER_LEFT)
