@@ -30,7 +30,7 @@ pub(crate) const FOLLOW_QUEUE: usize = 1024;
 /// What a follower reads: an event, or how many it (or the ring) missed.
 #[derive(Debug, Clone)]
 enum Item {
-    Event(Arc<AuditEvent>),
+    Event(Arc<Numbered>),
     Missed(u64),
 }
 
@@ -40,9 +40,27 @@ pub(crate) struct Ring {
     inner: Arc<Mutex<Inner>>,
 }
 
+/// An event with its number in the ring: two events alike in every field (two refusals in
+/// one millisecond) are still two, and a reader that sees one twice (a page that reconnects
+/// and is sent the recent ones again) can tell.
+#[derive(Debug)]
+pub(crate) struct Numbered {
+    seq: u64,
+    event: AuditEvent,
+}
+
+impl std::ops::Deref for Numbered {
+    type Target = AuditEvent;
+    fn deref(&self) -> &AuditEvent {
+        &self.event
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
-    recent: VecDeque<Arc<AuditEvent>>,
+    recent: VecDeque<Arc<Numbered>>,
+    /// The number the next event gets.
+    next: u64,
     keep: usize,
     // Sent to while the ring's lock is held, so that a follower that copies the ring and
     // subscribes under the same lock sees every event once: no gap, no repeat.
@@ -74,6 +92,7 @@ impl Ring {
         Ring {
             inner: Arc::new(Mutex::new(Inner {
                 recent: VecDeque::with_capacity(keep.min(RECENT)),
+                next: 1,
                 keep,
                 followers,
             })),
@@ -82,8 +101,10 @@ impl Ring {
 
     /// Adds an event, the oldest going when the ring is full.
     pub(crate) fn push(&self, event: AuditEvent) {
-        let event = Arc::new(event);
         let mut inner = lock(&self.inner);
+        let seq = inner.next;
+        inner.next += 1;
+        let event = Arc::new(Numbered { seq, event });
         if inner.recent.len() >= inner.keep {
             inner.recent.pop_front();
         }
@@ -210,8 +231,9 @@ impl Follow {
 
 /// One event as `log --json` prints it: the keys of an audit log line, with `outside` (how
 /// many consent paths lay outside every root) for the outside paths the line hashes.
-pub(crate) fn event_json(e: &AuditEvent) -> Value {
+pub(crate) fn event_json(e: &Numbered) -> Value {
     let mut v = json!({
+        "seq": e.seq,
         "time": rfc3339(e.time),
         "server": e.server_id,
         "method": e.method,
@@ -223,6 +245,9 @@ pub(crate) fn event_json(e: &AuditEvent) -> Value {
     if let Value::Object(m) = &mut v {
         if let Some(r) = e.reason {
             m.insert("reason".into(), json!(r.as_str()));
+        }
+        if let Some(i) = &e.identity {
+            m.insert("identity".into(), json!(i));
         }
         if let Some(c) = &e.consent {
             m.insert("access".into(), json!(c.access.map(|a| a.as_str())));

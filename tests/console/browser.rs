@@ -149,13 +149,19 @@ impl Browser {
     pub async fn text_contains(&self, css: &str, want: &str) -> String {
         let deadline = Instant::now() + WAIT;
         loop {
+            let mut said = None;
             if let Ok(e) = self.c.find(Locator::Css(css)).await
                 && let Ok(t) = e.text().await
-                && t.contains(want)
             {
-                return t;
+                if t.contains(want) {
+                    return t;
+                }
+                said = Some(t);
             }
-            assert!(Instant::now() < deadline, "{css} never said {want:?}");
+            assert!(
+                Instant::now() < deadline,
+                "{css} never said {want:?}; it said {said:?}"
+            );
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     }

@@ -841,8 +841,11 @@
   }
 
   // Each audit event once (a reconnected stream replays its last 200), told to the views.
+  // The daemon numbers its events: two alike in every field (two refusals in one
+  // millisecond) are still two.
   function addEvent(e) {
-    const k = [e.time, e.server, e.method, e.path, e.outcome, e.reason, e.bytes, e.durationMs].join('\u0000');
+    const k = e.seq !== undefined ? 'seq:' + e.seq + '|' + e.time
+      : [e.time, e.server, e.method, e.path, e.outcome, e.reason, e.bytes, e.durationMs].join('\u0000');
     if (seenEventKeys.has(k)) return;
     seenEventKeys.add(k);
     if (seenEventKeys.size > 2000) seenEventKeys.delete(seenEventKeys.values().next().value);
