@@ -31,7 +31,8 @@ pub(super) struct Desk {
     /// Whether the service shows actions (buttons): without them a notification only says
     /// where to answer.
     pub actions: bool,
-    /// `ActionInvoked` from the service: zbus passes on only what the name's owner sends.
+    /// `ActionInvoked` from the service: zbus passes on only what its process sends (the
+    /// bus, not the sender, sets a message's sender).
     invoked: SignalStream<'static>,
     /// `NotificationClosed` from the service.
     closed: SignalStream<'static>,
@@ -70,13 +71,30 @@ impl Desk {
             .build()
             .await
             .map_err(|e| format!("no session bus ({e})"))?;
-        let proxy = zbus::Proxy::new_owned(conn, SERVICE, PATH, SERVICE)
+        let named = zbus::Proxy::new(&conn, SERVICE, PATH, SERVICE)
             .await
             .map_err(|e| format!("no notification service ({e})"))?;
-        let capabilities: Vec<String> = proxy
+        let capabilities: Vec<String> = named
             .call("GetCapabilities", &())
             .await
             .map_err(|e| format!("no notification service on the session bus ({e})"))?;
+        // From here on, the one process that owns the name now: calls go to it alone, and
+        // only its signals are taken. Another that takes the name later (the service
+        // restarted) is reached anew, when a call to this one fails.
+        let owner: String = conn
+            .call_method(
+                Some("org.freedesktop.DBus"),
+                "/org/freedesktop/DBus",
+                Some("org.freedesktop.DBus"),
+                "GetNameOwner",
+                &(SERVICE,),
+            )
+            .await
+            .and_then(|reply| reply.body().deserialize::<String>())
+            .map_err(|e| format!("the notification service has no owner ({e})"))?;
+        let proxy = zbus::Proxy::new_owned(conn, owner, PATH, SERVICE)
+            .await
+            .map_err(|e| format!("no notification service ({e})"))?;
         let invoked = proxy
             .receive_signal("ActionInvoked")
             .await

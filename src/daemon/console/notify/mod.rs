@@ -137,8 +137,13 @@ impl Notifier {
                     self.shown.insert(q.id, n);
                 }
                 Err(e) => {
-                    tracing::info!("console: the notification service refused a question: {e}");
+                    // Reached anew for the next question (the service may have restarted).
+                    tracing::info!(
+                        "console: the notification service did not show a question: {e}"
+                    );
                     self.seen.insert(q.id);
+                    self.desk = None;
+                    return;
                 }
             }
         }
