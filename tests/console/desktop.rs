@@ -17,7 +17,8 @@ const XVFB: &str = "/usr/bin/Xvfb";
 pub struct Desktop {
     /// The session bus's address, for the daemon's `DBUS_SESSION_BUS_ADDRESS`.
     pub bus: String,
-    display: String,
+    /// The X display, for the daemon's `DISPLAY`.
+    pub display: String,
     dir: tempfile::TempDir,
     children: Vec<Child>,
 }
@@ -171,6 +172,11 @@ impl Desktop {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Does what a click on the first notification does: dunst invokes its `default` action.
+    pub fn click(&self) {
+        self.ctl(&["action", "0"]);
     }
 
     /// Picks action `key` in dunst's context menu (as a person would pick it there): dunst

@@ -24,10 +24,56 @@ fn site_on(bus: &str) -> Site {
 #[test]
 fn with_no_page_open_a_question_is_notified_and_allow_answers_it() {
     let desk = Desktop::start();
-    let site = site_on(&desk.bus);
+    // The daemon's desktop: this display, and an opener that writes down what it is given.
+    let opener = tempfile::tempdir().unwrap();
+    let seen = opener.path().join("seen");
+    let script = opener.path().join("xdg-open");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > {}\n", seen.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        opener.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let site = Site::start_env(
+        "",
+        &[
+            ("DBUS_SESSION_BUS_ADDRESS", &desk.bus),
+            ("FSBROKER_LOG", "info"),
+            ("DISPLAY", &desk.display),
+            ("PATH", &path),
+        ],
+    );
     let mut s = site.server(ODD_SERVER);
     ask(&mut s, 1, &["root/docs", ODD_PATH], "read");
     desk.until("a notification", || (desk.displayed() == 1).then_some(()));
+
+    // A click opens the console, signed in (a private page that goes on to a fresh sign-in
+    // link), and answers nothing: the notification stays.
+    desk.click();
+    let page = desk.until("the opener", || {
+        std::fs::read_to_string(&seen)
+            .ok()
+            .filter(|p| p.ends_with(".html"))
+    });
+    let html = std::fs::read_to_string(page.trim()).unwrap();
+    let link = html
+        .split("url=")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let login = link.split_once(&site.authority).unwrap().1;
+    let signed = site.http("GET", login, &[], "");
+    assert!(crate::site::Auth::of(&signed).is_some(), "{signed:?}");
+    assert_eq!(desk.displayed(), 1);
+
     let menu = desk.choose("allow");
     assert!(
         menu.contains("#Allow (") && menu.contains("#Deny ("),

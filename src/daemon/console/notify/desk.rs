@@ -22,6 +22,10 @@ pub(super) const ALLOW: &str = "allow";
 /// The action that answers no.
 pub(super) const DENY: &str = "deny";
 
+/// The action that opens the console, signed in, and answers nothing: `default`, which
+/// services take for a click on the notification itself.
+pub(super) const OPEN: &str = "default";
+
 /// The name every notification is sent under.
 const APP: &str = "fsbroker";
 
@@ -114,10 +118,10 @@ impl Desk {
     /// Shows `text`, with Allow and Deny where the service shows actions; the
     /// notification's number. It stays until it is closed: the question waits as long.
     pub(super) async fn show(&self, text: &Text) -> zbus::Result<u32> {
-        // No `default` action: a click on the notification itself (which some services
-        // take as `default`) must never answer a question.
+        // A click on the notification itself (`default`) only opens the console: a stray
+        // click must never answer a question.
         let actions: &[&str] = if self.actions {
-            &[ALLOW, "Allow", DENY, "Deny"]
+            &[OPEN, "Open the console", ALLOW, "Allow", DENY, "Deny"]
         } else {
             &[]
         };

@@ -14,11 +14,12 @@ mod desk;
 mod text;
 
 use super::board::Board;
+use super::shared::Console;
 use crate::consent::{ConsentAnswer, ConsentDecision};
-use desk::{ALLOW, DENY, Desk, Said};
+use desk::{ALLOW, DENY, Desk, OPEN, Said};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use tokio::sync::watch;
 
 /// Most notifications shown at once; the questions past it wait on the page, and are
@@ -52,22 +53,25 @@ impl Drop for PageOpen {
     }
 }
 
-/// Shows the questions on `board` as desktop notifications while no page is open, the
-/// console being served at `at`. Must run on a tokio runtime.
-pub(crate) fn start(board: Arc<Board>, pages: &Pages, at: SocketAddr) {
+/// Shows the questions on `console`'s board as desktop notifications while no page is
+/// open, the console being served at `at`. Must run on a tokio runtime.
+pub(crate) fn start(console: &Arc<Console>, at: SocketAddr) {
     let notifier = Notifier {
-        board,
+        console: Arc::downgrade(console),
+        board: console.board.clone(),
         url: format!("http://{}/", super::shared::authority(at)),
         desk: None,
         told: false,
         shown: HashMap::new(),
         seen: HashSet::new(),
     };
-    tokio::spawn(notifier.run(pages.0.subscribe()));
+    tokio::spawn(notifier.run(console.pages.0.subscribe()));
 }
 
 /// The notifications of one console.
 struct Notifier {
+    /// The console, for "Open" (a sign-in link).
+    console: Weak<Console>,
     board: Arc<Board>,
     /// The page's address, which a notification names (never a sign-in link).
     url: String,
@@ -191,6 +195,11 @@ impl Notifier {
                         None => ConsentAnswer::deny(),
                     },
                     DENY => ConsentAnswer::deny(),
+                    // The notification stays: the question may be answered there still.
+                    OPEN => {
+                        self.open();
+                        return;
+                    }
                     // Not an action of ours: nothing is answered.
                     _ => return,
                 };
@@ -216,6 +225,36 @@ impl Notifier {
                 self.shown.clear();
             }
         }
+    }
+
+    /// Opens the console, signed in, as `fsbroker console` does: a fresh one-time link,
+    /// handed to the desktop's opener in a private page, never on a command line.
+    fn open(&self) {
+        let Some(console) = self.console.upgrade() else {
+            return;
+        };
+        if !super::opener::desktop() {
+            tracing::info!(
+                "console: no desktop to open the console on (neither DISPLAY nor \
+                 WAYLAND_DISPLAY is set); run `fsbroker console`"
+            );
+            return;
+        }
+        let link = match super::http::link(&console, None) {
+            Ok(link) => link,
+            Err(e) => {
+                tracing::warn!("console: no sign-in link to open: {e}");
+                return;
+            }
+        };
+        let socket = console.socket.clone();
+        tokio::task::spawn_blocking(
+            move || match super::opener::open_privately(&socket, &link) {
+                Ok(true) => {}
+                Ok(false) => tracing::info!("console: the desktop's opener did not open it"),
+                Err(e) => tracing::warn!("console: {e}"),
+            },
+        );
     }
 
     /// The question notification `n` was made for.
