@@ -124,11 +124,13 @@ impl Notifier {
         if pages > 0 {
             return;
         }
-        for q in open {
+        for q in &open {
             if self.seen.contains(&q.id) || self.shown.len() >= MAX_SHOWN {
                 continue;
             }
             if !self.reach().await {
+                // Tried again at the next question, not at every change of the board.
+                self.seen.extend(open.iter().map(|o| o.id));
                 return;
             }
             let Some(desk) = &self.desk else {
