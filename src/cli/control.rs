@@ -109,9 +109,7 @@ pub(super) fn console(args: ConsoleArgs) -> ExitCode {
         Err(code) => return code,
     };
     out!("{link}");
-    let desktop = std::env::var_os("DISPLAY")
-        .or(std::env::var_os("WAYLAND_DISPLAY"))
-        .is_some();
+    let desktop = crate::daemon::console::desktop();
     let opened = !args.no_open && desktop && open_privately(&socket, &link);
     if !opened {
         err!("fsbroker: open the link above in your browser (it works once, for five minutes)");
@@ -119,36 +117,13 @@ pub(super) fn console(args: ConsoleArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Opens `link` in the desktop's browser without putting it on a command line, where every
-/// local process could read it (`/proc/PID/cmdline`) and sign in first: the opener is given
-/// a page in the daemon's private directory (0700) that sends the browser on. Whether an
-/// opener ran.
+/// Opens `link` in the desktop's browser through a private page (never on a command line);
+/// whether an opener ran.
 fn open_privately(socket: &std::path::Path, link: &str) -> bool {
-    let Some(dir) = socket.parent() else {
-        return false;
-    };
-    let page = dir.join("console.html");
-    let html = format!(
-        "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>\
-         <meta http-equiv=refresh content=\"0;url={link}\"><title>fsbroker console</title>\
-         <a href=\"{link}\">Open the fsbroker console</a>\n"
-    );
-    let written = {
-        use std::io::Write;
-        let _ = std::fs::remove_file(&page);
-        crate::daemon::private_file(&page).and_then(|mut f| f.write_all(html.as_bytes()))
-    };
-    if let Err(e) = written {
-        err!("fsbroker: cannot write {}: {e}", page.display());
-        return false;
-    }
-    std::process::Command::new("xdg-open")
-        .arg(&page)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    crate::daemon::console::open_privately(socket, link).unwrap_or_else(|e| {
+        err!("fsbroker: {e}");
+        false
+    })
 }
 
 /// What a reload changed, one line a kind.

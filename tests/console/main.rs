@@ -2,7 +2,9 @@
 //! attached servers and a real browser (Debian's chromium, driven through chromedriver):
 //! the gate every request passes, consent answered on the page (approve, narrow, deny,
 //! remember), the live activity, revocation, "allow this?" after a refusal, roots added
-//! on the page reaching a server, and what servers changed put back (the Changes view).
+//! on the page reaching a server, what servers changed put back (the Changes view), and a
+//! question shown as a desktop notification while no page is open (a real notification
+//! server, dunst, on a private X display and session bus).
 //!
 //! Set `FSBROKER_SCREENSHOTS=DIR` to keep a screenshot of each view in `DIR` (the README's
 //! come from `docs/console/`).
@@ -25,6 +27,7 @@ mod proxy_host;
 mod sidecar;
 
 mod browser;
+mod desktop;
 mod shots;
 mod site;
 
@@ -36,6 +39,7 @@ mod empty;
 mod gate;
 mod identity;
 mod live;
+mod notify;
 mod offers;
 mod remember;
 mod roots;

@@ -27,6 +27,11 @@ impl Site {
 
     /// The same, with `extra` appended to its policy file.
     pub fn start_with(extra: &str) -> Site {
+        Site::start_env(extra, &[])
+    }
+
+    /// The same, the daemon's environment with `env` set too.
+    pub fn start_env(extra: &str, env: &[(&str, &str)]) -> Site {
         let place = Place::new();
         for (rel, text) in [
             ("docs/a.md", "alpha"),
@@ -45,25 +50,26 @@ impl Site {
             place.root.display().to_string()
         );
         std::fs::write(place.tmp.path().join("policy.toml"), policy).unwrap();
-        Site::again(place)
+        Site::again_under(place, None, env)
     }
 
     /// A daemon started anew on `place` (the state file kept).
     pub fn again(place: Place) -> Site {
-        Site::again_under(place, None)
+        Site::again_under(place, None, &[])
     }
 
     /// A fresh place's daemon with `extra` in its policy, its descriptors limited to
     /// `nofile` (soft and hard).
     pub fn start_limited(extra: &str, nofile: u32) -> Site {
         let place = Site::start_with(extra).stop();
-        Site::again_under(place, Some(nofile))
+        Site::again_under(place, Some(nofile), &[])
     }
 
-    fn again_under(place: Place, nofile: Option<u32>) -> Site {
+    fn again_under(place: Place, nofile: Option<u32>, env: &[(&str, &str)]) -> Site {
         let policy = place.tmp.path().join("policy.toml");
         let mut cmd = place.command(&["daemon", "--foreground", "--ui", "--policy"]);
         cmd.arg(&policy);
+        cmd.envs(env.iter().copied());
         if let Some(n) = nofile {
             // The same command, run by a shell that lowers the limit first.
             let mut limited = place.command(&[]);

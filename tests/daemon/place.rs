@@ -75,7 +75,9 @@ impl Place {
             .env("HOME", self.tmp.path().join("home"))
             .env("XDG_CONFIG_HOME", self.tmp.path().join("config"))
             .env("XDG_STATE_HOME", self.tmp.path().join("state"))
-            .env_remove("FSBROKER_LOG");
+            .env_remove("FSBROKER_LOG")
+            // Never the user's own desktop: a test that wants notifications gives its own bus.
+            .env_remove("DBUS_SESSION_BUS_ADDRESS");
         cmd
     }
 

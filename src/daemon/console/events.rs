@@ -35,6 +35,7 @@ pub(super) async fn stream(
     let skip = recent.len().saturating_sub(RECENT);
     queue.extend(recent.iter().skip(skip).map(audit));
     let feed = Feed {
+        _page: console.pages.open(),
         board: console.board.changes(),
         sessions: console.broker.snapshot_changes(),
         policy: console.broker.policy_changes(),
@@ -53,6 +54,8 @@ pub(super) async fn stream(
 
 /// One page's feed.
 struct Feed {
+    /// This page counted as open while its feed lives (no notifications meanwhile).
+    _page: super::notify::PageOpen,
     console: Arc<Console>,
     follow: Follow,
     board: watch::Receiver<u64>,

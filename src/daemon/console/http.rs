@@ -65,6 +65,7 @@ pub(crate) fn serve(
     }
     let at = listen(console.clone(), addr.unwrap_or(default_addr()))?;
     *served = Some(at);
+    super::notify::start(console, at);
     Ok(at)
 }
 

@@ -9,7 +9,8 @@
 //! the routes, `conns.rs` bounds the connections; `api.rs` reads and answers for the page,
 //! `edits.rs` changes roots, remembered grants and revocations, `changes.rs` lists and takes
 //! back what servers changed (the recovery store), `events.rs` streams; `reply.rs` is how
-//! they all answer.
+//! they all answer; `notify/` shows a question as a desktop notification while no page is
+//! open; `opener.rs` hands a sign-in link to the desktop's browser.
 //! The page itself is `assets/`, embedded in the binary.
 
 mod api;
@@ -19,11 +20,14 @@ mod conns;
 mod edits;
 mod events;
 mod http;
+mod notify;
+mod opener;
 mod reply;
 mod shared;
 mod store;
 
 pub(crate) use board::{Board, UiConsent};
 pub(crate) use http::{link, serve};
+pub(crate) use opener::{desktop, open_privately};
 pub(crate) use shared::{Console, Parts, parse_addr};
 pub(crate) use store::Store;

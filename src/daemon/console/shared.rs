@@ -49,6 +49,8 @@ pub(crate) struct Console {
     pub(super) tokens: Mutex<Vec<(Secret, Instant)>>,
     /// The page's address, once served.
     pub(super) served: Mutex<Option<SocketAddr>>,
+    /// The pages following the live feed: while there is one, no question is notified.
+    pub(super) pages: super::notify::Pages,
 }
 
 impl std::fmt::Debug for Console {
@@ -91,6 +93,7 @@ impl Console {
             signins: Mutex::new(Vec::new()),
             tokens: Mutex::new(Vec::new()),
             served: Mutex::new(None),
+            pages: super::notify::Pages::new(),
         })
     }
 
