@@ -61,6 +61,9 @@ const LAYERS: &[&str] = &[
     "daemon",
     "fuzzing",
     "rmcp_adapter",
+    // The MCP configurations of the hosts on this machine, read and rewritten for `hosts`,
+    // `wrap` and `unwrap`: a face of the command line only.
+    "hosts",
     // The command line, which runs the faces.
     "cli",
 ];
