@@ -74,7 +74,12 @@ pub(super) fn list(args: HostsArgs) -> ExitCode {
         out!("no MCP configuration of a known host found");
     }
     for p in &places {
-        out!("{} ({}): {}", text(&p["host"]), text(&p["scope"]), text(&p["file"]));
+        out!(
+            "{} ({}): {}",
+            text(&p["host"]),
+            text(&p["scope"]),
+            text(&p["file"])
+        );
         if let Some(e) = p["error"].as_str() {
             out!("  not read: {e}");
         }
@@ -115,7 +120,11 @@ fn describe(place: &Place) -> Vec<Value> {
         Ok(sections) => sections
             .into_iter()
             .map(|s| {
-                let servers = s.entries.iter().map(|e| server(&e.name, &e.transport)).collect();
+                let servers = s
+                    .entries
+                    .iter()
+                    .map(|e| server(&e.name, &e.transport))
+                    .collect();
                 base(s.scope.label(), None, servers)
             })
             .collect(),
@@ -137,7 +146,10 @@ fn server(name: &str, transport: &Transport) -> Value {
                 None => "not through fsbroker".to_owned(),
                 Some(p) => broker_status(p.daemon.as_ref(), p.sandbox.as_deref()),
             };
-            let inner = p.as_ref().and_then(|p| p.server).map(|i| argv[i..].to_vec());
+            let inner = p
+                .as_ref()
+                .and_then(|p| p.server)
+                .map(|i| argv[i..].to_vec());
             json!({
                 "name": name, "transport": "stdio", "command": all, "url": p.as_ref().and_then(|p| p.url.clone()),
                 "proxied": p.is_some(), "daemon": p.as_ref().is_some_and(|p| p.daemon.is_some()),
@@ -208,7 +220,11 @@ pub(super) fn rewrite(args: WrapArgs, unwrap: bool, sandbox: bool) -> ExitCode {
         err!("fsbroker: no server called {name} in the hosts' configurations");
         failed = true;
     }
-    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Rewrites (or with `dry_run` shows) one file; the names of the servers it holds.
@@ -242,7 +258,11 @@ fn rewrite_one(place: &Place, options: &Options, dry_run: bool) -> Result<Vec<St
         return Ok(names);
     }
     if dry_run {
-        terminal::lines(&hosts::unified(&place.file.display().to_string(), text, &plan.after));
+        terminal::lines(&hosts::unified(
+            &place.file.display().to_string(),
+            text,
+            &plan.after,
+        ));
         return Ok(names);
     }
     let written = hosts::replace(&place.file, &before, plan.after.as_bytes())?;

@@ -13,9 +13,7 @@ pub(super) fn sections(text: &str, keys: &[(Scope, Vec<&str>)]) -> Result<Vec<Se
     for (scope, path) in keys {
         let mut item: Option<&Item> = Some(doc.as_item());
         for key in path {
-            item = item
-                .and_then(Item::as_table_like)
-                .and_then(|t| t.get(key));
+            item = item.and_then(Item::as_table_like).and_then(|t| t.get(key));
         }
         let Some(servers) = item.and_then(Item::as_table_like) else {
             continue;
@@ -48,9 +46,7 @@ fn transport(item: &Item) -> Result<Transport, String> {
             headers,
         });
     }
-    let command = table
-        .get("command")
-        .ok_or("neither a command nor a url")?;
+    let command = table.get("command").ok_or("neither a command nor a url")?;
     let command = string(command).ok_or("`command` is not a string")?;
     let args = match table.get("args") {
         None => None,

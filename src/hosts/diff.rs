@@ -71,7 +71,8 @@ fn script<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(Op, usize, usize, &'a str)> 
         .take_while(|(x, y)| x == y)
         .count();
     let (ma, mb) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
-    let mut ops: Vec<(Op, usize, usize, &str)> = (0..prefix).map(|i| (Op::Same, i, i, a[i])).collect();
+    let mut ops: Vec<(Op, usize, usize, &str)> =
+        (0..prefix).map(|i| (Op::Same, i, i, a[i])).collect();
     match lcs(ma, mb) {
         Some(t) => {
             let (mut i, mut j) = (0, 0);
@@ -92,8 +93,16 @@ fn script<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(Op, usize, usize, &'a str)> 
         }
         None => {
             let b_at = prefix;
-            ops.extend(ma.iter().enumerate().map(|(k, l)| (Op::Removed, prefix + k, b_at, *l)));
-            ops.extend(mb.iter().enumerate().map(|(k, l)| (Op::Added, prefix + ma.len(), prefix + k, *l)));
+            ops.extend(
+                ma.iter()
+                    .enumerate()
+                    .map(|(k, l)| (Op::Removed, prefix + k, b_at, *l)),
+            );
+            ops.extend(
+                mb.iter()
+                    .enumerate()
+                    .map(|(k, l)| (Op::Added, prefix + ma.len(), prefix + k, *l)),
+            );
         }
     }
     let (a_end, b_end) = (a.len() - suffix, b.len() - suffix);
@@ -133,7 +142,19 @@ mod tests {
         let d = unified("f", before, after);
         assert_eq!(
             d,
-            ["--- f", "+++ f (rewritten)", "@@ -2,7 +2,7 @@", " b", " c", " d", "-e", "+E", " f", " g", " h"]
+            [
+                "--- f",
+                "+++ f (rewritten)",
+                "@@ -2,7 +2,7 @@",
+                " b",
+                " c",
+                " d",
+                "-e",
+                "+E",
+                " f",
+                " g",
+                " h"
+            ]
         );
         assert!(unified("f", before, before).is_empty());
     }

@@ -142,13 +142,20 @@ impl Env {
 /// [`Host::ALL`], user files before project ones.
 pub(crate) fn discover(env: &Env, hosts: &[Host]) -> Vec<Place> {
     let mut out = Vec::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
     for host in Host::ALL {
         if !hosts.is_empty() && !hosts.contains(&host) {
             continue;
         }
         for place in places(env, host) {
             // A link is followed (dotfiles are often links); the write replaces its target.
-            if place.file.is_file() {
+            // Run from the home directory, a project file is the user's file (Gemini's,
+            // Cursor's): it is listed, and rewritten, once.
+            let Ok(real) = std::fs::canonicalize(&place.file) else {
+                continue;
+            };
+            if real.is_file() && !seen.contains(&real) {
+                seen.push(real);
                 out.push(place);
             }
         }
@@ -192,7 +199,11 @@ fn places(env: &Env, host: Host) -> Vec<Place> {
         ],
         Host::Cursor => vec![
             json(home.join(".cursor/mcp.json"), Scope::User, "mcpServers"),
-            json(project.join(".cursor/mcp.json"), Scope::Project, "mcpServers"),
+            json(
+                project.join(".cursor/mcp.json"),
+                Scope::Project,
+                "mcpServers",
+            ),
         ],
         Host::Windsurf => vec![json(
             home.join(".codeium/windsurf/mcp_config.json"),
@@ -200,12 +211,28 @@ fn places(env: &Env, host: Host) -> Vec<Place> {
             "mcpServers",
         )],
         Host::Zed => vec![
-            json(config.join("zed/settings.json"), Scope::User, "context_servers"),
-            json(project.join(".zed/settings.json"), Scope::Project, "context_servers"),
+            json(
+                config.join("zed/settings.json"),
+                Scope::User,
+                "context_servers",
+            ),
+            json(
+                project.join(".zed/settings.json"),
+                Scope::Project,
+                "context_servers",
+            ),
         ],
         Host::Gemini => vec![
-            json(home.join(".gemini/settings.json"), Scope::User, "mcpServers"),
-            json(project.join(".gemini/settings.json"), Scope::Project, "mcpServers"),
+            json(
+                home.join(".gemini/settings.json"),
+                Scope::User,
+                "mcpServers",
+            ),
+            json(
+                project.join(".gemini/settings.json"),
+                Scope::Project,
+                "mcpServers",
+            ),
         ],
         Host::Codex => [
             (env.codex.join("config.toml"), Scope::User),

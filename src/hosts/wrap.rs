@@ -178,7 +178,10 @@ impl Stdio<'_> {
 
     /// Adds the edits that unwrap the entry; the command line it will have, or `None` when it
     /// does not run through the proxy.
-    fn unwrap(&self, edits: &mut Vec<(Range<usize>, String)>) -> Result<Option<Vec<String>>, String> {
+    fn unwrap(
+        &self,
+        edits: &mut Vec<(Range<usize>, String)>,
+    ) -> Result<Option<Vec<String>>, String> {
         let values = self.arg_values();
         let Some(Proxied { server, url, .. }) = proxied(&self.command.value, &values) else {
             return Ok(None);
@@ -187,7 +190,10 @@ impl Stdio<'_> {
             return Err("runs the proxy without a server command of its own".into());
         };
         let original = &a.items[server];
-        edits.push((self.command.span.clone(), self.raw(&original.span).to_owned()));
+        edits.push((
+            self.command.span.clone(),
+            self.raw(&original.span).to_owned(),
+        ));
         let first = a.items[0].span.start;
         if let Some(next) = a.items.get(server + 1) {
             edits.push((first..next.span.start, String::new()));
@@ -216,7 +222,10 @@ fn separator(leading: &str) -> String {
     match leading.rfind('\n') {
         Some(i) => {
             let tail = &leading[i + 1..];
-            let indent: String = tail.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+            let indent: String = tail
+                .chars()
+                .take_while(|c| *c == ' ' || *c == '\t')
+                .collect();
             format!("\n{indent}")
         }
         None => " ".into(),
@@ -280,7 +289,10 @@ fn check(
         let now = match entry.map(|e| &e.transport) {
             Some(Transport::Stdio { command, args, .. }) => {
                 let mut v = vec![command.value.clone()];
-                v.extend(args.iter().flat_map(|a| a.items.iter().map(|l| l.value.clone())));
+                v.extend(
+                    args.iter()
+                        .flat_map(|a| a.items.iter().map(|l| l.value.clone())),
+                );
                 v
             }
             _ => Vec::new(),

@@ -62,8 +62,7 @@ pub(crate) fn replace(path: &Path, before: &[u8], after: &[u8]) -> Result<Writte
 
 /// The message of a file changed by someone else.
 fn changed() -> String {
-    "changed by another program since it was read: not overwritten (run the command again)"
-        .into()
+    "changed by another program since it was read: not overwritten (run the command again)".into()
 }
 
 /// The bytes of `name` in `dir`, with the metadata of the file they were read from.

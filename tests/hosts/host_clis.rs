@@ -23,7 +23,11 @@ fn listed(home: &Path, project: &Path) -> [(&'static str, String); 3] {
             .current_dir(project);
         // Gemini CLI prints its list on stderr, the others on stdout.
         let ran = crate::sidecar::run_within(cmd, Duration::from_secs(120));
-        assert!(ran.status.is_some_and(|s| s.success()), "{host} mcp list:\n{}", ran.log());
+        assert!(
+            ran.status.is_some_and(|s| s.success()),
+            "{host} mcp list:\n{}",
+            ran.log()
+        );
         let out = format!(
             "{}{}",
             String::from_utf8_lossy(&ran.stdout),
@@ -31,7 +35,10 @@ fn listed(home: &Path, project: &Path) -> [(&'static str, String); 3] {
         );
         let line = out
             .lines()
-            .find(|l| l.split_whitespace().any(|w| w.trim_end_matches(':') == "tool"))
+            .find(|l| {
+                l.split_whitespace()
+                    .any(|w| w.trim_end_matches(':') == "tool")
+            })
             .unwrap_or_else(|| panic!("{host} mcp list shows no `tool`:\n{out}"))
             .to_owned();
         (host, line)
@@ -58,7 +65,11 @@ fn claude_gemini_and_codex_list_the_wrapped_server_and_then_the_unwrapped_one() 
             .current_dir(&project)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     wrap("wrap");
     let fsbroker = exe().display().to_string();
@@ -71,11 +82,20 @@ fn claude_gemini_and_codex_list_the_wrapped_server_and_then_the_unwrapped_one() 
     }
     wrap("unwrap");
     for (host, line) in listed(&home, &project) {
-        assert!(!line.contains("fsbroker") && !line.contains("proxy"), "{host}: {line}");
+        assert!(
+            !line.contains("fsbroker") && !line.contains("proxy"),
+            "{host}: {line}"
+        );
         assert!(line.contains("/bin/false"), "{host} after unwrap: {line}");
     }
     // Claude Code writes `~/.claude.json` itself (reformatted, with keys of its own), so
     // only the other two files are compared: `unwrap` read Claude's rewrite all the same.
-    assert_eq!(std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap(), json);
-    assert_eq!(std::fs::read_to_string(home.join(".codex/config.toml")).unwrap(), toml);
+    assert_eq!(
+        std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap(),
+        json
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".codex/config.toml")).unwrap(),
+        toml
+    );
 }

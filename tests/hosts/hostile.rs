@@ -24,8 +24,14 @@ fn hosts_prints_a_hostile_name_and_command_escaped() {
     let layout = hostile_layout();
     let human = layout.ok(&["hosts", "cursor"]);
     assert!(!human.contains('\u{1b}') && !human.contains('\u{7}') && !human.contains('\u{202e}'));
-    assert!(human.contains("evil\\u{1b}]0;pwned\\u{7}\\u{1b}[31m: not through fsbroker"), "{human}");
-    assert!(human.contains("npx\\u{1b}[2J -y pkg\\u{202e}txt"), "{human}");
+    assert!(
+        human.contains("evil\\u{1b}]0;pwned\\u{7}\\u{1b}[31m: not through fsbroker"),
+        "{human}"
+    );
+    assert!(
+        human.contains("npx\\u{1b}[2J -y pkg\\u{202e}txt"),
+        "{human}"
+    );
     let json = layout.ok(&["hosts", "cursor", "--json"]);
     assert!(!json.contains('\u{1b}') && !json.contains('\u{202e}'));
     let report: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -38,11 +44,20 @@ fn wrap_prints_a_hostile_name_escaped_and_keeps_it_in_the_file() {
     let before = std::fs::read_to_string(layout.path("home/.cursor/mcp.json")).unwrap();
     let out = layout.ok(&["wrap", "cursor"]);
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
-    assert!(out.contains("evil\\u{1b}]0;pwned\\u{7}\\u{1b}[31m (user): wrapped"), "{out}");
+    assert!(
+        out.contains("evil\\u{1b}]0;pwned\\u{7}\\u{1b}[31m (user): wrapped"),
+        "{out}"
+    );
     let report: serde_json::Value =
         serde_json::from_str(&layout.ok(&["hosts", "cursor", "--json"])).unwrap();
     let s = &report["hosts"][0]["servers"][0];
-    assert_eq!(s["server_command"], serde_json::json!(["npx\u{1b}[2J", "-y", "pkg\u{202e}txt"]));
+    assert_eq!(
+        s["server_command"],
+        serde_json::json!(["npx\u{1b}[2J", "-y", "pkg\u{202e}txt"])
+    );
     layout.ok(&["unwrap", "cursor"]);
-    assert_eq!(std::fs::read_to_string(layout.path("home/.cursor/mcp.json")).unwrap(), before);
+    assert_eq!(
+        std::fs::read_to_string(layout.path("home/.cursor/mcp.json")).unwrap(),
+        before
+    );
 }

@@ -6,17 +6,29 @@ use std::process::Output;
 
 /// Each fixture of tests/fixtures/hosts/ and where it goes: under `home/` or `project/`.
 pub const FILES: &[(&str, &str)] = &[
-    ("claude_desktop_config.json", "home/.config/Claude/claude_desktop_config.json"),
+    (
+        "claude_desktop_config.json",
+        "home/.config/Claude/claude_desktop_config.json",
+    ),
     ("claude.json", "home/.claude.json"),
     ("dot-mcp.json", "project/.mcp.json"),
     ("vscode-mcp.json", "home/.config/Code/User/mcp.json"),
     ("cursor-mcp.json", "home/.cursor/mcp.json"),
-    ("windsurf-mcp_config.json", "home/.codeium/windsurf/mcp_config.json"),
+    (
+        "windsurf-mcp_config.json",
+        "home/.codeium/windsurf/mcp_config.json",
+    ),
     ("zed-settings.json", "home/.config/zed/settings.json"),
     ("gemini-settings.json", "home/.gemini/settings.json"),
     ("codex-config.toml", "home/.codex/config.toml"),
-    ("continue/memory.json", "project/.continue/mcpServers/memory.json"),
-    ("continue/playwright-mcp.yaml", "project/.continue/mcpServers/playwright-mcp.yaml"),
+    (
+        "continue/memory.json",
+        "project/.continue/mcpServers/memory.json",
+    ),
+    (
+        "continue/playwright-mcp.yaml",
+        "project/.continue/mcpServers/playwright-mcp.yaml",
+    ),
 ];
 
 /// The fixtures' directory.

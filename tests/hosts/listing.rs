@@ -34,7 +34,12 @@ fn hosts_reports_every_host_file_and_server_with_its_transport() {
         ("claude-desktop", "user", "sqlite", "stdio"),
         ("claude-code", "user", "airtable", "stdio"),
         ("claude-code", "user", "notion", "remote"),
-        ("claude-code", "local /home/user/dev/my-app", "chrome-devtools", "stdio"),
+        (
+            "claude-code",
+            "local /home/user/dev/my-app",
+            "chrome-devtools",
+            "stdio",
+        ),
         ("claude-code", "project", "sentry", "stdio"),
         ("claude-code", "project", "shared-server", "stdio"),
         ("claude-code", "project", "api-server", "remote"),
@@ -60,7 +65,15 @@ fn hosts_reports_every_host_file_and_server_with_its_transport() {
     ];
     let want: Vec<_> = want
         .iter()
-        .map(|(h, s, n, t)| (h.to_string(), s.to_string(), n.to_string(), t.to_string(), false))
+        .map(|(h, s, n, t)| {
+            (
+                h.to_string(),
+                s.to_string(),
+                n.to_string(),
+                t.to_string(),
+                false,
+            )
+        })
         .collect();
     assert_eq!(got, want);
     // Continue's YAML file is named, with why it is not read.
@@ -78,7 +91,10 @@ fn hosts_reports_every_host_file_and_server_with_its_transport() {
         .find(|p| p["host"] == "codex")
         .unwrap();
     let codex = &codex["servers"][0];
-    assert_eq!(codex["command"], serde_json::json!(["npx", "-y", "@upstash/context7-mcp"]));
+    assert_eq!(
+        codex["command"],
+        serde_json::json!(["npx", "-y", "@upstash/context7-mcp"])
+    );
 }
 
 #[test]
@@ -92,14 +108,22 @@ fn after_a_wrap_each_server_runs_through_the_daemon_with_its_own_command_behind(
     assert_eq!(s["proxied"], true);
     assert_eq!(s["daemon"], true);
     assert_eq!(s["sandbox"], "strict");
-    assert_eq!(s["server_command"], serde_json::json!(["python", "-m", "my_mcp_server", "--port", "8080"]));
+    assert_eq!(
+        s["server_command"],
+        serde_json::json!(["python", "-m", "my_mcp_server", "--port", "8080"])
+    );
     assert_eq!(s["command"][0], exe().display().to_string());
     let human = layout.ok(&["hosts", "gemini"]);
     assert!(
-        human.contains("pythonTools: through fsbroker proxy, attached to the daemon, sandboxed (strict)"),
+        human.contains(
+            "pythonTools: through fsbroker proxy, attached to the daemon, sandboxed (strict)"
+        ),
         "{human}"
     );
-    assert!(human.contains("httpServer: remote, not through fsbroker"), "{human}");
+    assert!(
+        human.contains("httpServer: remote, not through fsbroker"),
+        "{human}"
+    );
 }
 
 #[test]
@@ -113,7 +137,10 @@ fn an_entry_running_its_own_broker_is_told_apart_from_one_on_the_daemon() {
     .unwrap();
     let report = json(&layout, &["hosts", "cursor", "--json"]);
     let s = &report["hosts"][0]["servers"][0];
-    assert_eq!((s["proxied"].as_bool(), s["daemon"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(
+        (s["proxied"].as_bool(), s["daemon"].as_bool()),
+        (Some(true), Some(false))
+    );
     assert_eq!(s["sandbox"], Value::Null);
     assert_eq!(s["server_command"], serde_json::json!(["node", "s.js"]));
 }

@@ -30,7 +30,10 @@ fn wrap_rewrites_every_host_file_to_the_expected_bytes_with_a_backup_of_the_orig
         if now != original {
             assert_eq!(std::fs::read(&backup).unwrap(), original, "{place}: backup");
         } else {
-            assert!(!backup.exists(), "{place}: a backup of a file left as it was");
+            assert!(
+                !backup.exists(),
+                "{place}: a backup of a file left as it was"
+            );
         }
     }
 }
@@ -62,7 +65,10 @@ fn a_second_wrap_changes_nothing_and_says_so() {
     let out = layout.ok(&["wrap", "--sandbox"]);
     assert_eq!(layout.snapshot(), once);
     assert_eq!(layout.tree(), backups);
-    assert!(out.contains("context7 (user): unchanged, wrapped already"), "{out}");
+    assert!(
+        out.contains("context7 (user): unchanged, wrapped already"),
+        "{out}"
+    );
     assert!(!out.contains("written to"), "{out}");
 }
 

@@ -30,7 +30,10 @@ fn a_server_no_host_has_is_named_and_nothing_is_written() {
     let out = layout.run(&["wrap", "--server", "no-such-server"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no server called no-such-server"), "{stderr}");
+    assert!(
+        stderr.contains("no server called no-such-server"),
+        "{stderr}"
+    );
     assert_eq!(layout.snapshot(), before);
 }
 
@@ -40,4 +43,23 @@ fn an_unknown_host_is_a_usage_error() {
     let out = layout.run(&["wrap", "emacs"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"emacs\" is not a host"));
+}
+
+#[test]
+fn run_from_the_home_directory_a_project_file_that_is_the_users_is_listed_once() {
+    let layout = Layout::new();
+    let out = std::process::Command::new(crate::layout::exe())
+        .args(["hosts", "gemini", "cursor", "--json"])
+        .env("HOME", layout.home())
+        .current_dir(layout.home())
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let places: Vec<(&str, &str)> = report["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["host"].as_str().unwrap(), p["scope"].as_str().unwrap()))
+        .collect();
+    assert_eq!(places, [("cursor", "user"), ("gemini", "user")]);
 }
