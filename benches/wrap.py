@@ -5,7 +5,8 @@
 
 Writes a Claude Desktop file (JSON, 20 stdio servers, one argument a line) and a Codex file
 (TOML, 20 `[mcp_servers.NAME]` tables) under a temporary HOME, then runs `wrap` and
-`unwrap` on each alternately, WRAP_BENCH_RUNS times each (default 50), checking that every
+`unwrap` on each alternately (and `wrap --dry-run`, which computes the same rewrite and
+writes nothing), WRAP_BENCH_RUNS times each (default 50), checking that every
 unwrap gives the original back byte for byte. Prints the median and the 90th percentile of
 each, in milliseconds: the whole command, process start-up included, since that is what a
 user waits for.
@@ -64,15 +65,16 @@ def main():
             with open(path, "w") as f:
                 f.write(text)
         for host, (path, text) in files.items():
-            wraps, unwraps = [], []
+            dry, wraps, unwraps = [], [], []
             for _ in range(runs):
+                dry.append(timed(exe, home, ["wrap", "--dry-run", host]))
                 wraps.append(timed(exe, home, ["wrap", host]))
                 unwraps.append(timed(exe, home, ["unwrap", host]))
                 with open(path) as f:
                     assert f.read() == text, f"{host}: unwrap did not give the original back"
-            for name, t in (("wrap", wraps), ("unwrap", unwraps)):
+            for name, t in (("dry-run", dry), ("wrap", wraps), ("unwrap", unwraps)):
                 p90 = statistics.quantiles(t, n=10)[-1]
-                print(f"{host:15} {name:7} {SERVERS} servers: median {statistics.median(t):.1f} ms, p90 {p90:.1f} ms")
+                print(f"{host:15} {name:8} {SERVERS} servers: median {statistics.median(t):.1f} ms, p90 {p90:.1f} ms")
 
 
 if __name__ == "__main__":

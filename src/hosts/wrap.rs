@@ -92,6 +92,7 @@ pub(crate) fn plan(
                         Err(why) => Change::LeftAlone(why),
                     }
                 }
+                Transport::Remote { .. } if options.unwrap => Change::Unchanged("not wrapped"),
                 Transport::Remote { .. } => Change::LeftAlone(
                     "a remote server: not rewritten (run it as `fsbroker proxy --url URL` by hand)"
                         .into(),
