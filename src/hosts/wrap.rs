@@ -217,8 +217,9 @@ impl Stdio<'_> {
     }
 }
 
-/// What goes after each inserted element's comma: a line break and the first element's
-/// indentation when the list has one element a line, else a space.
+/// What goes after each inserted element's comma: a line break (CRLF where the file has
+/// them) and the first element's indentation when the list has one element a line, else a
+/// space.
 fn separator(leading: &str) -> String {
     match leading.rfind('\n') {
         Some(i) => {
@@ -227,7 +228,12 @@ fn separator(leading: &str) -> String {
                 .chars()
                 .take_while(|c| *c == ' ' || *c == '\t')
                 .collect();
-            format!("\n{indent}")
+            let newline = if leading[..i].ends_with('\r') {
+                "\r\n"
+            } else {
+                "\n"
+            };
+            format!("{newline}{indent}")
         }
         None => " ".into(),
     }
@@ -305,4 +311,59 @@ fn check(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> Vec<(Scope, Vec<&'static str>)> {
+        vec![(Scope::User, vec!["mcpServers"])]
+    }
+
+    fn options(unwrap: bool) -> Options {
+        Options {
+            unwrap,
+            sandbox: false,
+            exe: "/b/fsbroker".into(),
+            servers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_list_of_crlf_lines_gets_crlf_lines_and_comes_back_the_same() {
+        let text = "{\r\n \"mcpServers\": {\"s\": {\"command\": \"npx\", \"args\": [\r\n    \"-y\"\r\n  ]}}}\r\n";
+        let wrapped = plan(Format::Json, text, &keys(), &options(false))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .after;
+        assert!(
+            wrapped.contains("[\r\n    \"proxy\",\r\n    \"--daemon\",\r\n    \"--\",\r\n    \"npx\",\r\n    \"-y\"\r\n"),
+            "{wrapped:?}"
+        );
+        let back = plan(Format::Json, &wrapped, &keys(), &options(true))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .after;
+        assert_eq!(back, text);
+    }
+
+    #[test]
+    fn an_absent_or_empty_args_comes_back_as_it_was() {
+        for text in [
+            r#"{"mcpServers": {"s": {"command": "srv"}}}"#,
+            r#"{"mcpServers": {"s": {"command": "srv", "args": [ ]}}}"#,
+            "{\"mcpServers\": {\"s\": {\"args\": [],\n \"command\": \"srv\"}}}",
+        ] {
+            let wrapped = plan(Format::Json, text, &keys(), &options(false))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .after;
+            assert!(
+                wrapped.contains(r#""proxy", "--daemon", "--", "srv""#),
+                "{wrapped}"
+            );
+            let back = plan(Format::Json, &wrapped, &keys(), &options(true))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .after;
+            assert_eq!(back, text);
+        }
+    }
 }
