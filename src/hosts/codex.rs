@@ -8,7 +8,11 @@ use toml_edit::{Document, Item, Value};
 
 /// The sections of `text` at `keys`; see [`super::sections`]. Codex has no `*` paths.
 pub(super) fn sections(text: &str, keys: &[(Scope, Vec<&str>)]) -> Result<Vec<Section>, String> {
-    let doc = Document::parse(text).map_err(|e| format!("not valid TOML: {e}"))?;
+    // The error's message without its excerpt of the file: a line of the file can be long.
+    let doc = Document::parse(text).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start);
+        format!("not valid TOML at byte {at}: {}", e.message().trim())
+    })?;
     let mut out = Vec::new();
     for (scope, path) in keys {
         let mut item: Option<&Item> = Some(doc.as_item());

@@ -61,3 +61,37 @@ fn wrap_prints_a_hostile_name_escaped_and_keeps_it_in_the_file() {
         before
     );
 }
+
+#[test]
+fn a_file_nested_a_hundred_thousand_deep_is_named_as_unreadable_and_nothing_crashes() {
+    let layout = Layout::new();
+    let deep =
+        |open: &str, close: &str| format!("{}{}", open.repeat(100_000), close.repeat(100_000));
+    std::fs::write(
+        layout.path("home/.cursor/mcp.json"),
+        format!("{{\"mcpServers\": {}}}", deep("[", "]")),
+    )
+    .unwrap();
+    std::fs::write(
+        layout.path("home/.codex/config.toml"),
+        format!("a = {}", deep("[", "]")),
+    )
+    .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&layout.ok(&["hosts", "cursor", "codex", "--json"])).unwrap();
+    let errors: Vec<&str> = report["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["error"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(errors.len(), 2, "{report}");
+    assert!(errors[0].contains("nesting depth"), "{}", errors[0]);
+    assert!(
+        errors[1].contains("recursion depth") && errors[1].len() < 200,
+        "{}",
+        errors[1]
+    );
+    let out = layout.run(&["wrap", "cursor", "codex"]);
+    assert_eq!(out.status.code(), Some(1));
+}
