@@ -63,3 +63,26 @@ fn run_from_the_home_directory_a_project_file_that_is_the_users_is_listed_once()
         .collect();
     assert_eq!(places, [("cursor", "user"), ("gemini", "user")]);
 }
+
+#[test]
+fn project_files_are_looked_for_in_the_directory_given_with_project() {
+    let layout = Layout::new();
+    let out = std::process::Command::new(crate::layout::exe())
+        .args(["hosts", "claude-code", "--json", "--project"])
+        .arg(layout.project())
+        .env("HOME", layout.home())
+        .current_dir(layout.home())
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let project = report["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["scope"] == "project")
+        .unwrap();
+    assert_eq!(
+        project["file"].as_str().unwrap(),
+        layout.project().join(".mcp.json").display().to_string()
+    );
+}
