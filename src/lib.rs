@@ -137,6 +137,8 @@ mod audit;
 mod config;
 mod deadline;
 mod framing;
+#[cfg(feature = "cli")]
+mod hosts;
 mod json;
 mod jsonrpc;
 mod lane;

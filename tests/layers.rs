@@ -61,6 +61,9 @@ const LAYERS: &[&str] = &[
     "daemon",
     "fuzzing",
     "rmcp_adapter",
+    // The MCP configurations of the hosts on this machine, read and rewritten for `hosts`,
+    // `wrap` and `unwrap`: a face of the command line only.
+    "hosts",
     // The command line, which runs the faces.
     "cli",
 ];
@@ -406,7 +409,8 @@ const REMOTE_LAYERS: &[&str] = &[
     // The configuration and what fails.
     "config", "error",
     // The wire: events, what waits for an answer, descriptors, parameters.
-    "sse", "pending", "fds", "params", // The session and its HTTP exchanges.
+    "sse", "pending", "fds", "params", // The server's key, read from an answer's certificate.
+    "pin",    // The session and its HTTP exchanges.
     "session", "http", "answer", "deliver", "listen",
     // The two transports, the requests over them, and the driver of it all.
     "modern", "legacy", "requests", "renew", "driver",

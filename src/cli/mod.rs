@@ -24,6 +24,7 @@ mod check_policy;
 mod control;
 mod daemon;
 mod flags;
+mod hosts;
 mod identify;
 mod init;
 mod log;
@@ -63,6 +64,9 @@ pub fn main() -> std::process::ExitCode {
         Command::History(args) => recovery::history(args),
         Command::Restore(args) => recovery::restore(args),
         Command::Undo(args) => recovery::undo(args),
+        Command::Hosts(args) => hosts::list(args),
+        Command::Wrap(args) => hosts::rewrite(args.common, false, args.sandbox),
+        Command::Unwrap(args) => hosts::rewrite(args, true, false),
         // Before any runtime starts: Landlock restricts the calling thread, and the server
         // that replaces this process must inherit the restriction whole.
         Command::SandboxExec { command } => {
@@ -132,6 +136,15 @@ pub(crate) enum Command {
     /// Take back a server's changes, newest first, leaving alone (and naming) each whose
     /// place changed since.
     Undo(recovery::UndoArgs),
+    /// List the MCP servers of the hosts on this machine (Claude Desktop, Claude Code, VS
+    /// Code, Cursor, Windsurf, Zed, Gemini CLI, Codex CLI, Continue), and whether each runs
+    /// through `fsbroker proxy`.
+    Hosts(hosts::HostsArgs),
+    /// Rewrite the hosts' server entries to run through `fsbroker proxy --daemon`, keeping
+    /// everything else of each file as it was (a backup beside it first).
+    Wrap(WrapCommand),
+    /// Give wrapped server entries back their own command, byte for byte.
+    Unwrap(hosts::WrapArgs),
     /// Work with audit files: `fsbroker audit verify FILE...`.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -143,6 +156,17 @@ pub(crate) enum Command {
         #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1.., allow_hyphen_values = true)]
         command: Vec<String>,
     },
+}
+
+/// Options of `wrap`.
+#[derive(Debug, Args)]
+pub(crate) struct WrapCommand {
+    /// Which hosts and servers.
+    #[command(flatten)]
+    pub(crate) common: hosts::WrapArgs,
+    /// Run each server under the proxy's Landlock sandbox (`fsbroker proxy --sandbox`).
+    #[arg(long)]
+    pub(crate) sandbox: bool,
 }
 
 /// The subcommands of `audit`.

@@ -63,6 +63,24 @@ pub fn fs_server() -> &'static Path {
     })
 }
 
+/// The hosts' own command lines (`tests/interop/host-clis`, locked): Claude Code, Gemini CLI
+/// and Codex CLI, installed like the SDK; the directory whose `node_modules/.bin` holds
+/// `claude`, `gemini` and `codex`.
+pub fn host_clis() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = base().join("host-clis");
+        with_lock(|| {
+            npm_ci(
+                &sources().join("host-clis"),
+                &dir,
+                "npm ci (the hosts' command lines)",
+            )
+        });
+        dir
+    })
+}
+
 /// Installs the locked npm packages of `src` into `dir` with `npm ci`, unless `dir` already
 /// holds that exact set. Called holding the install lock.
 fn npm_ci(src: &Path, dir: &Path, what: &str) {
