@@ -21,7 +21,7 @@ pub(crate) const MAX_SERVER_NAME_CHARS: usize = 128;
 pub(crate) const DEFAULT_SERVER_ID: &str = "default";
 
 mod names;
-pub(crate) use names::{UNPINNED, base_name, refuse_reserved, server_name, unpinned};
+pub(crate) use names::{base_name, refuse_reserved, server_name};
 
 /// A message the broker sends on its own (a notification) to one server session.
 ///

@@ -397,7 +397,7 @@ fn pinned(
     match pin.otherwise {
         crate::policy::Otherwise::Unknown => {
             tracing::warn!(server = name, program = %who, "a session claimed a pinned name with another program: opened as an unknown server");
-            Ok(format!("{}{server_id}", crate::session::UNPINNED))
+            Ok(format!("{}{server_id}", crate::policy::UNPINNED))
         }
         _ => Err(Error::new(
             ErrorKind::PermissionDenied,

@@ -235,14 +235,14 @@ impl Policy {
             .enumerate()
             .map(|(i, p)| (format!("servers[{}].name", i + 1), &p.name));
         for (key, name) in roots.chain(grants).chain(pins) {
-            if crate::session::unpinned(name) {
+            if super::unpinned(name) {
                 return Err(Invalid::unplaced(
                     &key,
                     format!(
                         "{name:?}: names beginning with {:?} are the broker's, for sessions that \
                          claimed a pinned name with another program; the policy cannot give them \
                          anything",
-                        crate::session::UNPINNED
+                        super::UNPINNED
                     ),
                 ));
             }

@@ -32,6 +32,7 @@ pub(crate) use recovery_section::passwd_home;
 pub(crate) use recovery_section::xdg_dir;
 pub use recovery_section::{RecoveryPolicy, Unkept};
 pub use servers_section::{Otherwise, ServerPin};
+pub(crate) use servers_section::{UNPINNED, unpinned};
 
 use crate::access::Access;
 use serde::{Deserialize, Serialize};

@@ -10,6 +10,18 @@ use crate::Identity;
 use serde::Deserialize;
 use std::path::PathBuf;
 
+/// The prefix the broker gives a session that claimed a name the policy pins to another
+/// program (`otherwise = "unknown"`): no server takes it, and no policy names it.
+pub(crate) const UNPINNED: &str = "unpinned-";
+
+/// Whether `name` begins as the names of unpinned sessions do, whatever its case and the
+/// spaces before it.
+pub(crate) fn unpinned(name: &str) -> bool {
+    name.trim_start()
+        .get(..UNPINNED.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(UNPINNED))
+}
+
 /// The least digits of a digest a pin may give: fewer could match another program.
 const MIN_DIGEST_DIGITS: usize = 12;
 

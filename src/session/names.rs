@@ -40,23 +40,11 @@ pub(crate) fn base_name(session: &str) -> &str {
     }
 }
 
-/// The prefix the broker gives a session that claimed a name the policy pins to another
-/// program (`[[servers]] otherwise = "unknown"`): no server takes it, and no policy names it.
-pub(crate) const UNPINNED: &str = "unpinned-";
-
 /// Whether `name` is, or would pass for, a name the interface uses for itself (the recovery
 /// journal's, which stands below sessions, holds the list), or one the broker gives
-/// ([`UNPINNED`]).
+/// ([`crate::policy::UNPINNED`], which the policy, below sessions, refuses to name).
 pub(crate) fn reserved(name: &str) -> bool {
-    crate::recovery::reserved_name(name) || unpinned(name)
-}
-
-/// Whether `name` begins as the names of unpinned sessions do, whatever its case and the
-/// spaces before it.
-pub(crate) fn unpinned(name: &str) -> bool {
-    name.trim_start()
-        .get(..UNPINNED.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(UNPINNED))
+    crate::recovery::reserved_name(name) || crate::policy::unpinned(name)
 }
 
 /// The refusal of a session name the interface keeps for itself, or `None` for one a
