@@ -218,8 +218,22 @@ impl Broker {
                     let moves = req.known.is_some_and(Method::moves_payload);
                     match run.ctx.config.rate.admit(session.budget_key(), moves) {
                         Ok(()) => {
-                            ops::dispatch(&mut run.ctx, session, req.known, &req.method, req.params)
-                                .await
+                            // A grant for one request ends once the first request begun
+                            // after it was given completes, used or not.
+                            let uses = req.known.is_some_and(Method::uses_grants);
+                            let n = uses.then(|| session.grants().begin());
+                            let outcome = ops::dispatch(
+                                &mut run.ctx,
+                                session,
+                                req.known,
+                                &req.method,
+                                req.params,
+                            )
+                            .await;
+                            if let Some(n) = n {
+                                session.grants().finish(n);
+                            }
+                            outcome
                         }
                         Err(refused) => {
                             let (spent, e) = *refused;

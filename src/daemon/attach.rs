@@ -120,14 +120,13 @@ pub(crate) async fn run<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let name = request.name().unwrap_or_default();
-    let (id, (session, notifications)) =
-        match open_named(broker, &name, request.identity.clone()) {
-            Ok(opened) => opened,
-            Err(message) => {
-                let _ = super::line::send(&mut output, &super::line::error(message)).await;
-                return;
-            }
-        };
+    let (id, (session, notifications)) = match open_named(broker, &name, request.identity.clone()) {
+        Ok(opened) => opened,
+        Err(message) => {
+            let _ = super::line::send(&mut output, &super::line::error(message)).await;
+            return;
+        }
+    };
     let facts = json!({
         "pid": pid,
         "serverPid": request.server_pid,

@@ -109,7 +109,12 @@ impl Layer {
         for r in &self.remembered {
             let mut grant = GrantEntry::new(r.path.clone(), r.access)
                 .servers([r.server.clone()])
-                .identity(r.identity.as_ref().map(|i| i.digest.clone()).unwrap_or_default());
+                .identity(
+                    r.identity
+                        .as_ref()
+                        .map(|i| i.digest.clone())
+                        .unwrap_or_default(),
+                );
             grant.made_for = r.identity.clone();
             policy.grants.push(grant);
         }

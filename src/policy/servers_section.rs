@@ -149,6 +149,9 @@ mod tests {
         assert!(!pin("name = 'n'\npackage = '@s/notes'").admits(None));
         assert_eq!(pin("name = 'n'\ndigest = 'abc'").fault().is_some(), true);
         assert!(pin("name = 'n'").fault().is_some());
-        assert_eq!(pin("name = 'n'\notherwise = 'unknown'").otherwise, Otherwise::Unknown);
+        assert_eq!(
+            pin("name = 'n'\notherwise = 'unknown'").otherwise,
+            Otherwise::Unknown
+        );
     }
 }

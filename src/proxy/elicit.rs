@@ -233,11 +233,9 @@ pub(super) fn decision(request: &ConsentRequest, result: &Value) -> ConsentAnswe
                 None => continue,
             },
         };
-        answer.approved.push(PathChoice {
-            asked: p.clone(),
-            granted,
-            access,
-        });
+        answer
+            .approved
+            .push(PathChoice::new(p.clone(), granted, access));
     }
     answer
 }
@@ -321,7 +319,10 @@ mod tests {
         r.asked_again = vec!["the program at /srv/a.py changed since you allowed it".into()];
         let text = form(&r)["message"].as_str().unwrap_or_default().to_owned();
         assert!(
-            text.contains(&format!("program: evil pkg ?2J (digest {})", identity.short())),
+            text.contains(&format!(
+                "program: evil pkg ?2J (digest {})",
+                identity.short()
+            )),
             "{text}"
         );
         assert!(

@@ -106,10 +106,7 @@ fn a_grant_remembered_for_one_program_is_not_held_by_another_that_takes_its_name
     let mut s = proxied(&site, &python(), &a, "notes");
     let q = asks(&site, &auth, &mut s, 1);
     // The question names the program, not only the name it gave.
-    assert!(
-        text(&q["program"]["what"]).ends_with("a/server.py"),
-        "{q}"
-    );
+    assert!(text(&q["program"]["what"]).ends_with("a/server.py"), "{q}");
     assert_eq!(q["askedAgain"], json!([]), "{q}");
     allow_remembered(&site, &auth, &mut s, &q, 1);
     drop(s);
@@ -129,7 +126,10 @@ fn a_grant_remembered_for_one_program_is_not_held_by_another_that_takes_its_name
         why.starts_with("a different program now calls itself notes"),
         "{q}"
     );
-    assert!(why.contains("b/server.py") && why.contains("a/server.py"), "{why}");
+    assert!(
+        why.contains("b/server.py") && why.contains("a/server.py"),
+        "{why}"
+    );
     let deny = json!({"answers": [{"path": "root/docs", "approve": false}]});
     site.post(&auth, &format!("/api/questions/{}", text(&q["id"])), &deny);
     proxy_host::answers(&mut other, 3);
@@ -141,7 +141,10 @@ fn a_grant_remembered_for_one_program_is_not_held_by_another_that_takes_its_name
     std::fs::write(&a, code).unwrap();
     let mut s = proxied(&site, &python(), &a, "notes");
     let r = read(&mut s, 2);
-    assert_eq!(r["error"]["data"]["reason"], "no_consent", "held after an edit: {r}");
+    assert_eq!(
+        r["error"]["data"]["reason"], "no_consent",
+        "held after an edit: {r}"
+    );
     let q = asks(&site, &auth, &mut s, 3);
     let why = text(&q["askedAgain"][0]);
     assert!(
@@ -175,10 +178,7 @@ fn a_virtual_environments_interpreter_is_not_the_system_one() {
     let status = site.place.verb(&["status", "--json"]);
     let status: Value = serde_json::from_str(&status.out()).unwrap();
     let program = &status["sessions"][0]["identity"]["program"]["path"];
-    assert!(
-        text(program).ends_with("venv/bin/python3"),
-        "{status}"
-    );
+    assert!(text(program).ends_with("venv/bin/python3"), "{status}");
 }
 
 #[test]
@@ -221,9 +221,7 @@ fn a_suspended_program_is_suspended_again_when_it_starts_again_until_resumed() {
     let mut s = proxied(&site, &python(), &a, "probe-renamed");
     let r = read(&mut s, 1);
     assert_eq!(r["error"]["data"]["reason"], "suspended", "shed: {r}");
-    let ran = site
-        .place
-        .verb(&["resume", "--server", "probe-renamed"]);
+    let ran = site.place.verb(&["resume", "--server", "probe-renamed"]);
     assert!(ran.success(), "{}", ran.log());
     drop(s);
     let mut s = proxied(&site, &python(), &a, "probe");
@@ -270,7 +268,9 @@ fn a_package_at_another_version_is_another_program() {
     let start = |version: &str| {
         std::fs::copy(package(&dir, version), &tgz).unwrap();
         let daemon = format!("--daemon={}", site.place.socket().display());
-        let mut cmd = site.place.command(&["proxy", &daemon, "--", "npx", "--yes"]);
+        let mut cmd = site
+            .place
+            .command(&["proxy", &daemon, "--", "npx", "--yes"]);
         cmd.arg(format!("--package=file:{}", tgz.display()))
             .args(["--", "notes-mcp"])
             .env("npm_config_cache", dir.join(format!("cache-{version}")))
@@ -319,8 +319,11 @@ async fn the_page_shows_the_program_and_why_a_question_is_asked_again() {
     page.screenshot("consent-asked-again").await;
     // The remembered grant shows the program it was given to.
     page.view("remembered").await;
-    page.text_contains("[data-remembered=\"notes root/docs\"] .program", "a/server.py")
-        .await;
+    page.text_contains(
+        "[data-remembered=\"notes root/docs\"] .program",
+        "a/server.py",
+    )
+    .await;
     page.screenshot("remembered-program").await;
     // The session shows its program.
     page.view("sessions").await;

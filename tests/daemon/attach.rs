@@ -441,7 +441,10 @@ fn status_names_the_program_of_each_session_not_only_the_name_it_gave() {
     let script = proxy_host::script();
     assert_eq!(
         notes["runs"]["path"],
-        std::fs::canonicalize(&script).unwrap().display().to_string(),
+        std::fs::canonicalize(&script)
+            .unwrap()
+            .display()
+            .to_string(),
         "{notes}"
     );
     assert_eq!(notes["digest"].as_str().map(str::len), Some(64), "{notes}");
@@ -452,7 +455,9 @@ fn status_names_the_program_of_each_session_not_only_the_name_it_gave() {
         me.display().to_string(),
         "the sidecar's server is the test that writes its input: {side}"
     );
-    let text = p.verb(&["status", "--daemon", p.socket().to_str().unwrap()]).out();
+    let text = p
+        .verb(&["status", "--daemon", p.socket().to_str().unwrap()])
+        .out();
     let short = &notes["digest"].as_str().unwrap()[..12];
     assert!(
         text.contains(&format!(

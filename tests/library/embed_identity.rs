@@ -55,7 +55,10 @@ async fn a_grant_pinned_to_one_program_is_not_held_by_another_of_the_same_name()
     let b = broker(&f, &grant);
     {
         let (s, _n) = b.open_session_as("notes", notes.clone()).unwrap();
-        assert_eq!(read(&s, "project/a.txt").await["result"]["content"], "alpha");
+        assert_eq!(
+            read(&s, "project/a.txt").await["result"]["content"],
+            "alpha"
+        );
         assert_eq!(s.snapshot().identity.as_ref(), Some(&notes));
     }
     let (s, _n) = b.open_session_as("notes", impostor).unwrap();
@@ -92,7 +95,10 @@ async fn a_suspension_holds_for_the_program_across_its_sessions_until_resumed() 
         .open_session_as("other", Identity::of_host("plugin:other@1"))
         .unwrap();
     consent(&other).await;
-    assert_eq!(read(&other, "project/a.txt").await["result"]["content"], "alpha");
+    assert_eq!(
+        read(&other, "project/a.txt").await["result"]["content"],
+        "alpha"
+    );
     drop(other);
     // The user resumes it; its next session starts clean.
     let (s, _n) = b.open_session_as("probe", probe.clone()).unwrap();
@@ -100,7 +106,10 @@ async fn a_suspension_holds_for_the_program_across_its_sessions_until_resumed() 
     drop(s);
     let (s, _n) = b.open_session_as("probe", probe).unwrap();
     consent(&s).await;
-    assert_eq!(read(&s, "project/a.txt").await["result"]["content"], "alpha");
+    assert_eq!(
+        read(&s, "project/a.txt").await["result"]["content"],
+        "alpha"
+    );
 }
 
 #[tokio::test]
@@ -121,7 +130,10 @@ async fn a_pinned_name_refuses_another_program_or_opens_it_as_unknown() {
     assert!(e.to_string().contains("pins the server name"), "{e}");
     assert!(b.open_session("notes").is_err(), "no identity is no match");
     let (s, _n) = b.open_session_as("notes", notes).unwrap();
-    assert_eq!(read(&s, "project/a.txt").await["result"]["content"], "alpha");
+    assert_eq!(
+        read(&s, "project/a.txt").await["result"]["content"],
+        "alpha"
+    );
     drop(s);
 
     let b = broker(&f, &format!("{pin}otherwise = \"unknown\"\n"));
@@ -137,7 +149,10 @@ async fn a_pinned_name_refuses_another_program_or_opens_it_as_unknown() {
 fn a_pin_that_pins_nothing_or_too_little_of_a_digest_is_refused_at_load() {
     for (pin, says) in [
         ("[[servers]]\nname = \"n\"\n", "pins nothing"),
-        ("[[servers]]\nname = \"n\"\ndigest = \"abc\"\n", "at least 12"),
+        (
+            "[[servers]]\nname = \"n\"\ndigest = \"abc\"\n",
+            "at least 12",
+        ),
         (
             "[[servers]]\nname = \"n\"\ndigest = \"abcdefabcdef\"\n[[servers]]\nname = \"n\"\ndigest = \"abcdefabcdef\"\n",
             "pinned twice",

@@ -63,7 +63,12 @@ fn identity(i: &Value, out: &mut Vec<String>) {
             .unwrap_or("-")
             .to_owned(),
     };
-    let digest: String = i["digest"].as_str().unwrap_or("").chars().take(12).collect();
+    let digest: String = i["digest"]
+        .as_str()
+        .unwrap_or("")
+        .chars()
+        .take(12)
+        .collect();
     let by: Vec<&str> = items(&i["launchedBy"]).iter().map(text).collect();
     let by = if by.is_empty() {
         String::new()

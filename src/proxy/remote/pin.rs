@@ -46,12 +46,19 @@ mod tests {
         let want = format!(
             "sha256//{}",
             base64::engine::general_purpose::STANDARD.encode(
-                ring::digest::digest(&ring::digest::SHA256, &key.subject_public_key_info()).as_ref()
+                ring::digest::digest(&ring::digest::SHA256, &key.subject_public_key_info())
+                    .as_ref()
             )
         );
         // Two certificates of one key: one key.
-        assert_eq!(key_of_certificate(&certs[0]).as_deref(), Some(want.as_str()));
-        assert_eq!(key_of_certificate(&certs[1]).as_deref(), Some(want.as_str()));
+        assert_eq!(
+            key_of_certificate(&certs[0]).as_deref(),
+            Some(want.as_str())
+        );
+        assert_eq!(
+            key_of_certificate(&certs[1]).as_deref(),
+            Some(want.as_str())
+        );
         let other = rcgen::KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
         let cert = rcgen::CertificateParams::new(vec!["a.test".to_owned()])
             .unwrap_or_else(|e| panic!("{e}"))
