@@ -201,6 +201,11 @@ impl Browser {
         }
     }
 
+    /// How many elements `css` matches now.
+    pub async fn count(&self, css: &str) -> usize {
+        self.c.find_all(Locator::Css(css)).await.unwrap().len()
+    }
+
     pub async fn close(self) {
         let _ = self.c.clone().close().await;
     }

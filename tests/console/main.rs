@@ -31,6 +31,7 @@ mod changes;
 mod consent;
 mod gate;
 mod identity;
+mod lifetimes;
 mod live;
 mod offers;
 mod remember;
