@@ -112,7 +112,7 @@ async fn a_remembered_grant_is_listed_once_and_revoke_can_forget_it() {
 }
 
 #[test]
-fn remember_and_another_lifetime_together_are_refused() {
+fn a_lifetime_is_taken_and_remember_with_another_is_refused() {
     let site = Site::start();
     let auth = site.signin();
     let mut s = site.server("notes");
@@ -128,4 +128,59 @@ fn remember_and_another_lifetime_together_are_refused() {
     let a = site.post(&auth, &format!("/api/questions/{id}"), &answer);
     assert_eq!(a.status, 400, "{a:?}");
     assert_eq!(site.state(&auth)["questions"][0]["id"], id.as_str());
+    // Either alone is an answer.
+    let answer = json!({"answers": [{"path": "root/docs", "approve": true}],
+                        "lifetime": "session"});
+    let a = site.post(&auth, &format!("/api/questions/{id}"), &answer);
+    assert_eq!(a.status, 200, "{a:?}");
+    let r = s.wait_id(&json!(1));
+    assert_eq!(r["result"]["granted"], true, "{r}");
+    let grant = &site.state(&auth)["sessions"][0]["grants"][0];
+    assert_eq!(grant["lifetime"], "session", "{grant}");
+}
+
+/// The views this work changed, at a laptop's and a phone's width, light and dark: a
+/// question with its lifetimes and offers from two servers (Consent), and grants of each
+/// lifetime (Sessions). With `FSBROKER_SCREENSHOTS=DIR`, kept as `DIR/NAME-WIDTH-THEME.png`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_changed_views_at_two_widths_and_both_themes() {
+    let site = Site::start();
+    let auth = site.signin();
+    let mut notes = site.server("notes");
+    let mut other = site.server("indexer");
+    let b = Browser::signed_in(&site.link).await;
+    allow_docs_for(&b, &mut notes, "hour").await;
+    b.close().await;
+    for i in 0..10 {
+        crate::site::refused(&mut other, &format!("root/cache/c{i}.db"));
+    }
+    crate::site::refused(&mut notes, "root/todo.md");
+    ask(&mut notes, 2, &["root/notes"], "write");
+    state_when(&site, &auth, |st| {
+        st["offers"].as_array().is_some_and(|o| o.len() == 11)
+            && st["questions"][0]["id"].is_string()
+    });
+    for (width, height) in [(1280, 800), (390, 844)] {
+        for dark in [false, true] {
+            let theme = if dark { "dark" } else { "light" };
+            let b = Browser::signed_in_as(&site.fresh_link(), width, height, dark).await;
+            b.find("[data-question] .lifetime").await;
+            b.text_contains("[data-offer-server=\"indexer\"] .offer-more", "and 2 more")
+                .await;
+            b.screenshot(&format!("consent-lifetimes-{width}-{theme}"))
+                .await;
+            b.scroll_to("[data-offer-server=\"indexer\"] .offer-more")
+                .await;
+            b.screenshot(&format!("consent-offers-{width}-{theme}"))
+                .await;
+            b.scroll_to("[data-nav=\"sessions\"]").await;
+            b.view("sessions").await;
+            b.text_contains("[data-grant=\"root/docs\"] .lasts", " left")
+                .await;
+            b.scroll_to("[data-grant=\"root/docs\"]").await;
+            b.screenshot(&format!("sessions-lifetimes-{width}-{theme}"))
+                .await;
+            b.close().await;
+        }
+    }
 }
