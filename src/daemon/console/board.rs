@@ -253,10 +253,10 @@ impl Board {
                 .offers
                 .retain(|o| !(o.server == event.server_id && o.path == path));
             let theirs = inner.offers.iter().filter(|o| o.server == server).count();
-            if theirs >= MAX_OFFERS_PER_SERVER {
-                if let Some(i) = inner.offers.iter().position(|o| o.server == server) {
-                    inner.offers.remove(i);
-                }
+            if theirs >= MAX_OFFERS_PER_SERVER
+                && let Some(i) = inner.offers.iter().position(|o| o.server == server)
+            {
+                inner.offers.remove(i);
             }
             if inner.offers.len() >= MAX_OFFERS {
                 inner.offers.pop_front();
