@@ -85,8 +85,10 @@ fn refusals_for_want_of_consent_become_offers_one_per_path() {
             ("demo/b".into(), Access::Write)
         ]
     );
+    // Four servers, none past its own cap: the board's is what holds.
     for i in 0..MAX_OFFERS + 5 {
         e.reason = Some(Reason::NoConsent);
+        e.server_id = format!("s{}", i % 4);
         e.path = Some(format!("demo/n{i}"));
         board.consider(&e);
     }
