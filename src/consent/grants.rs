@@ -13,8 +13,9 @@ use std::time::{Duration, SystemTime};
 #[non_exhaustive]
 pub enum Lifetime {
     /// For the next request only: the grant ends when the first request that its session
-    /// begins after it was given (other than `ping`, `files/consent` and `roots/list`,
-    /// which use no grant) has completed, whether or not that request used it.
+    /// begins after it was given (other than `ping`, `files/consent`, `roots/list` and
+    /// `files/unwatch`, which use no grant) has ended, answered or withdrawn, whether or
+    /// not that request used it.
     Once,
     /// As long as the session lasts.
     #[default]
