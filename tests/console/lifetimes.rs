@@ -184,3 +184,27 @@ async fn the_changed_views_at_two_widths_and_both_themes() {
         }
     }
 }
+
+#[test]
+fn a_remembered_answer_is_one_grant_in_the_sessions_list() {
+    let site = Site::start();
+    let auth = site.signin();
+    let mut s = site.server("notes");
+    ask(&mut s, 1, &["root/docs"], "read");
+    let st = state_when(&site, &auth, |st| st["questions"][0]["id"].is_string());
+    let id = st["questions"][0]["id"].as_str().unwrap().to_owned();
+    // As a page before lifetimes sends it.
+    let answer = json!({"answers": [{"path": "root/docs", "approve": true}], "remember": true});
+    let a = site.post(&auth, &format!("/api/questions/{id}"), &answer);
+    assert_eq!(a.status, 200, "{a:?}");
+    s.wait_id(&json!(1));
+    let st = state_when(&site, &auth, |st| {
+        st["remembered"][0]["path"] == "root/docs"
+    });
+    let grants = st["sessions"][0]["grants"].as_array().unwrap();
+    let docs: Vec<&Value> = grants.iter().filter(|g| g["path"] == "root/docs").collect();
+    // Held twice (the answer's grant, and the standing grant remembering adds), listed once:
+    // the one that lasts longest.
+    assert_eq!(docs.len(), 1, "{grants:?}");
+    assert_eq!(docs[0]["origin"], "standing", "{grants:?}");
+}
