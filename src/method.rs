@@ -75,6 +75,22 @@ impl Method {
         }
     }
 
+    /// Whether a request of the method may be allowed by a grant: a grant for the next
+    /// request only is used up by one of these.
+    pub const fn uses_grants(self) -> bool {
+        match self {
+            Method::Read
+            | Method::List
+            | Method::Stat
+            | Method::Write
+            | Method::Create
+            | Method::Delete
+            | Method::Rename
+            | Method::Watch => true,
+            Method::Ping | Method::RootsList | Method::Consent | Method::Unwatch => false,
+        }
+    }
+
     /// Whether the method changes what later requests see (grants, files, watches): a face
     /// that runs a session's requests concurrently runs these alone and in order.
     pub const fn is_ordered(self) -> bool {

@@ -218,6 +218,10 @@ impl Broker {
                     let moves = req.known.is_some_and(Method::moves_payload);
                     match run.ctx.config.rate.admit(session.budget_key(), moves) {
                         Ok(()) => {
+                            // A grant for one request ends once the first request begun
+                            // after it was given completes, used or not.
+                            let uses = req.known.is_some_and(Method::uses_grants);
+                            let _ends = uses.then(|| Finished::begin(session));
                             ops::dispatch(&mut run.ctx, session, req.known, &req.method, req.params)
                                 .await
                         }
@@ -254,6 +258,22 @@ impl Broker {
             consent: None,
             violation: None,
         });
+    }
+}
+
+/// A request that may use a grant, numbered as it begins: when it ends (answered, or its
+/// future dropped), the grants for one request given before it began end too.
+struct Finished<'a>(&'a Session, u64);
+
+impl<'a> Finished<'a> {
+    fn begin(session: &'a Session) -> Self {
+        Finished(session, session.grants().begin())
+    }
+}
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.grants().finish(self.1);
     }
 }
 

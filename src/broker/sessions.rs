@@ -176,7 +176,7 @@ impl Broker {
 
     /// Grants `path` at `access` (capped by its root's) to the live session `server_id`, as
     /// the user decided outside a consent request (the console's "allow this?" about a
-    /// refusal at `seen`). Returns the access granted.
+    /// refusal at `seen`), for `lifetime`. Returns the access granted.
     ///
     /// Errors: `INVALID_PARAMS` when no session of that id is live, or the live one began
     /// after `seen` (the session the user saw has ended; a new one of its name gets nothing
@@ -190,13 +190,18 @@ impl Broker {
         path: &MountPath,
         access: Access,
         seen: std::time::SystemTime,
+        lifetime: crate::consent::Lifetime,
     ) -> Result<Access> {
         let session = self.live_since(server_id, seen)?;
         let request = crate::path::RequestPath::parse(&path.to_string())?;
         let (root, located) = self.inner.config().roots.locate(&request, server_id)?;
         let access = access.min(root.access());
-        let grant =
-            crate::consent::Grant::new(located, access, crate::consent::GrantOrigin::Consented);
+        let grant = crate::consent::Grant::lasting(
+            located,
+            access,
+            crate::consent::GrantOrigin::Consented,
+            lifetime,
+        );
         if !session.grants().add(grant) {
             return Err(Error::new(
                 ErrorKind::QuotaExceeded,

@@ -53,6 +53,11 @@ pub struct GrantInfo {
     /// The parts of it taken back since (revoked paths beneath it): the grant holds for
     /// everything else.
     pub except: Vec<MountPath>,
+    /// When a timed grant ends (it is refused from then on); `None` for one that lasts
+    /// its session.
+    pub expires: Option<SystemTime>,
+    /// Whether it holds for the next request only.
+    pub once: bool,
 }
 
 /// One watch.
@@ -112,6 +117,8 @@ impl GrantInfo {
             origin: g.origin,
             since: g.since,
             except: grants.carved_out_of(&g.path),
+            expires: g.expires(),
+            once: g.once(),
         }
     }
 }

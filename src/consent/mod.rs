@@ -21,8 +21,8 @@ mod tty;
 
 pub use command::CommandConsent;
 pub(crate) use ended::SessionEnd;
-pub use grants::GrantOrigin;
 pub(crate) use grants::{Grant, Grants};
+pub use grants::{GrantOrigin, Lifetime};
 pub(crate) use sanitise::{describe, sanitise, who_asks};
 pub(crate) use source::ConsentSource;
 pub use tty::TtyConsent;
@@ -174,6 +174,8 @@ pub struct PathChoice {
     pub granted: MountPath,
     /// The access for it, capped by what was asked.
     pub access: Access,
+    /// How long the grant holds ([`Lifetime::Session`] unless the user chose otherwise).
+    pub lifetime: Lifetime,
 }
 
 impl PathChoice {
@@ -184,7 +186,13 @@ impl PathChoice {
             asked,
             granted,
             access,
+            lifetime: Lifetime::Session,
         }
+    }
+
+    /// The same approval, holding for `lifetime` rather than the session.
+    pub fn lasting(self, lifetime: Lifetime) -> Self {
+        PathChoice { lifetime, ..self }
     }
 
     /// An approval of the whole requested path `asked` at `access`.
@@ -193,6 +201,7 @@ impl PathChoice {
             granted: asked.clone(),
             asked,
             access,
+            lifetime: Lifetime::Session,
         }
     }
 }
@@ -244,11 +253,7 @@ impl From<ConsentDecision> for ConsentAnswer {
             approved: d
                 .approved
                 .into_iter()
-                .map(|p| PathChoice {
-                    granted: p.clone(),
-                    asked: p,
-                    access: d.access,
-                })
+                .map(|p| PathChoice::whole(p, d.access))
                 .collect(),
         }
     }

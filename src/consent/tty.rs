@@ -253,11 +253,7 @@ fn choose(path: &MountPath, answer: &str, asked: Access) -> Option<PathChoice> {
         None => path.clone(),
         Some(sub) => super::narrowed(path, sub)?,
     };
-    Some(PathChoice {
-        asked: path.clone(),
-        granted,
-        access,
-    })
+    Some(PathChoice::new(path.clone(), granted, access))
 }
 
 /// Tells the user what their answer did.

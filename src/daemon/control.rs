@@ -140,6 +140,15 @@ fn grant(g: &GrantInfo) -> Value {
         "origin": serde_json::to_value(g.origin).unwrap_or(Value::Null),
         "since": when(g.since),
         "except": g.except.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        // How long it holds: `once` (the next request), `timed` (until `expires`),
+        // `session`, or `standing` (the policy's or a remembered grant).
+        "lifetime": match (g.once, g.expires, g.origin) {
+            (true, _, _) => "once",
+            (_, Some(_), _) => "timed",
+            (_, _, crate::consent::GrantOrigin::Standing) => "standing",
+            _ => "session",
+        },
+        "expires": g.expires.map(when),
     })
 }
 

@@ -14,7 +14,7 @@ use super::{Ctx, params};
 use crate::access::Access;
 use crate::audit::{ConsentNote, Decider};
 use crate::consent::grants::MAX_GRANTS;
-use crate::consent::{ConsentAnswer, ConsentRequest, Grant, GrantOrigin};
+use crate::consent::{ConsentAnswer, ConsentRequest, Grant, GrantOrigin, Lifetime};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::path::MountPath;
 use crate::policy::{ConsentMode, Ruling};
@@ -51,6 +51,8 @@ impl Candidate {
 #[derive(Default)]
 struct Tally {
     approved: Vec<(Candidate, Access, GrantOrigin)>,
+    /// How long each approved path's grant holds, in the order of `approved`.
+    lifetimes: Vec<Lifetime>,
     /// Requested paths (mount form) the user narrowed, with the place each was narrowed to
     /// (the requested path's form of it).
     narrowed: Vec<(MountPath, MountPath)>,
@@ -68,6 +70,22 @@ impl Tally {
             _ => GrantOrigin::Consented,
         };
         self.approved.push((c, access, origin));
+        self.lifetimes.push(Lifetime::Session);
+    }
+
+    /// Approves `c` as [`Tally::approve`] does, for `lifetime`.
+    fn approve_for(
+        &mut self,
+        c: Candidate,
+        access: Access,
+        by: Decider,
+        narrowed: bool,
+        lifetime: Lifetime,
+    ) {
+        self.approve(c, access, by, narrowed);
+        if let Some(last) = self.lifetimes.last_mut() {
+            *last = lifetime;
+        }
     }
 
     fn deny(&mut self, path: &MountPath, by: Decider) {
@@ -102,7 +120,7 @@ pub(super) async fn run(ctx: &mut Ctx, session: &Session, raw: Value) -> Result<
             apply(c, &answer, p.access, by, &mut tally);
         }
     }
-    record(session, &tally.approved)?;
+    record(session, &tally.approved, &tally.lifetimes)?;
     // What was granted, or, when nothing was, what was asked for.
     let access = tally
         .approved
@@ -306,8 +324,9 @@ fn apply(
         return;
     };
     let access = choice.access.min(c.wanted(asked));
+    let lifetime = choice.lifetime;
     if choice.granted == c.real {
-        tally.approve(c, access, by, false);
+        tally.approve_for(c, access, by, false, lifetime);
         return;
     }
     if !choice.granted.starts_with(&c.real) {
@@ -335,7 +354,7 @@ fn apply(
         root_access: c.root_access,
         folder: false,
     };
-    tally.approve(inner, access, by, true);
+    tally.approve_for(inner, access, by, true, lifetime);
 }
 
 /// Why the user is asked again about `ask`: the grants of the session's name that its
@@ -423,7 +442,11 @@ async fn ask_provider(
 
 /// Adds the grants for the approved paths (the real path, and the path as requested when
 /// it differs), all or none: a session with too little room left gets `QUOTA_EXCEEDED`.
-fn record(session: &Session, approved: &[(Candidate, Access, GrantOrigin)]) -> Result<()> {
+fn record(
+    session: &Session,
+    approved: &[(Candidate, Access, GrantOrigin)],
+    lifetimes: &[Lifetime],
+) -> Result<()> {
     let too_many = || Error::quota("too many grants in this session", MAX_GRANTS as u64);
     let mut grants = session.grants();
     let needed: usize = approved
@@ -433,10 +456,12 @@ fn record(session: &Session, approved: &[(Candidate, Access, GrantOrigin)]) -> R
     if grants.room() < needed {
         return Err(too_many());
     }
-    for (c, access, origin) in approved {
-        let mut added = grants.add(Grant::new(c.real.clone(), *access, *origin));
+    for (i, (c, access, origin)) in approved.iter().enumerate() {
+        let lifetime = lifetimes.get(i).copied().unwrap_or_default();
+        let grant = |path: &MountPath| Grant::lasting(path.clone(), *access, *origin, lifetime);
+        let mut added = grants.add(grant(&c.real));
         if c.requested != c.real {
-            added &= grants.add(Grant::new(c.requested.clone(), *access, *origin));
+            added &= grants.add(grant(&c.requested));
         }
         if !added {
             return Err(too_many());

@@ -252,9 +252,11 @@ impl Ctx {
             .await
     }
 
-    /// The deadline of blocking work that starts now.
+    /// The deadline of blocking work that starts now, by the runtime's clock (the one its
+    /// timer waits on: they differ only when a test has moved that clock on).
     fn deadline(&self) -> Instant {
-        Instant::now() + Duration::from_millis(self.limits().timeout_ms.get())
+        tokio::time::Instant::now().into_std()
+            + Duration::from_millis(self.limits().timeout_ms.get())
     }
 
     /// [`Ctx::run`] in `place`, by `deadline`.

@@ -233,11 +233,9 @@ pub(super) fn decision(request: &ConsentRequest, result: &Value) -> ConsentAnswe
                 None => continue,
             },
         };
-        answer.approved.push(PathChoice {
-            asked: p.clone(),
-            granted,
-            access,
-        });
+        answer
+            .approved
+            .push(PathChoice::new(p.clone(), granted, access));
     }
     answer
 }

@@ -16,6 +16,8 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 pub struct Browser {
     pub c: Client,
     driver: Child,
+    /// The port chromedriver listens on.
+    port: u16,
     _profile: tempfile::TempDir,
     _one: tokio::sync::MutexGuard<'static, ()>,
 }
@@ -56,6 +58,20 @@ fn ensure_installed() {
 impl Browser {
     /// A fresh headless browser at 1280x900.
     pub async fn open() -> Browser {
+        Browser::open_as(1280, 900, false).await
+    }
+
+    /// A fresh browser signed in with `link` at `width`x`height`, in the dark theme when
+    /// `dark` (the system's preference, as the page follows it), its page live.
+    pub async fn signed_in_as(link: &str, width: u32, height: u32, dark: bool) -> Browser {
+        let b = Browser::open_as(width, height, dark).await;
+        b.c.goto(link).await.unwrap();
+        b.text_contains("#status", "live").await;
+        b
+    }
+
+    /// A fresh headless browser at `width`x`height`, dark when `dark`.
+    pub async fn open_as(width: u32, height: u32, dark: bool) -> Browser {
         static ONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
         let one = ONE.lock().await;
         ensure_installed();
@@ -99,12 +115,65 @@ impl Browser {
             .connect(&format!("http://127.0.0.1:{port}"))
             .await
             .expect("a chromium session");
-        Browser {
+        let b = Browser {
             c,
             driver,
+            port,
             _profile: profile,
             _one: one,
+        };
+        if (width, height, dark) != (1280, 900, false) {
+            // The page's own size and theme, as a phone or a dark desktop would give them:
+            // a window's size would count the browser's frame, and a narrow one is widened.
+            let metrics = serde_json::json!({"width": width, "height": height,
+                "deviceScaleFactor": 1, "mobile": width < 600});
+            b.cdp("Emulation.setDeviceMetricsOverride", metrics).await;
+            let scheme = if dark { "dark" } else { "light" };
+            let media = serde_json::json!({"features": [
+                {"name": "prefers-color-scheme", "value": scheme}]});
+            b.cdp("Emulation.setEmulatedMedia", media).await;
         }
+        b
+    }
+
+    /// Sends a DevTools command through chromedriver's own endpoint for them.
+    async fn cdp(&self, cmd: &str, params: serde_json::Value) {
+        use std::io::{Read, Write};
+        let id = self.c.session_id().await.unwrap().unwrap();
+        let body = serde_json::json!({"cmd": cmd, "params": params}).to_string();
+        let port = self.port;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            s,
+            "POST /session/{id}/goog/cdp/execute HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        // The head, then as much body as it says: the driver may keep the connection.
+        let mut r = std::io::BufReader::new(s);
+        let mut head = String::new();
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut r, &mut line).unwrap();
+            if let Some((k, v)) = line.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap();
+            }
+            head.push_str(&line);
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        r.read_exact(&mut body).unwrap();
+        assert!(
+            head.starts_with("HTTP/1.1 200"),
+            "{cmd}: {head}{}",
+            String::from_utf8_lossy(&body)
+        );
     }
 
     /// A fresh browser signed in with `link`, its page live.
@@ -205,6 +274,21 @@ impl Browser {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(Path::new(&dir).join(format!("{name}.png")), png).unwrap();
         }
+    }
+
+    /// Scrolls the first element `css` matches to the middle of the page.
+    pub async fn scroll_to(&self, css: &str) {
+        self.find(css).await;
+        let script = "document.querySelector(arguments[0]).scrollIntoView({block: 'center'})";
+        self.c
+            .execute(script, vec![serde_json::json!(css)])
+            .await
+            .unwrap();
+    }
+
+    /// How many elements `css` matches now.
+    pub async fn count(&self, css: &str) -> usize {
+        self.c.find_all(Locator::Css(css)).await.unwrap().len()
     }
 
     pub async fn close(self) {

@@ -38,6 +38,7 @@ mod consent;
 mod empty;
 mod gate;
 mod identity;
+mod lifetimes;
 mod live;
 mod notify;
 mod offers;

@@ -33,6 +33,7 @@ mod embed_settings;
 mod embed_typed;
 mod errors;
 mod fuzz_corpus;
+mod grant_lifetimes;
 mod grants_in_walk;
 mod limits;
 mod list;

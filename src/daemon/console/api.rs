@@ -3,8 +3,9 @@
 //! grants and revocations are in `edits.rs`.
 //!
 
-use super::board::{Answered, Offer, STOPPED_WAITING, Shown, TIMED_OUT};
+use super::board::{Answered, STOPPED_WAITING, Shown, TIMED_OUT};
 use super::edits::remember;
+use super::lifetime::Chosen;
 use super::reply::Refusal;
 use super::reply::{bad, body, ok};
 use super::shared::Console;
@@ -51,7 +52,7 @@ pub(super) fn picture(c: &Console) -> Value {
         "sessions": status(&c.broker, &c.attachments),
         "roots": roots_shown(c, &layer),
         "questions": waiting.questions.iter().map(|q| question_shown(q, timeout)).collect::<Vec<_>>(),
-        "offers": offers_shown(c, &waiting.offers),
+        "offers": super::offers::shown(c, &waiting.offers),
         "remembered": remembered_shown(&layer),
     })
 }
@@ -148,33 +149,6 @@ pub(super) fn program_shown(identity: Option<&crate::Identity>) -> Value {
     })
 }
 
-/// The offers to sessions still live: one to a session that has ended can no longer be
-/// taken up.
-fn offers_shown(c: &Console, offers: &[Offer]) -> Vec<Value> {
-    let live = c.broker.sessions();
-    offers
-        .iter()
-        .filter(|o| live.contains(&o.server))
-        .map(|o| {
-            json!({
-                "id": format!("o{}", o.id),
-                "server": o.server,
-                "path": o.path.to_string(),
-                "access": o.access.as_str(),
-                "method": o.method,
-                "at": when(o.at),
-                "program": program_shown(
-                    c.broker
-                        .live_since(&o.server, o.at)
-                        .ok()
-                        .as_deref()
-                        .and_then(crate::session::Session::identity),
-                ),
-            })
-        })
-        .collect()
-}
-
 /// The grants the console remembers.
 fn remembered_shown(layer: &Layer) -> Vec<Value> {
     layer
@@ -193,7 +167,7 @@ fn remembered_shown(layer: &Layer) -> Vec<Value> {
 }
 
 /// The number of an item the page names `PREFIX` and a number (`q7`, `o3`).
-fn number(id: &str, prefix: char) -> Result<u64, Refusal> {
+pub(super) fn number(id: &str, prefix: char) -> Result<u64, Refusal> {
     id.strip_prefix(prefix)
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, format!("no such item {id:?}")))
@@ -205,6 +179,8 @@ struct Answer {
     answers: Vec<PathAnswer>,
     #[serde(default)]
     remember: bool,
+    #[serde(default)]
+    lifetime: Option<Chosen>,
 }
 
 #[derive(Deserialize)]
@@ -251,12 +227,17 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
         return Err(withdrawn(why));
     }
     let request = question.request;
-    if a.remember && request.purpose != Purpose::Access {
+    let chosen = Chosen::of(a.lifetime, a.remember)?;
+    if chosen != Chosen::Session && request.purpose != Purpose::Access {
         return Err(bad(
-            "only access is remembered: a question about seeing roots is asked once a session",
+            "a question about seeing roots is answered for the session: it is asked once a \
+             session, and neither remembered nor timed",
         ));
     }
-    let choices = choices(&request, &a.answers)?;
+    let choices: Vec<PathChoice> = choices(&request, &a.answers)?
+        .into_iter()
+        .map(|c| c.lasting(chosen.lifetime()))
+        .collect();
     match c.board.answer(n, ConsentAnswer::new(choices.clone())) {
         Answered::Taken => {}
         Answered::Withdrawn(why) => return Err(withdrawn(why)),
@@ -268,7 +249,7 @@ fn answer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal>
         asked = request.paths.len(),
         "console: consent question answered"
     );
-    if a.remember && !choices.is_empty() {
+    if chosen == Chosen::Forever && !choices.is_empty() {
         // Remembered only for the very session that asked, still live: a grant to the name
         // of one that has ended would go to whichever process claims that name next.
         let session = c
@@ -327,49 +308,4 @@ fn choices(request: &ConsentRequest, answers: &[PathAnswer]) -> Result<Vec<PathC
         choices.push(PathChoice::new(asked, granted, access));
     }
     Ok(choices)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OfferAnswer {
-    allow: bool,
-    #[serde(default)]
-    remember: bool,
-}
-
-/// `POST /api/offers/{id}`: "allow this?" answered.
-pub(super) async fn offer(
-    State(console): State<Arc<Console>>,
-    Path(id): Path<String>,
-    bytes: Bytes,
-) -> Response {
-    match offer_with(&console, &id, &bytes) {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
-}
-
-fn offer_with(c: &Console, id: &str, bytes: &[u8]) -> Result<Response, Refusal> {
-    let n = number(id, 'o')?;
-    let a: OfferAnswer = body(bytes)?;
-    let offer = c
-        .board
-        .take_offer(n)
-        .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, "this offer no longer waits"))?;
-    if !a.allow {
-        return Ok(ok());
-    }
-    let access = c
-        .broker
-        .grant(&offer.server, &offer.path, offer.access, offer.at)
-        .map_err(|e| Refusal::new(StatusCode::CONFLICT, format!("not granted: {e}")))?;
-    tracing::info!(server = %offer.server, path = %offer.path, access = access.as_str(), "console: allowed after a refusal");
-    if a.remember {
-        let session = c
-            .broker
-            .live_since(&offer.server, offer.at)
-            .map_err(|e| Refusal::new(StatusCode::GONE, format!("allowed, not remembered: {e}")))?;
-        remember(c, &session, &[(offer.path, access)])?;
-    }
-    Ok(ok())
 }

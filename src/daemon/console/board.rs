@@ -6,7 +6,7 @@
 use crate::access::Access;
 use crate::audit::AuditEvent;
 use crate::broker::Broker;
-use crate::consent::{BoxFuture, ConsentAnswer, ConsentDecision, ConsentProvider, ConsentRequest};
+use crate::consent::{ConsentAnswer, ConsentRequest};
 use crate::error::Reason;
 use crate::locks::lock;
 use crate::path::MountPath;
@@ -18,6 +18,13 @@ use tokio::sync::{broadcast, oneshot, watch};
 
 /// Most offers waiting; past it, the oldest goes.
 pub(crate) const MAX_OFFERS: usize = 50;
+
+/// Most offers waiting for one session; past it, its oldest goes, so that one server's
+/// refusals cannot push every other server's offers off the board.
+pub(crate) const MAX_OFFERS_PER_SERVER: usize = 16;
+
+/// Most paths remembered as asked about (see [`Board::asked`]); past it, the oldest go.
+const MAX_ASKED: usize = 4096;
 
 /// Most questions waiting at once; one more is denied at once, saying why.
 const MAX_QUESTIONS: usize = 256;
@@ -53,6 +60,9 @@ struct Inner {
     next: u64,
     questions: Vec<Question>,
     offers: VecDeque<Offer>,
+    /// The paths each session was asked about (by session id), whatever the answer: a
+    /// refusal at or beneath one is the user's decision standing, never an offer.
+    asked: VecDeque<(String, MountPath)>,
 }
 
 /// A consent question while its server waits.
@@ -210,6 +220,12 @@ impl Board {
     /// Puts an offer on the board for `event` when it is a refusal for want of consent on a
     /// path the server never asked for; one offer per server and path, the newest kept.
     pub(crate) fn consider(&self, event: &AuditEvent) {
+        if let Some(note) = &event.consent {
+            // What a consent request decided, by whoever decided it: asked about.
+            let decided = note.approved.iter().chain(&note.denied);
+            self.asked(&event.server_id, decided.filter_map(|p| p.parse().ok()));
+            return;
+        }
         if event.reason != Some(Reason::NoConsent) || event.method == "files/consent" {
             return;
         }
@@ -228,9 +244,25 @@ impl Board {
         let access = if writes { Access::Write } else { Access::Read };
         {
             let mut inner = lock(&self.inner);
+            // A path the user was asked about (and denied, or narrowed away) in this
+            // session is not offered: the answer stands.
+            let server = event.server_id.as_str();
+            if inner
+                .asked
+                .iter()
+                .any(|(s, p)| s == server && path.starts_with(p))
+            {
+                return;
+            }
             inner
                 .offers
                 .retain(|o| !(o.server == event.server_id && o.path == path));
+            let theirs = inner.offers.iter().filter(|o| o.server == server).count();
+            if theirs >= MAX_OFFERS_PER_SERVER
+                && let Some(i) = inner.offers.iter().position(|o| o.server == server)
+            {
+                inner.offers.remove(i);
+            }
             if inner.offers.len() >= MAX_OFFERS {
                 inner.offers.pop_front();
             }
@@ -246,6 +278,54 @@ impl Board {
             });
         }
         self.changed();
+    }
+
+    /// Notes that session `server` was asked about `paths`: no offer is made at or beneath
+    /// them, and the offers waiting there go.
+    pub(crate) fn asked(&self, server: &str, paths: impl IntoIterator<Item = MountPath>) {
+        let mut inner = lock(&self.inner);
+        let before = inner.offers.len();
+        for p in paths {
+            inner
+                .offers
+                .retain(|o| !(o.server == server && o.path.starts_with(&p)));
+            if !inner.asked.iter().any(|(s, a)| s == server && *a == p) {
+                if inner.asked.len() >= MAX_ASKED {
+                    inner.asked.pop_front();
+                }
+                inner.asked.push_back((server.to_owned(), p));
+            }
+        }
+        let gone = inner.offers.len() != before;
+        drop(inner);
+        if gone {
+            self.changed();
+        }
+    }
+
+    /// Takes the offers to session `server` off the board (every offer when `None`): how
+    /// many went.
+    pub(crate) fn dismiss(&self, server: Option<&str>) -> usize {
+        let gone = {
+            let mut inner = lock(&self.inner);
+            let before = inner.offers.len();
+            inner
+                .offers
+                .retain(|o| server.is_some_and(|s| o.server != s));
+            before - inner.offers.len()
+        };
+        if gone > 0 {
+            self.changed();
+        }
+        gone
+    }
+
+    /// Forgets what was asked of the sessions not in `live` (they have ended): a later
+    /// session of the name starts with nothing asked.
+    pub(crate) fn keep_asked_of(&self, live: &[String]) {
+        lock(&self.inner)
+            .asked
+            .retain(|(s, _)| live.iter().any(|l| l == s));
     }
 
     /// Makes offers of `broker`'s refusals, as long as the broker lives. Must run on a tokio
@@ -318,74 +398,8 @@ impl Inner {
     }
 }
 
-/// The consent provider of mode `ui`: each question waits on the board until the user
-/// answers it on the page, or its server stops waiting (the time limit, a cancellation),
-/// which takes it off.
-#[derive(Debug, Clone)]
-pub(crate) struct UiConsent(pub(crate) Arc<Board>);
-
-impl ConsentProvider for UiConsent {
-    fn decide<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentDecision> {
-        Box::pin(async move { self.decide_each(request).await.into() })
-    }
-
-    fn decide_each<'a>(&'a self, request: &'a ConsentRequest) -> BoxFuture<'a, ConsentAnswer> {
-        let board = self.0.clone();
-        Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            let id = {
-                let mut inner = lock(&board.inner);
-                let open = inner.questions.iter().filter(|q| q.withdrawn.is_none());
-                if open.count() >= MAX_QUESTIONS {
-                    tracing::warn!(
-                        server = %request.server_id,
-                        "consent denied: {MAX_QUESTIONS} questions already wait on the console"
-                    );
-                    return ConsentAnswer::deny();
-                }
-                inner.next += 1;
-                let id = inner.next;
-                inner.questions.push(Question {
-                    id,
-                    request: request.clone(),
-                    asked: SystemTime::now(),
-                    reply: Some(reply),
-                    withdrawn: None,
-                });
-                id
-            };
-            board.changed();
-            tracing::info!(server = %request.server_id, question = id, "a consent question waits on the console");
-            // Marked withdrawn however the wait ends unanswered: the session's end (the
-            // question's request knows of it), the time limit, a cancellation.
-            let _off = Off {
-                board: &board,
-                id,
-                ended: &request.ended,
-            };
-            answer.await.unwrap_or_default()
-        })
-    }
-}
-
-/// Marks a question withdrawn when dropped unanswered (an answered one is off the board
-/// already), saying whether its session ended.
-struct Off<'a> {
-    board: &'a Board,
-    id: u64,
-    ended: &'a crate::consent::SessionEnd,
-}
-
-impl Drop for Off<'_> {
-    fn drop(&mut self) {
-        let why = if self.ended.has_ended() {
-            SERVER_LEFT
-        } else {
-            STOPPED_WAITING
-        };
-        self.board.withdraw(self.id, why);
-    }
-}
+mod ui;
+pub(crate) use ui::UiConsent;
 
 #[cfg(test)]
 mod tests;

@@ -137,6 +137,10 @@ struct Revoke {
     server: Option<String>,
     #[serde(default)]
     path: Option<String>,
+    /// Forget the remembered grant of the server's name on the path too, so that it does
+    /// not come back at the next session or start.
+    #[serde(default)]
+    forget: bool,
 }
 
 /// `POST /api/revoke`: a grant, a path from every server, or a whole server.
@@ -146,6 +150,13 @@ pub(super) async fn revoke(State(console): State<Arc<Console>>, bytes: Bytes) ->
         if r.server.is_none() && r.path.is_none() {
             return Err(bad("revoke needs a server, a path, or both"));
         }
+        // Forgotten first: a standing grant still remembered would be put back by the next
+        // reload of the layer.
+        let forgot = match (&r.server, &r.path, r.forget) {
+            (_, _, false) => 0,
+            (Some(server), Some(path), true) => forget_for(&console, server, path)?,
+            _ => return Err(bad("forget needs the grant's server and path")),
+        };
         // What the socket's `revoke` takes, but never `all`: the page takes grants back one
         // server or one path at a time.
         let request = protocol::Revoke {
@@ -160,11 +171,32 @@ pub(super) async fn revoke(State(console): State<Arc<Console>>, bytes: Bytes) ->
             ?path,
             count = taken.revoked.len(),
             carved = taken.carved.len(),
+            forgot,
             "console: revoked"
         );
-        Ok(Json(taken.answer()).into_response())
+        let mut answer = taken.answer();
+        if let serde_json::Value::Object(m) = &mut answer {
+            m.insert("forgot".into(), json!(forgot));
+        }
+        Ok(Json(answer).into_response())
     };
     run().unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Forgets the grants remembered for the server of session `server` (its name without the
+/// `#N`) on `path`, for every program: how many there were.
+fn forget_for(c: &Console, server: &str, path: &str) -> Result<usize, Refusal> {
+    let name = crate::session::base_name(server).to_owned();
+    let mut forgot = 0;
+    edit(c, |layer| {
+        let before = layer.remembered.len();
+        layer
+            .remembered
+            .retain(|m| !(m.server == name && m.path == path));
+        forgot = before - layer.remembered.len();
+        Ok(())
+    })?;
+    Ok(forgot)
 }
 
 /// `POST /api/resume`: lifts a session's suspension.

@@ -10,7 +10,7 @@
 use super::conns::{self, Conn};
 use super::reply::refuse;
 use super::shared::{Console, MAX_TOKENS, TOKEN_LIFE, authority, default_addr};
-use super::{api, changes, edits, events};
+use super::{api, changes, edits, events, offers};
 use crate::daemon::secret::Secret;
 use crate::locks::lock;
 use axum::Router;
@@ -114,7 +114,8 @@ fn listen(console: Arc<Console>, addr: SocketAddr) -> Result<SocketAddr, String>
         .route("/api/state", get(api::state))
         .route("/api/events", get(events::stream))
         .route("/api/questions/{id}", post(api::answer))
-        .route("/api/offers/{id}", post(api::offer))
+        .route("/api/offers/dismiss", post(offers::dismiss))
+        .route("/api/offers/{id}", post(offers::offer))
         .route("/api/revoke", post(edits::revoke))
         .route("/api/resume", post(edits::resume))
         .route("/api/changes", get(changes::list))

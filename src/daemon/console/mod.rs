@@ -6,7 +6,8 @@
 //! `board.rs` holds what waits for the user (the `ui` consent provider's questions, and the
 //! "allow this?" offers made of refusals); `store.rs` keeps the user's edits across restarts;
 //! `http.rs` is the one gate every request passes (the address, the sign-in, the origin) and
-//! the routes, `conns.rs` bounds the connections; `api.rs` reads and answers for the page,
+//! the routes, `conns.rs` bounds the connections; `api.rs` reads and answers questions for the page, `offers.rs` shows
+//! and answers the offers, `lifetime.rs` is how long what the user allows holds,
 //! `edits.rs` changes roots, remembered grants and revocations, `changes.rs` lists and takes
 //! back what servers changed (the recovery store), `events.rs` streams; `reply.rs` is how
 //! they all answer; `notify/` shows a question as a desktop notification while no page is
@@ -20,7 +21,9 @@ mod conns;
 mod edits;
 mod events;
 mod http;
+mod lifetime;
 mod notify;
+mod offers;
 mod opener;
 mod reply;
 mod shared;

@@ -374,7 +374,7 @@
     const offers = state.offers || [];
     reconcile($('#questions'), questions, (q) => q.id, (q) => q.id + ':' + (q.withdrawn || ''),
       (q) => (q.withdrawn ? withdrawnCard(q) : questionCard(q)));
-    reconcile($('#offers'), offers, (o) => o.id, (o) => o.id, offerCard);
+    renderOffers(offers);
     $('#offers-block').hidden = offers.length === 0;
     const empty = $('#consent-empty');
     empty.hidden = questions.length + offers.length > 0;
@@ -494,8 +494,7 @@
       h('footer', { class: 'card-foot' },
         roots
           ? h('span', { class: 'muted small', text: 'Asked once for this session.' })
-          : h('label', { class: 'check' }, h('input', { type: 'checkbox', class: 'remember' }),
-            `Remember for ${q.server.replace(/#\d+$/, '')} while it runs this program`),
+          : lifetimeChoice(`life-${q.id}`, q.server),
         h('div', { class: 'actions' }, denyBtn, answerBtn)),
       errorEl(key),
     ]);
@@ -590,10 +589,11 @@
       }
       answers.push(a);
     }
-    const rememberBox = $('input.remember', card);
-    const remember = !denyAll && !!rememberBox && rememberBox.checked;
+    // How long it holds (a question about seeing roots is for the session, and has none).
+    const chosen = $('.lifetime input:checked', card);
+    const body = chosen && !denyAll ? { answers, lifetime: chosen.value } : { answers };
     const controls = $$('button, input', card);
-    const ok = await post(`/api/questions/${encodeURIComponent(q.id)}`, { answers, remember }, key, controls);
+    const ok = await post(`/api/questions/${encodeURIComponent(q.id)}`, body, key, controls);
     if (ok) settle(card, denyAll ? 'Denied.' : 'Answered.');
   }
 
@@ -605,11 +605,68 @@
     if (foot) foot.replaceChildren(h('span', { class: 'muted', text }));
   }
 
+  // How long an answer holds: the next request only, the session, an hour, or until
+  // revoked (remembered for the server while it runs this program).
+  const LIFETIMES = [
+    ['once', 'This request', 'Only the next request the server makes'],
+    ['session', 'This session', 'Until the server stops'],
+    ['hour', 'An hour', 'For an hour, and never past the session'],
+    ['forever', 'Until revoked', 'Remembered: this server gets it again next time, while it runs this program'],
+  ];
+
+  function lifetimeChoice(name, server) {
+    const base = server.replace(/#\d+$/, '');
+    return h('div', { class: 'lifetime', role: 'radiogroup', 'aria-label': 'Allow for how long' },
+      h('span', { class: 'lifetime-label', text: 'Allow for' }),
+      h('div', { class: 'segmented' }, LIFETIMES.map(([value, text, title]) =>
+        h('label', { class: 'seg seg-life', title: value === 'forever' ? `Remembered for ${base} while it runs this program` : title },
+          h('input', { type: 'radio', name, value, class: value === 'forever' ? 'remember' : null, checked: value === 'session' }),
+          text))));
+  }
+
+  // Most offers shown for one server; the rest are counted ("and N more").
+  const OFFERS_SHOWN = 8;
+
+  // The offers grouped by the server refused, each group capped, with a way to dismiss a
+  // server's offers or all of them at once.
+  function renderOffers(offers) {
+    const groups = new Map();
+    for (const o of offers) {
+      if (!groups.has(o.server)) groups.set(o.server, []);
+      groups.get(o.server).push(o);
+    }
+    const list = Array.from(groups, ([server, items]) => ({ server, items }));
+    reconcile($('#offers'), list, (g) => g.server, (g) => g.items.map((o) => o.id).join(' '), offerGroup);
+    const all = $('.dismiss-all-offers');
+    if (!all._wired) {
+      all._wired = true;
+      all.addEventListener('click', () => post('/api/offers/dismiss', {}, 'offers', [all]));
+    }
+  }
+
+  function offerGroup(g) {
+    const key = 'og:' + g.server;
+    const more = g.items.length - OFFERS_SHOWN;
+    const dismiss = button('btn-ghost btn-small dismiss-server', `Dismiss all from ${g.server}`, () =>
+      post('/api/offers/dismiss', { server: g.server }, key, [dismiss]));
+    return h('section', { class: 'offer-group', dataset: { offerServer: g.server } },
+      h('header', { class: 'offer-group-head' },
+        h('span', { class: 'server-name', text: g.server }),
+        h('span', { class: 'muted small', text: `${g.items.length} refused` }),
+        dismiss),
+      h('div', { class: 'stack' }, g.items.slice(0, OFFERS_SHOWN).map(offerCard)),
+      more > 0
+        ? h('p', { class: 'offer-more muted small', text: `and ${more} more from ${g.server} (dismiss these to see them)` })
+        : null,
+      errorEl(key));
+  }
+
   function offerCard(o) {
     const key = 'o:' + o.id;
     const card = h('article', { class: 'card offer', dataset: { offer: o.id } });
-    const send = (allow, remember) => async () => {
-      const ok = await post(`/api/offers/${encodeURIComponent(o.id)}`, { allow, remember }, key, $$('button', card));
+    const send = (allow, lifetime) => async () => {
+      const body = allow ? { allow, lifetime } : { allow };
+      const ok = await post(`/api/offers/${encodeURIComponent(o.id)}`, body, key, $$('button', card));
       if (ok) settle(card, allow ? 'Allowed.' : 'Dismissed.');
     };
     append(card, [
@@ -619,12 +676,19 @@
           h('code', { text: o.method || 'an operation' }), ' on ',
           h('code', { text: o.path }), ' because it has no consent for it. Allow ',
           h('strong', { text: o.access === 'write' ? 'read & write' : 'read' }), ' access?'),
+        o.hostPath ? h('div', { class: 'host-path', text: o.hostPath, title: o.hostPath }) : null,
+        o.wholeRoot
+          ? h('p', { class: 'banner banner-warning whole-root', role: 'note',
+            text: `This is the whole root ${o.path}: allowing it allows everything in it.` })
+          : null,
         programLine(o.program),
         h('span', { class: 'muted small' }, timeEl(o.at))),
       h('div', { class: 'actions' },
-        button('btn-ghost dismiss', 'Dismiss', send(false, false)),
-        button('allow-remember', 'Allow and remember', send(true, true)),
-        button('btn-primary allow', 'Allow', send(true, false))),
+        button('btn-ghost dismiss', 'Dismiss', send(false)),
+        button('allow-once', 'Allow once', send(true, 'once')),
+        button('allow-hour', 'For an hour', send(true, 'hour')),
+        button('allow-remember', 'Allow and remember', send(true, 'forever')),
+        button('btn-primary allow', 'Allow', send(true, 'session'))),
       errorEl(key),
     ]);
     return card;
@@ -642,7 +706,7 @@
 
   function renderSessions() {
     const sessions = state.sessions || [];
-    reconcile($('#sessions'), sessions, (s) => s.server, sig, sessionCard, patchSession);
+    reconcile($('#sessions'), sessions.map(withRemembered), (s) => s.server, sig, sessionCard, patchSession);
     $('#sessions-empty').hidden = sessions.length > 0;
     setBadge('sessions', sessions.length);
   }
@@ -784,6 +848,36 @@
     return n < 1000 ? `${n} ms` : `${(n / 1000).toFixed(n < 10000 ? 1 : 0)} s`;
   }
 
+  // A session with the paths remembered for its server (its name without the #N): their
+  // grants can be forgotten as they are revoked.
+  function withRemembered(s) {
+    const base = s.server.replace(/#\d+$/, '');
+    const remembered = (state.remembered || []).filter((m) => m.server === base).map((m) => m.path);
+    return { ...s, remembered };
+  }
+
+  // How long a grant holds, as the Sessions view says it; a timed one counts down.
+  function grantLasts(g) {
+    switch (g.lifetime) {
+      case 'once': return h('span', { class: 'lasts muted', text: 'next request only' });
+      case 'timed': return h('span', { class: 'lasts time-left', dataset: { expires: g.expires || '' }, title: 'Ends at ' + absTime(g.expires) });
+      case 'standing': return h('span', { class: 'lasts muted', text: 'until revoked' });
+      default: return h('span', { class: 'lasts muted', text: 'this session' });
+    }
+  }
+
+  function grantActions(s, g, key) {
+    const revoke = button('btn-danger-outline btn-small revoke', 'Revoke', () =>
+      post('/api/revoke', { server: s.server, path: g.path }, key, [revoke]));
+    revoke.setAttribute('aria-label', `Revoke ${g.path}`);
+    if (!(s.remembered || []).includes(g.path)) return [revoke];
+    // A remembered grant comes back at the next session unless it is forgotten too.
+    const forget = button('btn-danger-outline btn-small revoke-forget', 'Revoke and forget', () =>
+      post('/api/revoke', { server: s.server, path: g.path, forget: true }, key, [revoke, forget]));
+    forget.title = 'Revoke it and forget it, so that it does not come back next time';
+    return [revoke, forget];
+  }
+
   function grantsTable(s) {
     const grants = s.grants || [];
     if (!grants.length) return h('p', { class: 'muted small grants-none', text: 'No grants: it can reach nothing yet.' });
@@ -792,24 +886,23 @@
       h('table', { class: 'table grants' },
         h('thead', {}, h('tr', {},
           h('th', { scope: 'col', text: 'Grant' }), h('th', { scope: 'col', text: 'Access' }),
-          h('th', { scope: 'col', text: 'Origin' }), h('th', { scope: 'col', text: 'Since' }),
+          h('th', { scope: 'col', text: 'Origin' }), h('th', { scope: 'col', text: 'Lasts' }),
+          h('th', { scope: 'col', text: 'Since' }),
           h('th', { scope: 'col' }, h('span', { class: 'sr-only', text: 'Actions' })))),
         h('tbody', {}, grants.map((g) => {
-          const revoke = button('btn-danger-outline btn-small revoke', 'Revoke', () =>
-            post('/api/revoke', { server: s.server, path: g.path }, key, [revoke]));
-          revoke.setAttribute('aria-label', `Revoke ${g.path}`);
           // A part revoked beneath the grant is carved out of it: shown, so that the grant
           // does not read as whole.
           const except = (g.except || []).length
             ? h('span', { class: 'muted small except' }, ' (except ',
               ...g.except.flatMap((p, i) => (i ? [', ', pathCode(p)] : [pathCode(p)])), ')')
             : null;
-          return h('tr', { dataset: { grant: g.path } },
+          return h('tr', { dataset: { grant: g.path, lifetime: g.lifetime || 'session' } },
             h('td', {}, pathCode(g.path), except),
             h('td', {}, accessBadge(g.access)),
             h('td', { class: 'muted', text: g.origin }),
+            h('td', {}, grantLasts(g)),
             h('td', {}, timeEl(g.since, 'muted')),
-            h('td', { class: 'cell-actions' }, revoke));
+            h('td', { class: 'cell-actions' }, grantActions(s, g, key)));
         }))));
   }
 

@@ -1,6 +1,7 @@
 //! The board's questions and offers.
 
 use super::*;
+use crate::consent::ConsentProvider;
 
 fn request() -> ConsentRequest {
     ConsentRequest::new("s", ["demo/a".parse().unwrap()], Access::Read)
@@ -87,8 +88,10 @@ fn refusals_for_want_of_consent_become_offers_one_per_path() {
             ("demo/b".into(), Access::Write)
         ]
     );
+    // Four servers, none past its own cap: the board's is what holds.
     for i in 0..MAX_OFFERS + 5 {
         e.reason = Some(Reason::NoConsent);
+        e.server_id = format!("s{}", i % 4);
         e.path = Some(format!("demo/n{i}"));
         board.consider(&e);
     }
@@ -152,4 +155,40 @@ async fn withdrawn_questions_shown_are_bounded() {
     let w = board.waiting();
     assert_eq!(w.questions.len(), MAX_WITHDRAWN);
     assert!(w.questions.iter().all(|q| q.withdrawn.is_some()));
+}
+
+/// A refusal for want of consent, of `server` on `path`.
+fn refusal(server: &str, path: &str) -> AuditEvent {
+    AuditEvent {
+        time: SystemTime::now(),
+        server_id: server.into(),
+        identity: None,
+        method: "files/read".into(),
+        path: Some(path.into()),
+        outcome: "PERMISSION_DENIED".into(),
+        reason: Some(Reason::NoConsent),
+        bytes: 0,
+        cpu: std::time::Duration::ZERO,
+        duration: std::time::Duration::ZERO,
+        consent: None,
+    }
+}
+
+#[test]
+fn one_server_cannot_push_another_off_the_board_and_asked_paths_are_not_offered() {
+    let board = Board::new();
+    board.consider(&refusal("quiet", "demo/q"));
+    for i in 0..MAX_OFFERS {
+        board.consider(&refusal("noisy", &format!("demo/n{i}")));
+    }
+    let offers = board.waiting().offers;
+    let noisy = offers.iter().filter(|o| o.server == "noisy").count();
+    assert_eq!(noisy, MAX_OFFERS_PER_SERVER);
+    assert!(offers.iter().any(|o| o.server == "quiet"), "{offers:?}");
+    // Asked about: its offers go, and no new one comes at or beneath it.
+    board.asked("quiet", ["demo".parse().unwrap()]);
+    board.consider(&refusal("quiet", "demo/q/deeper"));
+    assert!(board.waiting().offers.iter().all(|o| o.server != "quiet"));
+    assert_eq!(board.dismiss(Some("noisy")), MAX_OFFERS_PER_SERVER);
+    assert!(board.waiting().offers.is_empty());
 }
