@@ -137,7 +137,7 @@ impl Browser {
     }
 
     /// Sends a DevTools command through chromedriver's own endpoint for them.
-    async fn cdp(&self, cmd: &str, params: serde_json::Value) {
+    pub async fn cdp(&self, cmd: &str, params: serde_json::Value) {
         use std::io::{Read, Write};
         let id = self.c.session_id().await.unwrap().unwrap();
         let body = serde_json::json!({"cmd": cmd, "params": params}).to_string();

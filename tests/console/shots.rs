@@ -3,31 +3,7 @@
 //! (chromedriver passes DevTools commands on), so that no window manager is needed.
 
 use crate::browser::Browser;
-use fantoccini::wd::WebDriverCompatibleCommand;
-use serde_json::{Value, json};
-
-/// One DevTools command, sent through chromedriver.
-#[derive(Debug)]
-struct Cdp {
-    cmd: &'static str,
-    params: Value,
-}
-
-impl WebDriverCompatibleCommand for Cdp {
-    fn endpoint(
-        &self,
-        base_url: &url::Url,
-        session_id: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        let session = session_id.unwrap_or_else(|| panic!("a DevTools command needs a session"));
-        base_url.join(&format!("session/{session}/goog/cdp/execute"))
-    }
-
-    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
-        let body = json!({"cmd": self.cmd, "params": self.params});
-        (axum::http::Method::POST, Some(body.to_string()))
-    }
-}
+use serde_json::json;
 
 /// The sizes and themes every view is kept in: the file name's suffix, width, height,
 /// whether phone-like, and the theme.
@@ -39,12 +15,6 @@ const LOOKS: [(&str, u32, u32, bool, &str); 4] = [
 ];
 
 impl Browser {
-    async fn cdp(&self, cmd: &'static str, params: Value) {
-        if let Err(e) = self.c.issue_cmd(Cdp { cmd, params }).await {
-            panic!("{cmd}: {e}");
-        }
-    }
-
     /// Keeps `NAME.png`, `NAME-dark.png`, `NAME-390.png` and `NAME-390-dark.png` in
     /// `$FSBROKER_SCREENSHOTS`, when set; the page is left as it was found.
     pub async fn screenshots(&self, name: &str) {
