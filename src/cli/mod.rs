@@ -35,6 +35,7 @@ mod runtime;
 mod serve;
 mod stdio;
 mod terminal;
+mod values;
 
 pub use flags::split_root_arg;
 
@@ -197,14 +198,14 @@ pub struct CommonArgs {
     pub writable: bool,
     /// Consent mode: auto, deny, tty, command:PROGRAM (proxy and daemon also: elicit; daemon
     /// also: ui, its console).
-    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    #[arg(long, value_name = "MODE", value_parser = values::parse_mode)]
     pub consent: Option<ConsentMode>,
     /// With consent mode elicit, who answers when the host cannot: auto, deny, tty or
     /// command:PROGRAM (default: tty with a terminal, else deny).
-    #[arg(long = "consent-fallback", value_name = "MODE", value_parser = parse_fallback)]
+    #[arg(long = "consent-fallback", value_name = "MODE", value_parser = values::parse_fallback)]
     pub consent_fallback: Option<ConsentMode>,
     /// The server session id (not `user`: the interface keeps it for the user's own actions).
-    #[arg(long = "server-id", value_name = "ID", value_parser = parse_server_id)]
+    #[arg(long = "server-id", value_name = "ID", value_parser = values::parse_server_id)]
     pub server_id: Option<String>,
     /// Append the audit log to FILE instead of where the policy's `[audit]` section says.
     #[arg(long = "audit-file", value_name = "FILE", conflicts_with = "no_audit")]
@@ -393,15 +394,15 @@ pub(crate) struct ProxyArgs {
     /// host that can fall back to initialize; modern for a host that sends 2026-07-28 requests
     /// without probing, or with a modern-only server), legacy or modern. Overrides the
     /// policy's `[proxy] era`.
-    #[arg(long = "era", value_name = "auto|legacy|modern", value_parser = parse_era)]
+    #[arg(long = "era", value_name = "auto|legacy|modern", value_parser = values::parse_era)]
     pub(crate) era: Option<EraMode>,
     /// Seconds allowed for connecting to the remote server (every retry included), and for
     /// its answer to a message that needs no work (a notification, a response, the GET
     /// stream).
-    #[arg(long = "connect-timeout", value_name = "SECONDS", default_value = "10", value_parser = parse_grace)]
+    #[arg(long = "connect-timeout", value_name = "SECONDS", default_value = "10", value_parser = values::parse_grace)]
     pub(crate) connect_timeout: std::time::Duration,
     /// Seconds allowed for the remote server's answer to a request, unless it streams.
-    #[arg(long = "request-timeout", value_name = "SECONDS", default_value = "300", value_parser = parse_grace)]
+    #[arg(long = "request-timeout", value_name = "SECONDS", default_value = "300", value_parser = values::parse_grace)]
     pub(crate) request_timeout: std::time::Duration,
     /// Attempts to reconnect to the remote server after a lost connection, with backoff
     /// (within the connect timeout), before the session is given up; also how many streams
@@ -412,7 +413,7 @@ pub(crate) struct ProxyArgs {
     /// SIGTERM, before killing it. With --url: how long requests in flight may still be
     /// answered once the host has gone (or on SIGTERM); those left are answered with an
     /// error and the exit code is 1.
-    #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = parse_grace)]
+    #[arg(long = "shutdown-grace", value_name = "SECONDS", default_value = "5", value_parser = values::parse_grace)]
     pub(crate) shutdown_grace: std::time::Duration,
     /// Start the server under a Landlock ruleset (Linux): it and everything it starts reach on
     /// disk only its roots (read-only ones read-only), the system's runtime directories, its
@@ -445,31 +446,4 @@ pub(crate) struct ProxyArgs {
     /// on is the server's, options included; a `--` before it is allowed, not needed.
     #[arg(value_name = "SERVER", trailing_var_arg = true, num_args = 1..)]
     pub(crate) command: Vec<String>,
-}
-
-fn parse_grace(s: &str) -> Result<std::time::Duration, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| (0.0..=3600.0).contains(v))
-        .map(std::time::Duration::from_secs_f64)
-        .ok_or_else(|| format!("{s:?} is not a number of seconds between 0 and 3600"))
-}
-
-fn parse_era(s: &str) -> Result<EraMode, String> {
-    EraMode::parse(s).ok_or_else(|| format!("{s:?} is not an era: use auto, legacy or modern"))
-}
-
-fn parse_server_id(s: &str) -> Result<String, String> {
-    crate::session::refuse_reserved(s).map_or_else(|| Ok(s.to_owned()), Err)
-}
-
-fn parse_mode(s: &str) -> Result<ConsentMode, String> {
-    ConsentMode::try_from(s.to_owned())
-}
-
-fn parse_fallback(s: &str) -> Result<ConsentMode, String> {
-    match parse_mode(s)? {
-        ConsentMode::Elicit => Err("the fallback answers when the host cannot elicit: use auto, deny, tty, ui or command:PROGRAM".into()),
-        mode => Ok(mode),
-    }
 }
