@@ -7,7 +7,7 @@ use super::board::{Answered, STOPPED_WAITING, Shown, TIMED_OUT};
 use super::edits::remember;
 use super::lifetime::Chosen;
 use super::reply::Refusal;
-use super::reply::{bad, body, ok};
+use super::reply::{bad, body, number, ok, program_shown};
 use super::shared::Console;
 use crate::access::Access;
 use crate::consent::{ConsentAnswer, ConsentRequest, PathChoice, Purpose, narrowed, sanitise};
@@ -137,18 +137,6 @@ fn timed_out(q: &Shown, timeout: Duration) -> bool {
     })
 }
 
-/// Who a server is, as the page shows it: what it runs, the first digits of its digest, and
-/// what started it; `null` when it could not be told.
-pub(super) fn program_shown(identity: Option<&crate::Identity>) -> Value {
-    identity.map_or(Value::Null, |i| {
-        json!({
-            "what": i.what(),
-            "digest": i.short(),
-            "launchedBy": i.launched_by,
-        })
-    })
-}
-
 /// The grants the console remembers.
 fn remembered_shown(layer: &Layer) -> Vec<Value> {
     layer
@@ -164,13 +152,6 @@ fn remembered_shown(layer: &Layer) -> Vec<Value> {
                    "since": when(since), "program": program})
         })
         .collect()
-}
-
-/// The number of an item the page names `PREFIX` and a number (`q7`, `o3`).
-pub(super) fn number(id: &str, prefix: char) -> Result<u64, Refusal> {
-    id.strip_prefix(prefix)
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, format!("no such item {id:?}")))
 }
 
 #[derive(Deserialize)]

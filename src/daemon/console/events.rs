@@ -55,7 +55,7 @@ pub(super) async fn stream(
 /// One page's feed.
 struct Feed {
     /// This page counted as open while its feed lives (no notifications meanwhile).
-    _page: super::notify::PageOpen,
+    _page: super::shared::PageOpen,
     console: Arc<Console>,
     follow: Follow,
     board: watch::Receiver<u64>,

@@ -9,9 +9,8 @@
 
 use super::conns::{self, Conn};
 use super::reply::refuse;
-use super::shared::{Console, MAX_TOKENS, TOKEN_LIFE, authority, default_addr};
+use super::shared::{Console, authority, default_addr};
 use super::{api, changes, edits, events, offers};
-use crate::daemon::secret::Secret;
 use crate::locks::lock;
 use axum::Router;
 use axum::extract::{Query, Request, State};
@@ -22,7 +21,6 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The name of the sign-in cookie.
 const COOKIE: &str = "fsbroker_console";
@@ -41,16 +39,8 @@ struct Gate {
 /// first on `addr` (loopback only; default `127.0.0.1` and a free port) if it is not yet.
 /// Must run on a tokio runtime.
 pub(crate) fn link(console: &Arc<Console>, addr: Option<SocketAddr>) -> Result<String, String> {
-    let at = serve(console, addr)?;
-    let token = Secret::fresh()?;
-    let link = format!("http://{}/login?token={}", authority(at), token.hex());
-    let mut tokens = lock(&console.tokens);
-    tokens.retain(|(_, made)| made.elapsed() < TOKEN_LIFE);
-    if tokens.len() >= MAX_TOKENS {
-        tokens.remove(0);
-    }
-    tokens.push((token, Instant::now()));
-    Ok(link)
+    serve(console, addr)?;
+    console.sign_in_link()
 }
 
 /// Serves `console`'s page on `addr` (loopback only; default `127.0.0.1` and a free port)

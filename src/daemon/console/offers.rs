@@ -1,11 +1,10 @@
 //! "Allow this?": the offers the page shows (grouped by the page per server, each with its
 //! host path), the user's answer to one, and the dismissal of a server's offers or all.
 
-use super::api::{number, program_shown};
 use super::board::Offer;
 use super::edits::remember;
 use super::lifetime::Chosen;
-use super::reply::{Refusal, body, ok};
+use super::reply::{Refusal, body, number, ok, program_shown};
 use super::shared::Console;
 use crate::daemon::control::when;
 use axum::Json;

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Why a request is refused: its status, and what the page is told.
 #[derive(Debug)]
@@ -43,4 +43,23 @@ pub(super) fn ok() -> Response {
 /// here, unknown fields refused: a malformed request is `400` and changes nothing.
 pub(super) fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Refusal> {
     serde_json::from_slice(bytes).map_err(|e| bad(format!("malformed request: {e}")))
+}
+
+/// The number of an item the page names `PREFIX` and a number (`q7`, `o3`).
+pub(super) fn number(id: &str, prefix: char) -> Result<u64, Refusal> {
+    id.strip_prefix(prefix)
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, format!("no such item {id:?}")))
+}
+
+/// Who a server is, as the page shows it: what it runs, the first digits of its digest, and
+/// what started it; `null` when it could not be told.
+pub(super) fn program_shown(identity: Option<&crate::Identity>) -> Value {
+    identity.map_or(Value::Null, |i| {
+        json!({
+            "what": i.what(),
+            "digest": i.short(),
+            "launchedBy": i.launched_by,
+        })
+    })
 }

@@ -13,6 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// How long a sign-in link works.
 pub(super) const TOKEN_LIFE: Duration = Duration::from_secs(300);
@@ -50,7 +51,7 @@ pub(crate) struct Console {
     /// The page's address, once served.
     pub(super) served: Mutex<Option<SocketAddr>>,
     /// The pages following the live feed: while there is one, no question is notified.
-    pub(super) pages: super::notify::Pages,
+    pub(super) pages: Pages,
 }
 
 impl std::fmt::Debug for Console {
@@ -93,7 +94,7 @@ impl Console {
             signins: Mutex::new(Vec::new()),
             tokens: Mutex::new(Vec::new()),
             served: Mutex::new(None),
-            pages: super::notify::Pages::new(),
+            pages: Pages::new(),
         })
     }
 
@@ -172,6 +173,55 @@ pub(crate) fn parse_addr(given: &str) -> Result<SocketAddr, String> {
         None => Err(format!(
             "{given:?} is not an address: give 127.0.0.1, 127.0.0.1:PORT or [::1]:PORT"
         )),
+    }
+}
+
+impl Console {
+    /// A sign-in link to the page where it is served, with a fresh one-time token (the
+    /// oldest of [`MAX_TOKENS`] goes); an error when the page is not served yet.
+    pub(super) fn sign_in_link(&self) -> Result<String, String> {
+        let at = (*lock(&self.served)).ok_or("the console is not served")?;
+        let token = Secret::fresh()?;
+        let link = format!("http://{}/login?token={}", authority(at), token.hex());
+        let mut tokens = lock(&self.tokens);
+        tokens.retain(|(_, made)| made.elapsed() < TOKEN_LIFE);
+        if tokens.len() >= MAX_TOKENS {
+            tokens.remove(0);
+        }
+        tokens.push((token, std::time::Instant::now()));
+        Ok(link)
+    }
+}
+
+/// How many console pages follow the live feed now.
+#[derive(Debug)]
+pub(crate) struct Pages(watch::Sender<usize>);
+
+/// One page following the feed, counted while it lives.
+#[derive(Debug)]
+pub(crate) struct PageOpen(watch::Sender<usize>);
+
+impl Pages {
+    /// The count, as it changes.
+    pub(crate) fn watch(&self) -> watch::Receiver<usize> {
+        self.0.subscribe()
+    }
+
+    /// No page yet.
+    pub(crate) fn new() -> Pages {
+        Pages(watch::Sender::new(0))
+    }
+
+    /// Counts one more page until the guard is dropped.
+    pub(crate) fn open(&self) -> PageOpen {
+        self.0.send_modify(|n| *n = n.saturating_add(1));
+        PageOpen(self.0.clone())
+    }
+}
+
+impl Drop for PageOpen {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 

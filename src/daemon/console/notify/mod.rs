@@ -26,33 +26,6 @@ use tokio::sync::watch;
 /// shown as the ones before them are answered.
 const MAX_SHOWN: usize = 8;
 
-/// How many console pages follow the live feed now.
-#[derive(Debug)]
-pub(crate) struct Pages(watch::Sender<usize>);
-
-/// One page following the feed, counted while it lives.
-#[derive(Debug)]
-pub(crate) struct PageOpen(watch::Sender<usize>);
-
-impl Pages {
-    /// No page yet.
-    pub(crate) fn new() -> Pages {
-        Pages(watch::Sender::new(0))
-    }
-
-    /// Counts one more page until the guard is dropped.
-    pub(crate) fn open(&self) -> PageOpen {
-        self.0.send_modify(|n| *n = n.saturating_add(1));
-        PageOpen(self.0.clone())
-    }
-}
-
-impl Drop for PageOpen {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n = n.saturating_sub(1));
-    }
-}
-
 /// Shows the questions on `console`'s board as desktop notifications while no page is
 /// open, the console being served at `at`. Must run on a tokio runtime.
 pub(crate) fn start(console: &Arc<Console>, at: SocketAddr) {
@@ -65,7 +38,7 @@ pub(crate) fn start(console: &Arc<Console>, at: SocketAddr) {
         shown: HashMap::new(),
         seen: HashSet::new(),
     };
-    tokio::spawn(notifier.run(console.pages.0.subscribe()));
+    tokio::spawn(notifier.run(console.pages.watch()));
 }
 
 /// The notifications of one console.
@@ -242,7 +215,7 @@ impl Notifier {
             );
             return;
         }
-        let link = match super::http::link(&console, None) {
+        let link = match console.sign_in_link() {
             Ok(link) => link,
             Err(e) => {
                 tracing::warn!("console: no sign-in link to open: {e}");
