@@ -170,6 +170,9 @@ async fn offers_are_grouped_and_capped_per_server_and_dismissed_per_server_or_al
     b.text_contains(&format!("{group} .offer-more"), "and 2 more")
         .await;
     assert_eq!(b.count(&format!("{group} [data-offer]")).await, 8);
+    // The other server's group may be drawn a moment after the first: waited for, then
+    // counted.
+    b.find("[data-offer-server=\"other\"] [data-offer]").await;
     assert_eq!(
         b.count("[data-offer-server=\"other\"] [data-offer]").await,
         1
