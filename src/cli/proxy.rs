@@ -48,77 +48,13 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
             Err(code) => return code,
         },
     };
-    let max_line = backend.max_line();
-    let remote_url = match &server {
-        Server::Remote(url, _) => Some(url.clone()),
-        Server::Local(_) => None,
-    };
-    // The program file the sandbox holds, for the identity: what is identified is what runs.
-    let mut pin = None;
-    // Read before the server starts: once its code runs, it could rewrite its own files.
-    let starting = match &remote_url {
-        Some(_) => None,
-        None => Some(super::identify::before_start(&args.command).await),
-    };
-    let started: Result<(Link, Option<remote::Outcome>), (String, u8)> = match (server, &backend) {
-        (Server::Remote(url, headers), _) => remote::connect(RemoteConfig {
-            url,
-            headers,
-            connect_timeout: args.connect_timeout,
-            request_timeout: args.request_timeout,
-            retries: args.retries,
-            max_message: max_line,
-            grace: args.shutdown_grace,
-        })
-        .map(|(link, outcome)| (link, Some(outcome)))
-        .map_err(|e| (e.to_string(), 1)),
-        (Server::Local(Some(options)), backend) => {
-            let source = RootSource {
-                door: backend.attach.door.clone(),
-                roots: backend.described.roots.clone(),
-                kept: (*backend.described.kept).clone(),
-            };
-            sandbox::spawn_sandboxed(
-                &args.command,
-                &options,
-                &source,
-                args.common.server_id.as_deref(),
-                max_line,
-                args.shutdown_grace,
-            )
-            .map(|(link, held)| {
-                pin = held;
-                (link, None)
-            })
-            .map_err(|e| (e.to_string(), e.exit_code()))
-        }
-        (Server::Local(None), backend) => {
-            let roots: Vec<std::path::PathBuf> = backend
-                .described
-                .roots
-                .iter()
-                .map(|r| r.path.clone())
-                .collect();
-            crate::proxy::own_dirs::warn_outside_roots(&args.command, &roots);
-            crate::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
-                .map(|link| (link, None))
-                .map_err(|e| (e.to_string(), e.exit_code()))
-        }
-    };
-    let (link, outcome) = match started {
+    let mut backend = backend;
+    let (link, outcome) = match start(server, &mut backend, &args).await {
         Ok(started) => started,
         Err((message, code)) => {
             err!("fsbroker: {message}");
             return ExitCode::from(code);
         }
-    };
-    let mut backend = backend;
-    backend.attach.identity = match (&remote_url, &outcome, starting) {
-        (Some(url), Some(outcome), _) => {
-            super::identify::of_url(url, outcome.clone(), args.connect_timeout)
-        }
-        (None, _, Some(starting)) => super::identify::of_command(starting, link.pid, pin),
-        _ => crate::attaching::Identified::default(),
     };
     let code = proxy
         .run(
@@ -134,6 +70,80 @@ pub(super) async fn run(args: ProxyArgs) -> ExitCode {
         err!("fsbroker: {e}");
     }
     ExitCode::from(code)
+}
+
+/// Starts the server the flags name (a remote link, a sandboxed or a plain child) for the
+/// broker `backend` reaches, and gives the backend who the server is: what a local command
+/// is, read before it starts (once its code runs, it could rewrite its own files), or a
+/// remote server's origin and key. The link and, for a remote server, how its session ends;
+/// else the message and the exit code.
+async fn start(
+    server: Server,
+    backend: &mut Backend,
+    args: &ProxyArgs,
+) -> Result<(Link, Option<remote::Outcome>), (String, u8)> {
+    let max_line = backend.max_line();
+    let remote_url = match &server {
+        Server::Remote(url, _) => Some(url.clone()),
+        Server::Local(_) => None,
+    };
+    // The program file the sandbox holds, for the identity: what is identified is what runs.
+    let mut pin = None;
+    let starting = match &remote_url {
+        Some(_) => None,
+        None => Some(super::identify::before_start(&args.command).await),
+    };
+    let (link, outcome) = match server {
+        Server::Remote(url, headers) => remote::connect(RemoteConfig {
+            url,
+            headers,
+            connect_timeout: args.connect_timeout,
+            request_timeout: args.request_timeout,
+            retries: args.retries,
+            max_message: max_line,
+            grace: args.shutdown_grace,
+        })
+        .map(|(link, outcome)| (link, Some(outcome)))
+        .map_err(|e| (e.to_string(), 1))?,
+        Server::Local(Some(options)) => {
+            let source = RootSource {
+                door: backend.attach.door.clone(),
+                roots: backend.described.roots.clone(),
+                kept: (*backend.described.kept).clone(),
+            };
+            let (link, held) = sandbox::spawn_sandboxed(
+                &args.command,
+                &options,
+                &source,
+                args.common.server_id.as_deref(),
+                max_line,
+                args.shutdown_grace,
+            )
+            .map_err(|e| (e.to_string(), e.exit_code()))?;
+            pin = held;
+            (link, None)
+        }
+        Server::Local(None) => {
+            let roots: Vec<std::path::PathBuf> = backend
+                .described
+                .roots
+                .iter()
+                .map(|r| r.path.clone())
+                .collect();
+            crate::proxy::own_dirs::warn_outside_roots(&args.command, &roots);
+            let link = crate::proxy::spawn_child(&args.command, max_line, args.shutdown_grace)
+                .map_err(|e| (e.to_string(), e.exit_code()))?;
+            (link, None)
+        }
+    };
+    backend.attach.identity = match (&remote_url, &outcome, starting) {
+        (Some(url), Some(outcome), _) => {
+            super::identify::of_url(url, outcome.clone(), args.connect_timeout)
+        }
+        (None, _, Some(starting)) => super::identify::of_command(starting, link.pid, pin),
+        _ => crate::attaching::Identified::default(),
+    };
+    Ok((link, outcome))
 }
 
 /// The daemon's session for this proxy, or why there is none and the exit code: 2 for flags
