@@ -152,11 +152,25 @@ fn grant(g: &GrantInfo) -> Value {
     })
 }
 
+/// Who a server is, as `status`, the console and its questions show it: what it runs
+/// ([`crate::Identity::what`]), the first digits of its digest, and what started it; `null`
+/// when it could not be told.
+pub(crate) fn program_shown(identity: Option<&crate::Identity>) -> Value {
+    identity.map_or(Value::Null, |i| {
+        json!({
+            "what": i.what(),
+            "digest": i.short(),
+            "launchedBy": i.launched_by,
+        })
+    })
+}
+
 fn session(s: &SessionSnapshot) -> Value {
     let c = &s.counters;
     json!({
         "server": s.server_id,
         "identity": s.identity,
+        "program": program_shown(s.identity.as_ref()),
         "started": when(s.started),
         "grants": s.grants.iter().map(grant).collect::<Vec<_>>(),
         "watches": s.watches.iter().map(|w| json!({

@@ -65,9 +65,9 @@ impl GrantEntry {
             (None, _) => "this session's program could not be told, and the grant is for one \
                           program only"
                 .to_owned(),
-            (Some(_), None) => "a different program now calls itself NAME than the one the \
-                                grant is for"
-                .replace("NAME", name),
+            (Some(_), None) => {
+                format!("a different program now calls itself {name} than the one the grant is for")
+            }
         }
     }
 

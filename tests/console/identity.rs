@@ -3,12 +3,11 @@
 //! `fsbroker proxy --daemon` processes, answered on the console's own API.
 
 use crate::proxy_host;
-use crate::sidecar::{Sidecar, WAIT};
+use crate::sidecar::Sidecar;
 use crate::site::{Auth, Site};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 /// A copy of the scripted server at `dir/server.py` under the site's temporary place.
 fn script(site: &Site, dir: &str) -> PathBuf {
@@ -47,19 +46,6 @@ fn python() -> PathBuf {
     PathBuf::from("/usr/bin/python3")
 }
 
-/// The console's picture once `done` holds of it (a hang guard bounds the wait).
-fn state_when(site: &Site, auth: &Auth, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let state = site.state(auth);
-        if done(&state) {
-            return state;
-        }
-        assert!(Instant::now() < deadline, "never came: {state}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Asks for `root/docs` through the server's `ask` tool (call `id`) and waits for the
 /// question on the console: the question.
 fn asks(site: &Site, auth: &Auth, s: &mut Sidecar, id: i64) -> Value {
@@ -68,7 +54,7 @@ fn asks(site: &Site, auth: &Auth, s: &mut Sidecar, id: i64) -> Value {
         id,
         json!([["files/consent", {"requestedPaths": ["root/docs"], "access": "read"}]]),
     );
-    let state = state_when(site, auth, |st| {
+    let state = site.state_when(auth, |st| {
         st["questions"]
             .as_array()
             .is_some_and(|q| q.iter().any(|q| q["withdrawn"].is_null()))

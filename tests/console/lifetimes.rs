@@ -6,7 +6,6 @@
 use crate::browser::Browser;
 use crate::site::{Site, ask};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
 
 /// Answers the page's question allowing `root/docs` for `lifetime` (the radio of that
 /// value), and waits for the server's answer.
@@ -64,19 +63,6 @@ async fn this_request_only_holds_for_one_request() {
     b.close().await;
 }
 
-/// The console's state once `done` holds of it, polled (a hang guard bounds the wait).
-fn state_when(site: &Site, auth: &crate::site::Auth, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + crate::sidecar::WAIT;
-    loop {
-        let state = site.state(auth);
-        if done(&state) {
-            return state;
-        }
-        assert!(Instant::now() < deadline, "never came: {state}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remembered_grant_is_listed_once_and_revoke_can_forget_it() {
     let site = Site::start();
@@ -84,9 +70,7 @@ async fn a_remembered_grant_is_listed_once_and_revoke_can_forget_it() {
     let b = Browser::signed_in(&site.link).await;
     let mut s = site.server("notes");
     allow_docs_for(&b, &mut s, "forever").await;
-    state_when(&site, &auth, |st| {
-        st["remembered"][0]["path"] == "root/docs"
-    });
+    site.state_when(&auth, |st| st["remembered"][0]["path"] == "root/docs");
     b.view("sessions").await;
     let row = "[data-session=\"notes\"] [data-grant=\"root/docs\"]";
     b.text_contains(&format!("{row} .lasts"), "until revoked")
@@ -95,7 +79,7 @@ async fn a_remembered_grant_is_listed_once_and_revoke_can_forget_it() {
     assert_eq!(rows, 1, "a remembered grant listed {rows} times");
     b.screenshot("sessions-remembered").await;
     b.click(&format!("{row} button.revoke-forget")).await;
-    let after = state_when(&site, &auth, |st| st["remembered"] == json!([]));
+    let after = site.state_when(&auth, |st| st["remembered"] == json!([]));
     assert_eq!(after["remembered"], json!([]));
     let kept = std::fs::read_to_string(site.state_file()).unwrap();
     assert!(!kept.contains("root/docs"), "still remembered: {kept}");
@@ -117,7 +101,7 @@ fn a_lifetime_is_taken_and_remember_with_another_is_refused() {
     let auth = site.signin();
     let mut s = site.server("notes");
     ask(&mut s, 1, &["root/docs"], "read");
-    let st = state_when(&site, &auth, |st| st["questions"][0]["id"].is_string());
+    let st = site.state_when(&auth, |st| st["questions"][0]["id"].is_string());
     let id = st["questions"][0]["id"].as_str().unwrap().to_owned();
     let answer = json!({"answers": [{"path": "root/docs", "approve": true}],
                         "remember": true, "lifetime": "hour"});
@@ -156,7 +140,7 @@ async fn the_changed_views_at_two_widths_and_both_themes() {
     }
     crate::site::refused(&mut notes, "root/todo.md");
     ask(&mut notes, 2, &["root/notes"], "write");
-    state_when(&site, &auth, |st| {
+    site.state_when(&auth, |st| {
         st["offers"].as_array().is_some_and(|o| o.len() == 11)
             && st["questions"][0]["id"].is_string()
     });
@@ -191,16 +175,14 @@ fn a_remembered_answer_is_one_grant_in_the_sessions_list() {
     let auth = site.signin();
     let mut s = site.server("notes");
     ask(&mut s, 1, &["root/docs"], "read");
-    let st = state_when(&site, &auth, |st| st["questions"][0]["id"].is_string());
+    let st = site.state_when(&auth, |st| st["questions"][0]["id"].is_string());
     let id = st["questions"][0]["id"].as_str().unwrap().to_owned();
     // As a page before lifetimes sends it.
     let answer = json!({"answers": [{"path": "root/docs", "approve": true}], "remember": true});
     let a = site.post(&auth, &format!("/api/questions/{id}"), &answer);
     assert_eq!(a.status, 200, "{a:?}");
     s.wait_id(&json!(1));
-    let st = state_when(&site, &auth, |st| {
-        st["remembered"][0]["path"] == "root/docs"
-    });
+    let st = site.state_when(&auth, |st| st["remembered"][0]["path"] == "root/docs");
     let grants = st["sessions"][0]["grants"].as_array().unwrap();
     let docs: Vec<&Value> = grants.iter().filter(|g| g["path"] == "root/docs").collect();
     // Held twice (the answer's grant, and the standing grant remembering adds), listed once:

@@ -182,20 +182,18 @@ fn without_a_session_bus_the_question_waits_for_the_page_and_the_log_says_so_onc
 
 /// The id of the open question whose server or first path is `of`, once it waits.
 fn question(site: &Site, auth: &Auth, of: &str) -> String {
-    let deadline = Instant::now() + crate::sidecar::WAIT;
-    loop {
-        let state = site.state(auth);
-        let found = state["questions"].as_array().and_then(|qs| {
-            qs.iter().find(|q| {
-                q["withdrawn"].is_null() && (q["server"] == of || q["paths"][0]["path"] == of)
-            })
-        });
-        if let Some(q) = found {
-            return q["id"].as_str().unwrap().to_owned();
-        }
-        assert!(Instant::now() < deadline, "no question of {of}: {state}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let open = |q: &serde_json::Value| {
+        q["withdrawn"].is_null() && (q["server"] == of || q["paths"][0]["path"] == of)
+    };
+    let state = site.state_when(auth, |st| {
+        st["questions"]
+            .as_array()
+            .is_some_and(|qs| qs.iter().any(open))
+    });
+    let found = state["questions"]
+        .as_array()
+        .and_then(|qs| qs.iter().find(|q| open(q)));
+    found.and_then(|q| q["id"].as_str()).unwrap().to_owned()
 }
 
 /// Denies question `id` as the page does.

@@ -6,7 +6,6 @@
 use crate::browser::Browser;
 use crate::site::{Site, ask};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remembered_answer_survives_a_restart_and_forgetting_takes_it_back() {
@@ -51,19 +50,6 @@ async fn a_remembered_answer_survives_a_restart_and_forgetting_takes_it_back() {
     b.close().await;
 }
 
-/// The console's state once `done` holds of it, polled (a hang guard bounds the wait).
-fn state_when(site: &Site, auth: &crate::site::Auth, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + crate::sidecar::WAIT;
-    loop {
-        let state = site.state(auth);
-        if done(&state) {
-            return state;
-        }
-        assert!(Instant::now() < deadline, "never came: {state}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_whose_server_left_is_withdrawn_and_nothing_is_remembered() {
     let site = Site::start();
@@ -77,7 +63,7 @@ async fn a_question_whose_server_left_is_withdrawn_and_nothing_is_remembered() {
         "files/consent",
         json!({"requestedPaths": ["root/docs"], "access": "read"}),
     );
-    let asked = state_when(&site, &auth, |st| st["questions"][0]["id"].is_string());
+    let asked = site.state_when(&auth, |st| st["questions"][0]["id"].is_string());
     let id = asked["questions"][0]["id"].as_str().unwrap().to_owned();
     assert_eq!(asked["questions"][0]["withdrawn"], Value::Null, "{asked}");
     let b = Browser::signed_in(&site.link).await;
@@ -86,9 +72,7 @@ async fn a_question_whose_server_left_is_withdrawn_and_nothing_is_remembered() {
 
     // The server leaves while its question waits.
     drop(s);
-    let gone = state_when(&site, &auth, |st| {
-        st["questions"][0]["withdrawn"].is_string()
-    });
+    let gone = site.state_when(&auth, |st| st["questions"][0]["withdrawn"].is_string());
     let why = gone["questions"][0]["withdrawn"].as_str().unwrap();
     assert!(why.contains("the server left"), "{gone}");
     let card = format!("[data-question=\"{id}\"].withdrawn");

@@ -244,6 +244,19 @@ impl Site {
         serde_json::from_str(a.json_body()).unwrap()
     }
 
+    /// The console's state once `done` holds of it, polled (a hang guard bounds the wait).
+    pub fn state_when(&self, auth: &Auth, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + crate::sidecar::WAIT;
+        loop {
+            let state = self.state(auth);
+            if done(&state) {
+                return state;
+            }
+            assert!(std::time::Instant::now() < deadline, "never came: {state}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// A change sent as the page sends it: JSON, with the console's own `Origin`.
     pub fn post(&self, auth: &Auth, path: &str, body: &Value) -> Answer {
         let origin = format!("http://{}", self.authority);

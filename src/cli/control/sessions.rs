@@ -16,7 +16,7 @@ pub(super) fn sessions_table(sessions: &[Value]) -> Vec<String> {
             text(&s["server"]),
             text(&s["started"])
         ));
-        identity(&s["identity"], &mut out);
+        program(&s["program"], &mut out);
         if s["attached"] == true {
             attachment(s, &mut out);
         }
@@ -43,39 +43,24 @@ fn items(v: &Value) -> &[Value] {
 }
 
 /// Who the session's server is: what it runs and the first digits of its digest, and what
-/// started it; that it could not be told, when it could not.
-fn identity(i: &Value, out: &mut Vec<String>) {
-    if !i.is_object() {
+/// started it (the daemon's `program`, made by the one reader of an identity); that it
+/// could not be told, when it could not.
+fn program(p: &Value, out: &mut Vec<String>) {
+    if !p.is_object() {
         out.push("  program    unknown: its program could not be told".to_owned());
         return;
     }
-    let runs = &i["runs"];
-    let what = match (runs["name"].as_str(), runs["path"].as_str()) {
-        (Some(name), _) => match runs["version"].as_str() {
-            Some(v) => format!("{name}@{v}"),
-            None => name.to_owned(),
-        },
-        (None, Some(path)) => path.to_owned(),
-        (None, None) => i["program"]["path"]
-            .as_str()
-            .or(i["origin"].as_str())
-            .or(i["host"].as_str())
-            .unwrap_or("-")
-            .to_owned(),
-    };
-    let digest: String = i["digest"]
-        .as_str()
-        .unwrap_or("")
-        .chars()
-        .take(12)
-        .collect();
-    let by: Vec<&str> = items(&i["launchedBy"]).iter().map(text).collect();
+    let by: Vec<&str> = items(&p["launchedBy"]).iter().map(text).collect();
     let by = if by.is_empty() {
         String::new()
     } else {
         format!(", launched by {}", by.join(" < "))
     };
-    out.push(format!("  program    {what} (digest {digest}){by}"));
+    out.push(format!(
+        "  program    {} (digest {}){by}",
+        text(&p["what"]),
+        text(&p["digest"])
+    ));
 }
 
 /// An attached session's process, its server's, its era and sandbox, and what its processes

@@ -4,8 +4,9 @@
 use super::board::Offer;
 use super::edits::remember;
 use super::lifetime::Chosen;
-use super::reply::{Refusal, body, number, ok, program_shown};
+use super::reply::{Refusal, body, number, ok};
 use super::shared::Console;
+use crate::daemon::control::program_shown;
 use crate::daemon::control::when;
 use axum::Json;
 use axum::body::Bytes;

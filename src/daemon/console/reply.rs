@@ -5,7 +5,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Why a request is refused: its status, and what the page is told.
 #[derive(Debug)]
@@ -50,16 +50,4 @@ pub(super) fn number(id: &str, prefix: char) -> Result<u64, Refusal> {
     id.strip_prefix(prefix)
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, format!("no such item {id:?}")))
-}
-
-/// Who a server is, as the page shows it: what it runs, the first digits of its digest, and
-/// what started it; `null` when it could not be told.
-pub(super) fn program_shown(identity: Option<&crate::Identity>) -> Value {
-    identity.map_or(Value::Null, |i| {
-        json!({
-            "what": i.what(),
-            "digest": i.short(),
-            "launchedBy": i.launched_by,
-        })
-    })
 }

@@ -749,11 +749,7 @@
           s.era ? h('span', { class: 'badge badge-muted', text: s.era + ' era' }) : null),
         revokeAll),
       suspendedBanner(s, key),
-      programLine(s.identity ? {
-        what: identityWhat(s.identity),
-        digest: (s.identity.digest || '').slice(0, 12),
-        launchedBy: s.identity.launchedBy || [],
-      } : null),
+      programLine(s.program),
       h('div', { class: 'session-live' }, sessionLive(s)),
       h('div', { class: 'kv' },
         h('span', { class: 'label-muted', text: 'Roots it sees' }),
@@ -764,15 +760,6 @@
       errorEl(key),
     ]);
     return card;
-  }
-
-  // What an identity runs, as `Identity::what` says it: the package or script, else the
-  // program, else the origin or the host's word.
-  function identityWhat(i) {
-    const r = i.runs || {};
-    if (r.name) return r.version ? `${r.name}@${r.version}` : r.name;
-    if (r.path) return r.path;
-    return (i.program && i.program.path) || i.origin || i.host || 'an unknown program';
   }
 
   // A suspended session: why, and the one way back, which is the user's.
